@@ -41,6 +41,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseLayout$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzComposeDecompose$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 
 db-up:
 	@scripts/db.sh up

@@ -1,0 +1,75 @@
+// Command ticketd hands out unique 64-bit IDs.
+//
+//	ticketd inspect [-layout L] [-epoch MS] ID...   decode IDs found in logs
+//
+// main only wires: every subcommand lives in its own file and returns an
+// error; main prints it and exits once, with status 2 for bad usage and 1 for
+// everything else.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
+}
+
+// usageError marks an error as the caller's fault (bad flag, bad argument):
+// exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errReported is an error whose message was already printed.
+type errReported struct{ code int }
+
+func (e errReported) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func exitCode(err error, stderr io.Writer) int {
+	var rep errReported
+	var use usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &rep):
+		return rep.code
+	case errors.As(err, &use):
+		fmt.Fprintln(stderr, "ticketd:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "ticketd:", err)
+		return 1
+	}
+}
+
+const usage = `usage: ticketd <command> [flags] [args]
+
+commands:
+  inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line
+
+Run 'ticketd <command> -h' for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errReported{2}
+	}
+	switch args[0] {
+	case "inspect":
+		return runInspect(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usagef("unknown command %q", args[0])
+	}
+}

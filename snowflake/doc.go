@@ -1,0 +1,55 @@
+// Package snowflake composes, decomposes and generates 64-bit snowflake IDs.
+//
+// # Bit layout
+//
+// An ID is a positive int64: the top bit is always 0 and the other 63 bits are
+// split into four fields, most significant first:
+//
+//	| time (ms since epoch) | datacenter | worker | sequence within the ms |
+//	|         41          |     5      |   5    |          12            |  default (Twitter)
+//
+// The widths and the epoch form a [Layout]. Any widths that sum to 63 are
+// accepted within the bounds [Layout.Validate] states, for example 41/0/10/12
+// (a flat 10-bit node ID, as Meituan Leaf and bwmarrin/snowflake use). The node
+// of an ID is datacenter<<WorkerBits | worker.
+//
+// Limits of the default layout: 2^41 ms ≈ 69.7 years from the epoch
+// (1288834974657, 2010-11-04T01:42:54.657Z), so IDs run out in September 2080
+// ([Layout.EndOfLife] says when for any layout); 32 datacenters × 32 workers;
+// 4096 IDs per millisecond per worker, that is 4.096 million IDs a second, the
+// physical ceiling of one worker ID.
+//
+// # Time
+//
+// A [Generator] never issues a timestamp lower than one it already issued and
+// never issues the same (timestamp, node, sequence) twice. It reads time from a
+// [Clock] that supplies both a wall clock and a monotonic clock:
+//
+//   - At start, the generator anchors the monotonic clock to the wall clock.
+//     From then on its time is anchor + monotonic elapsed, so a wall clock that
+//     is stepped backwards (NTP, an operator) costs no error and no wait.
+//   - When the wall clock is found ahead of that estimate (NTP slewing it
+//     forward, a step forward), the generator moves forward to it. It never
+//     moves back.
+//   - When a millisecond's sequence numbers are used up, the generator waits
+//     for the next millisecond: a yielding wait bounded by that millisecond
+//     (sleeps on Linux round up to about a millisecond, which would cost a
+//     quarter of the throughput at saturation).
+//   - A floor ([Settings.FloorMs]) says the lowest timestamp it may issue,
+//     for example the reservation of a worker ID's previous holder. While the
+//     clock is behind the floor the generator counts up from the floor rather
+//     than wait for the clock.
+//
+// # Fence
+//
+// Across processes, uniqueness rests on a fence: a generator refuses, with
+// [ErrFenced], to issue any timestamp at or beyond its fence. ticketd leases a
+// worker ID from the ticket servers together with a reservation in ID time, and
+// moves the fence forward (with [Generator.SetFence]) only to what a renewal
+// confirmed, so no other holder of that worker ID can ever issue the same
+// timestamps. A generator without a fence ([Settings.Unfenced]) is for tests and
+// tools only.
+//
+// Across the end of the layout's time bits, the generator refuses with
+// [ErrEndOfLife] instead of wrapping around.
+package snowflake
