@@ -1,0 +1,202 @@
+package ticket
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Defaults and bounds of Config. The bounds are there to catch unit mistakes
+// (a CallTimeout of 500 means 500ns, not 500ms) rather than to forbid tuning.
+const (
+	DefaultDatabase      = "tickets"
+	DefaultCallTimeout   = 500 * time.Millisecond
+	DefaultProbeInterval = time.Second
+	DefaultMaxOpenConns  = 16
+
+	MinCallTimeout   = 10 * time.Millisecond
+	MaxCallTimeout   = 30 * time.Second
+	MinProbeInterval = 50 * time.Millisecond
+	MaxProbeInterval = time.Minute
+	MinOpenConns     = 1
+	MaxOpenConnsLimit = 1024
+	// MaxServers bounds the pair's size; the servers are indexed by bit masks.
+	MaxServers = 16
+	// maxUserLen is MariaDB's limit on user names.
+	maxUserLen = 128
+)
+
+var databaseRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// ServerConfig names one ticket server. Its position in Config.Servers fixes what
+// it must be: Servers[i] runs with auto_increment_offset = i+1 and
+// auto_increment_increment = len(Servers).
+type ServerConfig struct {
+	Addr string // host:port, e.g. "127.0.0.1:3307"
+}
+
+// Config configures a Pair. Start from DefaultConfig. A zero Database,
+// CallTimeout, ProbeInterval or MaxOpenConns, or a nil Logger, means the default.
+type Config struct {
+	// Servers of the pair: 2 in this product; any power of two up to MaxServers works.
+	Servers []ServerConfig
+	// User and Password of the ticketd account. The password is never logged and
+	// never appears in an error: no DSN string is ever built from it.
+	User, Password string
+	// Database holding schema.sql's tables.
+	Database string
+	// CallTimeout bounds one attempt on one server, connecting included: a frozen
+	// server costs a caller at most this much before the next server is tried.
+	CallTimeout time.Duration
+	// ProbeInterval is how often the prober re-checks servers that are out of
+	// rotation; a repaired server rejoins within about this long.
+	ProbeInterval time.Duration
+	// MaxOpenConns bounds each server's connection pool.
+	MaxOpenConns int
+	// Logger receives state changes (server down, rejoined, parity violations).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the configuration of the local pair that `make db-up`
+// starts. The password is left empty: it belongs to the deployment, not the code.
+func DefaultConfig() Config {
+	return Config{
+		Servers:       []ServerConfig{{Addr: "127.0.0.1:3307"}, {Addr: "127.0.0.1:3308"}},
+		User:          "ticketd",
+		Database:      DefaultDatabase,
+		CallTimeout:   DefaultCallTimeout,
+		ProbeInterval: DefaultProbeInterval,
+		MaxOpenConns:  DefaultMaxOpenConns,
+	}
+}
+
+// withDefaults fills the zero fields Validate accepts as "use the default".
+func (c Config) withDefaults() Config {
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.MaxOpenConns == 0 {
+		c.MaxOpenConns = DefaultMaxOpenConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Servers = append([]ServerConfig(nil), c.Servers...) // the caller's slice stays theirs
+	return c
+}
+
+// Validate reports every field outside its bounds, each error wrapping
+// ErrInvalidConfig. It never quotes the password.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+
+	n := len(c.Servers)
+	if n < 2 || n > MaxServers || n&(n-1) != 0 {
+		// A power of two, because worker IDs are split between the servers by
+		// w mod n and 2^workerBits must be a multiple of n.
+		bad("%d servers: want a power of two in [2, %d]", n, MaxServers)
+	}
+	seen := make(map[string]int, n)
+	for i, s := range c.Servers {
+		if err := checkAddr(s.Addr); err != nil {
+			bad("Servers[%d].Addr %q: %v", i, s.Addr, err)
+			continue
+		}
+		if j, dup := seen[s.Addr]; dup {
+			// One server in two slots would have to hold two offsets at once.
+			bad("Servers[%d] and Servers[%d] are both %s", j, i, s.Addr)
+		}
+		seen[s.Addr] = i
+	}
+	if c.User == "" || len(c.User) > maxUserLen {
+		bad("User must have 1 to %d bytes, has %d", maxUserLen, len(c.User))
+	}
+	if c.Database != "" && !databaseRE.MatchString(c.Database) {
+		bad("Database %q: want %s", c.Database, databaseRE)
+	}
+	if c.CallTimeout != 0 && (c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout) {
+		bad("CallTimeout %v outside [%v, %v]", c.CallTimeout, MinCallTimeout, MaxCallTimeout)
+	}
+	if c.ProbeInterval != 0 && (c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval) {
+		bad("ProbeInterval %v outside [%v, %v]", c.ProbeInterval, MinProbeInterval, MaxProbeInterval)
+	}
+	if c.MaxOpenConns != 0 && (c.MaxOpenConns < MinOpenConns || c.MaxOpenConns > MaxOpenConnsLimit) {
+		bad("MaxOpenConns %d outside [%d, %d]", c.MaxOpenConns, MinOpenConns, MaxOpenConnsLimit)
+	}
+	return errors.Join(errs...)
+}
+
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "" {
+		return errors.New("empty host")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return errors.New("port must be 1..65535")
+	}
+	return nil
+}
+
+// String, GoString and LogValue keep the password out of anything that prints a
+// Config, including fmt's %v, %+v and %#v and structured logs.
+func (c Config) String() string {
+	addrs := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		addrs[i] = s.Addr
+	}
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d}",
+		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns)
+}
+
+// GoString implements fmt.GoStringer (%#v).
+func (c Config) GoString() string { return c.String() }
+
+// LogValue implements slog.LogValuer.
+func (c Config) LogValue() slog.Value {
+	addrs := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		addrs[i] = s.Addr
+	}
+	return slog.GroupValue(
+		slog.Any("servers", addrs),
+		slog.String("user", c.User),
+		slog.String("password", redacted(c.Password)),
+		slog.String("database", c.Database),
+		slog.Duration("call_timeout", c.CallTimeout),
+		slog.Duration("probe_interval", c.ProbeInterval),
+		slog.Int("max_open_conns", c.MaxOpenConns),
+	)
+}
+
+func redacted(pw string) string {
+	if pw == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
+// redactedDSN is how a server is named in logs and errors: the go-sql-driver DSN
+// shape a DBA recognises, with the password replaced.
+func (c Config) redactedDSN(i int) string {
+	pw := ""
+	if c.Password != "" {
+		pw = ":***"
+	}
+	return fmt.Sprintf("%s%s@tcp(%s)/%s", c.User, pw, c.Servers[i].Addr, c.Database)
+}

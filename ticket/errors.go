@@ -1,0 +1,106 @@
+package ticket
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Sentinel errors. Every error this package returns that a caller may want to act
+// on wraps exactly one of these (test with errors.Is); the rest of the message says
+// which server, sequence or worker it concerns. No error ever carries a password.
+var (
+	// ErrInvalidConfig: Config.Validate refused a field.
+	ErrInvalidConfig = errors.New("ticket: invalid config")
+	// ErrInvalidArgument: a request (AcquireRequest, Deployment, a lease) is malformed.
+	ErrInvalidArgument = errors.New("ticket: invalid argument")
+	// ErrNoServer: no ticket server could serve the call; the last server error is
+	// wrapped as well.
+	ErrNoServer = errors.New("ticket: no ticket server available")
+	// ErrServerDown: the one server a call had to use (a lease's owner, or
+	// AcquireRequest.Server) could not be reached or is out of rotation.
+	ErrServerDown = errors.New("ticket: ticket server down")
+	// ErrMisconfigured: a server's auto_increment settings do not match its place in
+	// the pair, or the servers disagree on a sequence's definition.
+	ErrMisconfigured = errors.New("ticket: ticket server misconfigured")
+	// ErrParity: a server returned a ticket of the other servers' parity. That ticket
+	// was dropped, and the server taken out of rotation.
+	ErrParity = errors.New("ticket: ticket of the wrong parity")
+	// ErrBadName: a sequence name that can never be valid.
+	ErrBadName = errors.New("ticket: bad sequence name")
+	// ErrUnknownSequence: a well-formed name the DBA has not defined.
+	ErrUnknownSequence = errors.New("ticket: unknown sequence")
+	// ErrSequenceExhausted: the sequence has no value left within its bit width on
+	// any server.
+	ErrSequenceExhausted = errors.New("ticket: sequence exhausted")
+	// ErrLeaseLost: another holder (or a newer version) owns the worker ID now; the
+	// caller must stop issuing with it at once.
+	ErrLeaseLost = errors.New("ticket: worker lease lost")
+	// ErrAllWorkersHeld: every worker ID on every reachable server is held, or
+	// reserved too far ahead of the caller's clock.
+	ErrAllWorkersHeld = errors.New("ticket: all worker IDs are held")
+	// ErrDeploymentMismatch: a server records a different ID layout or epoch than
+	// this ticketd was started with; issuing IDs could then collide.
+	ErrDeploymentMismatch = errors.New("ticket: deployment settings mismatch")
+	// ErrClosed: the Pair was closed.
+	ErrClosed = errors.New("ticket: pair closed")
+)
+
+// errKind sorts a failed call by what it says about the server, because that
+// decides whether the server leaves the rotation.
+type errKind int
+
+const (
+	// kindServer: transport failure, timeout, or a server-level refusal. The server
+	// is marked down and the prober must bring it back.
+	kindServer errKind = iota
+	// kindDeadlock: InnoDB chose this REPLACE as a deadlock victim (1213). Retrying
+	// on the same server is safe: a failed REPLACE burns numbers, never repeats one.
+	kindDeadlock
+	// kindStatement: the server is fine but this statement cannot run there (a table
+	// or a grant missing on one server). Marking the server down would also stop
+	// Tickets64 and leases for a per-table problem, so the server stays up.
+	kindStatement
+	// kindExhausted: the AUTO_INCREMENT column reached its maximum (MariaDB error
+	// 167 "Out of range value"); the counter does not wrap, it refuses.
+	kindExhausted
+)
+
+// MariaDB error numbers the classification relies on.
+const (
+	erAutoincOutOfRange = 167  // HA_ERR_AUTOINC_ERANGE, seen on REPLACE at the column maximum
+	erDupEntry          = 1062 // the column maximum can also surface as a duplicate key
+	erWarnOutOfRange    = 1264
+	erAutoincReadFailed = 1467
+	erTableAccessDenied = 1142
+	erColumnAccessDeny  = 1143
+	erBadField          = 1054
+	erNoSuchTable       = 1146
+	erDeadlock          = 1213
+)
+
+func classify(err error) errKind {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case erDeadlock:
+			return kindDeadlock
+		case erNoSuchTable, erTableAccessDenied, erColumnAccessDeny, erBadField:
+			return kindStatement
+		case erAutoincOutOfRange, erWarnOutOfRange, erAutoincReadFailed, erDupEntry:
+			return kindExhausted
+		}
+	}
+	return kindServer
+}
+
+// isTransport reports errors that say nothing about the data, only that the server
+// could not be talked to in time.
+func isTransport(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
+}

@@ -1,0 +1,419 @@
+package ticket
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Bounds of lease requests.
+const (
+	MinWorkerBits = 1
+	MaxWorkerBits = 22
+	MinLeaseTTL   = 100 * time.Millisecond
+	MaxLeaseTTL   = 24 * time.Hour
+	// MaxReserveMs bounds ReserveMs and MaxWaitMs: a day ahead is already far
+	// beyond any sensible fence.
+	MaxReserveMs  = int64(24 * time.Hour / time.Millisecond)
+	maxHolderLen  = 255 // worker_leases.holder VARCHAR(255)
+	ticketTries   = 8   // candidates drawn from tickets before scanning the table
+	scanClaimsMax = 16  // claims tried from one scan before giving up on a server
+)
+
+// AcquireRequest asks for a worker ID.
+type AcquireRequest struct {
+	// Datacenter is stored as given; leases of different datacenters never meet.
+	Datacenter uint32
+	// WorkerBits: worker IDs are 0 .. 2^WorkerBits-1, WorkerBits in [1, 22]
+	// (and 2^WorkerBits a multiple of the number of servers).
+	WorkerBits uint
+	// Holder identifies this process (host/pid/random): 1..255 printable ASCII bytes.
+	Holder string
+	// TTL is the lease's liveness, counted in the database's clock.
+	TTL time.Duration
+	// NowMs is the caller's ID clock (Unix ms).
+	NowMs int64
+	// ReserveMs: the lease reserves timestamps up to max(NowMs, FloorMs)+ReserveMs.
+	ReserveMs int64
+	// MaxWaitMs: a previous holder's reservation at most this far ahead of NowMs is
+	// accepted (the caller waits until its clock passes FloorMs); a worker ID
+	// reserved further ahead is skipped.
+	MaxWaitMs int64
+	// Server: -1 for any server in rotation (round-robin); i for Config.Servers[i]
+	// only, i.e. a worker ID of that server's parity (failover picks the other).
+	Server int
+}
+
+// Lease is a worker ID held in the database.
+type Lease struct {
+	Server     int // index in Config.Servers: the server that owns this worker ID
+	Datacenter uint32
+	Worker     uint32
+	Holder     string
+	Version    uint64 // the claim's compare-and-set version
+	// FloorMs is the previous holder's reservation: IDs must carry timestamps >= it.
+	FloorMs int64
+	// ReservedUntilMs is the confirmed reservation: never issue a timestamp >= it.
+	ReservedUntilMs int64
+}
+
+// errNotFree: a candidate worker ID is held, reserved too far ahead, or was
+// claimed by someone else between our read and our compare-and-set.
+var errNotFree = errors.New("worker ID not free")
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Pair) checkAcquire(r AcquireRequest) error {
+	n := len(p.servers)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{ErrInvalidArgument}, args...)...)
+	}
+	switch {
+	case r.WorkerBits < MinWorkerBits || r.WorkerBits > MaxWorkerBits:
+		return bad("WorkerBits %d outside [%d, %d]", r.WorkerBits, MinWorkerBits, MaxWorkerBits)
+	case 1<<r.WorkerBits < n:
+		// Parity ownership needs every server to own an equal share of worker IDs.
+		return bad("2^WorkerBits=%d is smaller than the %d servers", 1<<r.WorkerBits, n)
+	case r.Holder == "" || len(r.Holder) > maxHolderLen || !printableASCII(r.Holder):
+		return bad("Holder must be 1..%d printable ASCII bytes", maxHolderLen)
+	case r.TTL < MinLeaseTTL || r.TTL > MaxLeaseTTL:
+		return bad("TTL %v outside [%v, %v]", r.TTL, MinLeaseTTL, MaxLeaseTTL)
+	case r.NowMs <= 0:
+		return bad("NowMs %d: want Unix milliseconds", r.NowMs)
+	case r.ReserveMs < 1 || r.ReserveMs > MaxReserveMs:
+		return bad("ReserveMs %d outside [1, %d]", r.ReserveMs, MaxReserveMs)
+	case r.MaxWaitMs < 0 || r.MaxWaitMs > MaxReserveMs:
+		return bad("MaxWaitMs %d outside [0, %d]", r.MaxWaitMs, MaxReserveMs)
+	case r.Server < -1 || r.Server >= n:
+		return bad("Server %d outside [-1, %d]", r.Server, n-1)
+	}
+	return nil
+}
+
+func (p *Pair) checkLease(l Lease) error {
+	if l.Server < 0 || l.Server >= len(p.servers) || l.Holder == "" {
+		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", ErrInvalidArgument, l.Server, l.Holder)
+	}
+	return nil
+}
+
+// AcquireWorker claims a free worker ID. Candidates come from Tickets64 tickets
+// of one server (t mod 2^WorkerBits, which has that server's parity, so its lease
+// row lives on that server and on no other); after a few taken ones, the
+// server's lease table is scanned for free IDs of its parity; then the next
+// server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
+func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, error) {
+	if p.closed.Load() {
+		return Lease{}, ErrClosed
+	}
+	if err := p.checkAcquire(req); err != nil {
+		return Lease{}, err
+	}
+	var list []*server
+	if req.Server >= 0 {
+		s := p.servers[req.Server]
+		if !s.up.Load() {
+			return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s)", ErrServerDown, s.name, s.health().LastError)
+		}
+		list = []*server{s}
+	} else {
+		var buf [MaxServers]*server
+		list = p.order(buf[:0], allServers(len(p.servers)))
+		if len(list) == 0 {
+			return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", ErrNoServer)
+		}
+	}
+	var held, failed []error
+	for _, s := range list {
+		l, err := p.acquireOn(ctx, s, req)
+		if err == nil {
+			return l, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return Lease{}, fmt.Errorf("ticket: acquiring a worker ID: %w", cerr)
+		}
+		if errors.Is(err, ErrAllWorkersHeld) {
+			held = append(held, err)
+		} else {
+			failed = append(failed, err)
+		}
+	}
+	switch {
+	case len(held) > 0:
+		// The reachable servers are full; the unreachable ones are named too.
+		return Lease{}, errors.Join(append(held, failed...)...)
+	case req.Server >= 0:
+		return Lease{}, failed[0]
+	default:
+		return Lease{}, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(failed...))
+	}
+}
+
+// acquireOn tries to claim a worker ID of s's parity on s.
+func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Lease, error) {
+	n := uint64(len(p.servers))
+	space := uint64(1) << req.WorkerBits
+	perServer := space / n // worker IDs s owns
+	residue := s.offset % n
+	tried := make(map[uint32]bool)
+
+	for i := 0; i < ticketTries && uint64(len(tried)) < perServer; i++ {
+		t, err := p.takeOn(ctx, s, p.raw64)
+		if err != nil {
+			return Lease{}, err
+		}
+		w := uint32(t & (space - 1))
+		if uint64(w)%n != residue {
+			// takeOn checked the ticket's parity and n divides 2^WorkerBits, so
+			// this is unreachable; claiming w here could double-own it.
+			return Lease{}, fmt.Errorf("%w: worker %d from ticket %d is not owned by %s", ErrParity, w, t, s.name)
+		}
+		if tried[w] {
+			continue
+		}
+		tried[w] = true
+		l, err := p.claim(ctx, s, req, w)
+		if !errors.Is(err, errNotFree) {
+			return l, err
+		}
+	}
+
+	// Tickets keep landing on held IDs: look at the table for the free ones.
+	free, err := p.freeWorkers(ctx, s, req, space)
+	if err != nil {
+		return Lease{}, err
+	}
+	claims := 0
+	start := rand.N(perServer)
+	for k := uint64(0); k < perServer && claims < scanClaimsMax; k++ {
+		w := uint32(((start+k)%perServer)*n + residue)
+		if tried[w] || !free(w) {
+			continue
+		}
+		tried[w] = true
+		claims++
+		l, err := p.claim(ctx, s, req, w)
+		if !errors.Is(err, errNotFree) {
+			return l, err
+		}
+	}
+	return Lease{}, fmt.Errorf("%w: %s: every worker ID of its parity (%d of %d) in datacenter %d is held or reserved more than %d ms ahead",
+		ErrAllWorkersHeld, s.name, perServer, space, req.Datacenter, req.MaxWaitMs)
+}
+
+// freeWorkers reads s's lease rows of the datacenter and returns a test for
+// "claimable": no row (never held), or expired with a reservation we accept.
+func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, space uint64) (func(uint32) bool, error) {
+	db := s.pool()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	var rows []struct {
+		Worker   uint32 `db:"worker"`
+		Expired  bool   `db:"expired"`
+		Reserved int64  `db:"reserved_until_ms"`
+	}
+	err := db.SelectContext(actx, &rows,
+		`SELECT worker, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
+		   FROM worker_leases WHERE datacenter = ? AND worker < ?`, req.Datacenter, space)
+	if err != nil {
+		return nil, p.leaseErr(ctx, s, db, "scanning worker_leases", err)
+	}
+	taken := make(map[uint32]bool, len(rows))
+	for _, r := range rows {
+		if !r.Expired || r.Reserved-req.NowMs > req.MaxWaitMs {
+			taken[r.Worker] = true
+		}
+	}
+	return func(w uint32) bool { return !taken[w] }, nil
+}
+
+// claim takes worker w on s by compare-and-set on its row's version. Expiry is
+// judged by the database's clock alone: holders' clocks may disagree.
+func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint32) (Lease, error) {
+	db := s.pool()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	begin := time.Now()
+	// A row that has never been held is created expired, so that the claim below
+	// is the same compare-and-set for new and old rows.
+	if _, err := db.ExecContext(actx,
+		`INSERT IGNORE INTO worker_leases (datacenter, worker) VALUES (?, ?)`, req.Datacenter, w); err != nil {
+		return Lease{}, p.claimErr(ctx, s, db, w, err)
+	}
+	var row struct {
+		Version  uint64 `db:"version"`
+		Holder   string `db:"holder"`
+		Expired  bool   `db:"expired"`
+		Reserved int64  `db:"reserved_until_ms"`
+	}
+	if err := db.GetContext(actx, &row,
+		`SELECT version, holder, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
+		   FROM worker_leases WHERE datacenter = ? AND worker = ?`, req.Datacenter, w); err != nil {
+		return Lease{}, p.claimErr(ctx, s, db, w, err)
+	}
+	if !row.Expired {
+		return Lease{}, fmt.Errorf("worker %d held by %q: %w", w, row.Holder, errNotFree)
+	}
+	if row.Reserved-req.NowMs > req.MaxWaitMs {
+		return Lease{}, fmt.Errorf("worker %d reserved until %d, %d ms ahead: %w", w, row.Reserved, row.Reserved-req.NowMs, errNotFree)
+	}
+	reserved := max(req.NowMs, row.Reserved) + req.ReserveMs
+	res, err := db.ExecContext(actx,
+		`UPDATE worker_leases
+		    SET holder = ?, version = version + 1,
+		        expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+		        reserved_until_ms = ?,
+		        acquired_at = UTC_TIMESTAMP(3), renewed_at = UTC_TIMESTAMP(3), released_at = NULL
+		  WHERE datacenter = ? AND worker = ? AND version = ? AND expires_at < UTC_TIMESTAMP(3)`,
+		req.Holder, req.TTL.Microseconds(), reserved, req.Datacenter, w, row.Version)
+	if err != nil {
+		return Lease{}, p.claimErr(ctx, s, db, w, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return Lease{}, fmt.Errorf("worker %d claimed by someone else first: %w", w, errNotFree)
+	}
+	s.ok(time.Since(begin))
+	return Lease{
+		Server:          s.idx,
+		Datacenter:      req.Datacenter,
+		Worker:          w,
+		Holder:          req.Holder,
+		Version:         row.Version + 1,
+		FloorMs:         row.Reserved,
+		ReservedUntilMs: reserved,
+	}, nil
+}
+
+// RenewWorker extends the lease's liveness by ttl (database clock) and its
+// reservation to reserveUntilMs. The reservation never moves backwards: the
+// returned lease carries the larger of the old and the asked one, both of which
+// the database now holds. ErrLeaseLost if another holder or version owns the
+// row; a transport failure wraps ErrServerDown (the caller keeps issuing below
+// the reservation it already has, and fails over before reaching it).
+func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
+	if p.closed.Load() {
+		return l, ErrClosed
+	}
+	if err := p.checkLease(l); err != nil {
+		return l, err
+	}
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
+		return l, fmt.Errorf("%w: TTL %v outside [%v, %v]", ErrInvalidArgument, ttl, MinLeaseTTL, MaxLeaseTTL)
+	}
+	// Tried even when s is out of rotation: that may be about its tickets only,
+	// and a renewal that could have succeeded must not be skipped.
+	s := p.servers[l.Server]
+	db := s.pool()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	begin := time.Now()
+	res, err := execRetry(actx, db,
+		`UPDATE worker_leases
+		    SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+		        reserved_until_ms = GREATEST(reserved_until_ms, ?),
+		        renewed_at = UTC_TIMESTAMP(3)
+		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?`,
+		ttl.Microseconds(), reserveUntilMs, l.Datacenter, l.Worker, l.Holder, l.Version)
+	if err != nil {
+		return l, p.leaseErr(ctx, s, db, fmt.Sprintf("renewing worker %d", l.Worker), err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return l, fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d",
+			ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version)
+	}
+	s.ok(time.Since(begin))
+	l.ReservedUntilMs = max(l.ReservedUntilMs, reserveUntilMs)
+	return l, nil
+}
+
+// ReleaseWorker ends the lease now and records the last timestamp issued with
+// it. Its reservation becomes lastIssuedMs+1 (never below FloorMs, which another
+// holder may have used): it may drop below the old reservation because this
+// holder has stopped issuing, so the next holder need not wait for it. The
+// version is bumped so a late renewal cannot revive the lease. ErrLeaseLost if
+// the lease is no longer ours.
+func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if err := p.checkLease(l); err != nil {
+		return err
+	}
+	if lastIssuedMs < 0 || lastIssuedMs >= 1<<62 {
+		return fmt.Errorf("%w: lastIssuedMs %d is not a Unix millisecond", ErrInvalidArgument, lastIssuedMs)
+	}
+	s := p.servers[l.Server]
+	db := s.pool()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	begin := time.Now()
+	res, err := execRetry(actx, db,
+		`UPDATE worker_leases
+		    SET version = version + 1,
+		        expires_at = '1970-01-01 00:00:01.000',
+		        reserved_until_ms = GREATEST(?, ?),
+		        last_issued_ms = ?,
+		        released_at = UTC_TIMESTAMP(3)
+		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?`,
+		lastIssuedMs+1, l.FloorMs, lastIssuedMs, l.Datacenter, l.Worker, l.Holder, l.Version)
+	if err != nil {
+		return p.leaseErr(ctx, s, db, fmt.Sprintf("releasing worker %d", l.Worker), err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d",
+			ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version)
+	}
+	s.ok(time.Since(begin))
+	return nil
+}
+
+// claimErr sorts a failed claim statement: a deadlock between two claimers of
+// the same row is a lost race, anything else as leaseErr.
+func (p *Pair) claimErr(ctx context.Context, s *server, db *sqlx.DB, w uint32, err error) error {
+	if classify(err) == kindDeadlock {
+		return fmt.Errorf("worker %d: %w: %w", w, errNotFree, err)
+	}
+	return p.leaseErr(ctx, s, db, fmt.Sprintf("claiming worker %d", w), err)
+}
+
+// leaseErr sorts a failed lease statement: a missing table or grant is the DBA's;
+// anything else is the server's, which leaves the rotation.
+func (p *Pair) leaseErr(ctx context.Context, s *server, db *sqlx.DB, what string, err error) error {
+	switch classify(err) {
+	case kindStatement:
+		err = fmt.Errorf("%w: %s: %s: %w", ErrMisconfigured, s.name, what, err)
+		s.note(err)
+		return err
+	case kindDeadlock: // execRetry gave up: contention, not ill health
+		return fmt.Errorf("%s: %s: %w", s.name, what, err)
+	default:
+		err = fmt.Errorf("%w: %s: %s: %w", ErrServerDown, s.name, what, err)
+		if ctx.Err() == nil {
+			s.fail(db, err)
+		}
+		return err
+	}
+}
+
+// execRetry runs a single-row UPDATE, retrying if InnoDB picks it as a deadlock
+// victim: the victim was rolled back, so running it again changes nothing twice.
+func execRetry(ctx context.Context, db *sqlx.DB, query string, args ...any) (sql.Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := db.ExecContext(ctx, query, args...)
+		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {
+			return res, err
+		}
+	}
+}

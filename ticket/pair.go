@@ -1,0 +1,238 @@
+package ticket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Pair is a client of the ticket servers. It is safe for concurrent use. Close it
+// to stop its background work and release its connections.
+type Pair struct {
+	cfg     Config
+	log     *slog.Logger
+	servers []*server
+	rr      atomic.Uint64 // round-robin cursor over servers
+
+	// raw64 is Tickets64 taken as it is: Ticket64, and the tickets behind leases.
+	raw64 *sequence
+	cat   catalog
+
+	// life is cancelled by Close. Background work (the prober, block prefetches)
+	// runs under it, never under a caller's context, because it outlives callers.
+	life   context.Context
+	stop   context.CancelFunc
+	closed atomic.Bool
+	bgMu   sync.Mutex // orders goBackground against Close so no goroutine starts after Wait
+	bg     sync.WaitGroup
+}
+
+// Open connects to every server of cfg in parallel and checks that each runs with
+// the auto_increment_increment and auto_increment_offset of its place in the pair.
+//
+// A reachable server with other settings makes Open fail with ErrMisconfigured:
+// it would hand out tickets that collide with its peer's. An unreachable server
+// does not (it may be down for maintenance): it is left out of rotation and the
+// prober re-checks it every ProbeInterval. If no server is reachable, Open fails
+// with ErrNoServer. Open takes about one CallTimeout at most.
+func Open(ctx context.Context, cfg Config) (*Pair, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	life, stop := context.WithCancel(context.Background())
+	p := &Pair{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		servers: make([]*server, len(cfg.Servers)),
+		life:    life,
+		stop:    stop,
+	}
+	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
+	p.raw64.servers.Store(allServers(len(cfg.Servers)))
+	p.cat.init(len(cfg.Servers))
+	for i := range cfg.Servers {
+		s, err := newServer(cfg, i)
+		if err != nil {
+			p.closePools()
+			stop()
+			return nil, err
+		}
+		p.servers[i] = s
+	}
+
+	errs := p.onEach(ctx, p.servers, func(ctx context.Context, s *server) error {
+		return s.check(ctx, s.pool())
+	})
+	if err := ctx.Err(); err != nil {
+		p.closePools()
+		stop()
+		return nil, fmt.Errorf("ticket: open: %w", err)
+	}
+	var misconf, down []error
+	var up []*server
+	for i, err := range errs {
+		s := p.servers[i]
+		switch {
+		case err == nil:
+			up = append(up, s)
+		case errors.Is(err, ErrMisconfigured):
+			misconf = append(misconf, err)
+		default:
+			// onEach has recorded it in the server's health already.
+			down = append(down, err)
+			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it", "err", err)
+		}
+	}
+	if len(misconf) > 0 {
+		p.closePools()
+		stop()
+		return nil, errors.Join(misconf...)
+	}
+	if len(up) == 0 {
+		p.closePools()
+		stop()
+		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
+	}
+	// The catalog before the rotation: a sequence routes only to servers that
+	// define it.
+	p.loadCatalogs(ctx, up)
+	for _, s := range up {
+		s.markUp()
+	}
+	p.goBackground(p.probeLoop)
+	return p, nil
+}
+
+// Close stops the prober and any block prefetch, waits for them, and closes the
+// pools. Values fetched into memory and never handed out are burned, which costs
+// density, never uniqueness. Calls after Close fail with ErrClosed.
+func (p *Pair) Close() error {
+	p.bgMu.Lock()
+	if p.closed.Swap(true) {
+		p.bgMu.Unlock()
+		return nil
+	}
+	p.bgMu.Unlock()
+	p.stop()
+	p.bg.Wait()
+	return p.closePools()
+}
+
+func (p *Pair) closePools() error {
+	var errs []error
+	for _, s := range p.servers {
+		if s != nil {
+			errs = append(errs, s.pool().Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// goBackground runs f on a goroutine that Close waits for. It reports false, and
+// runs nothing, once Close has begun. f must return when p.life is done.
+func (p *Pair) goBackground(f func()) bool {
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	if p.closed.Load() {
+		return false
+	}
+	p.bg.Go(f)
+	return true
+}
+
+// Health reports every server, in Config.Servers order.
+func (p *Pair) Health() []ServerHealth {
+	h := make([]ServerHealth, len(p.servers))
+	for i, s := range p.servers {
+		h[i] = s.health()
+	}
+	return h
+}
+
+// onEach runs fn on every server of list in parallel, each under its own
+// CallTimeout, and returns the errors in list order. A server-level failure takes
+// the server out of rotation, as any failed call does.
+func (p *Pair) onEach(ctx context.Context, list []*server, fn func(context.Context, *server) error) []error {
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, s := range list {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+			defer cancel()
+			db := s.pool()
+			err := fn(cctx, s)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, ErrMisconfigured) && classify(err) == kindServer {
+				s.fail(db, err)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// probeLoop is the prober: every ProbeInterval it re-checks the servers out of
+// rotation. It is the only way back into rotation, so a server that broke parity
+// or runs with wrong settings stays out until the check passes again.
+func (p *Pair) probeLoop() {
+	t := time.NewTicker(p.cfg.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.life.Done():
+			return
+		case <-t.C:
+		}
+		var wg sync.WaitGroup
+		for _, s := range p.servers {
+			if !s.up.Load() || s.reopen.Load() {
+				wg.Go(func() { p.probe(s) })
+			}
+		}
+		wg.Wait()
+	}
+}
+
+func (p *Pair) probe(s *server) {
+	if s.reopen.Swap(false) {
+		if err := s.replacePool(); err != nil {
+			s.reopen.Store(true)
+			s.note(err)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(p.life, p.cfg.CallTimeout)
+	defer cancel()
+	if err := s.check(ctx, s.pool()); err != nil {
+		if p.life.Err() == nil {
+			s.note(err)
+		}
+		return
+	}
+	// A server that was down at start, or restored, may define sequences
+	// differently: its catalog is read before it serves any.
+	p.loadCatalogs(ctx, []*server{s})
+	s.markUp()
+}
+
+// order returns the servers to try for one call: those in rotation and in mask,
+// starting at the round-robin cursor, so load alternates between servers and a
+// failed server's share goes to the next one.
+func (p *Pair) order(buf []*server, mask uint64) []*server {
+	n := len(p.servers)
+	start := int(p.rr.Add(1) % uint64(n))
+	for i := range n {
+		s := p.servers[(start+i)%n]
+		if mask&(1<<s.idx) != 0 && s.up.Load() {
+			buf = append(buf, s)
+		}
+	}
+	return buf
+}
+
+func allServers(n int) uint64 { return 1<<n - 1 }

@@ -1,0 +1,419 @@
+package ticket
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SequenceInfo is a named sequence as the DBA defined it in table `sequences`.
+type SequenceInfo struct {
+	Name  string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
+	Table string // its counter table: Tickets64, Tickets32 or seq_*
+	// Bits is 32 or 64: no value above 2^32-1, resp. 2^63-1, is ever returned.
+	Bits int
+	// BlockSize B: one ticket t stands for the values [t·B, t·B+B).
+	BlockSize uint64
+}
+
+const (
+	nameMaxLen   = 48
+	maxBlockSize = 1_000_000_000 // schema.sql's CHECK sequence_block_ok
+	// catalogRetry: an unknown name reloads the catalog at most this often, so a
+	// flood of bad names cannot turn into a flood of catalog queries.
+	catalogRetry = time.Second
+)
+
+// nameRE and tableRE mirror schema.sql's CHECK constraints. nameRE documents
+// validName, which is the same test without a regexp on the hot path.
+var (
+	nameRE  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+	tableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
+)
+
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > nameMaxLen || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// valueLimit is the largest value a sequence of the given width may return. A
+// 64-bit sequence stops at 2^63-1 so that every value fits a signed BIGINT and
+// JSON readers that use int64.
+func valueLimit(bits int) uint64 {
+	if bits == 32 {
+		return 1<<32 - 1
+	}
+	return 1<<63 - 1
+}
+
+// block is the values [next, end) still to hand out.
+type block struct{ next, end uint64 }
+
+func (b block) remaining() uint64 { return b.end - b.next }
+
+// blockFor returns the values ticket t stands for with block size size, cut at
+// limit (limit < 2^64-1). ok is false when not even the first value fits: the
+// sequence is exhausted on the server that issued t, and the product t·size is
+// never allowed to wrap into a small, already issued value.
+func blockFor(t, size, limit uint64) (b block, ok bool) {
+	hi, lo := bits.Mul64(t, size)
+	if hi != 0 || lo > limit {
+		return block{}, false
+	}
+	end, carry := bits.Add64(lo, size, 0)
+	if carry != 0 || end-1 > limit {
+		end = limit + 1
+	}
+	return block{next: lo, end: end}, true
+}
+
+// sequence is one counter: its definition, where it may be taken, and the
+// block of values in memory.
+type sequence struct {
+	info      SequenceInfo
+	query     string // the REPLACE, built once from the validated table name
+	limit     uint64 // largest value ever returned
+	maxTicket uint64 // largest ticket whose first value is within limit
+	servers   atomic.Uint64
+	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
+	broken    atomic.Pointer[error]
+
+	mu      sync.Mutex
+	cur     block
+	next    block // prefetched, valid when hasNext
+	hasNext bool
+	fetch   *fetchOp // the one fetch in flight, if any
+}
+
+// fetchOp is a block fetch in flight. done is closed once err is set and, on
+// success, the block installed as the sequence's next.
+type fetchOp struct {
+	done chan struct{}
+	err  error
+}
+
+func newSequence(info SequenceInfo) *sequence {
+	limit := valueLimit(info.Bits)
+	return &sequence{
+		info: info,
+		// The table name comes only from the catalog, has passed tableRE, and is
+		// quoted: request text never reaches SQL.
+		query:     "REPLACE INTO `" + info.Table + "` (stub) VALUES ('a')",
+		limit:     limit,
+		maxTicket: limit / info.BlockSize,
+	}
+}
+
+func (q *sequence) err() error {
+	if e := q.broken.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (q *sequence) breakWith(err error) {
+	q.broken.CompareAndSwap(nil, &err)
+}
+
+// checkInfo reports why a catalog row cannot be used, mirroring schema.sql's
+// CHECK constraints (a server with an older schema may lack them).
+func checkInfo(si SequenceInfo) error {
+	switch {
+	case !validName(si.Name):
+		return fmt.Errorf("name %.64q does not match %s", si.Name, nameRE)
+	case !tableRE.MatchString(si.Table):
+		return fmt.Errorf("table %.80q does not match %s", si.Table, tableRE)
+	case si.Bits != 32 && si.Bits != 64:
+		return fmt.Errorf("bits %d: want 32 or 64", si.Bits)
+	case si.BlockSize < 1 || si.BlockSize > maxBlockSize:
+		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, maxBlockSize)
+	}
+	return nil
+}
+
+// catalog is what the DBA defined, per server, and the sequences made of it.
+type catalog struct {
+	mu        sync.Mutex                // serialises merges
+	perServer []map[string]SequenceInfo // nil: never read from that server
+	seqs      atomic.Pointer[map[string]*sequence]
+	lastMiss  atomic.Int64 // Unix ns of the last reload an unknown name caused
+}
+
+func (c *catalog) init(n int) {
+	c.perServer = make([]map[string]SequenceInfo, n)
+	m := map[string]*sequence{}
+	c.seqs.Store(&m)
+}
+
+func (c *catalog) get(name string) *sequence { return (*c.seqs.Load())[name] }
+
+type seqRow struct {
+	Name      string `db:"name"`
+	Table     string `db:"table_name"`
+	Bits      int    `db:"bits"`
+	BlockSize uint64 `db:"block_size"`
+}
+
+// loadCatalogs reads `sequences` from each server of list and merges what it
+// found. It reports how many servers answered.
+func (p *Pair) loadCatalogs(ctx context.Context, list []*server) int {
+	found := make([]map[string]SequenceInfo, len(list))
+	errs := p.onEach(ctx, list, func(ctx context.Context, s *server) error {
+		var rows []seqRow
+		if err := s.pool().SelectContext(ctx, &rows, "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
+			return fmt.Errorf("%s: reading sequences: %w", s.name, err)
+		}
+		m := make(map[string]SequenceInfo, len(rows))
+		for _, r := range rows {
+			si := SequenceInfo{Name: r.Name, Table: r.Table, Bits: r.Bits, BlockSize: r.BlockSize}
+			if err := checkInfo(si); err != nil {
+				s.log.Warn("sequence row ignored", "err", err)
+				continue
+			}
+			m[si.Name] = si
+		}
+		found[slices.Index(list, s)] = m
+		return nil
+	})
+	ok := 0
+	p.cat.mu.Lock()
+	defer p.cat.mu.Unlock()
+	for i, s := range list {
+		if errs[i] != nil {
+			s.note(errs[i])
+			continue
+		}
+		p.cat.perServer[s.idx] = found[i]
+		ok++
+	}
+	if ok > 0 {
+		p.mergeLocked()
+	}
+	return ok
+}
+
+// mergeLocked rebuilds the name → sequence map from every server's catalog.
+// Sequences keep their identity (and their block in memory) across merges. A
+// sequence whose definition differs between servers, or changed since it was
+// first seen, or that shares its table with another name, is broken for good:
+// two block sizes over one counter hand out overlapping values.
+func (p *Pair) mergeLocked() {
+	c := &p.cat
+	old := *c.seqs.Load()
+	names := map[string]struct{}{}
+	for _, m := range c.perServer {
+		for name := range m {
+			names[name] = struct{}{}
+		}
+	}
+	next := make(map[string]*sequence, len(names))
+	byTable := map[string]*sequence{}
+	for name := range names {
+		var first SequenceInfo
+		var mask uint64
+		var defs []string
+		differ := false
+		for i, m := range c.perServer {
+			si, ok := m[name]
+			if !ok {
+				continue
+			}
+			if mask == 0 {
+				first = si
+			} else if si != first {
+				differ = true
+			}
+			mask |= 1 << i
+			defs = append(defs, fmt.Sprintf("server %d: table %s, %d bits, block size %d", i+1, si.Table, si.Bits, si.BlockSize))
+		}
+		q := old[name]
+		wasBroken := q != nil && q.err() != nil
+		if q == nil {
+			q = newSequence(first)
+		} else if q.info != first {
+			differ = true
+			defs = append(defs, fmt.Sprintf("in use: table %s, %d bits, block size %d", q.info.Table, q.info.Bits, q.info.BlockSize))
+		}
+		if differ {
+			q.breakWith(fmt.Errorf("%w: sequence %q is defined differently (%s); fix the sequences table", ErrMisconfigured, name, strings.Join(defs, "; ")))
+		}
+		if other := byTable[q.info.Table]; other != nil {
+			err := fmt.Errorf("%w: sequences %q and %q share table %s", ErrMisconfigured, other.info.Name, name, q.info.Table)
+			other.breakWith(err)
+			q.breakWith(err)
+		}
+		byTable[q.info.Table] = q
+		if e := q.err(); e != nil && !wasBroken {
+			p.log.Error("sequence refused until the catalog is fixed and ticketd restarted", "sequence", name, "err", e)
+		}
+		q.servers.Store(mask)
+		next[name] = q
+	}
+	c.seqs.Store(&next)
+}
+
+// lookup maps a request's name to its sequence. An unknown name reloads the
+// catalog (at most once per catalogRetry), so a sequence the DBA adds is usable
+// without restarting ticketd.
+func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
+	}
+	if q := p.cat.get(name); q != nil {
+		return q, q.err()
+	}
+	now := time.Now().UnixNano()
+	last := p.cat.lastMiss.Load()
+	if now-last >= int64(catalogRetry) && p.cat.lastMiss.CompareAndSwap(last, now) {
+		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
+		if q := p.cat.get(name); q != nil {
+			return q, q.err()
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+}
+
+// Next returns one value of the named sequence.
+func (p *Pair) Next(ctx context.Context, name string) (uint64, error) {
+	var v [1]uint64
+	_, err := p.NextN(ctx, name, v[:])
+	return v[0], err
+}
+
+// NextN fills dst with len(dst) values of the named sequence and returns how many
+// it filled; on an error the values before it are valid and unique. The caller
+// bounds len(dst): with block size 1 each value is one round trip.
+func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	if len(dst) == 0 {
+		return 0, nil
+	}
+	q, err := p.lookup(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if q.info.BlockSize == 1 {
+		// Pure Flickr: the ticket is the value.
+		for i := range dst {
+			t, err := p.take(ctx, q)
+			if err != nil {
+				return i, err
+			}
+			dst[i] = t.Value
+		}
+		return len(dst), nil
+	}
+	return p.fill(ctx, q, dst)
+}
+
+// fill hands out values from the block in memory, spanning blocks as needed.
+// When the current block is down to half, the next one is fetched in the
+// background, so in steady state no caller waits for MySQL.
+func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error) {
+	n := 0
+	for {
+		q.mu.Lock()
+		if q.cur.remaining() == 0 && q.hasNext {
+			q.cur, q.hasNext = q.next, false
+		}
+		for n < len(dst) && q.cur.next < q.cur.end {
+			dst[n] = q.cur.next
+			q.cur.next++
+			n++
+		}
+		if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
+			p.startFetch(q)
+		}
+		if n == len(dst) {
+			q.mu.Unlock()
+			return n, nil
+		}
+		if q.hasNext {
+			q.mu.Unlock()
+			continue
+		}
+		f := q.fetch
+		q.mu.Unlock()
+		if f == nil {
+			return n, ErrClosed // startFetch refused: Close has begun
+		}
+		select {
+		case <-f.done:
+			if f.err != nil {
+				return n, f.err
+			}
+		case <-ctx.Done():
+			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.info.Name, ctx.Err())
+		}
+	}
+}
+
+// startFetch starts the sequence's one block fetch. Called with q.mu held. The
+// fetch runs under the Pair's lifetime, not the caller's context: the caller that
+// triggered it may be long gone when the block arrives, and others need it.
+func (p *Pair) startFetch(q *sequence) {
+	f := &fetchOp{done: make(chan struct{})}
+	if !p.goBackground(func() { p.fetchBlock(q, f) }) {
+		return
+	}
+	q.fetch = f
+}
+
+func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
+	t, err := p.take(p.life, q)
+	var b block
+	if err == nil {
+		var ok bool
+		if b, ok = blockFor(t.Value, q.info.BlockSize, q.limit); !ok {
+			// take checks maxTicket, so this is a bug, not a state of the server.
+			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+		}
+	}
+	q.mu.Lock()
+	q.fetch = nil
+	if err == nil {
+		q.next, q.hasNext = b, true
+	}
+	f.err = err
+	q.mu.Unlock()
+	close(f.done)
+}
+
+// Sequences re-reads the catalog from every server in rotation and returns what
+// the DBA defined, sorted by name.
+func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	up := p.order(nil, allServers(len(p.servers)))
+	if len(up) == 0 || p.loadCatalogs(ctx, up) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("ticket: reading sequences: %w", err)
+		}
+		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", ErrNoServer)
+	}
+	m := *p.cat.seqs.Load()
+	list := make([]SequenceInfo, 0, len(m))
+	for _, q := range m {
+		list = append(list, q.info)
+	}
+	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
+	return list, nil
+}
+

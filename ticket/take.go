@@ -1,0 +1,165 @@
+package ticket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Ticket is one raw ticket and the server that issued it.
+type Ticket struct {
+	Value  uint64
+	Server int // index in Config.Servers
+}
+
+// maxDeadlockRetries bounds the retries of a REPLACE that InnoDB picked as a
+// deadlock victim (error 1213, frequent under innodb_autoinc_lock_mode=1). Each
+// retry burns the numbers of the failed one, never repeats them.
+const maxDeadlockRetries = 16
+
+// Ticket64 takes one raw ticket from Tickets64 (Flickr's stub 'a'), for the /v1/id
+// fallback. Its parity has been checked against the server that issued it.
+func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
+	if p.closed.Load() {
+		return Ticket{}, ErrClosed
+	}
+	return p.take(ctx, p.raw64)
+}
+
+// take gets one ticket of q from the servers in rotation, round-robin. A server
+// that fails is taken out of rotation and the same call goes on to the next one,
+// so one server down costs a caller at most one CallTimeout, and only while the
+// failure is being discovered.
+func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
+	var buf [MaxServers]*server
+	list := p.order(buf[:0], q.servers.Load()&^q.exhausted.Load())
+	var last error
+	statementOnly := true
+	for _, s := range list {
+		v, err := p.takeOn(ctx, s, q)
+		if err == nil {
+			return Ticket{Value: v, Server: s.idx}, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			if !errors.Is(err, cerr) {
+				err = fmt.Errorf("%w: %w", cerr, err)
+			}
+			return Ticket{}, err
+		}
+		last = err
+		statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
+	}
+	mask := q.servers.Load()
+	switch {
+	case mask != 0 && q.exhausted.Load()&mask == mask:
+		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", ErrSequenceExhausted, q.info.Name, q.info.Bits)
+	case last == nil:
+		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", ErrNoServer, q.info.Name)
+	case statementOnly:
+		// Every server is up but refuses this table: a DBA matter, not an outage.
+		return Ticket{}, last
+	default:
+		return Ticket{}, fmt.Errorf("%w: %w", ErrNoServer, last)
+	}
+}
+
+// takeOn runs one REPLACE of q on s under one CallTimeout, retrying deadlocks,
+// and checks the ticket before anyone sees it.
+func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence) (uint64, error) {
+	db := s.pool()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	begin := time.Now()
+	for attempt := 0; ; attempt++ {
+		res, err := db.ExecContext(actx, q.query)
+		var id int64
+		if err == nil {
+			// The ticket from the OK packet of this very statement. A separate
+			// SELECT LAST_INSERT_ID() could run on another pooled connection.
+			id, err = res.LastInsertId()
+		}
+		if err != nil {
+			switch classify(err) {
+			case kindDeadlock:
+				if attempt < maxDeadlockRetries && backoff(actx, attempt) {
+					continue
+				}
+				// Contention, not ill health: the server stays in rotation.
+				err = fmt.Errorf("%s: REPLACE INTO %s deadlocked %d times: %w", s.name, q.info.Table, attempt+1, err)
+				s.note(err)
+				return 0, err
+			case kindStatement:
+				err = fmt.Errorf("%w: %s: REPLACE INTO %s: %w", ErrMisconfigured, s.name, q.info.Table, err)
+				s.note(err)
+				return 0, err
+			case kindExhausted:
+				return 0, p.exhaust(s, q, fmt.Errorf("%s: REPLACE INTO %s: %w", s.name, q.info.Table, err))
+			default:
+				err = fmt.Errorf("%w: %s: REPLACE INTO %s: %w", ErrServerDown, s.name, q.info.Table, err)
+				if ctx.Err() == nil { // the caller gave up; the server did not fail
+					s.fail(db, err)
+				}
+				return 0, err
+			}
+		}
+		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
+		if t == 0 {
+			// No AUTO_INCREMENT on the table: nothing was issued.
+			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", ErrMisconfigured, s.name, q.info.Table)
+			s.note(err)
+			return 0, err
+		}
+		if t%s.inc != s.offset%s.inc {
+			return 0, p.parityViolation(s, q, t)
+		}
+		if t > q.maxTicket {
+			return 0, p.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
+				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
+		}
+		s.tickets.Add(1)
+		s.ok(time.Since(begin))
+		return t, nil
+	}
+}
+
+// exhaust records that q has no value left on s; the counter only moves up, so
+// s is never asked for q again by this Pair.
+func (p *Pair) exhaust(s *server, q *sequence, cause error) error {
+	if q.exhausted.Or(1<<s.idx)&(1<<s.idx) == 0 {
+		s.log.Warn("sequence exhausted on this server", "sequence", q.info.Name, "err", cause)
+	}
+	return fmt.Errorf("%w: %w", ErrSequenceExhausted, cause)
+}
+
+// parityViolation drops a ticket that the other server may also issue, and takes
+// s out of rotation with its pool marked for replacement: the session that broke
+// parity (SET SESSION auto_increment_*) must not serve again. s rejoins once the
+// prober has found the right settings on a fresh connection.
+func (p *Pair) parityViolation(s *server, q *sequence, t uint64) error {
+	s.parity.Add(1)
+	err := fmt.Errorf("%w: %s returned %d from %s; its tickets must be %d mod %d",
+		ErrParity, s.name, t, q.info.Table, s.offset%s.inc, s.inc)
+	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "table", q.info.Table)
+	s.failures.Add(1)
+	s.note(err)
+	// reopen before down: the prober must not check the old pool and let it rejoin.
+	s.reopen.Store(true)
+	s.up.Store(false)
+	return err
+}
+
+// backoff sleeps a little before a deadlock retry, with jitter so that the
+// victims of one deadlock do not collide again. It reports false when ctx ends.
+func backoff(ctx context.Context, attempt int) bool {
+	d := time.Duration(rand.Int64N(int64(100*time.Microsecond) * int64(attempt+1)))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
