@@ -124,9 +124,17 @@ func (g *Generator) SetFence(ms int64) bool {
 	}
 }
 
-// Stop makes every later call fail with ErrStopped, at once and for good. It
-// is what a lost worker lease does.
-func (g *Generator) Stop() { g.stopped.Store(true) }
+// Stop makes every later call fail with ErrStopped, at once and for good, and
+// returns the timestamp (Unix ms) of the last ID issued (floor-1 if none). No ID
+// is issued after Stop returns, so a successor generator started with a floor
+// above that timestamp issues only greater IDs. A lost worker lease stops its
+// generator; so does a switch to another worker ID.
+func (g *Generator) Stop() (lastMs int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped.Store(true)
+	return g.lastMs
+}
 
 // Now is the generator's clock in Unix ms: the anchored monotonic time, never
 // below the last timestamp issued. Lease keepers reserve ahead of it.

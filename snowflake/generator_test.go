@@ -288,7 +288,14 @@ func TestFloorAheadOfClock(t *testing.T) {
 
 func TestStop(t *testing.T) {
 	g := mustNew(t, Settings{Clock: newFakeClock(t2026), Unfenced: true})
-	g.Stop()
+	id, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := g.Layout().Decompose(id)
+	if last := g.Stop(); last != p.UnixMs {
+		t.Fatalf("Stop() = %d, want the last ID's time %d", last, p.UnixMs)
+	}
 	if _, err := g.Next(); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Next after Stop: %v, want ErrStopped", err)
 	}

@@ -1,0 +1,113 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"ticketd/ticket"
+)
+
+// memLeaser is an in-memory Leaser for tests: two servers, server i owning the
+// worker IDs w with w%2 == i, one lease row per worker ID.
+type memLeaser struct {
+	mu       sync.Mutex
+	bits     uint
+	rows     map[uint32]*memRow
+	down     [2]bool
+	released []ticket.Lease
+	lastRel  []int64
+	version  uint64
+}
+
+type memRow struct {
+	holder   string
+	version  uint64
+	reserved int64
+	expired  bool
+}
+
+func newMemLeaser(bits uint) *memLeaser { return &memLeaser{bits: bits, rows: map[uint32]*memRow{}} }
+
+func (m *memLeaser) setDown(server int, down bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down[server] = down
+}
+
+// steal gives worker w to another holder, as a second ticketd would after our
+// lease expired.
+func (m *memLeaser) steal(w uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version++
+	var reserved int64
+	if r := m.rows[w]; r != nil {
+		reserved = r.reserved
+	}
+	m.rows[w] = &memRow{holder: "thief", version: m.version, reserved: reserved}
+}
+
+func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) (ticket.Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s := 0; s < 2; s++ {
+		if (r.Server >= 0 && s != r.Server) || m.down[s] {
+			continue
+		}
+		for w := uint32(s); w < 1<<m.bits; w += 2 {
+			row := m.rows[w]
+			if row != nil && !row.expired {
+				continue
+			}
+			floor := int64(0)
+			if row != nil {
+				floor = row.reserved
+			}
+			if floor-r.NowMs > r.MaxWaitMs {
+				continue
+			}
+			m.version++
+			res := max(r.NowMs, floor) + r.ReserveMs
+			m.rows[w] = &memRow{holder: r.Holder, version: m.version, reserved: res}
+			return ticket.Lease{Server: s, Datacenter: r.Datacenter, Worker: w, Holder: r.Holder,
+				Version: m.version, FloorMs: floor, ReservedUntilMs: res}, nil
+		}
+	}
+	if r.Server >= 0 && m.down[r.Server] {
+		return ticket.Lease{}, fmt.Errorf("%w: server %d", ticket.ErrServerDown, r.Server)
+	}
+	return ticket.Lease{}, ticket.ErrAllWorkersHeld
+}
+
+func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64, ttl time.Duration) (ticket.Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down[l.Server] {
+		return l, fmt.Errorf("%w: server %d", ticket.ErrServerDown, l.Server)
+	}
+	row := m.rows[l.Worker]
+	if row == nil || row.holder != l.Holder || row.version != l.Version {
+		return l, ticket.ErrLeaseLost
+	}
+	row.reserved = max(row.reserved, until)
+	l.ReservedUntilMs = row.reserved
+	return l, nil
+}
+
+func (m *memLeaser) ReleaseWorker(ctx context.Context, l ticket.Lease, last int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down[l.Server] {
+		return fmt.Errorf("%w: server %d", ticket.ErrServerDown, l.Server)
+	}
+	row := m.rows[l.Worker]
+	if row == nil || row.holder != l.Holder || row.version != l.Version {
+		return ticket.ErrLeaseLost
+	}
+	row.expired, row.reserved = true, last+1
+	m.released = append(m.released, l)
+	m.lastRel = append(m.lastRel, last)
+	return nil
+}

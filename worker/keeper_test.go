@@ -1,0 +1,332 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ticketd/snowflake"
+	"ticketd/ticket"
+)
+
+// testClock is a snowflake.Clock that tests move by hand.
+type testClock struct {
+	mu   sync.Mutex
+	wall int64
+	mono time.Duration
+}
+
+func (c *testClock) Now() (int64, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wall, c.mono
+}
+func (c *testClock) Wait(d time.Duration) { c.Advance(d) }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wall += int64(d)
+	c.mono += d
+}
+func (c *testClock) StepWall(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wall += int64(d)
+}
+
+var start = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func testConfig(clk snowflake.Clock) Config {
+	c := DefaultConfig()
+	c.Holder = "test/1/abc"
+	c.Clock = clk
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return c
+}
+
+func newKeeper(t *testing.T, m *memLeaser, clk *testClock) *Keeper {
+	t.Helper()
+	k, err := New(testConfig(clk), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Acquire(context.Background(), -1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	return k
+}
+
+func TestConfigValidate(t *testing.T) {
+	base := testConfig(nil)
+	if err := base.Validate(); err != nil {
+		t.Fatalf("DefaultConfig with a holder: %v", err)
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"no worker bits", func(c *Config) { c.Layout = snowflake.Layout{42, 10, 0, 11, 0} }, "no worker bits"},
+		{"datacenter too big", func(c *Config) { c.Datacenter = 32 }, "datacenter 32"},
+		{"no holder", func(c *Config) { c.Holder = "" }, "holder"},
+		{"ttl too short", func(c *Config) { c.TTL = 10 * time.Millisecond }, "lease TTL"},
+		{"renew too slow", func(c *Config) { c.RenewEvery = 5 * time.Second }, "renew period"},
+		{"reserve too short", func(c *Config) { c.Reserve = 3 * time.Second }, "reserve"},
+		{"headroom too small", func(c *Config) { c.SwitchHeadroom = 3 * time.Second }, "switch headroom"},
+		{"headroom beyond reserve", func(c *Config) { c.SwitchHeadroom = time.Minute }, "switch headroom"},
+		{"call timeout", func(c *Config) { c.CallTimeout = 0 }, "call timeout"},
+		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{} }, "bad layout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.mod(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextBeforeAcquire(t *testing.T) {
+	k, err := New(testConfig(&testClock{wall: start.UnixNano()}), newMemLeaser(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next without a lease = %d, %v; want ErrNoWorker", id, err)
+	}
+}
+
+func TestRenewMovesFence(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	st := k.Status()
+	if !st.Held || st.FenceMs != start.UnixMilli()+60_000 {
+		t.Fatalf("after Acquire: held %v, fence %d; want true, %d", st.Held, st.FenceMs, start.UnixMilli()+60_000)
+	}
+	clk.Advance(2 * time.Second)
+	k.tick()
+	if got, want := k.Status().FenceMs, start.UnixMilli()+62_000; got != want {
+		t.Fatalf("fence after renewal = %d, want %d", got, want)
+	}
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := snowflake.DefaultLayout().Decompose(id)
+	if p.Worker != st.Worker || p.UnixMs != start.UnixMilli()+2000 {
+		t.Fatalf("ID decodes to worker %d at %d, want worker %d at %d", p.Worker, p.UnixMs, st.Worker, start.UnixMilli()+2000)
+	}
+}
+
+// TestFenceHoldsWithoutRenewals: with its server gone and no other server, the
+// generator stops at the last confirmed reservation, never beyond.
+func TestFenceHoldsWithoutRenewals(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	m.setDown(0, true)
+	m.setDown(1, true)
+	clk.Advance(59_999 * time.Millisecond)
+	k.tick()
+	if _, err := k.Next(); err != nil {
+		t.Fatalf("1 ms before the fence: %v", err)
+	}
+	clk.Advance(time.Millisecond)
+	k.tick()
+	if id, err := k.Next(); !errors.Is(err, snowflake.ErrFenced) {
+		t.Fatalf("at the fence: %d, %v; want ErrFenced", id, err)
+	}
+	if st := k.Status(); st.RenewFailures != 2 {
+		t.Fatalf("renew failures = %d, want 2", st.RenewFailures)
+	}
+}
+
+// TestSwitchUnderLoad: the owning server goes away; before the fence the
+// keeper moves to the other server. Goroutines issuing all along see no error
+// and increasing IDs.
+func TestSwitchUnderLoad(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+
+	var (
+		wg     sync.WaitGroup
+		stop   atomic.Bool
+		failed atomic.Int64
+		mu     sync.Mutex
+		all    = map[int64]bool{}
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prev := int64(-1)
+			for !stop.Load() {
+				id, err := k.Next()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				if id <= prev {
+					t.Errorf("ID %d after %d", id, prev)
+				}
+				prev = id
+				mu.Lock()
+				if all[id] {
+					t.Errorf("duplicate %d", id)
+				}
+				all[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	m.setDown(first.Server, true)
+	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
+		clk.Advance(2 * time.Second)
+		k.tick()
+		time.Sleep(time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	st := k.Status()
+	if st.Switches != 1 || st.Server == first.Server || st.Worker%2 == first.Worker%2 {
+		t.Fatalf("after the outage: %d switches, server %d worker %d; want 1 switch to the other server (was server %d worker %d)",
+			st.Switches, st.Server, st.Worker, first.Server, first.Worker)
+	}
+	if f := failed.Load(); f != 0 {
+		t.Fatalf("%d requests failed during the switch, want 0", f)
+	}
+	if len(all) == 0 {
+		t.Fatal("no ID issued")
+	}
+	if st.Headroom < 50*time.Second {
+		t.Fatalf("headroom after switch %s, want the new lease's ~60 s", st.Headroom)
+	}
+}
+
+func TestSwitchKeepsIDsIncreasing(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	before, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new server's worker ID is smaller: only a higher timestamp keeps
+	// the IDs increasing.
+	if err := k.Acquire(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	after, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Fatalf("ID after the switch %d <= before %d", after, before)
+	}
+}
+
+func TestLeaseLostStopsAtOnce(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(1) // two worker IDs: 0 on server 0, 1 on server 1
+	k := newKeeper(t, m, clk)
+	st := k.Status()
+	m.steal(st.Worker)
+	m.steal(1 - st.Worker) // nothing left to re-acquire
+	clk.Advance(2 * time.Second)
+	k.tick()
+	if id, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next after a lost lease = %d, %v; want ErrNoWorker", id, err)
+	}
+	if st := k.Status(); st.Held || st.Losses != 1 {
+		t.Fatalf("status after loss: held %v losses %d; want false, 1", st.Held, st.Losses)
+	}
+}
+
+func TestCloseReleases(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	k.Run()
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := snowflake.DefaultLayout().Decompose(id)
+	if len(m.released) != 1 || m.lastRel[0] != p.UnixMs {
+		t.Fatalf("released %v with last %v; want one release with last %d", m.released, m.lastRel, p.UnixMs)
+	}
+	if _, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next after Close: %v, want ErrNoWorker", err)
+	}
+	if err := k.Acquire(context.Background(), -1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestWallClockStepBack: a wall clock stepped back an hour costs no error: the
+// reservation follows the generator's clock, not the wall.
+func TestWallClockStepBack(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	k := newKeeper(t, newMemLeaser(5), clk)
+	before, _ := k.Next()
+	clk.StepWall(-time.Hour)
+	for range 5 {
+		clk.Advance(2 * time.Second)
+		k.tick()
+		id, err := k.Next()
+		if err != nil || id <= before {
+			t.Fatalf("after the step: %d, %v (previous %d)", id, err, before)
+		}
+		before = id
+	}
+	if skew := k.Status().ClockSkew; skew < 59*time.Minute {
+		t.Fatalf("clock skew %s, want about 1h", skew)
+	}
+}
+
+func TestDeploymentFloor(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	cfg := testConfig(clk)
+	cfg.FloorMs = start.UnixMilli() + 3000 // the deployment started "later" than our clock reads
+	k, err := New(cfg, newMemLeaser(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Acquire(context.Background(), -1); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := cfg.Layout.Decompose(id); p.UnixMs < cfg.FloorMs {
+		t.Fatalf("ID at %d ms, below the floor %d", p.UnixMs, cfg.FloorMs)
+	}
+}
+
+func TestNextAllocatesNothing(t *testing.T) {
+	k := newKeeper(t, newMemLeaser(5), &testClock{wall: start.UnixNano()})
+	if a := testing.AllocsPerRun(1000, func() { _, _ = k.Next() }); a != 0 {
+		t.Fatalf("Next allocates %v per call, want 0", a)
+	}
+}
+
+var _ Leaser = (*ticket.Pair)(nil)

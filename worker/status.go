@@ -1,0 +1,57 @@
+package worker
+
+import (
+	"time"
+
+	"ticketd/snowflake"
+)
+
+// Status is a snapshot of a Keeper for /v1/status and /metrics.
+type Status struct {
+	Held         bool
+	Datacenter   uint32
+	Worker       uint32
+	Server       int    // index of the server holding the lease
+	LeaseVersion uint64 // bumped by every claim of this worker ID
+	FloorMs      int64  // no ID below this timestamp
+	FenceMs      int64  // no ID at or beyond this timestamp (the confirmed reservation)
+	NowMs        int64  // the generator's clock
+	// Headroom is how long the generator can go on issuing without a renewal.
+	Headroom time.Duration
+	// ClockSkew is the generator's clock minus the wall clock.
+	ClockSkew     time.Duration
+	LastRenewal   time.Time
+	LastError     string
+	Renewals      uint64
+	RenewFailures uint64
+	Switches      uint64
+	Losses        uint64
+	Acquires      uint64
+	Layout        snowflake.Layout
+}
+
+// Status returns a snapshot. It takes the keeper's lock only briefly: never
+// call it on the hot path.
+func (k *Keeper) Status() Status {
+	k.mu.Lock()
+	s := Status{
+		Held:         k.held,
+		Datacenter:   k.cfg.Datacenter,
+		Worker:       k.lease.Worker,
+		Server:       k.lease.Server,
+		LeaseVersion: k.lease.Version,
+		FloorMs:      k.lease.FloorMs,
+		LastRenewal:  k.renewAt,
+		LastError:    k.lastErr,
+		Layout:       k.cfg.Layout,
+	}
+	k.mu.Unlock()
+	s.Renewals, s.RenewFailures = k.renewals.Load(), k.renewFailures.Load()
+	s.Switches, s.Losses, s.Acquires = k.switches.Load(), k.losses.Load(), k.acquires.Load()
+	if g := k.gen.Load(); g != nil {
+		s.FenceMs, s.NowMs = g.Fence(), g.Now()
+		s.Headroom = time.Duration(s.FenceMs-s.NowMs) * time.Millisecond
+		s.ClockSkew = g.ClockSkew()
+	}
+	return s
+}
