@@ -18,10 +18,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -255,31 +257,180 @@ SET DEFAULT ROLE ticketd_admin FOR '%s'@'127.0.0.1';
 	return nil
 }
 
+// install gives the server a data directory: a copy of the template that
+// mariadb-install-db made once for the current my.cnf and mariadbd (≈40 ms instead
+// of ≈0.4 s per server).
 func (s *Server) install() error {
 	if err := os.Mkdir(s.tmpDir(), 0o700); err != nil {
 		return fmt.Errorf("mysqltest: %w", err)
 	}
+	tpl, err := dataTemplate(s.bins)
+	if err != nil {
+		return err
+	}
+	if err := copyTree(tpl, s.dataDir()); err != nil {
+		return fmt.Errorf("mysqltest: copying the data directory template %s: %w", tpl, err)
+	}
+	return nil
+}
+
+// installDB runs mariadb-install-db into dir/data as a DBA would, with the
+// repository's my.cnf.
+func installDB(b *binaries, dir string) error {
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("mysqltest: %w", err)
+	}
 	args := []string{
-		"--defaults-file=" + cnfPath(), "--defaults-group-suffix=" + s.suffix,
+		"--defaults-file=" + cnfPath(), "--defaults-group-suffix=.1",
 		"--auth-root-authentication-method=normal", "--skip-test-db",
-		"--datadir=" + s.dataDir(), "--socket=" + s.socket(), "--tmpdir=" + s.tmpDir(),
-		"--pid-file=" + filepath.Join(s.Dir, "install.pid"),
-		"--log-error=" + filepath.Join(s.Dir, "install.log"),
+		"--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + tmp,
+		"--socket=" + filepath.Join(dir, "s.sock"),
+		"--pid-file=" + filepath.Join(dir, "install.pid"),
+		"--log-error=" + filepath.Join(dir, "install.log"),
 	}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.bins.installDB, args...)
-	cmd.Dir = s.Dir
+	cmd := exec.CommandContext(ctx, b.installDB, args...)
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(s.Dir, "install.log"))
-		return fmt.Errorf("mysqltest: %s %s: %v\n%s\n%s", s.bins.installDB, strings.Join(args, " "), err, out, log)
+		log, _ := os.ReadFile(filepath.Join(dir, "install.log"))
+		return fmt.Errorf("mysqltest: %s %s: %v\n%s\n%s", b.installDB, strings.Join(args, " "), err, out, log)
 	}
 	return nil
+}
+
+var (
+	tplMu   sync.Mutex
+	tplPath string
+)
+
+// dataTemplate returns a freshly installed data directory to copy. It is kept in
+// TMPDIR under a name derived from my.cnf, the mariadbd binary and the user, so
+// every test binary of a run (one per package) shares one, and a changed my.cnf
+// or MariaDB upgrade gets a new one. It is built aside and renamed into place, so a
+// template that exists is complete.
+func dataTemplate(b *binaries) (string, error) {
+	tplMu.Lock()
+	defer tplMu.Unlock()
+	if tplPath != "" {
+		return tplPath, nil
+	}
+	cnf, err := os.ReadFile(cnfPath())
+	if err != nil {
+		return "", fmt.Errorf("mysqltest: %w", err)
+	}
+	fi, err := os.Stat(b.mariadbd)
+	if err != nil {
+		return "", fmt.Errorf("mysqltest: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%d\x00", cnf, b.mariadbd, fi.Size(), fi.ModTime().UnixNano(), os.Geteuid())
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	final := filepath.Join(os.TempDir(), "mysqltest-tpl-"+key)
+	sweepTemplates(final)
+	if !templateComplete(final) {
+		// Half gone (a TMPDIR cleaner): build it again.
+		os.RemoveAll(final)
+		// "mt" prefix and an owner file: sweepStale removes it if we die here.
+		build, err := os.MkdirTemp("", "mt")
+		if err != nil {
+			return "", fmt.Errorf("mysqltest: %w", err)
+		}
+		defer os.RemoveAll(build)
+		if err := os.WriteFile(filepath.Join(build, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return "", fmt.Errorf("mysqltest: %w", err)
+		}
+		if err := installDB(b, build); err != nil {
+			return "", err
+		}
+		staged := filepath.Join(build, "tpl")
+		if err := os.Mkdir(staged, 0o700); err != nil {
+			return "", fmt.Errorf("mysqltest: %w", err)
+		}
+		if err := os.Rename(filepath.Join(build, "data"), filepath.Join(staged, "data")); err != nil {
+			return "", fmt.Errorf("mysqltest: %w", err)
+		}
+		// Renaming onto an existing, non-empty folder fails: another test binary
+		// won the race, and its template is as good as ours.
+		if err := os.Rename(staged, final); err != nil {
+			if !templateComplete(final) {
+				return "", fmt.Errorf("mysqltest: installing the data directory template: %w", err)
+			}
+		}
+	}
+	// The folder's mtime records the last use, for sweepTemplates.
+	now := time.Now()
+	_ = os.Chtimes(final, now, now)
+	tplPath = filepath.Join(final, "data")
+	return tplPath, nil
+}
+
+func templateComplete(dir string) bool {
+	for _, f := range []string{"ibdata1", "ib_logfile0", "mysql/global_priv.MAI", "mysql/global_priv.MAD"} {
+		if _, err := os.Stat(filepath.Join(dir, "data", f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// sweepTemplates removes templates of other configurations unused for a day
+// (an edited my.cnf leaves its predecessor's behind).
+func sweepTemplates(keep string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "mysqltest-tpl-*"))
+	for _, d := range dirs {
+		if d == keep {
+			continue
+		}
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// copyTree copies a directory of regular files (a cold data directory).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, info.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		// io.Copy between files uses copy_file_range: the kernel copies.
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
 }
 
 func (s *Server) args() []string {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -278,5 +281,42 @@ func TestRepoRoot(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("RepoRoot() = %q: %v", root, err)
 		}
+	}
+}
+
+// fatalTB records a Fatal instead of failing the real test, to test failures.
+type fatalTB struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatal(args ...any) {
+	f.mu.Lock()
+	f.msg = fmt.Sprint(args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fatalTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
+
+func TestStartFailureReportsErrorLog(t *testing.T) {
+	t.Parallel()
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		Start(f, Options{ExtraArgs: []string{"--no-such-option=1"}})
+	}()
+	<-done
+	if f.msg == "" {
+		t.Fatal("Start with a bad option: got no failure, want one")
+	}
+	if !strings.Contains(f.msg, "no-such-option") || !strings.Contains(f.msg, "error log") {
+		t.Errorf("failure message: got %q, want the error log naming the bad option", f.msg)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("failure took %v, want it reported as soon as mariadbd exits", elapsed)
 	}
 }
