@@ -18,11 +18,11 @@ const (
 	DefaultProbeInterval = time.Second
 	DefaultMaxOpenConns  = 16
 
-	MinCallTimeout   = 10 * time.Millisecond
-	MaxCallTimeout   = 30 * time.Second
-	MinProbeInterval = 50 * time.Millisecond
-	MaxProbeInterval = time.Minute
-	MinOpenConns     = 1
+	MinCallTimeout    = 10 * time.Millisecond
+	MaxCallTimeout    = 30 * time.Second
+	MinProbeInterval  = 50 * time.Millisecond
+	MaxProbeInterval  = time.Minute
+	MinOpenConns      = 1
 	MaxOpenConnsLimit = 1024
 	// MaxServers bounds the pair's size; the servers are indexed by bit masks.
 	MaxServers = 16

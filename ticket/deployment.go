@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // Deployment is the ID settings every ticketd of one deployment must share,
@@ -104,8 +103,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 // readDeployments returns each server's record (nil: none, or unreachable) and
 // the error of each server that could not be read.
 func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
-	rows := make([]*deploymentRow, len(p.servers))
-	var mu sync.Mutex
+	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
 	errs := p.onEach(ctx, p.servers, func(ctx context.Context, s *server) error {
 		var r deploymentRow
 		err := s.pool().GetContext(ctx, &r,
@@ -116,9 +114,7 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 		if err != nil {
 			return fmt.Errorf("%s: reading deployment: %w", s.name, err)
 		}
-		mu.Lock()
 		rows[s.idx] = &r
-		mu.Unlock()
 		return nil
 	})
 	return rows, errs

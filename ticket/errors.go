@@ -1,10 +1,7 @@
 package ticket
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -95,12 +92,4 @@ func classify(err error) errKind {
 		}
 	}
 	return kindServer
-}
-
-// isTransport reports errors that say nothing about the data, only that the server
-// could not be talked to in time.
-func isTransport(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
 }

@@ -416,4 +416,3 @@ func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil
 }
-
