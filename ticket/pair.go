@@ -179,14 +179,24 @@ func (p *Pair) onEach(ctx context.Context, list []*server, fn func(context.Conte
 // probeLoop is the prober: every ProbeInterval it re-checks the servers out of
 // rotation. It is the only way back into rotation, so a server that broke parity
 // or runs with wrong settings stays out until the check passes again.
+//
+// Every catalogRefreshTicks ticks it also re-reads the sequence catalog from the
+// servers in rotation: a sequence the DBA has so far defined on one server only
+// starts using the other once it is defined there too, and a definition changed
+// behind the trigger's back (DELETE + INSERT) is caught.
 func (p *Pair) probeLoop() {
 	t := time.NewTicker(p.cfg.ProbeInterval)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-p.life.Done():
 			return
 		case <-t.C:
+		}
+		if tick%catalogRefreshTicks == 0 {
+			ctx, cancel := context.WithTimeout(p.life, p.cfg.CallTimeout)
+			p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
+			cancel()
 		}
 		var wg sync.WaitGroup
 		for _, s := range p.servers {
@@ -236,3 +246,7 @@ func (p *Pair) order(buf []*server, mask uint64) []*server {
 }
 
 func allServers(n int) uint64 { return 1<<n - 1 }
+
+// catalogRefreshTicks: the prober re-reads the catalog every this many ticks
+// (10 s with the default ProbeInterval).
+const catalogRefreshTicks = 10
