@@ -1,0 +1,148 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"ticketd/snowflake"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of these, so
+// callers test with errors.Is.
+var (
+	// ErrInvalidConfig wraps every Config.Validate refusal.
+	ErrInvalidConfig = errors.New("frontend: invalid config")
+	// ErrServerClosed: Serve was called after Shutdown.
+	ErrServerClosed = errors.New("frontend: server closed")
+)
+
+// Defaults and bounds of Config. The bounds catch unit mistakes (a timeout of
+// 2 meaning 2ns) and values that would let one request hurt the process (a
+// batch of a billion IDs is 20 GB of response body).
+const (
+	DefaultMaxBatch       = 10_000
+	MinMaxBatch           = 1
+	MaxMaxBatch           = 1_000_000
+	DefaultRequestTimeout = 2 * time.Second
+	MinRequestTimeout     = 10 * time.Millisecond
+	MaxRequestTimeout     = time.Minute
+
+	DefaultReadTimeout  = 5 * time.Second
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultIdleTimeout  = 60 * time.Second
+	MinIOTimeout        = 10 * time.Millisecond
+	MaxIOTimeout        = 10 * time.Minute
+
+	DefaultMaxHeaderBytes = 8192
+	MinMaxHeaderBytes     = 1024
+	MaxMaxHeaderBytes     = 1 << 20
+
+	DefaultMaxConns = 10_000
+	MinMaxConns     = 1
+	MaxMaxConns     = 1_000_000
+
+	// maxRequestBody: every endpoint is a GET, so a body is never read; a
+	// small limit keeps a client from making the server buffer megabytes.
+	maxRequestBody = 4 << 10
+)
+
+// Config configures a Server. Start from DefaultConfig.
+type Config struct {
+	// Layout of the IDs: decodes /v1/ids/{id} and is reported by /v1/status.
+	// It must be the keeper's layout (New checks when the keeper reports one).
+	Layout snowflake.Layout
+	// MaxBatch bounds n of /v1/ids and /v1/tickets/{name}.
+	MaxBatch int
+	// RequestTimeout is the deadline of each MySQL-backed call (tickets and
+	// the /v1/id fallback). It is derived from the server's lifetime context,
+	// never from the request: a fasthttp RequestCtx is not a context.
+	RequestTimeout time.Duration
+	// Fallback lets /v1/id answer from the ticket servers' Tickets64 when no
+	// worker lease is held. Off by default.
+	Fallback bool
+	// FallbackCeiling: every fallback ID must be below it. It is the smallest
+	// snowflake ID the deployment can ever issue, Layout.MinIDAt(first start),
+	// which keeps fallback IDs disjoint from snowflake IDs. Required (> 0)
+	// when Fallback is on.
+	FallbackCeiling int64
+	// ReadTimeout, WriteTimeout and IdleTimeout of each connection. They also
+	// bound how long Shutdown waits for idle keep-alive connections.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes is fasthttp's per-connection read buffer, which bounds
+	// the request line plus headers; larger requests get 431.
+	MaxHeaderBytes int
+	// MaxConns bounds concurrent connections (fasthttp's Concurrency); beyond
+	// it new connections get a plain 503 and are closed.
+	MaxConns int
+	// Logger receives panics, refused fallback IDs and backend failures.
+	// Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: Twitter's layout, batches of up to
+// 10000, 2 s per MySQL-backed call, fallback off.
+func DefaultConfig() Config {
+	return Config{
+		Layout:         snowflake.DefaultLayout(),
+		MaxBatch:       DefaultMaxBatch,
+		RequestTimeout: DefaultRequestTimeout,
+		ReadTimeout:    DefaultReadTimeout,
+		WriteTimeout:   DefaultWriteTimeout,
+		IdleTimeout:    DefaultIdleTimeout,
+		MaxHeaderBytes: DefaultMaxHeaderBytes,
+		MaxConns:       DefaultMaxConns,
+	}
+}
+
+// Validate reports every field outside its bounds, each error wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...)))
+	}
+	if err := c.Layout.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidConfig, err))
+	}
+	if c.MaxBatch < MinMaxBatch || c.MaxBatch > MaxMaxBatch {
+		bad("MaxBatch %d outside [%d, %d]", c.MaxBatch, MinMaxBatch, MaxMaxBatch)
+	}
+	if c.RequestTimeout < MinRequestTimeout || c.RequestTimeout > MaxRequestTimeout {
+		bad("RequestTimeout %v outside [%v, %v]", c.RequestTimeout, MinRequestTimeout, MaxRequestTimeout)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}} {
+		// Zero would mean "no timeout" to fasthttp, and then Shutdown can
+		// wait forever on a silent keep-alive connection.
+		if d.v < MinIOTimeout || d.v > MaxIOTimeout {
+			bad("%s %v outside [%v, %v]", d.name, d.v, MinIOTimeout, MaxIOTimeout)
+		}
+	}
+	if c.MaxHeaderBytes < MinMaxHeaderBytes || c.MaxHeaderBytes > MaxMaxHeaderBytes {
+		bad("MaxHeaderBytes %d outside [%d, %d]", c.MaxHeaderBytes, MinMaxHeaderBytes, MaxMaxHeaderBytes)
+	}
+	if c.MaxConns < MinMaxConns || c.MaxConns > MaxMaxConns {
+		bad("MaxConns %d outside [%d, %d]", c.MaxConns, MinMaxConns, MaxMaxConns)
+	}
+	switch {
+	case c.FallbackCeiling < 0:
+		bad("FallbackCeiling %d is negative", c.FallbackCeiling)
+	case c.Fallback && c.FallbackCeiling == 0:
+		// Without a ceiling nothing proves a ticket differs from every
+		// snowflake ID: refuse rather than guess.
+		bad("Fallback is on but FallbackCeiling is 0: set it to Layout.MinIDAt(the deployment's first start)")
+	case c.Fallback && c.Layout.Validate() == nil:
+		// The deployment started in the past, so its smallest ID is at most
+		// the smallest ID of this millisecond. A ceiling above that would let
+		// fallback tickets overlap IDs issued right now (MaxInt64 by mistake).
+		if now, err := c.Layout.MinIDAt(time.Now().UnixMilli()); err == nil && c.FallbackCeiling > now {
+			bad("FallbackCeiling %d is above the smallest ID of the current millisecond (%d): it must be Layout.MinIDAt(the deployment's first start)",
+				c.FallbackCeiling, now)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,196 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"ticketd/snowflake"
+	"ticketd/ticket"
+	"ticketd/worker"
+)
+
+// fakeIDs is an in-memory IDs: consecutive IDs from a counter, or err.
+type fakeIDs struct {
+	mu     sync.Mutex
+	last   int64
+	err    error
+	panics bool
+	// gate, when set, makes Next wait for a value on it (Shutdown tests);
+	// entered receives one value per waiting call first.
+	gate    chan struct{}
+	entered chan struct{}
+	status  worker.Status
+}
+
+func newFakeIDs() *fakeIDs {
+	return &fakeIDs{last: 1 << 40, status: worker.Status{
+		Held: true, Datacenter: 1, Worker: 3, Server: 0, LeaseVersion: 7,
+		FloorMs: 1_700_000_000_000, FenceMs: 1_700_000_060_000, NowMs: 1_700_000_030_000,
+		Headroom: 30 * time.Second, ClockSkew: 1500 * time.Millisecond,
+		LastRenewal: time.UnixMilli(1_700_000_029_000), Renewals: 11, RenewFailures: 2,
+		Switches: 1, Losses: 0, Acquires: 2, Layout: snowflake.DefaultLayout(),
+	}}
+}
+
+func (f *fakeIDs) set(mod func(*fakeIDs)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mod(f)
+}
+
+func (f *fakeIDs) Next() (int64, error) {
+	f.mu.Lock()
+	gate, entered := f.gate, f.entered
+	f.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		<-gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.panics {
+		panic("fakeIDs: boom")
+	}
+	if f.err != nil {
+		return 0, f.err
+	}
+	f.last++
+	return f.last, nil
+}
+
+func (f *fakeIDs) NextN(dst []int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.panics {
+		panic("fakeIDs: boom")
+	}
+	if f.err != nil {
+		return 0, f.err
+	}
+	for i := range dst {
+		f.last++
+		dst[i] = f.last
+	}
+	return len(dst), nil
+}
+
+func (f *fakeIDs) Status() worker.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+// fakeTickets is an in-memory Tickets. Sequences "orders" and "tickets64"
+// exist; "spent" is exhausted; names are checked like ticket's.
+type fakeTickets struct {
+	mu       sync.Mutex
+	seqs     map[string]uint64
+	next64   uint64 // the value Ticket64 returns next (then +2, like one server)
+	err      error  // every call fails with it when set
+	block    bool   // calls wait for ctx to end
+	health   []ticket.ServerHealth
+	deadline time.Duration // time left on the last call's ctx
+	calls    int
+}
+
+func newFakeTickets() *fakeTickets {
+	return &fakeTickets{
+		seqs:   map[string]uint64{"orders": 1000, "tickets64": 0},
+		next64: 101,
+		health: []ticket.ServerHealth{
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, Latency: 1500 * time.Microsecond, Tickets: 42, Failures: 1},
+			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, LastError: "dial tcp: refused",
+				LastErrorAt: time.UnixMilli(1_700_000_000_123), Tickets: 7, Failures: 5, ParityViolations: 2},
+		},
+	}
+}
+
+func (f *fakeTickets) set(mod func(*fakeTickets)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mod(f)
+}
+
+func (f *fakeTickets) enter(ctx context.Context) error {
+	f.mu.Lock()
+	f.calls++
+	if d, ok := ctx.Deadline(); ok {
+		f.deadline = time.Until(d)
+	}
+	block, err := f.block, f.err
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return fmt.Errorf("fakeTickets: %w", ctx.Err())
+	}
+	return err
+}
+
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 48 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fakeTickets) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
+	if err := f.enter(ctx); err != nil {
+		return 0, err
+	}
+	switch {
+	case !validName(name):
+		return 0, fmt.Errorf("%w: %q", ticket.ErrBadName, name)
+	case name == "spent":
+		return 0, fmt.Errorf("%w: sequence %q on server 1 (127.0.0.1:3307)", ticket.ErrSequenceExhausted, name)
+	case name == "broken":
+		return 0, fmt.Errorf("%w: server 1 (127.0.0.1:3307): no table", ticket.ErrMisconfigured)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.seqs[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ticket.ErrUnknownSequence, name)
+	}
+	for i := range dst {
+		v++
+		dst[i] = v
+	}
+	f.seqs[name] = v
+	return len(dst), nil
+}
+
+func (f *fakeTickets) Ticket64(ctx context.Context) (ticket.Ticket, error) {
+	if err := f.enter(ctx); err != nil {
+		return ticket.Ticket{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := ticket.Ticket{Value: f.next64, Server: 0}
+	f.next64 += 2
+	return t, nil
+}
+
+func (f *fakeTickets) Health() []ticket.ServerHealth {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]ticket.ServerHealth(nil), f.health...)
+}
+
+func (f *fakeTickets) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeTickets) lastDeadline() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline
+}

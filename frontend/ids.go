@@ -1,0 +1,195 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"ticketd/snowflake"
+	"ticketd/worker"
+)
+
+// handleID answers GET /v1/id. This is the hot path: it allocates nothing.
+// The ID is written with strconv.AppendInt into a buffer on the stack, and
+// headers are set from byte slices made once.
+func (s *Server) handleID(ctx *fasthttp.RequestCtx) {
+	q, problem := readQuery(ctx)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	src, issued := srcSnowflake, s.metrics.idsSnowflake
+	id, err := s.ids.Next()
+	if err != nil {
+		var ok bool
+		if id, ok = s.fallbackID(err); !ok {
+			unavailable(ctx, s.noIDMessage(err))
+			return
+		}
+		src, issued = srcTicket, s.metrics.idsTicket
+	}
+	issued.Inc()
+	ctx.Response.Header.SetCanonical(hdrIDSource, src)
+	var buf [40]byte
+	b := buf[:0]
+	if q.json {
+		ctx.Response.Header.SetContentTypeBytes(ctJSON)
+		b = append(b, `{"id":`...)
+		b = appendQuotedInt(b, id)
+		b = append(b, "}\n"...)
+	} else {
+		ctx.Response.Header.SetContentTypeBytes(ctText)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '\n')
+	}
+	ctx.SetBody(b)
+}
+
+// noLease reports whether err means "no usable worker lease right now": the
+// only failures the ticket fallback stands in for. Others (end of the layout's
+// life, a clock before the epoch) are not outages a ticket should paper over.
+func noLease(err error) bool {
+	return errors.Is(err, worker.ErrNoWorker) || errors.Is(err, snowflake.ErrFenced) || errors.Is(err, snowflake.ErrStopped)
+}
+
+// fallbackID answers from Tickets64 when the snowflake side cannot; false
+// when the fallback is off, does not apply to cause, or fails. Every value it
+// returns is in (0, FallbackCeiling): the ceiling is the smallest snowflake ID
+// the deployment can issue, so a fallback ID never equals a snowflake ID.
+func (s *Server) fallbackID(cause error) (int64, bool) {
+	if !s.cfg.Fallback || !noLease(cause) {
+		return 0, false
+	}
+	// From the server's lifetime context, not the request: a RequestCtx is no
+	// context. A forced Shutdown cancels it.
+	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+	t, err := s.tickets.Ticket64(ctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("fallback: no ticket for /v1/id", "cause", cause, "err", err)
+		return 0, false
+	}
+	if t.Value == 0 || t.Value >= uint64(s.cfg.FallbackCeiling) {
+		// Never returned: it could equal a snowflake ID. The ticket server's
+		// counter has reached the snowflake range, which a DBA must look at.
+		s.metrics.fallbackRefused.Inc()
+		s.log.Error("fallback: ticket refused: not in (0, ceiling)", "ticket", t.Value, "server", t.Server+1,
+			"ceiling", s.cfg.FallbackCeiling)
+		return 0, false
+	}
+	return int64(t.Value), true
+}
+
+// noIDMessage says why /v1/id could not answer, for the 503 body.
+func (s *Server) noIDMessage(cause error) string {
+	switch {
+	case !noLease(cause):
+		return "cannot issue an ID: " + cause.Error()
+	case !s.cfg.Fallback:
+		return "no usable worker lease (" + cause.Error() + ") and the ticket fallback is off"
+	default:
+		return "no usable worker lease (" + cause.Error() + ") and the ticket fallback could not issue a safe ID within " +
+			s.cfg.RequestTimeout.String()
+	}
+}
+
+// batch holds one /v1/ids or /v1/tickets answer's buffers. Pooled, so a
+// steady stream of batches allocates nothing.
+type batch struct {
+	ids  []int64
+	vals []uint64
+	out  []byte
+}
+
+// maxPooledBatch: buffers for bigger batches are dropped after use rather than
+// kept in the pool, so one request for a million IDs does not pin ~28 MB.
+const maxPooledBatch = 16 << 10
+
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+func getBatch() *batch { return batchPool.Get().(*batch) }
+
+func putBatch(b *batch) {
+	if cap(b.ids) > maxPooledBatch || cap(b.vals) > maxPooledBatch || cap(b.out) > maxPooledBatch*24 {
+		return
+	}
+	batchPool.Put(b)
+}
+
+// handleIDs answers GET /v1/ids?n=N. With no usable lease it answers 503 even
+// when the fallback is on: each fallback ID costs a MySQL round trip, and a
+// batch of them would tie up the ticket servers the fallback depends on.
+func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
+	q, problem := readQuery(ctx)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	n, problem := q.count(0, s.cfg.MaxBatch)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	b := getBatch()
+	defer putBatch(b)
+	if cap(b.ids) < n {
+		b.ids = make([]int64, n)
+	}
+	ids := b.ids[:n]
+	got, err := s.ids.NextN(ids)
+	if err != nil || got != n {
+		// The got IDs already issued are dropped: unused IDs cost density,
+		// never uniqueness, and a short answer would surprise the caller.
+		if err == nil {
+			err = fmt.Errorf("issued %d of %d IDs", got, n)
+		}
+		msg := s.noIDMessage(err)
+		if s.cfg.Fallback && noLease(err) {
+			msg = "no usable worker lease (" + err.Error() + "); batches are not served from the ticket fallback, use /v1/id"
+		}
+		unavailable(ctx, msg)
+		return
+	}
+	s.metrics.idsSnowflake.Add(n)
+	ctx.Response.Header.SetCanonical(hdrIDSource, srcSnowflake)
+	out := b.out[:0]
+	if q.json {
+		ctx.Response.Header.SetContentTypeBytes(ctJSON)
+		out = append(out, `{"ids":[`...)
+		for i, id := range ids {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendQuotedInt(out, id)
+		}
+		out = append(out, "]}\n"...)
+	} else {
+		ctx.Response.Header.SetContentTypeBytes(ctText)
+		for _, id := range ids {
+			out = strconv.AppendInt(out, id, 10)
+			out = append(out, '\n')
+		}
+	}
+	ctx.SetBody(out) // copies: the pooled buffer is ours again at once
+	b.out = out
+}
+
+// handleDecode answers GET /v1/ids/{id} with the ID's fields under the
+// configured layout.
+func (s *Server) handleDecode(ctx *fasthttp.RequestCtx, seg []byte) {
+	id, err := snowflake.ParseID(string(seg))
+	if err != nil {
+		fail(ctx, fasthttp.StatusBadRequest, "bad ID: "+err.Error()+": want a positive decimal integer below 2^63")
+		return
+	}
+	d, err := s.cfg.Layout.Describe(id)
+	if err != nil { // ParseID accepts only what Describe can decode
+		fail(ctx, fasthttp.StatusBadRequest, "bad ID: "+err.Error())
+		return
+	}
+	writeJSON(ctx, d)
+}

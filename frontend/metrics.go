@@ -1,0 +1,191 @@
+package frontend
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// endpoint labels a request in ticketd_requests_total. The router sets it
+// before anything can fail, so a panic is counted against the right one.
+type endpoint uint8
+
+const (
+	epID endpoint = iota
+	epIDs
+	epDecode
+	epTickets
+	epStatus
+	epHealthz
+	epReadyz
+	epMetrics
+	epUnknown // no such path
+	epInvalid // fasthttp could not read the request (ErrorHandler)
+	numEndpoints
+)
+
+var endpointNames = [numEndpoints]string{
+	epID:      "/v1/id",
+	epIDs:     "/v1/ids",
+	epDecode:  "/v1/ids/{id}",
+	epTickets: "/v1/tickets/{name}",
+	epStatus:  "/v1/status",
+	epHealthz: "/healthz",
+	epReadyz:  "/readyz",
+	epMetrics: "/metrics",
+	epUnknown: "unknown",
+	epInvalid: "invalid",
+}
+
+// trackedCodes are the status codes the API answers with. Counters for every
+// endpoint × code pair that can occur are created up front, so counting a
+// request is an array index and an atomic add: no map lookup, no label string.
+var trackedCodes = [...]int{200, 400, 404, 405, 408, 410, 413, 431, 500, 503}
+
+const numCodes = len(trackedCodes)
+
+// endpointCodes lists, per endpoint, the codes it can answer with.
+var endpointCodes = [numEndpoints][]int{
+	epID:      {200, 400, 405, 500, 503},
+	epIDs:     {200, 400, 405, 500, 503},
+	epDecode:  {200, 400, 405, 500},
+	epTickets: {200, 400, 404, 405, 410, 500, 503},
+	epStatus:  {200, 405, 500},
+	epHealthz: {200, 405, 500},
+	epReadyz:  {200, 405, 500, 503},
+	epMetrics: {200, 405, 500},
+	epUnknown: {404, 500},
+	epInvalid: {400, 408, 413, 431},
+}
+
+func codeIndex(code int) int {
+	switch code {
+	case 200:
+		return 0
+	case 400:
+		return 1
+	case 404:
+		return 2
+	case 405:
+		return 3
+	case 408:
+		return 4
+	case 410:
+		return 5
+	case 413:
+		return 6
+	case 431:
+		return 7
+	case 500:
+		return 8
+	case 503:
+		return 9
+	}
+	return -1
+}
+
+// serverMetrics are one Server's series. Each Server has its own Set: tests
+// create many servers, and the global set would refuse a second registration.
+type serverMetrics struct {
+	set             *metrics.Set
+	requests        [numEndpoints][numCodes]*metrics.Counter
+	idsSnowflake    *metrics.Counter
+	idsTicket       *metrics.Counter
+	panics          *metrics.Counter
+	fallbackRefused *metrics.Counter
+}
+
+func requestsName(ep endpoint, code int) string {
+	return fmt.Sprintf(`ticketd_requests_total{endpoint=%q,code="%d"}`, endpointNames[ep], code)
+}
+
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{set: metrics.NewSet()}
+	for ep := range numEndpoints {
+		for _, code := range endpointCodes[ep] {
+			m.requests[ep][codeIndex(code)] = m.set.NewCounter(requestsName(ep, code))
+		}
+	}
+	m.idsSnowflake = m.set.NewCounter(`ticketd_ids_issued_total{source="snowflake"}`)
+	m.idsTicket = m.set.NewCounter(`ticketd_ids_issued_total{source="ticket"}`)
+	m.panics = m.set.NewCounter(`ticketd_panics_total`)
+	m.fallbackRefused = m.set.NewCounter(`ticketd_fallback_ids_refused_total`)
+	// The keeper's and the ticket servers' figures are read once per scrape,
+	// from one snapshot each, rather than by a callback per series.
+	m.set.RegisterMetricsWriter(s.writeBackendMetrics)
+	return m
+}
+
+// count records one answered request.
+func (m *serverMetrics) count(ep endpoint, code int) {
+	if i := codeIndex(code); i >= 0 && ep < numEndpoints {
+		if c := m.requests[ep][i]; c != nil {
+			c.Inc()
+			return
+		}
+	}
+	// A code this endpoint is not expected to answer with: rare by
+	// construction, so building the name here costs nothing that matters.
+	if ep >= numEndpoints {
+		ep = epUnknown
+	}
+	m.set.GetOrCreateCounter(requestsName(ep, code)).Inc()
+}
+
+// writeBackendMetrics writes the series that live in the keeper and the ticket
+// pair. Called by Set.WritePrometheus at scrape time.
+func (s *Server) writeBackendMetrics(w io.Writer) {
+	st := s.ids.Status()
+	health := s.tickets.Health()
+
+	counter := func(name string, v uint64) {
+		metrics.WriteMetadataIfNeeded(w, name, "counter")
+		fmt.Fprintf(w, "%s %d\n", name, v)
+	}
+	gauge := func(name string, v float64) {
+		metrics.WriteMetadataIfNeeded(w, name, "gauge")
+		fmt.Fprintf(w, "%s %g\n", name, v)
+	}
+	counter("ticketd_lease_renewals_total", st.Renewals)
+	counter("ticketd_lease_renew_failures_total", st.RenewFailures)
+	counter("ticketd_worker_switches_total", st.Switches)
+	counter("ticketd_lease_losses_total", st.Losses)
+	counter("ticketd_lease_acquires_total", st.Acquires)
+	worker, held, headroom := -1.0, 0.0, 0.0
+	if st.Held {
+		worker, held, headroom = float64(st.Worker), 1, max(st.Headroom.Seconds(), 0)
+	}
+	gauge("ticketd_worker_id", worker)
+	gauge("ticketd_lease_held", held)
+	gauge("ticketd_fence_headroom_seconds", headroom)
+	gauge("ticketd_clock_skew_seconds", st.ClockSkew.Seconds())
+	ready, _ := s.readiness(st, health)
+	gauge("ticketd_ready", b2f(ready))
+	gauge("ticketd_fallback_enabled", b2f(s.cfg.Fallback))
+
+	// One family at a time, so that TYPE lines (when metadata is on) come
+	// once per family. Servers are labelled by their number, 1..N: the
+	// auto_increment_offset, as in the logs and my.cnf's [mariadbd.N].
+	perServer := func(name, typ string, value func(i int) string) {
+		if len(health) == 0 {
+			return
+		}
+		metrics.WriteMetadataIfNeeded(w, name, typ)
+		for i := range health {
+			fmt.Fprintf(w, "%s{server=\"%d\"} %s\n", name, health[i].Index+1, value(i))
+		}
+	}
+	perServer("ticketd_tickets_issued_total", "counter", func(i int) string { return fmt.Sprint(health[i].Tickets) })
+	perServer("ticketd_ticket_server_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].Failures) })
+	perServer("ticketd_ticket_server_parity_violations_total", "counter", func(i int) string { return fmt.Sprint(health[i].ParityViolations) })
+	perServer("ticketd_ticket_server_up", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Up)) })
+	perServer("ticketd_ticket_server_latency_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Latency.Seconds()) })
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+package frontend
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/valyala/fasthttp"
+)
+
+// query is what the API reads from a request's query string and Accept
+// header. Slices point into the request and are valid only until the handler
+// returns.
+type query struct {
+	json   bool
+	n      []byte
+	hasN   int // how many times n was given
+	format []byte
+	hasFmt int
+}
+
+// readQuery reads n and format from the query string and Accept. It
+// allocates nothing: fasthttp parses the arguments into buffers it reuses.
+// Unknown arguments are ignored (cache busters such as _=123 are common).
+// It returns a message for the client when format is unusable.
+func readQuery(ctx *fasthttp.RequestCtx) (q query, problem string) {
+	for k, v := range ctx.QueryArgs().All() {
+		switch string(k) {
+		case "n":
+			q.n, q.hasN = v, q.hasN+1
+		case "format":
+			q.format, q.hasFmt = v, q.hasFmt+1
+		}
+	}
+	switch {
+	case q.hasFmt > 1:
+		return q, fmt.Sprintf("format given %d times: give it once, json or text", q.hasFmt)
+	case q.hasFmt == 1:
+		// An explicit format wins over Accept: it is what a person typed.
+		switch string(q.format) {
+		case "json":
+			q.json = true
+		case "text":
+		default:
+			return q, fmt.Sprintf("format %.32q is not supported: want json or text", q.format)
+		}
+	default:
+		q.json = bytes.Contains(ctx.Request.Header.PeekBytes(hdrAccept), mimeJSON)
+	}
+	return q, ""
+}
+
+// count reads n: decimal digits only, from 1 to max. def is the value when n
+// is absent; def 0 makes n required. The message names the problem and the
+// bound, for a 400.
+func (q query) count(def, max int) (int, string) {
+	switch {
+	case q.hasN == 0 && def > 0:
+		return def, ""
+	case q.hasN == 0:
+		return 0, fmt.Sprintf("missing n: want ?n=N with N from 1 to %d", max)
+	case q.hasN > 1:
+		return 0, fmt.Sprintf("n given %d times: give it once, from 1 to %d", q.hasN, max)
+	}
+	n, problem := parseCount(q.n, max)
+	switch problem {
+	case countOK:
+		return n, ""
+	case countEmpty:
+		return 0, fmt.Sprintf("n is empty: want an integer from 1 to %d", max)
+	case countNegative:
+		return 0, fmt.Sprintf("n %.32q is negative: want an integer from 1 to %d", q.n, max)
+	case countNotNumber:
+		return 0, fmt.Sprintf("n %.32q is not a number: want an integer from 1 to %d", q.n, max)
+	case countZero:
+		return 0, fmt.Sprintf("n is 0: want an integer from 1 to %d", max)
+	default: // countTooLarge
+		return 0, fmt.Sprintf("n %.32s is above the maximum %d", q.n, max)
+	}
+}
+
+type countProblem uint8
+
+const (
+	countOK countProblem = iota
+	countEmpty
+	countNegative
+	countNotNumber
+	countZero
+	countTooLarge
+)
+
+// parseCount parses a count of 1..max written in decimal digits (leading
+// zeros allowed, no sign, no spaces). It never overflows: digits beyond max
+// stop the scan.
+func parseCount(b []byte, max int) (int, countProblem) {
+	if len(b) == 0 {
+		return 0, countEmpty
+	}
+	if b[0] == '-' && len(b) > 1 && isDigits(b[1:]) {
+		return 0, countNegative
+	}
+	if !isDigits(b) {
+		return 0, countNotNumber
+	}
+	n := 0
+	for _, c := range b {
+		n = n*10 + int(c-'0')
+		if n > max {
+			return 0, countTooLarge
+		}
+	}
+	if n == 0 {
+		return 0, countZero
+	}
+	return n, countOK
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

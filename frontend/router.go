@@ -1,0 +1,135 @@
+package frontend
+
+import (
+	"bytes"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/valyala/fasthttp"
+)
+
+var (
+	prefixDecode  = []byte("/v1/ids/")
+	prefixTickets = []byte("/v1/tickets/")
+)
+
+// serveHTTP is the whole API: routing, the method check, panic recovery and
+// request counting. fasthttp recovers nothing, so a panic that escaped here
+// would kill the process and every request in it.
+func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
+	ep := epUnknown
+	defer func() {
+		if r := recover(); r != nil {
+			s.recovered(ctx, ep, r)
+		}
+		s.metrics.count(ep, ctx.Response.StatusCode())
+	}()
+
+	// ctx.Path is the decoded, normalised path ("/v1/./id" is "/v1/id").
+	// A switch on string(b) compares without allocating.
+	path := ctx.Path()
+	switch string(path) {
+	case "/v1/id":
+		ep = epID
+		if s.allow(ctx, true) {
+			s.handleID(ctx)
+		}
+	case "/v1/ids":
+		ep = epIDs
+		if s.allow(ctx, true) {
+			s.handleIDs(ctx)
+		}
+	case "/v1/status":
+		ep = epStatus
+		if s.allow(ctx, false) {
+			s.handleStatus(ctx)
+		}
+	case "/healthz":
+		ep = epHealthz
+		if s.allow(ctx, false) {
+			ctx.Response.Header.SetContentTypeBytes(ctText)
+			ctx.SetBody(bodyOK)
+		}
+	case "/readyz":
+		ep = epReadyz
+		if s.allow(ctx, false) {
+			s.handleReadyz(ctx)
+		}
+	case "/metrics":
+		ep = epMetrics
+		if s.allow(ctx, false) {
+			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
+			s.metrics.set.WritePrometheus(ctx)
+		}
+	default:
+		// One path segment after the prefix; anything deeper is no resource.
+		if rest, ok := bytes.CutPrefix(path, prefixDecode); ok && bytes.IndexByte(rest, '/') < 0 {
+			ep = epDecode
+			if s.allow(ctx, false) {
+				s.handleDecode(ctx, rest)
+			}
+			return
+		}
+		if rest, ok := bytes.CutPrefix(path, prefixTickets); ok && bytes.IndexByte(rest, '/') < 0 {
+			ep = epTickets
+			if s.allow(ctx, true) {
+				s.handleTickets(ctx, rest)
+			}
+			return
+		}
+		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no such path %.64q: see /v1/id, /v1/ids?n=N, /v1/ids/{id}, /v1/tickets/{name}, /v1/status, /healthz, /readyz, /metrics", path))
+	}
+}
+
+// allow answers 405 unless the method is GET, or HEAD on an endpoint that
+// issues nothing. A HEAD on an issuing endpoint would burn an ID or a ticket
+// round trip for an answer nobody reads, so those allow GET only.
+//
+// Every answer of an issuing endpoint, errors included, carries
+// Cache-Control: no-store: no cache on the way may ever repeat an ID.
+func (s *Server) allow(ctx *fasthttp.RequestCtx, issues bool) bool {
+	if issues {
+		noStore(ctx)
+	}
+	if ctx.IsGet() || (!issues && ctx.IsHead()) {
+		return true
+	}
+	allowed := valGetHead
+	if issues {
+		allowed = valGet
+	}
+	ctx.Response.Header.SetCanonical(hdrAllow, allowed)
+	fail(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %.16s not allowed: use %s", ctx.Method(), allowed))
+	return false
+}
+
+// recovered turns a panic into a 500 and a log line. The process and every
+// other request go on.
+func (s *Server) recovered(ctx *fasthttp.RequestCtx, ep endpoint, r any) {
+	s.metrics.panics.Inc()
+	s.log.Error("panic in handler; answered 500", "endpoint", endpointNames[ep],
+		"path", string(ctx.Path()), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	ctx.Response.Reset()
+	fail(ctx, fasthttp.StatusInternalServerError, "internal error")
+}
+
+// errorHandler answers requests fasthttp could not read, as JSON like every
+// other error. fasthttp closes the connection afterwards.
+func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	status, msg := fasthttp.StatusBadRequest, "malformed request"
+	switch e := err.(type) {
+	case *fasthttp.ErrSmallBuffer:
+		status = fasthttp.StatusRequestHeaderFieldsTooLarge
+		msg = fmt.Sprintf("request line and headers exceed %d bytes", s.cfg.MaxHeaderBytes)
+	case interface{ Timeout() bool }:
+		if e.Timeout() {
+			status, msg = fasthttp.StatusRequestTimeout, "request not received in time"
+		}
+	}
+	if err == fasthttp.ErrBodyTooLarge {
+		status, msg = fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes; every endpoint is a GET", maxRequestBody)
+	}
+	s.log.Debug("unreadable request", "status", status, "err", err)
+	fail(ctx, status, msg)
+	s.metrics.count(epInvalid, status)
+}

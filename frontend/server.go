@@ -1,0 +1,210 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"ticketd/ticket"
+	"ticketd/worker"
+)
+
+// IDs is what the API needs of the snowflake side (*worker.Keeper). Next and
+// NextN must be safe for concurrent use; Status is called off the hot path.
+type IDs interface {
+	Next() (int64, error)
+	NextN(dst []int64) (int, error)
+	Status() worker.Status
+}
+
+// Tickets is what the API needs of the ticket servers (*ticket.Pair). Calls
+// must honour ctx's deadline.
+type Tickets interface {
+	NextN(ctx context.Context, name string, dst []uint64) (int, error)
+	Ticket64(ctx context.Context) (ticket.Ticket, error)
+	Health() []ticket.ServerHealth
+}
+
+// Server is ticketd's HTTP API over an ID issuer and a ticket pair. Its
+// lifecycle is net/http's: Serve blocks until Shutdown, which drains requests
+// in flight.
+type Server struct {
+	cfg     Config
+	ids     IDs
+	tickets Tickets
+	log     *slog.Logger
+	metrics *serverMetrics
+	hs      *fasthttp.Server
+
+	// base is the parent of every MySQL-backed call's context. Shutdown
+	// cancels it only when its own deadline runs out, to unblock handlers.
+	base   context.Context
+	cancel context.CancelFunc
+
+	ready   atomic.Bool // SetReady
+	closing atomic.Bool // Shutdown has begun
+
+	mu        sync.Mutex
+	closed    bool
+	listeners []*onceCloseListener
+	conns     map[net.Conn]struct{}
+	serving   sync.WaitGroup // Serve calls in progress
+}
+
+// New returns a Server over ids and tickets. It does not listen: call Serve.
+// When ids reports a layout (worker.Status.Layout), it must equal
+// cfg.Layout, or IDs would be decoded under the wrong one.
+func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if ids == nil || tickets == nil {
+		return nil, fmt.Errorf("%w: ids and tickets must not be nil", ErrInvalidConfig)
+	}
+	if l := ids.Status().Layout; l.Validate() == nil && l != cfg.Layout {
+		return nil, fmt.Errorf("%w: layout %s (epoch %d) differs from the keeper's %s (epoch %d)",
+			ErrInvalidConfig, cfg.Layout, cfg.Layout.EpochMs, l, l.EpochMs)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, ids: ids, tickets: tickets, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.metrics = newServerMetrics(s)
+	s.hs = &fasthttp.Server{
+		Handler:            s.serveHTTP,
+		ErrorHandler:       s.errorHandler,
+		Name:               "ticketd",
+		Concurrency:        cfg.MaxConns,
+		ReadBufferSize:     cfg.MaxHeaderBytes,
+		ReadTimeout:        cfg.ReadTimeout,
+		WriteTimeout:       cfg.WriteTimeout,
+		IdleTimeout:        cfg.IdleTimeout,
+		MaxRequestBodySize: maxRequestBody,
+		// Every endpoint is a GET; a multipart body is never looked at.
+		DisablePreParseMultipartForm: true,
+		// Tell keep-alive clients during Shutdown to go elsewhere.
+		CloseOnShutdown: true,
+		ConnState:       s.connState,
+		Logger:          fasthttpLogger{s.log},
+	}
+	return s, nil
+}
+
+// Handler returns the whole API (routing, panic recovery, metrics) without a
+// listener: for in-memory tests and benchmarks.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.serveHTTP }
+
+// SetReady says whether this ticketd may receive traffic; /readyz also needs
+// a usable lease or fallback. serve sets it once the keeper holds a lease.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// Serve accepts connections on ln and blocks until Shutdown, then returns
+// nil; it returns another error only if ln fails. After Shutdown it returns
+// ErrServerClosed at once. Either way ln is closed when Serve returns.
+func (s *Server) Serve(ln net.Listener) error {
+	l := &onceCloseListener{Listener: ln}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners = append(s.listeners, l)
+	s.serving.Add(1)
+	s.mu.Unlock()
+	defer s.serving.Done()
+	defer l.Close()
+	err := s.hs.Serve(l)
+	if s.closing.Load() {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server: /readyz turns 503 at once, the listeners close,
+// and requests in flight finish (keep-alive clients are told to close). It
+// returns when every connection is gone and every Serve has returned.
+//
+// If ctx ends first, Shutdown cancels the calls in flight to the ticket
+// servers, closes every connection, and returns ctx's error; the handlers
+// still running then end within moments, leaving no goroutine behind.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	s.closed = true
+	lns := s.listeners
+	s.mu.Unlock()
+	// Closing the listeners ourselves covers a Serve that has not reached
+	// fasthttp's own list yet; fasthttp's second Close of each is a no-op.
+	for _, l := range lns {
+		l.Close()
+	}
+	if err := s.hs.ShutdownWithContext(ctx); err != nil {
+		s.force()
+		return fmt.Errorf("frontend: shutdown: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.serving.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.force()
+		return fmt.Errorf("frontend: shutdown: %w", ctx.Err())
+	}
+	s.cancel()
+	return nil
+}
+
+// force ends what Shutdown could not drain in time.
+func (s *Server) force() {
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// connState tracks open connections, for force.
+func (s *Server) connState(c net.Conn, st fasthttp.ConnState) {
+	switch st {
+	case fasthttp.StateNew:
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}
+}
+
+// onceCloseListener makes Close idempotent: Shutdown and fasthttp both close
+// it, and fasthttp would report the second close as a shutdown error.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
+}
+
+// fasthttpLogger sends fasthttp's own messages (connection errors it did not
+// suppress) to the Server's logger.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn("fasthttp: " + fmt.Sprintf(format, args...))
+}

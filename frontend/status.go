@@ -1,0 +1,172 @@
+package frontend
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"ticketd/snowflake"
+	"ticketd/ticket"
+	"ticketd/worker"
+)
+
+// readiness reports whether this ticketd should receive traffic, and if not,
+// why. Ready means: serve has said so (SetReady), Shutdown has not begun, and
+// an ID can be issued: the keeper holds a lease with headroom left, or the
+// fallback is on and some ticket server is up.
+func (s *Server) readiness(st worker.Status, health []ticket.ServerHealth) (bool, string) {
+	switch {
+	case s.closing.Load():
+		return false, "shutting down"
+	case !s.ready.Load():
+		return false, "not ready yet: starting (no worker lease acquired so far)"
+	case st.Held && st.Headroom > 0:
+		return true, ""
+	}
+	why := "no worker lease is held"
+	if st.Held {
+		why = "the worker lease's fence is reached (no headroom left)"
+	}
+	if !s.cfg.Fallback {
+		return false, why + " and the ticket fallback is off"
+	}
+	for _, h := range health {
+		if h.Up {
+			return true, ""
+		}
+	}
+	return false, why + " and no ticket server is up for the fallback"
+}
+
+// handleReadyz answers GET /readyz: 200 "ok", or 503 with the reason.
+func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) {
+	// Health is asked only when the lease alone does not decide.
+	st := s.ids.Status()
+	var health []ticket.ServerHealth
+	if s.cfg.Fallback && !(st.Held && st.Headroom > 0) {
+		health = s.tickets.Health()
+	}
+	if ok, why := s.readiness(st, health); !ok {
+		unavailable(ctx, "not ready: "+why)
+		return
+	}
+	ctx.Response.Header.SetContentTypeBytes(ctText)
+	ctx.SetBody(bodyOK)
+}
+
+// statusAnswer is GET /v1/status. Times are RFC 3339 in UTC with
+// milliseconds; IDs are strings. Ticket servers are numbered 1..N (their
+// auto_increment_offset) as in the logs; Index is their 0-based place in the
+// configuration.
+type statusAnswer struct {
+	Layout     string `json:"layout"`
+	EpochMs    int64  `json:"epoch_ms"`
+	Epoch      string `json:"epoch"`
+	EndOfLife  string `json:"end_of_life"`
+	Datacenter uint32 `json:"datacenter"`
+	// Lease is null while no worker lease is held.
+	Lease         *leaseAnswer `json:"lease"`
+	Renewals      uint64       `json:"renewals"`
+	RenewFailures uint64       `json:"renew_failures"`
+	Switches      uint64       `json:"switches"`
+	Losses        uint64       `json:"losses"`
+	Acquires      uint64       `json:"acquires"`
+	LastError     string       `json:"last_error"`
+	Fallback      bool         `json:"fallback"`
+	// FallbackCeiling: every fallback ID is below it (set when Fallback).
+	FallbackCeiling string         `json:"fallback_ceiling,omitempty"`
+	Ready           bool           `json:"ready"`
+	NotReadyReason  string         `json:"not_ready_reason,omitempty"`
+	TicketServers   []serverAnswer `json:"ticket_servers"`
+}
+
+type leaseAnswer struct {
+	Worker      uint32 `json:"worker"`
+	Server      int    `json:"server"` // 1..N
+	Version     uint64 `json:"version"`
+	FloorMs     int64  `json:"floor_ms"`
+	FenceMs     int64  `json:"fence_ms"`
+	Fence       string `json:"fence"`
+	NowMs       int64  `json:"now_ms"`
+	HeadroomMs  int64  `json:"headroom_ms"`
+	ClockSkewMs int64  `json:"clock_skew_ms"` // generator clock minus wall clock
+	LastRenewal string `json:"last_renewal,omitempty"`
+}
+
+type serverAnswer struct {
+	Index            int     `json:"index"`
+	Offset           int     `json:"offset"`
+	Addr             string  `json:"addr"`
+	Up               bool    `json:"up"`
+	LastError        string  `json:"last_error"`
+	LastErrorAt      string  `json:"last_error_at,omitempty"`
+	LatencyMs        float64 `json:"latency_ms"`
+	Tickets          uint64  `json:"tickets"`
+	Failures         uint64  `json:"failures"`
+	ParityViolations uint64  `json:"parity_violations"`
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(snowflake.TimeFormat)
+}
+
+func fmtMs(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
+
+// handleStatus answers GET /v1/status.
+func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
+	st := s.ids.Status()
+	health := s.tickets.Health()
+	l := s.cfg.Layout
+	a := statusAnswer{
+		Layout:        l.String(),
+		EpochMs:       l.EpochMs,
+		Epoch:         fmtMs(l.EpochMs),
+		EndOfLife:     fmtTime(l.EndOfLife()),
+		Datacenter:    st.Datacenter,
+		Renewals:      st.Renewals,
+		RenewFailures: st.RenewFailures,
+		Switches:      st.Switches,
+		Losses:        st.Losses,
+		Acquires:      st.Acquires,
+		LastError:     st.LastError,
+		Fallback:      s.cfg.Fallback,
+		TicketServers: make([]serverAnswer, len(health)),
+	}
+	if st.Held {
+		a.Lease = &leaseAnswer{
+			Worker:      st.Worker,
+			Server:      st.Server + 1,
+			Version:     st.LeaseVersion,
+			FloorMs:     st.FloorMs,
+			FenceMs:     st.FenceMs,
+			Fence:       fmtMs(st.FenceMs),
+			NowMs:       st.NowMs,
+			HeadroomMs:  st.Headroom.Milliseconds(),
+			ClockSkewMs: st.ClockSkew.Milliseconds(),
+			LastRenewal: fmtTime(st.LastRenewal),
+		}
+	}
+	if s.cfg.Fallback {
+		a.FallbackCeiling = strconv.FormatInt(s.cfg.FallbackCeiling, 10)
+	}
+	a.Ready, a.NotReadyReason = s.readiness(st, health)
+	for i, h := range health {
+		a.TicketServers[i] = serverAnswer{
+			Index:            h.Index,
+			Offset:           h.Offset,
+			Addr:             h.Addr,
+			Up:               h.Up,
+			LastError:        h.LastError,
+			LastErrorAt:      fmtTime(h.LastErrorAt),
+			LatencyMs:        float64(h.Latency.Microseconds()) / 1000,
+			Tickets:          h.Tickets,
+			Failures:         h.Failures,
+			ParityViolations: h.ParityViolations,
+		}
+	}
+	writeJSON(ctx, a)
+}

@@ -1,0 +1,179 @@
+package frontend
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"ticketd/ticket"
+)
+
+func TestHealthz(t *testing.T) {
+	ids := newFakeIDs()
+	ids.status.Held = false // liveness does not care
+	h := start(t, testConfig(), ids, nil)
+	h.s.SetReady(false)
+	r := h.get(t, "/healthz")
+	if r.status != 200 || r.body != "ok\n" || r.header["Content-Type"] != "text/plain; charset=utf-8" {
+		t.Fatalf("got %d %q %q, want 200 ok", r.status, r.header["Content-Type"], r.body)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	cfg := fallbackConfig()
+	h := start(t, cfg, nil, nil)
+	r := h.get(t, "/v1/status")
+	if r.status != 200 || r.header["Content-Type"] != "application/json" {
+		t.Fatalf("got %d %q %q", r.status, r.header["Content-Type"], r.body)
+	}
+	var got statusAnswer
+	r.json(t, &got)
+	want := statusAnswer{
+		Layout: "41/5/5/12", EpochMs: 1288834974657, Epoch: "2010-11-04T01:42:54.657Z", EndOfLife: "2080-07-10T17:30:30.209Z",
+		Datacenter: 1,
+		Lease: &leaseAnswer{Worker: 3, Server: 1, Version: 7, FloorMs: 1_700_000_000_000, FenceMs: 1_700_000_060_000,
+			Fence: "2023-11-14T22:14:20.000Z", NowMs: 1_700_000_030_000, HeadroomMs: 30000, ClockSkewMs: 1500,
+			LastRenewal: "2023-11-14T22:13:49.000Z"},
+		Renewals: 11, RenewFailures: 2, Switches: 1, Losses: 0, Acquires: 2,
+		Fallback: true, FallbackCeiling: "1000", Ready: true,
+		TicketServers: []serverAnswer{
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: 1.5, Tickets: 42, Failures: 1},
+			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, LastError: "dial tcp: refused",
+				LastErrorAt: "2023-11-14T22:13:20.123Z", Tickets: 7, Failures: 5, ParityViolations: 2},
+		},
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Errorf("got\n%s\nwant\n%s", g, w)
+	}
+	// Field names as documented, checked on the raw body.
+	for _, key := range []string{`"fence_ms":`, `"headroom_ms":`, `"clock_skew_ms":`, `"end_of_life":`, `"parity_violations":`, `"last_error_at":`, `"latency_ms":`} {
+		if !strings.Contains(r.body, key) {
+			t.Errorf("body lacks %s: %s", key, r.body)
+		}
+	}
+}
+
+func TestStatusNoLease(t *testing.T) {
+	ids := newFakeIDs()
+	ids.status.Held = false
+	ids.status.LastError = "ticket: all worker IDs are held"
+	h := start(t, testConfig(), ids, nil)
+	r := h.get(t, "/v1/status")
+	var got map[string]any
+	r.json(t, &got)
+	if v, ok := got["lease"]; !ok || v != nil {
+		t.Errorf("lease: got %v, want null", v)
+	}
+	if got["ready"] != false || !strings.Contains(got["not_ready_reason"].(string), "no worker lease") {
+		t.Errorf("ready %v, reason %v: want false and why", got["ready"], got["not_ready_reason"])
+	}
+	if got["last_error"] != "ticket: all worker IDs are held" {
+		t.Errorf("last_error: got %v", got["last_error"])
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	up := []ticket.ServerHealth{{Index: 0, Offset: 1, Up: true}, {Index: 1, Offset: 2}}
+	down := []ticket.ServerHealth{{Index: 0, Offset: 1}, {Index: 1, Offset: 2}}
+	tests := []struct {
+		name     string
+		setReady bool
+		held     bool
+		headroom time.Duration
+		fallback bool
+		health   []ticket.ServerHealth
+		want     string // "" for ready, else a piece of the reason
+	}{
+		{"before SetReady", false, true, time.Minute, false, up, "starting"},
+		{"ready", true, true, time.Minute, false, up, ""},
+		{"no lease, no fallback", true, false, 0, false, up, "no worker lease is held and the ticket fallback is off"},
+		{"no headroom, no fallback", true, true, 0, false, up, "fence is reached"},
+		{"negative headroom", true, true, -time.Second, false, up, "fence is reached"},
+		{"no lease, fallback, a server up", true, false, 0, true, up, ""},
+		{"no lease, fallback, no server up", true, false, 0, true, down, "no ticket server is up"},
+		{"lease, fallback, no server up", true, true, time.Minute, true, down, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids, tk := newFakeIDs(), newFakeTickets()
+			ids.status.Held, ids.status.Headroom = tt.held, tt.headroom
+			tk.health = tt.health
+			cfg := testConfig()
+			if tt.fallback {
+				cfg = fallbackConfig()
+			}
+			h := start(t, cfg, ids, tk)
+			h.s.SetReady(tt.setReady)
+			r := h.get(t, "/readyz")
+			if tt.want == "" {
+				if r.status != 200 || r.body != "ok\n" {
+					t.Fatalf("got %d %q, want 200 ok", r.status, r.body)
+				}
+				return
+			}
+			if r.status != 503 || r.header["Retry-After"] != "1" {
+				t.Fatalf("got %d %q, want 503 with Retry-After", r.status, r.body)
+			}
+			if msg := r.errorMessage(t); !strings.Contains(msg, tt.want) {
+				t.Errorf("reason: got %q, want it to contain %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadyzTransitions: one server through its life: starting, ready, lease
+// lost, lease back, shutting down.
+func TestReadyzTransitions(t *testing.T) {
+	ids := newFakeIDs()
+	h := start(t, testConfig(), ids, nil)
+	status := func() int { return h.get(t, "/readyz").status }
+	h.s.SetReady(false)
+	if got := status(); got != 503 {
+		t.Fatalf("before SetReady: got %d, want 503", got)
+	}
+	h.s.SetReady(true)
+	if got := status(); got != 200 {
+		t.Fatalf("after SetReady: got %d, want 200", got)
+	}
+	ids.set(func(f *fakeIDs) { f.status.Held = false })
+	if got := status(); got != 503 {
+		t.Fatalf("lease lost: got %d, want 503", got)
+	}
+	ids.set(func(f *fakeIDs) { f.status.Held = true })
+	if got := status(); got != 200 {
+		t.Fatalf("lease back: got %d, want 200", got)
+	}
+
+	// During Shutdown: hold one request in flight so Shutdown has to wait,
+	// and ask the handler directly (the listener is closed by then).
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	ids.set(func(f *fakeIDs) { f.gate, f.entered = gate, entered })
+	inflight := make(chan response, 1)
+	go func() { inflight <- h.get(t, "/v1/id") }()
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- h.s.Shutdown(context.Background()) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.SetRequestURI("/readyz")
+		h.s.Handler()(&ctx)
+		if ctx.Response.StatusCode() == 503 && strings.Contains(string(ctx.Response.Body()), "shutting down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("during Shutdown: /readyz got %d %q, want 503 shutting down", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ids.set(func(f *fakeIDs) { f.gate = nil })
+	close(gate)
+	if r := <-inflight; r.status != 200 {
+		t.Errorf("request in flight during Shutdown: got %d %q, want 200", r.status, r.body)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"ticketd/ticket"
+)
+
+// handleTickets answers GET /v1/tickets/{name}?n=N (n defaults to 1).
+func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
+	q, problem := readQuery(ctx)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	n, problem := q.count(1, s.cfg.MaxBatch)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	name := string(seg) // the Tickets side keeps it past this request
+	b := getBatch()
+	defer putBatch(b)
+	if cap(b.vals) < n {
+		b.vals = make([]uint64, n)
+	}
+	vals := b.vals[:n]
+	// One deadline for the whole batch, from the server's lifetime context:
+	// a frozen ticket server costs the caller at most RequestTimeout.
+	cctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+	got, err := s.tickets.NextN(cctx, name, vals)
+	cancel()
+	if err == nil && got != n {
+		err = fmt.Errorf("%w: got %d of %d values", errShort, got, n)
+	}
+	if err != nil {
+		s.ticketError(ctx, name, err)
+		return
+	}
+	out := b.out[:0]
+	if q.json {
+		ctx.Response.Header.SetContentTypeBytes(ctJSON)
+		out = append(out, `{"sequence":`...)
+		out = appendJSONString(out, name)
+		out = append(out, `,"tickets":[`...)
+		for i, v := range vals {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendQuotedUint(out, v)
+		}
+		out = append(out, "]}\n"...)
+	} else {
+		ctx.Response.Header.SetContentTypeBytes(ctText)
+		for _, v := range vals {
+			out = strconv.AppendUint(out, v, 10)
+			out = append(out, '\n')
+		}
+	}
+	ctx.SetBody(out)
+	b.out = out
+}
+
+// errShort: the Tickets side returned fewer values than asked without an error.
+var errShort = errors.New("frontend: short batch")
+
+// ticketError answers a failed /v1/tickets call. The client gets a message of
+// ours, never the ticket package's, which names servers and addresses; the
+// full error goes to the log.
+//
+// The order matters: an error can wrap several sentinels (no server left to
+// ask, one of them exhausted), and "retry later" wins over "gone for good".
+func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
+	switch {
+	case errors.Is(err, ticket.ErrBadName):
+		fail(ctx, fasthttp.StatusBadRequest, fmt.Sprintf(
+			"bad sequence name %.64q: want a lowercase letter, then up to 47 lowercase letters, digits or underscores", name))
+	case errors.Is(err, ticket.ErrUnknownSequence):
+		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name))
+	case errors.Is(err, context.DeadlineExceeded):
+		s.log.Warn("tickets: deadline exceeded", "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
+		unavailable(ctx, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout))
+	case errors.Is(err, ticket.ErrNoServer), errors.Is(err, ticket.ErrServerDown),
+		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
+		s.log.Warn("tickets: no server", "sequence", name, "err", err)
+		unavailable(ctx, "no ticket server is available")
+	case errors.Is(err, ticket.ErrSequenceExhausted):
+		// 410 Gone: permanent, so clients stop retrying. Cache-Control:
+		// no-store (set already) keeps caches from remembering it.
+		s.log.Error("tickets: sequence exhausted", "sequence", name, "err", err)
+		fail(ctx, fasthttp.StatusGone, fmt.Sprintf("sequence %q is exhausted: no value left within its bit width", name))
+	case errors.Is(err, ticket.ErrMisconfigured):
+		s.log.Error("tickets: sequence misconfigured", "sequence", name, "err", err)
+		fail(ctx, fasthttp.StatusInternalServerError, fmt.Sprintf("sequence %q is misconfigured on the ticket servers; the ticketd log says how", name))
+	case errors.Is(err, errShort):
+		s.log.Error("tickets: short batch", "sequence", name, "err", err)
+		fail(ctx, fasthttp.StatusInternalServerError, "internal error")
+	default:
+		// Anything else from the servers (a driver error, a parity
+		// violation) is theirs and passing: the next call may go elsewhere.
+		s.log.Warn("tickets: failed", "sequence", name, "err", err)
+		unavailable(ctx, "no ticket could be issued; retry")
+	}
+}
