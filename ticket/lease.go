@@ -400,7 +400,7 @@ func (p *Pair) leaseErr(ctx context.Context, s *server, db *sqlx.DB, what string
 		return fmt.Errorf("%s: %s: %w", s.name, what, err)
 	default:
 		err = fmt.Errorf("%w: %s: %s: %w", ErrServerDown, s.name, what, err)
-		if ctx.Err() == nil {
+		if p.blame(ctx) {
 			s.fail(db, err)
 		}
 		return err

@@ -166,7 +166,7 @@ func (p *Pair) onEach(ctx context.Context, list []*server, fn func(context.Conte
 			defer cancel()
 			db := s.pool()
 			err := fn(cctx, s)
-			if err != nil && ctx.Err() == nil && !errors.Is(err, ErrMisconfigured) && classify(err) == kindServer {
+			if err != nil && p.blame(ctx) && !errors.Is(err, ErrMisconfigured) && classify(err) == kindServer {
 				s.fail(db, err)
 			}
 			errs[i] = err
@@ -194,9 +194,7 @@ func (p *Pair) probeLoop() {
 		case <-t.C:
 		}
 		if tick%catalogRefreshTicks == 0 {
-			ctx, cancel := context.WithTimeout(p.life, p.cfg.CallTimeout)
-			p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
-			cancel()
+			p.loadCatalogs(p.life, p.order(nil, allServers(len(p.servers))))
 		}
 		var wg sync.WaitGroup
 		for _, s := range p.servers {
@@ -217,16 +215,27 @@ func (p *Pair) probe(s *server) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(p.life, p.cfg.CallTimeout)
-	defer cancel()
-	if err := s.check(ctx, s.pool()); err != nil {
-		if p.life.Err() == nil {
-			s.note(err)
+	err := s.check(ctx, s.pool())
+	cancel()
+	if err != nil {
+		if p.life.Err() != nil {
+			return
 		}
+		if errors.Is(err, ErrMisconfigured) && s.health().LastError != err.Error() {
+			// Reachable and wrong: a DBA must act, and the log should say so once.
+			s.log.Error("ticket server refused: it stays out of rotation until its settings match its place", "err", err)
+		}
+		s.note(err)
 		return
 	}
 	// A server that was down at start, or restored, may define sequences
-	// differently: its catalog is read before it serves any.
-	p.loadCatalogs(ctx, []*server{s})
+	// differently: its catalog is read before it serves any. (onEach bounds it
+	// by its own CallTimeout.)
+	if errs := p.loadCatalogs(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindServer {
+		return // unreachable again
+	}
+	// A catalog it refuses to show (a missing grant) costs it its sequences, not
+	// its place in the rotation: Tickets64 and leases do not need the catalog.
 	s.markUp()
 }
 
@@ -246,6 +255,12 @@ func (p *Pair) order(buf []*server, mask uint64) []*server {
 }
 
 func allServers(n int) uint64 { return 1<<n - 1 }
+
+// blame reports whether a failed call may be held against its server: not when
+// the caller gave up (its context ended) nor when Close pulled the pools away.
+func (p *Pair) blame(ctx context.Context) bool {
+	return ctx.Err() == nil && !p.closed.Load()
+}
 
 // catalogRefreshTicks: the prober re-reads the catalog every this many ticks
 // (10 s with the default ProbeInterval).

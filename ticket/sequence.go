@@ -169,8 +169,8 @@ type seqRow struct {
 }
 
 // loadCatalogs reads `sequences` from each server of list and merges what it
-// found. It reports how many servers answered.
-func (p *Pair) loadCatalogs(ctx context.Context, list []*server) int {
+// found. It returns each server's error, in list order.
+func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 	found := make([]map[string]SequenceInfo, len(list))
 	errs := p.onEach(ctx, list, func(ctx context.Context, s *server) error {
 		var rows []seqRow
@@ -203,7 +203,7 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) int {
 	if ok > 0 {
 		p.mergeLocked()
 	}
-	return ok
+	return errs
 }
 
 // mergeLocked rebuilds the name → sequence map from every server's catalog.
@@ -214,7 +214,12 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) int {
 func (p *Pair) mergeLocked() {
 	c := &p.cat
 	old := *c.seqs.Load()
+	// Names that vanished stay known, with no server: a row deleted and inserted
+	// again with another block size must still be caught.
 	names := map[string]struct{}{}
+	for name := range old {
+		names[name] = struct{}{}
+	}
 	for _, m := range c.perServer {
 		for name := range m {
 			names[name] = struct{}{}
@@ -244,7 +249,7 @@ func (p *Pair) mergeLocked() {
 		wasBroken := q != nil && q.err() != nil
 		if q == nil {
 			q = newSequence(first)
-		} else if q.info != first {
+		} else if mask != 0 && q.info != first {
 			differ = true
 			defs = append(defs, fmt.Sprintf("in use: table %s, %d bits, block size %d", q.info.Table, q.info.Bits, q.info.BlockSize))
 		}
@@ -273,14 +278,14 @@ func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
 	if !validName(name) {
 		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
 	}
-	if q := p.cat.get(name); q != nil {
+	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
 	now := time.Now().UnixNano()
 	last := p.cat.lastMiss.Load()
 	if now-last >= int64(catalogRetry) && p.cat.lastMiss.CompareAndSwap(last, now) {
 		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
-		if q := p.cat.get(name); q != nil {
+		if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
 			return q, q.err()
 		}
 	}
@@ -402,7 +407,13 @@ func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 		return nil, ErrClosed
 	}
 	up := p.order(nil, allServers(len(p.servers)))
-	if len(up) == 0 || p.loadCatalogs(ctx, up) == 0 {
+	answered := 0
+	for _, err := range p.loadCatalogs(ctx, up) {
+		if err == nil {
+			answered++
+		}
+	}
+	if answered == 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("ticket: reading sequences: %w", err)
 		}
@@ -411,7 +422,9 @@ func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 	m := *p.cat.seqs.Load()
 	list := make([]SequenceInfo, 0, len(m))
 	for _, q := range m {
-		list = append(list, q.info)
+		if q.servers.Load() != 0 {
+			list = append(list, q.info)
+		}
 	}
 	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil

@@ -263,3 +263,27 @@ func TestSequenceConflict(t *testing.T) {
 		t.Fatalf("Next(mixed) = %v, want ErrMisconfigured naming both block sizes", err)
 	}
 }
+
+// TestSequenceRedefined: the trigger forbids changing a sequence with UPDATE, but
+// a DELETE and a new INSERT get past it. A block size changed under a running
+// ticketd would overlap values it handed out; the sequence is refused instead.
+func TestSequenceRedefined(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	createSequence(t, mp.Servers[:], "renum", "Tickets64", 64, 10)
+	p := openPair(t, mp)
+	if _, err := p.Next(context.Background(), "renum"); err != nil {
+		t.Fatal(err)
+	}
+	bothServers(t, mp, "DELETE FROM tickets.sequences WHERE name = 'renum'")
+	if _, err := p.Sequences(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bothServers(t, mp, "INSERT INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('renum', 'seq_renum', 64, 3)")
+	if _, err := p.Sequences(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Next(context.Background(), "renum")
+	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "in use: table seq_renum, 64 bits, block size 10") {
+		t.Fatalf("Next after the block size changed = %v, want ErrMisconfigured naming the size in use", err)
+	}
+}

@@ -48,6 +48,9 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 			}
 			return Ticket{}, err
 		}
+		if p.closed.Load() {
+			return Ticket{}, ErrClosed
+		}
 		last = err
 		statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
 	}
@@ -98,7 +101,7 @@ func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence) (uint64, erro
 				return 0, p.exhaust(s, q, fmt.Errorf("%s: REPLACE INTO %s: %w", s.name, q.info.Table, err))
 			default:
 				err = fmt.Errorf("%w: %s: REPLACE INTO %s: %w", ErrServerDown, s.name, q.info.Table, err)
-				if ctx.Err() == nil { // the caller gave up; the server did not fail
+				if p.blame(ctx) {
 					s.fail(db, err)
 				}
 				return 0, err
