@@ -38,7 +38,8 @@ type Pair struct {
 // it would hand out tickets that collide with its peer's. An unreachable server
 // does not (it may be down for maintenance): it is left out of rotation and the
 // prober re-checks it every ProbeInterval. If no server is reachable, Open fails
-// with ErrNoServer. Open takes about one CallTimeout at most.
+// with ErrNoServer. Open takes at most about two CallTimeouts (the check, then
+// the sequence catalog).
 func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {

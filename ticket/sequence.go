@@ -382,6 +382,9 @@ func (p *Pair) startFetch(q *sequence) {
 
 func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 	t, err := p.take(p.life, q)
+	if err != nil && p.life.Err() != nil {
+		err = ErrClosed // the waiters should hear why, not "context canceled"
+	}
 	var b block
 	if err == nil {
 		var ok bool
