@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# The two local ticket servers: start, stop, show.
+#
+#   scripts/db.sh up       install MariaDB if missing, start both servers, load
+#                          schema.sql, unlock the ticketd account
+#   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
+#   scripts/db.sh status   up/down, pid, port, increment/offset, Tickets64 counter;
+#                          exits 3 when a server is down
+#
+# Environment (the Makefile sets these):
+#   VAR       folder for data, sockets, logs and passwords   (default: <repo>/var)
+#   DB1_PORT  TCP port of server 1, odd tickets              (default: 3307)
+#   DB2_PORT  TCP port of server 2, even tickets             (default: 3308)
+#
+# The servers run the repository's my.cnf (shared [mariadbd] group plus
+# [mariadbd.N]); the port and every path are passed on the command line, which
+# overrides the file, so VAR and the ports can move. Passwords are generated once
+# into $VAR/ticketd.password and $VAR/repair.password (mode 0600) and never printed.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VAR=${VAR:-$REPO/var}
+DB1_PORT=${DB1_PORT:-3307}
+DB2_PORT=${DB2_PORT:-3308}
+CNF=$REPO/my.cnf
+READY_TIMEOUT=30 # seconds for a server to answer after start
+STOP_TIMEOUT=60  # seconds for a clean shutdown before SIGKILL
+
+say() { printf 'db: %s\n' "$*"; }
+die() {
+	printf 'db: error: %s\n' "$*" >&2
+	exit 1
+}
+
+port_of() { if [ "$1" = 1 ]; then echo "$DB1_PORT"; else echo "$DB2_PORT"; fi; }
+dir_of() { echo "$VAR/db$1"; }
+sock_of() { echo "$VAR/db$1/mariadbd.sock"; }
+pidfile_of() { echo "$VAR/db$1/mariadbd.pid"; }
+log_of() { echo "$VAR/db$1/error.log"; }
+
+find_mariadbd() {
+	command -v mariadbd 2>/dev/null && return
+	[ -x /usr/sbin/mariadbd ] && echo /usr/sbin/mariadbd && return
+	return 1
+}
+
+# pid_of N prints the PID of server N if it is running, from the pid file mariadbd
+# writes. A stale file (after kill -9 or a reboot) or a PID now used by another
+# program does not count.
+pid_of() {
+	local f pid
+	f=$(pidfile_of "$1")
+	[ -r "$f" ] || return 1
+	pid=$(tr -dc '0-9' <"$f")
+	[ -n "$pid" ] || return 1
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ] || return 1
+	# A killed server stays a zombie until its parent reaps it.
+	[ "$(proc_state "$pid")" != Z ] || return 1
+	echo "$pid"
+}
+
+# proc_state PID prints the process state letter (R, S, T = stopped, Z = zombie).
+proc_state() { sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+
+# sql N runs SQL from stdin as root over server N's socket (root has no TCP access).
+# A frozen server accepts the connection and never answers: bound every call
+# (SQL_TIMEOUT seconds).
+sql() {
+	timeout "${SQL_TIMEOUT:-120}" mariadb --no-defaults --protocol=socket --socket="$(sock_of "$1")" -uroot \
+		--batch --skip-column-names "${@:2}"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+ensure_installed() {
+	if find_mariadbd >/dev/null && command -v mariadb >/dev/null && command -v mariadb-install-db >/dev/null; then
+		return
+	fi
+	[ "$(id -u)" = 0 ] || die "MariaDB is not installed and only root can install it: sudo apt-get install mariadb-server mariadb-client"
+	command -v apt-get >/dev/null || die "MariaDB is not installed and apt-get is missing: install mariadb-server and mariadb-client (10.6 or later)"
+	say "installing mariadb-server and mariadb-client with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed"
+	apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null ||
+		die "apt-get install mariadb-server mariadb-client failed"
+	find_mariadbd >/dev/null || die "mariadbd still not found after installing mariadb-server"
+}
+
+# secret FILE creates FILE with a random password once (mode 0600) and prints it
+# for use in a pipe; callers never echo it to the terminal.
+secret() {
+	local f=$1
+	if [ ! -s "$f" ]; then
+		(
+			umask 077
+			# 32 characters from [A-Za-z0-9]: no quoting needed in SQL or a DSN.
+			tr -dc 'A-Za-z0-9' </dev/urandom | head -c 32 >"$f.tmp"
+			mv "$f.tmp" "$f"
+		)
+	fi
+	chmod 600 "$f"
+	cat "$f"
+}
+
+init_datadir() {
+	local n=$1 dir
+	dir=$(dir_of "$n")
+	[ -d "$dir/data/mysql" ] && return
+	say "server $n: initialising $dir/data"
+	mkdir -p "$dir/data" "$dir/tmp"
+	local user=()
+	[ "$(id -u)" = 0 ] && user=(--user=root)
+	if ! mariadb-install-db --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
+		--auth-root-authentication-method=normal --skip-test-db \
+		--datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$(sock_of "$n")" \
+		--pid-file="$dir/install.pid" --log-error="$dir/install.log" >"$dir/install.out" 2>&1; then
+		cat "$dir/install.log" >&2 2>/dev/null || tail -n 20 "$dir/install.out" >&2 || true
+		rm -rf "$dir/data"
+		die "server $n: mariadb-install-db failed (log above; full output in $dir/install.out)"
+	fi
+}
+
+start_server() {
+	local n=$1 port dir pid mariadbd
+	port=$(port_of "$n")
+	dir=$(dir_of "$n")
+	mariadbd=$(find_mariadbd)
+	if port_in_use "$port"; then
+		die "server $n: port $port on 127.0.0.1 is taken by another program (see: ss -ltnp 'sport = :$port'); choose another with DB${n}_PORT=…"
+	fi
+	local user=()
+	[ "$(id -u)" = 0 ] && user=(--user=root)
+	local logstart=0
+	[ -f "$(log_of "$n")" ] && logstart=$(stat -c %s "$(log_of "$n")")
+	# setsid: its own session, so the terminal's ^C and hang-up never reach it; the
+	# --defaults-file option must come first.
+	setsid "$mariadbd" --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
+		--port="$port" --socket="$(sock_of "$n")" --datadir="$dir/data" --tmpdir="$dir/tmp" \
+		--pid-file="$(pidfile_of "$n")" --log-error="$(log_of "$n")" \
+		</dev/null >>"$dir/mariadbd.out" 2>&1 &
+	pid=$!
+	local deadline=$((SECONDS + READY_TIMEOUT))
+	# Over the socket: the server opens it together with the TCP port, and probing
+	# the port would log an "aborted connection" for every try.
+	until [ "$(echo 'SELECT @@port' | sql "$n" 2>/dev/null)" = "$port" ]; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			tail -c +$((logstart + 1)) "$(log_of "$n")" >&2 2>/dev/null || true
+			die "server $n: mariadbd exited while starting (error log above: $(log_of "$n"))"
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			tail -n 30 "$(log_of "$n")" >&2 2>/dev/null || true
+			kill -KILL "$pid" 2>/dev/null || true
+			die "server $n: not ready after ${READY_TIMEOUT}s; killed it (error log above: $(log_of "$n"))"
+		fi
+		sleep 0.1
+	done
+}
+
+# configure N loads schema.sql and sets up the accounts. Every step is idempotent,
+# so it runs on every `up`: a schema.sql that gained a table reaches running servers.
+configure() {
+	local n=$1 app repair
+	sql "$n" <"$REPO/schema.sql" || die "server $n: loading schema.sql failed"
+	app=$(secret "$VAR/ticketd.password")
+	repair=$(secret "$VAR/repair.password")
+	# Passwords go through stdin, never the command line (visible in ps).
+	sql "$n" <<-SQL || die "server $n: setting up accounts failed"
+		ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY '$app' ACCOUNT UNLOCK;
+		CREATE USER IF NOT EXISTS 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY '$repair';
+		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY '$repair' ACCOUNT UNLOCK;
+		GRANT ticketd_admin TO 'ticketd_repair'@'127.0.0.1';
+		SET DEFAULT ROLE ticketd_admin FOR 'ticketd_repair'@'127.0.0.1';
+		-- mariadb-install-db also makes password-less root accounts for TCP (127.0.0.1,
+		-- ::1, the host name): drop them. root keeps the socket, which lives in a
+		-- folder only this user can enter.
+		DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1';
+		SET @drop = (SELECT CONCAT('DROP USER ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
+		             FROM mysql.user WHERE User = 'root' AND Host <> 'localhost');
+		SET @drop = IFNULL(@drop, 'DO 0');
+		PREPARE s FROM @drop;
+		EXECUTE s;
+	SQL
+}
+
+cmd_up() {
+	ensure_installed
+	[ -f "$CNF" ] || die "$CNF is missing"
+	mkdir -p "$VAR"
+	chmod 700 "$VAR"
+	local n pid actual
+	for n in 1 2; do
+		mkdir -p "$(dir_of "$n")/tmp"
+		chmod 700 "$(dir_of "$n")"
+		if pid=$(pid_of "$n"); then
+			actual=$(echo 'SELECT @@port' | SQL_TIMEOUT=10 sql "$n" 2>/dev/null) ||
+				die "server $n: pid $pid is running but does not answer on $(sock_of "$n") (state $(proc_state "$pid"); T = stopped: kill -CONT $pid)"
+			if [ "$actual" != "$(port_of "$n")" ]; then
+				die "server $n is already up on port $actual, not $(port_of "$n"): run make db-down first"
+			fi
+			say "server $n already up: pid $pid, port $actual"
+		else
+			init_datadir "$n"
+			start_server "$n"
+			say "server $n started: pid $(pid_of "$n"), port $(port_of "$n")"
+		fi
+		configure "$n"
+	done
+	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password"
+	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
+}
+
+cmd_down() {
+	local n pid deadline
+	for n in 1 2; do
+		if ! pid=$(pid_of "$n"); then
+			say "server $n not running"
+			continue
+		fi
+		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
+		deadline=$((SECONDS + STOP_TIMEOUT))
+		while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
+			if [ "$SECONDS" -ge "$deadline" ]; then
+				kill -KILL "$pid" 2>/dev/null || true
+				say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
+				break
+			fi
+			sleep 0.1
+		done
+		say "server $n stopped (pid $pid)"
+	done
+}
+
+cmd_status() {
+	local n pid row rc=0 port inc off ai last
+	for n in 1 2; do
+		if ! pid=$(pid_of "$n"); then
+			say "server $n: down (configured port $(port_of "$n"), data $(dir_of "$n")/data)"
+			rc=3
+			continue
+		fi
+		# information_schema shows the counter as (highest id)+1 after a restart even
+		# where the next ticket skips to the server's parity; the last ticket is exact.
+		if ! row=$(SQL_TIMEOUT=5 sql "$n" -e "SELECT @@port, @@auto_increment_increment, @@auto_increment_offset,
+			IFNULL((SELECT AUTO_INCREMENT FROM information_schema.TABLES
+			        WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = 'Tickets64'), 'none'),
+			IFNULL((SELECT MAX(id) FROM tickets.Tickets64), 'none')" 2>&1); then
+			say "server $n: up but not answering: pid $pid, state $(proc_state "$pid") (T = stopped), ${row:-no answer in 5 s}"
+			rc=3
+			continue
+		fi
+		read -r port inc off ai last <<<"$row"
+		say "server $n: up, pid $pid, port $port, auto_increment_increment $inc, auto_increment_offset $off, Tickets64 AUTO_INCREMENT $ai (last ticket $last)"
+	done
+	return "$rc"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+*)
+	echo "usage: $0 up|down|status   (env: VAR, DB1_PORT, DB2_PORT)" >&2
+	exit 2
+	;;
+esac
