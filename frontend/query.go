@@ -44,7 +44,7 @@ func readQuery(ctx *fasthttp.RequestCtx) (q query, problem string) {
 			return q, fmt.Sprintf("format %.32q is not supported: want json or text", q.format)
 		}
 	default:
-		q.json = bytes.Contains(ctx.Request.Header.PeekBytes(hdrAccept), mimeJSON)
+		q.json = bytes.Contains(ctx.Request.Header.PeekCanonical(hdrAccept), mimeJSON)
 	}
 	return q, ""
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -56,6 +57,10 @@ type Server struct {
 	serving   sync.WaitGroup // Serve calls in progress
 }
 
+// workerIdle: how long an idle fasthttp worker goroutine lives, and so how
+// long after Shutdown the pool's cleaner goroutine may linger.
+const workerIdle = time.Second
+
 // New returns a Server over ids and tickets. It does not listen: call Serve.
 // When ids reports a layout (worker.Status.Layout), it must equal
 // cfg.Layout, or IDs would be decoded under the wrong one.
@@ -91,7 +96,11 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 		// Tell keep-alive clients during Shutdown to go elsewhere.
 		CloseOnShutdown: true,
 		ConnState:       s.connState,
-		Logger:          fasthttpLogger{s.log},
+		// fasthttp's worker-pool cleaner sleeps this long between rounds and
+		// sees Shutdown only when it wakes: the default 10 s would leave a
+		// goroutine behind that long. Idle workers are cheap to restart.
+		MaxIdleWorkerDuration: workerIdle,
+		Logger:                fasthttpLogger{s.log},
 	}
 	return s, nil
 }

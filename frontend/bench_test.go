@@ -1,0 +1,118 @@
+package frontend
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"ticketd/snowflake"
+	"ticketd/worker"
+)
+
+// counterIDs issues IDs from an atomic counter, so a benchmark measures the
+// handler and not an ID generator.
+type counterIDs struct{ n atomic.Int64 }
+
+func (c *counterIDs) Next() (int64, error) { return c.n.Add(1), nil }
+func (c *counterIDs) NextN(dst []int64) (int, error) {
+	last := c.n.Add(int64(len(dst)))
+	for i := range dst {
+		dst[i] = last - int64(len(dst)) + int64(i) + 1
+	}
+	return len(dst), nil
+}
+func (c *counterIDs) Status() worker.Status { return worker.Status{} }
+
+// generatorIDs is a real, unfenced snowflake generator behind IDs.
+type generatorIDs struct{ *snowflake.Generator }
+
+func (generatorIDs) Status() worker.Status { return worker.Status{} }
+
+// bare is the reference: the least a fasthttp handler can do.
+func bare(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetBodyString("1234567890123456789\n")
+}
+
+func benchServer(b *testing.B, ids IDs) *Server {
+	b.Helper()
+	s, err := New(testConfig(), ids, newFakeTickets())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkHandler compares the API handler with a bare fasthttp handler on
+// one reused RequestCtx, the way fasthttp calls them: run the sub-benchmarks
+// together and divide ns/op of id by bare.
+//
+//	go test ./frontend -run '^$' -bench 'Handler' -benchmem
+func BenchmarkHandler(b *testing.B) {
+	gen, err := snowflake.New(snowflake.Settings{Unfenced: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		h    fasthttp.RequestHandler
+		uri  string
+	}{
+		{"bare", bare, "/v1/id"},
+		{"id", benchServer(b, &counterIDs{}).Handler(), "/v1/id"},
+		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json"},
+		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id"},
+		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100"},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			ctx := newRequestCtx(tt.uri)
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx.Response.Reset()
+				tt.h(ctx)
+			}
+			if ctx.Response.StatusCode() != 200 {
+				b.Fatalf("got %d %q", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+		})
+	}
+}
+
+// BenchmarkServe runs requests through fasthttp's server and client over an
+// in-memory listener, the API against the bare handler, in parallel.
+func BenchmarkServe(b *testing.B) {
+	tests := []struct {
+		name string
+		h    fasthttp.RequestHandler
+	}{
+		{"bare", bare},
+		{"id", benchServer(b, &counterIDs{}).Handler()},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			ln := fasthttputil.NewInmemoryListener()
+			srv := &fasthttp.Server{Handler: tt.h}
+			go srv.Serve(ln) //nolint:errcheck // ends with Shutdown below
+			defer srv.Shutdown()
+			c := &fasthttp.HostClient{Addr: "bench", Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConns: 64}
+			defer c.CloseIdleConnections()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.SetRequestURI("http://bench/v1/id")
+				for pb.Next() {
+					if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+						b.Errorf("got %v %d", err, resp.StatusCode())
+						return
+					}
+				}
+			})
+		})
+	}
+}
