@@ -43,6 +43,22 @@ fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzComposeDecompose$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 
+# The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
+# worker ID); `make db-down` stops the pair afterwards.
+run: db-up build
+	@echo
+	@echo "ticketd on http://$(LISTEN) — try, from another terminal:"
+	@echo "  curl -s http://$(LISTEN)/v1/id"
+	@echo "  curl -s 'http://$(LISTEN)/v1/id?format=json'"
+	@echo "  curl -s 'http://$(LISTEN)/v1/ids?n=5'"
+	@echo "  curl -s http://$(LISTEN)/v1/ids/\$$(curl -s http://$(LISTEN)/v1/id)"
+	@echo "  curl -s http://$(LISTEN)/v1/tickets/tickets64"
+	@echo "  curl -s http://$(LISTEN)/v1/status"
+	@echo "Stop: Ctrl-C here, then 'make db-down'."
+	@echo
+	TICKETD_PASSWORD_FILE=$(VAR)/ticketd.password exec $(BIN)/ticketd serve -listen $(LISTEN) \
+		-servers 127.0.0.1:$(DB1_PORT),127.0.0.1:$(DB2_PORT)
+
 db-up:
 	@scripts/db.sh up
 

@@ -1,5 +1,6 @@
 // Command ticketd hands out unique 64-bit IDs.
 //
+//	ticketd serve [flags]                           serve IDs over HTTP
 //	ticketd inspect [-layout L] [-epoch MS] ID...   decode IDs found in logs
 //
 // main only wires: every subcommand lives in its own file and returns an
@@ -52,6 +53,7 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `usage: ticketd <command> [flags] [args]
 
 commands:
+  serve [flags]                           serve IDs over HTTP (see 'ticketd serve -h')
   inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line
 
 Run 'ticketd <command> -h' for a command's flags.
@@ -63,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errReported{2}
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

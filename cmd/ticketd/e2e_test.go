@@ -1,0 +1,402 @@
+package main
+
+// End-to-end tests: the real ticketd binary against a real pair of MariaDB
+// servers, with concurrent HTTP clients, while ticket servers are killed,
+// restarted and frozen.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// ticketdBinary builds cmd/ticketd once per test run.
+func ticketdBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ticketd-e2e")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "ticketd")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// daemon is one running ticketd process.
+type daemon struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	addr string
+	logs *lockedBuffer
+	done chan struct{}
+	err  error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// fastLeases makes lease events happen in seconds rather than a minute.
+var fastLeases = []string{
+	"-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
+	"-reserve", "5s", "-switch-headroom", "2s", "-max-wait", "2s",
+}
+
+// startDaemon starts ticketd on the pair with args and waits until /readyz
+// answers 200.
+func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
+	t.Helper()
+	d := launch(t, p, args...)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-d.done:
+			t.Fatalf("ticketd exited at start: %v\n%s", d.err, d.logs)
+		default:
+		}
+		resp, err := http.Get("http://" + d.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ticketd not ready after 20 s\n%s", d.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// launch starts ticketd without waiting for it.
+func launch(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, done: make(chan struct{})}
+	full := append([]string{"serve", "-listen", d.addr,
+		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr()}, args...)
+	d.cmd = exec.Command(ticketdBinary(t), full...)
+	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
+	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.done
+		if t.Failed() {
+			t.Logf("ticketd %s logs:\n%s", d.addr, d.logs)
+		}
+	})
+	return d
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		if d.err != nil {
+			d.t.Fatalf("ticketd exited with %v after SIGTERM\n%s", d.err, d.logs)
+		}
+	case <-time.After(15 * time.Second):
+		d.t.Fatalf("ticketd did not stop within 15 s of SIGTERM\n%s", d.logs)
+	}
+}
+
+type statusDoc struct {
+	Datacenter uint32 `json:"datacenter"`
+	Switches   uint64 `json:"switches"`
+	Lease      *struct {
+		Worker     uint32 `json:"worker"`
+		Server     int    `json:"server"` // 1..N
+		HeadroomMs int64  `json:"headroom_ms"`
+	} `json:"lease"`
+	// Worker and Server (an index, 0..N-1) are copied out of Lease.
+	Worker uint32 `json:"-"`
+	Server int    `json:"-"`
+}
+
+func (d *daemon) status() statusDoc {
+	d.t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/v1/status")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s statusDoc
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		d.t.Fatalf("decoding /v1/status: %v", err)
+	}
+	if s.Lease == nil {
+		d.t.Fatalf("/v1/status shows no lease")
+	}
+	s.Worker, s.Server = s.Lease.Worker, s.Lease.Server-1
+	return s
+}
+
+func (d *daemon) metric(name string) float64 {
+	d.t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v
+		}
+	}
+	d.t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// load runs clients that request /v1/id until stopped, keeping every ID.
+type load struct {
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	failed  atomic.Int64
+	maxLat  atomic.Int64
+	mu      sync.Mutex
+	perConn [][]int64
+	errs    []string
+}
+
+func startLoad(addr string, clients int) *load {
+	l := &load{perConn: make([][]int64, clients)}
+	for i := range clients {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			var ids []int64
+			for !l.stop.Load() {
+				start := time.Now()
+				id, err := getID(c, addr)
+				if lat := time.Since(start).Nanoseconds(); lat > l.maxLat.Load() {
+					l.maxLat.Store(lat)
+				}
+				if err != nil {
+					l.failed.Add(1)
+					l.mu.Lock()
+					if len(l.errs) < 10 {
+						l.errs = append(l.errs, err.Error())
+					}
+					l.mu.Unlock()
+					continue
+				}
+				ids = append(ids, id)
+			}
+			l.mu.Lock()
+			l.perConn[i] = ids
+			l.mu.Unlock()
+		}()
+	}
+	return l
+}
+
+func getID(c *http.Client, addr string) (int64, error) {
+	resp, err := c.Get("http://" + addr + "/v1/id")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
+
+// finish stops the clients and checks: no failure, no duplicate, and each
+// client saw increasing IDs. It returns every ID.
+func (l *load) finish(t *testing.T) map[int64]bool {
+	t.Helper()
+	l.stop.Store(true)
+	l.wg.Wait()
+	if f := l.failed.Load(); f != 0 {
+		t.Errorf("%d /v1/id requests failed, want 0; first errors: %v", f, l.errs)
+	}
+	all := map[int64]bool{}
+	for c, ids := range l.perConn {
+		for i, id := range ids {
+			if i > 0 && id <= ids[i-1] {
+				t.Errorf("client %d: ID %d after %d: decreasing", c, id, ids[i-1])
+			}
+			if all[id] {
+				t.Errorf("duplicate ID %d", id)
+			}
+			all[id] = true
+		}
+	}
+	return all
+}
+
+// TestE2EFailover: kill the ticket server that holds ticketd's lease mid-load,
+// then freeze the other one, then bring both back: no failed /v1/id request,
+// no duplicate, and the worker switches show in /v1/status and /metrics.
+func TestE2EFailover(t *testing.T) {
+	p := mysqltest.StartPair(t)
+	d := startDaemon(t, p, fastLeases...)
+	l := startLoad(d.addr, 8)
+
+	time.Sleep(time.Second)
+	first := d.status()
+	owner := p.Servers[first.Server]
+	other := p.Servers[1-first.Server]
+	owner.Kill(t)
+	waitFor(t, "switch after the owning server was killed", 15*time.Second, func() bool {
+		s := d.status()
+		return s.Switches >= 1 && s.Server != first.Server
+	})
+	owner.Restart(t)
+	time.Sleep(2 * time.Second) // the prober brings it back into rotation
+
+	second := d.status()
+	other.Freeze(t)
+	waitFor(t, "switch after the other server was frozen", 15*time.Second, func() bool {
+		s := d.status()
+		return s.Switches >= 2 && s.Server != second.Server
+	})
+	other.Resume(t)
+	time.Sleep(time.Second)
+
+	all := l.finish(t)
+	if len(all) < 1000 {
+		t.Fatalf("only %d IDs collected", len(all))
+	}
+	if m := d.metric("ticketd_worker_switches_total"); m < 2 {
+		t.Fatalf("ticketd_worker_switches_total = %v, want >= 2", m)
+	}
+	t.Logf("%d IDs, 0 failures, max latency %s, worker %d → %d → %d",
+		len(all), time.Duration(l.maxLat.Load()), first.Worker, second.Worker, d.status().Worker)
+}
+
+// TestE2ETwoDaemonsAndLayout: two ticketd on one pair get different worker
+// IDs; a third with another layout refuses to start and names both layouts.
+func TestE2ETwoDaemonsAndLayout(t *testing.T) {
+	p := mysqltest.StartPair(t)
+	a := startDaemon(t, p)
+	b := startDaemon(t, p)
+	sa, sb := a.status(), b.status()
+	if sa.Worker == sb.Worker && sa.Datacenter == sb.Datacenter {
+		t.Fatalf("both daemons hold worker %d", sa.Worker)
+	}
+
+	c := launch(t, p, "-layout", "flat")
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("ticketd with another layout still running after 20 s")
+	}
+	if c.err == nil {
+		t.Fatalf("ticketd with another layout exited 0\n%s", c.logs)
+	}
+	logs := c.logs.String()
+	for _, want := range []string{"41/5/5/12", "41/0/10/12"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("refusal does not name layout %s:\n%s", want, logs)
+		}
+	}
+}
+
+// TestE2ERestart: after a clean restart every new ID is greater than every ID
+// issued before.
+func TestE2ERestart(t *testing.T) {
+	p := mysqltest.StartPair(t)
+	d := startDaemon(t, p, fastLeases...)
+	var before int64
+	c := &http.Client{Timeout: 5 * time.Second}
+	for range 2000 {
+		id, err := getID(c, d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = max(before, id)
+	}
+	d.stop()
+	d2 := startDaemon(t, p, fastLeases...)
+	for range 2000 {
+		id, err := getID(c, d2.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id <= before {
+			t.Fatalf("after restart: ID %d <= %d issued before", id, before)
+		}
+	}
+}

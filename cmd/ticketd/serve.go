@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"ticketd/frontend"
+	"ticketd/snowflake"
+	"ticketd/ticket"
+	"ticketd/worker"
+)
+
+// serveOptions is everything `ticketd serve` can be told, by flag or by
+// TICKETD_* environment variable.
+type serveOptions struct {
+	listen          string
+	servers         string
+	user            string
+	passwordFile    string
+	password        string // from TICKETD_PASSWORD or the file; never a flag
+	datacenter      uint
+	layout          string
+	epoch           int64
+	callTimeout     time.Duration
+	requestTimeout  time.Duration
+	leaseTTL        time.Duration
+	renewEvery      time.Duration
+	reserve         time.Duration
+	switchHeadroom  time.Duration
+	maxWait         time.Duration
+	maxBatch        int
+	fallback        bool
+	startupTimeout  time.Duration
+	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        string
+}
+
+const serveUsage = `usage: ticketd serve [flags]
+
+Serves IDs over HTTP. Every flag can also be set by an environment variable:
+TICKETD_ and the flag's name in upper case, dashes as underscores
+(-call-timeout → TICKETD_CALL_TIMEOUT). Flags win over the environment.
+
+The database password is never a flag: it comes from TICKETD_PASSWORD or from
+the file named by -password-file.
+
+`
+
+func parseServe(args []string, stderr io.Writer, getenv func(string) string) (serveOptions, error) {
+	def := worker.DefaultConfig()
+	var o serveOptions
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.user, "user", "ticketd", "database user")
+	fs.StringVar(&o.passwordFile, "password-file", "var/ticketd.password", "file holding the database password (ignored when TICKETD_PASSWORD is set)")
+	fs.UintVar(&o.datacenter, "datacenter", 0, "datacenter ID of this ticketd")
+	fs.StringVar(&o.layout, "layout", "twitter", "ID bit layout: a preset (twitter, flat) or widths time/datacenter/worker/sequence like 41/5/5/12; the same for the whole deployment")
+	fs.Int64Var(&o.epoch, "epoch", snowflake.TwitterEpochMs, "ID epoch in Unix milliseconds; the same for the whole deployment")
+	fs.DurationVar(&o.callTimeout, "call-timeout", ticket.DefaultCallTimeout, "deadline of one call to one ticket server")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Second, "deadline of an HTTP request that needs the ticket servers")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", def.TTL, "worker lease time to live (database clock)")
+	fs.DurationVar(&o.renewEvery, "renew-every", def.RenewEvery, "worker lease renewal period")
+	fs.DurationVar(&o.reserve, "reserve", def.Reserve, "how far ahead each renewal reserves the worker ID")
+	fs.DurationVar(&o.switchHeadroom, "switch-headroom", def.SwitchHeadroom, "switch to the other ticket server when renewals fail and the fence is this close")
+	fs.DurationVar(&o.maxWait, "max-wait", def.MaxWait, "accept a worker ID reserved this far ahead of our clock")
+	fs.IntVar(&o.maxBatch, "max-batch", frontend.DefaultConfig().MaxBatch, "largest n for /v1/ids and /v1/tickets")
+	fs.BoolVar(&o.fallback, "fallback", false, "answer /v1/id from the Tickets64 sequence when no worker lease is held")
+	fs.DurationVar(&o.startupTimeout, "startup-timeout", 10*time.Second, "how long to try to reach the ticket servers and lease a worker ID at start")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests and release the lease at shutdown")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, errHelp
+		}
+		return o, errReported{2}
+	}
+	if fs.NArg() > 0 {
+		return o, usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return o, err
+	}
+	if o.password = getenv("TICKETD_PASSWORD"); o.password == "" {
+		pw, err := readSecret(o.passwordFile)
+		if err != nil {
+			return o, usagef("no database password: set TICKETD_PASSWORD or -password-file (%v)", err)
+		}
+		o.password = pw
+	}
+	switch o.logFormat {
+	case "text", "json":
+	default:
+		return o, usagef("-log-format %q: want text or json", o.logFormat)
+	}
+	return o, nil
+}
+
+// errHelp: -h was asked for; usage is printed, exit 0.
+var errHelp = errors.New("help requested")
+
+// serveConfig turns options into the packages' configs, validating each so a
+// bad value is reported as a usage error naming the flag.
+type serveConfig struct {
+	layout   snowflake.Layout
+	pair     ticket.Config
+	keeper   worker.Config
+	frontend frontend.Config
+	listen   string
+	holder   string
+	logger   *slog.Logger
+	// startupTimeout bounds reaching the servers and leasing a worker ID;
+	// shutdownTimeout bounds draining requests and releasing the lease.
+	startupTimeout, shutdownTimeout time.Duration
+}
+
+func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return c, usagef("-log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if o.logFormat == "json" {
+		c.logger = slog.New(slog.NewJSONHandler(stderr, hopts))
+	} else {
+		c.logger = slog.New(slog.NewTextHandler(stderr, hopts))
+	}
+
+	layout, err := snowflake.ParseLayout(o.layout)
+	if err != nil {
+		return c, usagef("-layout: %v", err)
+	}
+	layout.EpochMs = o.epoch
+	if err := layout.Validate(); err != nil {
+		return c, usagef("-epoch: %v", err)
+	}
+	c.layout = layout
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return c, usagef("-listen %q: %v", o.listen, err)
+	}
+	c.listen = o.listen
+	if o.startupTimeout <= 0 || o.shutdownTimeout <= 0 {
+		return c, usagef("-startup-timeout %s and -shutdown-timeout %s must be positive", o.startupTimeout, o.shutdownTimeout)
+	}
+	c.startupTimeout, c.shutdownTimeout = o.startupTimeout, o.shutdownTimeout
+
+	c.pair = ticket.DefaultConfig()
+	c.pair.Servers = nil
+	for _, addr := range strings.Split(o.servers, ",") {
+		c.pair.Servers = append(c.pair.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
+	}
+	c.pair.User, c.pair.Password = o.user, o.password
+	c.pair.CallTimeout = o.callTimeout
+	c.pair.Logger = c.logger
+	if err := c.pair.Validate(); err != nil {
+		return c, usagef("-servers/-user/-call-timeout: %v", err)
+	}
+
+	c.holder = holderName()
+	c.keeper = worker.DefaultConfig()
+	c.keeper.Layout = layout
+	if o.datacenter > uint(layout.MaxDatacenter()) {
+		return c, usagef("-datacenter %d: layout %s allows 0 to %d", o.datacenter, layout, layout.MaxDatacenter())
+	}
+	c.keeper.Datacenter = uint32(o.datacenter)
+	c.keeper.Holder = c.holder
+	c.keeper.Servers = len(c.pair.Servers)
+	c.keeper.TTL, c.keeper.RenewEvery, c.keeper.Reserve = o.leaseTTL, o.renewEvery, o.reserve
+	c.keeper.SwitchHeadroom, c.keeper.MaxWait = o.switchHeadroom, o.maxWait
+	// An acquire takes several tickets and claims on one server, each bounded
+	// by the per-call timeout.
+	c.keeper.CallTimeout = 4 * o.callTimeout
+	c.keeper.Logger = c.logger
+	if err := c.keeper.Validate(); err != nil {
+		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-layout: %v", err)
+	}
+
+	c.frontend = frontend.DefaultConfig()
+	c.frontend.Layout = layout
+	c.frontend.MaxBatch = o.maxBatch
+	c.frontend.RequestTimeout = o.requestTimeout
+	c.frontend.Fallback = o.fallback
+	c.frontend.FallbackCeiling = 1 // set for real once the deployment's first start is known
+	c.frontend.Logger = c.logger
+	if err := c.frontend.Validate(); err != nil {
+		return c, usagef("-max-batch/-request-timeout: %v", err)
+	}
+	return c, nil
+}
+
+// holderName names this process in the lease table: host/pid/random, so two
+// processes, even with one PID in two containers, never look alike.
+func holderName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	h := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+	if len(h) > 255 {
+		h = h[len(h)-255:]
+	}
+	return h
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	o, err := parseServe(args, stderr, os.Getenv)
+	if err == errHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c, err := buildServe(o, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, c, nil)
+}
+
+// serve runs ticketd until ctx is done. ready, if not nil, receives the
+// listening address once requests are served (for tests).
+func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
+	log := c.logger
+	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
+	defer cancel()
+	pair, err := ticket.Open(startCtx, c.pair)
+	if err != nil {
+		return fmt.Errorf("opening the ticket servers: %w", err)
+	}
+	defer pair.Close()
+
+	dep, err := pair.EnsureDeployment(startCtx, ticket.Deployment{
+		Layout: c.layout.String(), EpochMs: c.layout.EpochMs, FirstStartMs: time.Now().UnixMilli(), CreatedBy: c.holder,
+	})
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	// No ID is ever issued below the deployment's first start, and every
+	// fallback ticket must stay below the smallest ID that allows.
+	c.keeper.FloorMs = dep.FirstStartMs
+	ceiling, err := c.layout.MinIDAt(dep.FirstStartMs)
+	if err != nil {
+		return fmt.Errorf("refusing to start: deployment first start %d: %w", dep.FirstStartMs, err)
+	}
+	c.frontend.FallbackCeiling = ceiling
+	if eol := c.layout.EndOfLife(); time.Until(eol) < 5*365*24*time.Hour {
+		log.Warn("IDs of this layout run out within five years", "end_of_life", eol)
+	}
+
+	keeper, err := worker.New(c.keeper, pair)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), c.keeper.CallTimeout)
+		defer cancel()
+		if err := keeper.Close(rctx); err != nil {
+			log.Warn("closing the worker keeper", "err", err)
+		}
+	}()
+	if err := acquireAtStart(startCtx, keeper); err != nil {
+		if !c.frontend.Fallback {
+			return fmt.Errorf("no worker ID: %w", err)
+		}
+		log.Warn("starting without a worker ID: /v1/id answers from the fallback sequence", "err", err)
+	}
+	keeper.Run()
+
+	api, err := frontend.New(c.frontend, keeper, pair)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- api.Serve(ln) }()
+	api.SetReady(true)
+	st := keeper.Status()
+	log.Info("ticketd serving", "listen", ln.Addr().String(), "layout", c.layout.String(), "epoch_ms", c.layout.EpochMs,
+		"datacenter", st.Datacenter, "worker", st.Worker, "lease_held", st.Held, "fallback", c.frontend.Fallback)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests, then releasing the worker ID")
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	if err := api.Shutdown(sctx); err != nil {
+		log.Warn("draining requests", "err", err)
+	}
+	<-served
+	return nil
+}
+
+// acquireAtStart tries to lease a worker ID until ctx's deadline.
+func acquireAtStart(ctx context.Context, k *worker.Keeper) error {
+	for {
+		err := k.Acquire(ctx, -1)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
