@@ -148,13 +148,13 @@ func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
 	k.acquires.Add(1)
 	if hadOld {
 		k.switches.Add(1)
-		k.log.Warn("switched worker ID", "from_worker", oldLease.Worker, "from_server", oldLease.Server,
-			"to_worker", l.Worker, "to_server", l.Server, "fence_ms", l.ReservedUntilMs)
+		k.log.Warn("switched worker ID", "from_worker", oldLease.Worker, "from_server", oldLease.Server+1,
+			"to_worker", l.Worker, "to_server", l.Server+1, "fence_ms", l.ReservedUntilMs)
 		// The old server is most likely unreachable: release best-effort. If it
 		// fails, the lease expires by itself and its reservation stays honoured.
 		k.releaseQuietly(oldLease, k.lastMs)
 	} else {
-		k.log.Info("acquired worker ID", "datacenter", l.Datacenter, "worker", l.Worker, "server", l.Server,
+		k.log.Info("acquired worker ID", "datacenter", l.Datacenter, "worker", l.Worker, "server", l.Server+1,
 			"floor_ms", l.FloorMs, "fence_ms", l.ReservedUntilMs)
 	}
 	return nil
@@ -189,7 +189,7 @@ func (k *Keeper) releaseQuietly(l ticket.Lease, lastMs int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.CallTimeout)
 	defer cancel()
 	if err := k.leaser.ReleaseWorker(ctx, l, lastMs); err != nil {
-		k.log.Warn("could not release worker lease; it expires by itself", "worker", l.Worker, "server", l.Server, "err", err)
+		k.log.Warn("could not release worker lease; it expires by itself", "worker", l.Worker, "server", l.Server+1, "err", err)
 	}
 }
 
@@ -247,7 +247,7 @@ func (k *Keeper) tick() {
 		k.held = false
 		k.losses.Add(1)
 		k.lastErr = err.Error()
-		k.log.Error("worker lease lost: stopped issuing IDs with it", "worker", k.lease.Worker, "server", k.lease.Server, "err", err)
+		k.log.Error("worker lease lost: stopped issuing IDs with it", "worker", k.lease.Worker, "server", k.lease.Server+1, "err", err)
 		if err := k.acquireLocked(context.Background(), -1); err != nil {
 			k.log.Warn("no worker ID after losing the lease", "err", err)
 		}
@@ -256,7 +256,7 @@ func (k *Keeper) tick() {
 	k.renewFailures.Add(1)
 	k.lastErr = err.Error()
 	headroom := time.Duration(g.Fence()-g.Now()) * time.Millisecond
-	k.log.Warn("lease renewal failed", "worker", k.lease.Worker, "server", k.lease.Server, "headroom", headroom, "err", err)
+	k.log.Warn("lease renewal failed", "worker", k.lease.Worker, "server", k.lease.Server+1, "headroom", headroom, "err", err)
 	if headroom >= k.cfg.SwitchHeadroom {
 		return
 	}
@@ -265,7 +265,7 @@ func (k *Keeper) tick() {
 		if err := k.acquireLocked(context.Background(), other); err == nil {
 			return
 		} else {
-			k.log.Warn("could not switch to another ticket server", "server", other, "err", err)
+			k.log.Warn("could not switch to another ticket server", "server", other+1, "err", err)
 		}
 	}
 }
@@ -297,6 +297,6 @@ func (k *Keeper) Close(ctx context.Context) error {
 	if err := k.leaser.ReleaseWorker(ctx, k.lease, k.lastMs); err != nil {
 		return fmt.Errorf("worker: releasing worker %d: %w", k.lease.Worker, err)
 	}
-	k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server, "last_issued_ms", k.lastMs)
+	k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server+1, "last_issued_ms", k.lastMs)
 	return nil
 }

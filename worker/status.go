@@ -11,7 +11,7 @@ type Status struct {
 	Held         bool
 	Datacenter   uint32
 	Worker       uint32
-	Server       int    // index of the server holding the lease
+	Server       int    // index (0-based) in the pair of the server holding the lease; logs and /v1/status count from 1
 	LeaseVersion uint64 // bumped by every claim of this worker ID
 	FloorMs      int64  // no ID below this timestamp
 	FenceMs      int64  // no ID at or beyond this timestamp (the confirmed reservation)

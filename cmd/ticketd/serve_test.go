@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestServeOptions(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withPW := map[string]string{"TICKETD_PASSWORD": "from-env"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string // substring of the usage error; "" means success
+		check   func(t *testing.T, c serveConfig)
+	}{
+		{name: "defaults", env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.listen != "127.0.0.1:8080" || c.pair.Password != "from-env" || len(c.pair.Servers) != 2 ||
+				c.layout.String() != "41/5/5/12" || c.frontend.Fallback {
+				t.Fatalf("got listen %s, %d servers, layout %s, fallback %v", c.listen, len(c.pair.Servers), c.layout, c.frontend.Fallback)
+			}
+		}},
+		{name: "password file", args: []string{"-password-file", pwFile}, check: func(t *testing.T, c serveConfig) {
+			if c.pair.Password != "s3cret" {
+				t.Fatalf("password from file: got %q, want %q", c.pair.Password, "s3cret")
+			}
+		}},
+		{name: "env sets flags", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_LISTEN": "127.0.0.1:9999",
+			"TICKETD_DATACENTER": "3", "TICKETD_LAYOUT": "41/5/5/12", "TICKETD_FALLBACK": "true", "TICKETD_CALL_TIMEOUT": "300ms"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.listen != "127.0.0.1:9999" || c.keeper.Datacenter != 3 || !c.frontend.Fallback || c.pair.CallTimeout != 300*time.Millisecond {
+					t.Fatalf("got listen %s datacenter %d fallback %v call timeout %s", c.listen, c.keeper.Datacenter, c.frontend.Fallback, c.pair.CallTimeout)
+				}
+			}},
+		{name: "flag beats env", args: []string{"-listen", "127.0.0.1:7000"}, env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_LISTEN": "127.0.0.1:9999"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.listen != "127.0.0.1:7000" {
+					t.Fatalf("listen %s, want the flag's 127.0.0.1:7000", c.listen)
+				}
+			}},
+		{name: "no password", args: []string{"-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no database password"},
+		{name: "bad env value", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_DATACENTER": "many"}, wantErr: "TICKETD_DATACENTER"},
+		{name: "datacenter too big", args: []string{"-datacenter", "32"}, env: withPW, wantErr: "-datacenter 32"},
+		{name: "bad layout", args: []string{"-layout", "41/5/5/13"}, env: withPW, wantErr: "-layout"},
+		{name: "bad epoch", args: []string{"-epoch", "-3"}, env: withPW, wantErr: "-epoch"},
+		{name: "bad listen", args: []string{"-listen", "nowhere"}, env: withPW, wantErr: "-listen"},
+		{name: "bad servers", args: []string{"-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
+		{name: "bad lease timing", args: []string{"-renew-every", "20s"}, env: withPW, wantErr: "renew period"},
+		{name: "bad batch", args: []string{"-max-batch", "0"}, env: withPW, wantErr: "-max-batch"},
+		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
+		{name: "stray argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			o, err := parseServe(tt.args, &stderr, env(tt.env))
+			var c serveConfig
+			if err == nil {
+				c, err = buildServe(o, &stderr)
+			}
+			if tt.wantErr != "" {
+				var ue usageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want a usage error containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "from-env") || strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("the error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want success", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestServeExitStatus(t *testing.T) {
+	_, errOut, code := runCmd("serve", "-bogus")
+	if code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Fatalf("serve -bogus: exit %d, stderr %q; want 2 naming the flag", code, errOut)
+	}
+	_, errOut, code = runCmd("serve", "-h")
+	if code != 0 || !strings.Contains(errOut, "TICKETD_CALL_TIMEOUT") || !strings.Contains(errOut, "-fallback") {
+		t.Fatalf("serve -h: exit %d, output %q; want 0 and the documented flags", code, errOut)
+	}
+}
