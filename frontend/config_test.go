@@ -1,0 +1,126 @@
+package frontend
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"ticketd/snowflake"
+	"ticketd/worker"
+)
+
+func TestDefaultConfigValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	l := snowflake.DefaultLayout()
+	yesterday, err := l.MinIDAt(time.Now().Add(-24 * time.Hour).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomorrow, err := l.MinIDAt(time.Now().Add(24 * time.Hour).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string // "" for valid, else a piece of the error
+	}{
+		{"default", func(*Config) {}, ""},
+		{"zero layout", func(c *Config) { c.Layout = snowflake.Layout{} }, "bad layout"},
+		{"MaxBatch 0", func(c *Config) { c.MaxBatch = 0 }, "MaxBatch 0 outside [1, 1000000]"},
+		{"MaxBatch 1", func(c *Config) { c.MaxBatch = 1 }, ""},
+		{"MaxBatch max", func(c *Config) { c.MaxBatch = MaxMaxBatch }, ""},
+		{"MaxBatch above", func(c *Config) { c.MaxBatch = MaxMaxBatch + 1 }, "MaxBatch 1000001"},
+		{"RequestTimeout 2ns", func(c *Config) { c.RequestTimeout = 2 }, "RequestTimeout 2ns outside [10ms, 1m0s]"},
+		{"RequestTimeout 10ms", func(c *Config) { c.RequestTimeout = 10 * time.Millisecond }, ""},
+		{"RequestTimeout 1h", func(c *Config) { c.RequestTimeout = time.Hour }, "RequestTimeout 1h0m0s"},
+		{"ReadTimeout 0", func(c *Config) { c.ReadTimeout = 0 }, "ReadTimeout 0s outside"},
+		{"WriteTimeout 0", func(c *Config) { c.WriteTimeout = 0 }, "WriteTimeout 0s outside"},
+		{"IdleTimeout 1 day", func(c *Config) { c.IdleTimeout = 24 * time.Hour }, "IdleTimeout 24h0m0s outside"},
+		{"MaxHeaderBytes 100", func(c *Config) { c.MaxHeaderBytes = 100 }, "MaxHeaderBytes 100 outside [1024, 1048576]"},
+		{"MaxHeaderBytes 2 MiB", func(c *Config) { c.MaxHeaderBytes = 2 << 20 }, "MaxHeaderBytes 2097152"},
+		{"MaxConns 0", func(c *Config) { c.MaxConns = 0 }, "MaxConns 0 outside"},
+		{"negative ceiling", func(c *Config) { c.FallbackCeiling = -1 }, "FallbackCeiling -1 is negative"},
+		{"fallback without ceiling", func(c *Config) { c.Fallback = true }, "FallbackCeiling is 0"},
+		{"fallback, ceiling of yesterday", func(c *Config) { c.Fallback, c.FallbackCeiling = true, yesterday }, ""},
+		{"fallback, ceiling of tomorrow", func(c *Config) { c.Fallback, c.FallbackCeiling = true, tomorrow }, "above the smallest ID of the current millisecond"},
+		{"fallback, ceiling MaxInt64", func(c *Config) { c.Fallback, c.FallbackCeiling = true, math.MaxInt64 }, "above the smallest ID"},
+		{"ceiling without fallback", func(c *Config) { c.FallbackCeiling = 5 }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mod(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want != "" && err == nil:
+				t.Fatalf("Validate() = nil, want an error about %q", tt.want)
+			case tt.want != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate() = %v, want ErrInvalidConfig about %q", err, tt.want)
+			case tt.want != "" && !strings.HasPrefix(err.Error(), "frontend: "):
+				t.Fatalf("Validate() = %q, want the frontend: prefix", err)
+			}
+		})
+	}
+}
+
+// TestValidateReportsAll: every bad field is named at once.
+func TestValidateReportsAll(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxBatch, c.RequestTimeout, c.MaxConns = 0, 0, 0
+	err := c.Validate()
+	for _, field := range []string{"MaxBatch", "RequestTimeout", "MaxConns"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate() = %v, want %s named", err, field)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	other := snowflake.DefaultLayout()
+	other.EpochMs++
+	tests := []struct {
+		name   string
+		cfg    func() Config
+		ids    func() IDs
+		noTick bool
+		want   string
+	}{
+		{"ok", testConfig, func() IDs { return newFakeIDs() }, false, ""},
+		{"keeper without a layout", testConfig, func() IDs {
+			f := newFakeIDs()
+			f.status = worker.Status{}
+			return f
+		}, false, ""},
+		{"layout differs from the keeper's", func() Config { c := testConfig(); c.Layout = other; return c },
+			func() IDs { return newFakeIDs() }, false, "differs from the keeper's"},
+		{"invalid config", func() Config { c := testConfig(); c.MaxBatch = -1; return c },
+			func() IDs { return newFakeIDs() }, false, "MaxBatch -1"},
+		{"nil ids", testConfig, func() IDs { return nil }, false, "must not be nil"},
+		{"nil tickets", testConfig, func() IDs { return newFakeIDs() }, true, "must not be nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tk Tickets = newFakeTickets()
+			if tt.noTick {
+				tk = nil
+			}
+			s, err := New(tt.cfg(), tt.ids(), tk)
+			switch {
+			case tt.want == "" && (err != nil || s == nil):
+				t.Fatalf("New: got %v, want a server", err)
+			case tt.want != "" && (err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("New: got %v, want ErrInvalidConfig about %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+// Package frontend is ticketd's HTTP API, served by fasthttp, over an ID
+// issuer (IDs: a *worker.Keeper) and the ticket servers (Tickets: a
+// *ticket.Pair).
+//
+// # Endpoints
+//
+// Every endpoint is a GET. HEAD is accepted where it costs nothing
+// (/v1/ids/{id}, /v1/status, /healthz, /readyz, /metrics) and answered like
+// GET without a body; on the issuing endpoints (/v1/id, /v1/ids,
+// /v1/tickets/{name}) it is a 405, because it would burn an ID or a ticket
+// round trip for an answer nobody reads. Any other method is a 405 with an
+// Allow header.
+//
+//	GET /v1/id                  one ID: "123\n" (text/plain), or {"id":"123"}
+//	GET /v1/ids?n=N             N IDs, one per line, or {"ids":["1","2"]}
+//	GET /v1/ids/{id}            the ID decoded (snowflake.Decoded as JSON)
+//	GET /v1/tickets/{name}?n=N  N values of a named sequence (n defaults to 1),
+//	                            one per line, or {"sequence":"name","tickets":["7"]}
+//	GET /v1/status              the layout, the worker lease and fence, the ticket servers
+//	GET /healthz                200 "ok": the process serves
+//	GET /readyz                 200 "ok" when an ID can be issued, else 503 and why
+//	GET /metrics                Prometheus text
+//
+// JSON is chosen by ?format=json or an Accept header that contains
+// application/json; ?format=text forces text. IDs and tickets are JSON
+// strings, because JavaScript loses integers above 2^53. n is decimal digits
+// from 1 to Config.MaxBatch; anything else (missing where required, empty,
+// 0, negative, not a number, too large, given twice) is a 400 whose message
+// names the problem and the bound.
+//
+// Issuing answers carry Cache-Control: no-store and X-ID-Source: snowflake,
+// or ticket for a fallback ID.
+//
+// # Errors
+//
+// Every error is JSON {"error":"..."}:
+//
+//	400  bad n, format, ID or sequence name; a request fasthttp cannot parse
+//	404  no such path; a sequence the DBA has not defined
+//	405  wrong method (Allow: GET, or GET, HEAD)
+//	408  request not received within ReadTimeout
+//	410  the sequence is exhausted: no value left within its bit width
+//	     (permanent, so clients stop retrying; no-store keeps caches out)
+//	413  a request body over 4 KiB
+//	431  request line and headers over MaxHeaderBytes
+//	500  a panic (recovered, logged, counted), or a sequence misconfigured on
+//	     the ticket servers
+//	503  no ID or ticket can be issued now (Retry-After: 1): no usable worker
+//	     lease and no fallback, no ticket server answered within
+//	     RequestTimeout, or not ready (/readyz)
+//
+// Messages never carry the ticket package's errors, which name servers and
+// addresses; those go to the log. /v1/status, meant for operators, does show
+// each server's address and last error.
+//
+// # Fallback
+//
+// With Config.Fallback on, /v1/id answers from the ticket servers'
+// Tickets64 when the keeper has no usable lease (worker.ErrNoWorker,
+// snowflake.ErrFenced, snowflake.ErrStopped). Every such value is checked to
+// lie in (0, FallbackCeiling): the ceiling is the smallest snowflake ID the
+// deployment can ever issue, so a fallback ID can never equal one. A value
+// outside is never returned: it is logged, counted in
+// ticketd_fallback_ids_refused_total, and the request gets a 503. /v1/ids is
+// not served from the fallback (a 503 that says so): one round trip per ID
+// would tie up the ticket servers the fallback depends on.
+//
+// # Readiness
+//
+// /readyz is 200 when SetReady(true) was called, Shutdown has not begun, and
+// an ID can be issued: the keeper holds a lease with headroom left, or the
+// fallback is on and some ticket server is up.
+//
+// # Hot path
+//
+// /v1/id allocates nothing per request (see TestIDAllocs): the ID is
+// formatted with strconv.AppendInt into a stack buffer, headers are set from
+// byte slices made once, the path is switched on without a copy, and request
+// counters are created up front for every endpoint and status code, so
+// counting is an array index and an atomic add. Batches use pooled buffers.
+//
+// # Lifecycle
+//
+// Serve blocks until Shutdown and then returns nil. Shutdown turns /readyz
+// to 503 first, stops accepting, and waits for requests in flight; if its
+// context ends first it cancels the MySQL calls in flight and closes every
+// connection. No goroutine outlives Shutdown by more than about a second
+// (fasthttp's idle-worker cleaner). Calls to the ticket servers run under a
+// context derived from the Server's lifetime with RequestTimeout, never from
+// the fasthttp RequestCtx, which is not a request-scoped context.
+package frontend
