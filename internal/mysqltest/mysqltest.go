@@ -5,6 +5,10 @@
 // port, socket, data directory, pid file, error log and the auto_increment pair. The
 // schema is loaded from the repository's schema.sql, exactly as a DBA would load it.
 //
+// mariadb-install-db runs once per my.cnf and MariaDB version (the result is kept
+// in TMPDIR as mysqltest-tpl-*); each server starts from a copy of it, which takes
+// about 0.2 s for a server and 0.25 s for a pair instead of 0.5 s each.
+//
 // Servers never outlive their test: each is killed by PID in t.Cleanup, frozen or
 // not, and is started with Pdeathsig so that a test binary that dies (panic,
 // -timeout, kill -9) takes its servers with it.
@@ -50,10 +54,10 @@ const (
 	// harness creates it too so repair can be tested.
 	AdminUser = "ticketd_repair"
 
-	readyTimeout = 20 * time.Second
-	stopTimeout  = 20 * time.Second
-	killTimeout  = 10 * time.Second
-	clientTimout = 60 * time.Second
+	readyTimeout  = 20 * time.Second
+	stopTimeout   = 20 * time.Second
+	killTimeout   = 10 * time.Second
+	clientTimeout = 60 * time.Second
 )
 
 // Options for one server. Zero values: Offset 1, Increment 2.
@@ -644,7 +648,7 @@ func (s *Server) run(db, sql string) (string, error) {
 }
 
 func (s *Server) client(bin string, args []string, stdin *strings.Reader) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimout)
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if stdin != nil {
@@ -655,7 +659,7 @@ func (s *Server) client(bin string, args []string, stdin *strings.Reader) (strin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%v (gave up after %v: is the server frozen?)", err, clientTimout)
+			err = fmt.Errorf("%v (gave up after %v: is the server frozen?)", err, clientTimeout)
 		}
 		return "", fmt.Errorf("mysqltest: %s on server :%d: %v: %s", filepath.Base(bin), s.Port, err, strings.TrimSpace(stderr.String()))
 	}
