@@ -43,8 +43,8 @@
 //	     (permanent, so clients stop retrying; no-store keeps caches out)
 //	413  a request body over 4 KiB
 //	431  request line and headers over MaxHeaderBytes
-//	500  a panic (recovered, logged, counted), or a sequence misconfigured on
-//	     the ticket servers
+//	500  a panic (recovered, logged, counted), a sequence misconfigured on
+//	     the ticket servers, or a snowflake ID below FallbackCeiling
 //	503  no ID or ticket can be issued now (Retry-After: 1): no usable worker
 //	     lease and no fallback, no ticket server answered within
 //	     RequestTimeout, or not ready (/readyz)
@@ -64,6 +64,11 @@
 // ticketd_fallback_ids_refused_total, and the request gets a 503. /v1/ids is
 // not served from the fallback (a 503 that says so): one round trip per ID
 // would tie up the ticket servers the fallback depends on.
+//
+// The other side of the same line is checked too: a snowflake ID below
+// FallbackCeiling, which a keeper given the deployment's first start as its
+// floor never issues, is refused with a 500, logged, and counted in
+// ticketd_snowflake_ids_refused_total. It costs one comparison per request.
 //
 // # Readiness
 //

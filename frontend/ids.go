@@ -31,6 +31,9 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		src, issued = srcTicket, s.metrics.idsTicket
+	} else if id < s.cfg.FallbackCeiling {
+		s.belowCeiling(ctx, id)
+		return
 	}
 	issued.Inc()
 	ctx.Response.Header.SetCanonical(hdrIDSource, src)
@@ -82,6 +85,17 @@ func (s *Server) fallbackID(cause error) (int64, bool) {
 		return 0, false
 	}
 	return int64(t.Value), true
+}
+
+// belowCeiling refuses a snowflake ID below FallbackCeiling: fallback IDs
+// live there, so it could repeat one. The keeper's floor (the deployment's
+// first start) rules this out; seeing it means ticketd was wired wrong, and
+// one integer comparison per request is cheap insurance against a duplicate.
+func (s *Server) belowCeiling(ctx *fasthttp.RequestCtx, id int64) {
+	s.metrics.snowflakeRefused.Inc()
+	s.log.Error("snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?",
+		"id", id, "ceiling", s.cfg.FallbackCeiling)
+	fail(ctx, fasthttp.StatusInternalServerError, "internal error: an ID in the fallback range was refused")
 }
 
 // noIDMessage says why /v1/id could not answer, for the 503 body.
@@ -152,6 +166,10 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
 			msg = "no usable worker lease (" + err.Error() + "); batches are not served from the ticket fallback, use /v1/id"
 		}
 		unavailable(ctx, msg)
+		return
+	}
+	if ids[0] < s.cfg.FallbackCeiling { // IDs of a batch increase: the first is the least
+		s.belowCeiling(ctx, ids[0])
 		return
 	}
 	s.metrics.idsSnowflake.Add(n)

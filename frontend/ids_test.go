@@ -404,3 +404,32 @@ func TestFallbackTicketsDown(t *testing.T) {
 		t.Errorf("message: got %q", msg)
 	}
 }
+
+// TestSnowflakeBelowCeiling: a snowflake ID in the fallback range (a keeper
+// wired without the deployment's floor) is never handed out.
+func TestSnowflakeBelowCeiling(t *testing.T) {
+	ids := newFakeIDs()
+	ids.last = 990 // the next IDs are 991…; the ceiling is 1000
+	h := start(t, fallbackConfig(), ids, nil)
+	for _, uri := range []string{"/v1/id", "/v1/ids?n=20"} {
+		r := h.get(t, uri)
+		if r.status != 500 {
+			t.Fatalf("%s: got %d %q, want 500", uri, r.status, r.body)
+		}
+		if msg := r.errorMessage(t); !strings.Contains(msg, "fallback range") {
+			t.Errorf("%s: message %q", uri, msg)
+		}
+	}
+	m := scrape(t, h)
+	if got := m["ticketd_snowflake_ids_refused_total"]; got != "2" {
+		t.Errorf("ticketd_snowflake_ids_refused_total: got %s, want 2", got)
+	}
+	if got := m[`ticketd_ids_issued_total{source="snowflake"}`]; got != "0" {
+		t.Errorf("snowflake IDs issued: got %s, want 0", got)
+	}
+	// Above the ceiling all is well again.
+	ids.set(func(f *fakeIDs) { f.last = 5000 })
+	if r := h.get(t, "/v1/id"); r.status != 200 || r.body != "5001\n" {
+		t.Errorf("got %d %q, want 200 5001", r.status, r.body)
+	}
+}

@@ -94,6 +94,9 @@ type serverMetrics struct {
 	idsTicket       *metrics.Counter
 	panics          *metrics.Counter
 	fallbackRefused *metrics.Counter
+	// snowflakeRefused counts snowflake IDs below FallbackCeiling, which a
+	// correctly wired keeper never issues.
+	snowflakeRefused *metrics.Counter
 }
 
 func requestsName(ep endpoint, code int) string {
@@ -111,6 +114,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.idsTicket = m.set.NewCounter(`ticketd_ids_issued_total{source="ticket"}`)
 	m.panics = m.set.NewCounter(`ticketd_panics_total`)
 	m.fallbackRefused = m.set.NewCounter(`ticketd_fallback_ids_refused_total`)
+	m.snowflakeRefused = m.set.NewCounter(`ticketd_snowflake_ids_refused_total`)
 	// The keeper's and the ticket servers' figures are read once per scrape,
 	// from one snapshot each, rather than by a callback per series.
 	m.set.RegisterMetricsWriter(s.writeBackendMetrics)

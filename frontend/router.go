@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -117,17 +118,17 @@ func (s *Server) recovered(ctx *fasthttp.RequestCtx, ep endpoint, r any) {
 // other error. fasthttp closes the connection afterwards.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	status, msg := fasthttp.StatusBadRequest, "malformed request"
-	switch e := err.(type) {
-	case *fasthttp.ErrSmallBuffer:
+	var small *fasthttp.ErrSmallBuffer
+	var timeout interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &small):
 		status = fasthttp.StatusRequestHeaderFieldsTooLarge
 		msg = fmt.Sprintf("request line and headers exceed %d bytes", s.cfg.MaxHeaderBytes)
-	case interface{ Timeout() bool }:
-		if e.Timeout() {
-			status, msg = fasthttp.StatusRequestTimeout, "request not received in time"
-		}
-	}
-	if err == fasthttp.ErrBodyTooLarge {
-		status, msg = fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes; every endpoint is a GET", maxRequestBody)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status = fasthttp.StatusRequestEntityTooLarge
+		msg = fmt.Sprintf("request body exceeds %d bytes; every endpoint is a GET", maxRequestBody)
+	case errors.As(err, &timeout) && timeout.Timeout():
+		status, msg = fasthttp.StatusRequestTimeout, "request not received in time"
 	}
 	s.log.Debug("unreadable request", "status", status, "err", err)
 	fail(ctx, status, msg)

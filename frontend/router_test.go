@@ -206,3 +206,31 @@ func TestServerHeader(t *testing.T) {
 		t.Errorf("Server: got %q, want ticketd", got)
 	}
 }
+
+// TestSlowRequest: a request whose headers do not arrive within ReadTimeout
+// gets a JSON 408.
+func TestSlowRequest(t *testing.T) {
+	cfg := testConfig()
+	cfg.ReadTimeout = 100 * time.Millisecond
+	h := start(t, cfg, nil, nil)
+	c, err := h.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("GET /v1/id HTTP/1.1\r\nHost: x\r\n")); err != nil { // no final CRLF
+		t.Fatal(err)
+	}
+	var resp fasthttp.Response
+	if err := resp.Read(bufio.NewReader(c)); err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	r := response{status: resp.StatusCode(), header: map[string]string{"Content-Type": string(resp.Header.ContentType())}, body: string(resp.Body())}
+	if r.status != 408 {
+		t.Fatalf("status: got %d, want 408 (body %q)", r.status, r.body)
+	}
+	if msg := r.errorMessage(t); !strings.Contains(msg, "not received in time") {
+		t.Errorf("message: got %q", msg)
+	}
+}
