@@ -396,14 +396,14 @@ func (p *Pair) leaseErr(ctx context.Context, s *server, db *sqlx.DB, what string
 		err = fmt.Errorf("%w: %s: %s: %w", ErrMisconfigured, s.name, what, err)
 		s.note(err)
 		return err
-	case kindDeadlock: // execRetry gave up: contention, not ill health
-		return fmt.Errorf("%s: %s: %w", s.name, what, err)
-	default:
+	case kindServer:
 		err = fmt.Errorf("%w: %s: %s: %w", ErrServerDown, s.name, what, err)
 		if p.blame(ctx) {
 			s.fail(db, err)
 		}
 		return err
+	default: // a deadlock execRetry gave up on: contention, not ill health
+		return fmt.Errorf("%s: %s: %w", s.name, what, err)
 	}
 }
 
