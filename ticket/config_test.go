@@ -141,14 +141,16 @@ func closedAddr(t *testing.T) string {
 }
 
 // TestOpenUnreachableNoPassword: with no server reachable Open fails with
-// ErrNoServer quickly, and neither the error nor Health leaks the password.
+// ErrNoServer within about one CallTimeout, and neither its error nor its log
+// lines carry the password.
 func TestOpenUnreachableNoPassword(t *testing.T) {
 	const pw = "an0ther-s3cret"
 	c := DefaultConfig()
 	c.Servers = []ServerConfig{{Addr: closedAddr(t)}, {Addr: closedAddr(t)}}
 	c.Password = pw
 	c.CallTimeout = 200 * time.Millisecond
-	c.Logger = slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	var logs bytes.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	start := time.Now()
 	p, err := Open(context.Background(), c)
 	if err == nil {
@@ -160,6 +162,9 @@ func TestOpenUnreachableNoPassword(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), pw) {
 		t.Fatalf("Open error %q contains the password", err)
+	}
+	if strings.Contains(logs.String(), pw) || !strings.Contains(logs.String(), "dsn=ticketd:***@tcp(") {
+		t.Fatalf("Open logged %q: want the redacted DSN and no password", logs.String())
 	}
 	if !strings.Contains(err.Error(), c.Servers[0].Addr) || !strings.Contains(err.Error(), c.Servers[1].Addr) {
 		t.Fatalf("Open error %q does not name both servers", err)

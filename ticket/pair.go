@@ -86,7 +86,8 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		default:
 			// onEach has recorded it in the server's health already.
 			down = append(down, err)
-			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it", "err", err)
+			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it",
+				"dsn", p.cfg.redactedDSN(i), "err", err)
 		}
 	}
 	if len(misconf) > 0 {
