@@ -47,14 +47,16 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --
 -- Written by: the DBA (INSERT). Read by: ticketd, which looks names up here and
 -- never builds SQL from request text. A sequence's bits, table and block size can
--- never change once created (the trigger below refuses it): a smaller block size
--- would make new blocks overlap values that were already handed out.
+-- never change once created, and a sequence cannot be deleted (the triggers below
+-- refuse both): a smaller block size would make new blocks overlap values that
+-- were already handed out.
 --
 -- Adding a sequence "orders" (no restart of ticketd needed), on BOTH servers:
 --   CREATE TABLE tickets.seq_orders LIKE tickets.Tickets64;
 --   INSERT INTO tickets.sequences (name, table_name, bits, block_size)
 --          VALUES ('orders', 'seq_orders', 64, 1000);
 --   GRANT SELECT, INSERT, DELETE ON tickets.seq_orders TO ticketd_app;
+--   GRANT ALTER ON tickets.seq_orders TO ticketd_admin;  -- lets `ticketd repair` fix it after a restore
 -- ---------------------------------------------------------------------------
 CREATE TABLE IF NOT EXISTS sequences (
   name        VARCHAR(48)     NOT NULL,
@@ -79,6 +81,13 @@ BEGIN
     SIGNAL SQLSTATE '45000'
       SET MESSAGE_TEXT = 'a sequence cannot change once created: create a new one instead';
   END IF;
+END//
+-- Deleting a row and inserting it again would be a redefinition too.
+DROP TRIGGER IF EXISTS sequences_undeletable//
+CREATE TRIGGER sequences_undeletable BEFORE DELETE ON sequences FOR EACH ROW
+BEGIN
+  SIGNAL SQLSTATE '45000'
+    SET MESSAGE_TEXT = 'a sequence cannot be removed: redefining it could reissue its values';
 END//
 DELIMITER ;
 
