@@ -185,7 +185,7 @@ func (p *Pair) onEach(ctx context.Context, list []*server, fn func(context.Conte
 // Every catalogRefreshTicks ticks it also re-reads the sequence catalog from the
 // servers in rotation: a sequence the DBA has so far defined on one server only
 // starts using the other once it is defined there too, and a definition changed
-// behind the trigger's back (DELETE + INSERT) is caught.
+// behind the triggers' back (TRUNCATE + INSERT) is caught.
 func (p *Pair) probeLoop() {
 	t := time.NewTicker(p.cfg.ProbeInterval)
 	defer t.Stop()

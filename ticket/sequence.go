@@ -214,8 +214,9 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 func (p *Pair) mergeLocked() {
 	c := &p.cat
 	old := *c.seqs.Load()
-	// Names that vanished stay known, with no server: a row deleted and inserted
-	// again with another block size must still be caught.
+	// Names that vanished stay known, with no server: a row removed (schema.sql's
+	// trigger stops DELETE, not TRUNCATE) and inserted again with another block
+	// size must still be caught.
 	names := map[string]struct{}{}
 	for name := range old {
 		names[name] = struct{}{}
