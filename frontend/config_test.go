@@ -38,6 +38,7 @@ func TestConfigValidate(t *testing.T) {
 		{"MaxBatch 1", func(c *Config) { c.MaxBatch = 1 }, ""},
 		{"MaxBatch max", func(c *Config) { c.MaxBatch = MaxMaxBatch }, ""},
 		{"MaxBatch above", func(c *Config) { c.MaxBatch = MaxMaxBatch + 1 }, "MaxBatch 1000001"},
+		{"MaxTicketBatch 0", func(c *Config) { c.MaxTicketBatch = 0 }, "MaxTicketBatch 0 outside [1, 1000000]"},
 		{"RequestTimeout 2ns", func(c *Config) { c.RequestTimeout = 2 }, "RequestTimeout 2ns outside [10ms, 1m0s]"},
 		{"RequestTimeout 10ms", func(c *Config) { c.RequestTimeout = 10 * time.Millisecond }, ""},
 		{"RequestTimeout 1h", func(c *Config) { c.RequestTimeout = time.Hour }, "RequestTimeout 1h0m0s"},

@@ -17,6 +17,7 @@ const fuzzMaxBatch = 50
 func fuzzServer(t testing.TB) fasthttp.RequestHandler {
 	cfg := testConfig()
 	cfg.MaxBatch = fuzzMaxBatch
+	cfg.MaxTicketBatch = fuzzMaxBatch
 	s, err := New(cfg, newFakeIDs(), newFakeTickets())
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
 		return
 	}
-	n, problem := q.count(1, s.cfg.MaxBatch)
+	n, problem := q.count(1, s.cfg.MaxTicketBatch)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
 		return

@@ -11,7 +11,8 @@ import (
 
 func TestTickets(t *testing.T) {
 	cfg := testConfig()
-	cfg.MaxBatch = 100
+	cfg.MaxBatch = 5 // /v1/tickets is bounded by MaxTicketBatch, not MaxBatch
+	cfg.MaxTicketBatch = 100
 	h := start(t, cfg, nil, nil)
 	tests := []struct {
 		name    string

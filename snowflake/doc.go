@@ -14,7 +14,7 @@
 // of an ID is datacenter<<WorkerBits | worker.
 //
 // Limits of the default layout: 2^41 ms ≈ 69.7 years from the epoch
-// (1288834974657, 2010-11-04T01:42:54.657Z), so IDs run out in September 2080
+// (1288834974657, 2010-11-04T01:42:54.657Z), so IDs run out in July 2080
 // ([Layout.EndOfLife] says when for any layout); 32 datacenters × 32 workers;
 // 4096 IDs per millisecond per worker, that is 4.096 million IDs a second, the
 // physical ceiling of one worker ID.

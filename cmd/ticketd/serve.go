@@ -41,6 +41,7 @@ type serveOptions struct {
 	switchHeadroom  time.Duration
 	maxWait         time.Duration
 	maxBatch        int
+	maxTicketBatch  int
 	fallback        bool
 	startupTimeout  time.Duration
 	shutdownTimeout time.Duration
@@ -82,7 +83,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.DurationVar(&o.reserve, "reserve", def.Reserve, "how far ahead each renewal reserves the worker ID")
 	fs.DurationVar(&o.switchHeadroom, "switch-headroom", def.SwitchHeadroom, "switch to the other ticket server when renewals fail and the fence is this close")
 	fs.DurationVar(&o.maxWait, "max-wait", def.MaxWait, "accept a worker ID reserved this far ahead of our clock")
-	fs.IntVar(&o.maxBatch, "max-batch", frontend.DefaultConfig().MaxBatch, "largest n for /v1/ids and /v1/tickets")
+	fs.IntVar(&o.maxBatch, "max-batch", frontend.DefaultMaxBatch, "largest n for /v1/ids")
+	fs.IntVar(&o.maxTicketBatch, "max-ticket-batch", frontend.DefaultMaxTicketBatch, "largest n for /v1/tickets (a block-size-1 sequence costs one REPLACE per value)")
 	fs.BoolVar(&o.fallback, "fallback", false, "answer /v1/id from the Tickets64 sequence when no worker lease is held")
 	fs.DurationVar(&o.startupTimeout, "startup-timeout", 10*time.Second, "how long to try to reach the ticket servers and lease a worker ID at start")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests and release the lease at shutdown")
@@ -198,12 +200,13 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.frontend = frontend.DefaultConfig()
 	c.frontend.Layout = layout
 	c.frontend.MaxBatch = o.maxBatch
+	c.frontend.MaxTicketBatch = o.maxTicketBatch
 	c.frontend.RequestTimeout = o.requestTimeout
 	c.frontend.Fallback = o.fallback
 	c.frontend.FallbackCeiling = 1 // set for real once the deployment's first start is known
 	c.frontend.Logger = c.logger
 	if err := c.frontend.Validate(); err != nil {
-		return c, usagef("-max-batch/-request-timeout: %v", err)
+		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout: %v", err)
 	}
 	return c, nil
 }
