@@ -73,7 +73,9 @@ func TestConfigValidate(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{"no worker bits", func(c *Config) { c.Layout = snowflake.Layout{TimeBits: 42, DatacenterBits: 10, WorkerBits: 0, SequenceBits: 11} }, "no worker bits"},
+		{"no worker bits", func(c *Config) {
+			c.Layout = snowflake.Layout{TimeBits: 42, DatacenterBits: 10, WorkerBits: 0, SequenceBits: 11}
+		}, "no worker bits"},
 		{"datacenter too big", func(c *Config) { c.Datacenter = 32 }, "datacenter 32"},
 		{"no holder", func(c *Config) { c.Holder = "" }, "holder"},
 		{"ttl too short", func(c *Config) { c.TTL = 10 * time.Millisecond }, "lease TTL"},
