@@ -19,6 +19,9 @@ type memLeaser struct {
 	released []ticket.Lease
 	lastRel  []int64
 	version  uint64
+	// renewGate, when set, holds every RenewWorker until it is closed, as a
+	// frozen server would.
+	renewGate chan struct{}
 }
 
 type memRow struct {
@@ -82,6 +85,12 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 }
 
 func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64, ttl time.Duration) (ticket.Lease, error) {
+	m.mu.Lock()
+	gate := m.renewGate
+	m.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down[l.Server] {

@@ -36,12 +36,15 @@ type Keeper struct {
 
 	gen atomic.Pointer[snowflake.Generator] // nil while no lease is held
 
-	mu       sync.Mutex // serialises lease changes (loop, Acquire, Close)
+	// mu serialises lease changes (loop, Acquire, Close). It is held across
+	// calls to the ticket servers, so Status never takes it: it reads snap.
+	mu       sync.Mutex
 	lease    ticket.Lease
 	held     bool
 	lastMs   int64 // last timestamp issued by any generator this keeper stopped
 	lastErr  string
 	renewAt  time.Time
+	snap     atomic.Pointer[snapshot] // published copy of the four fields above
 	closed   bool
 	stopLoop chan struct{}
 	loopDone chan struct{}
@@ -115,6 +118,7 @@ func (k *Keeper) nowMs() int64 {
 func (k *Keeper) Acquire(ctx context.Context, server int) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer k.publishLocked()
 	if k.closed {
 		return ErrClosed
 	}
@@ -222,6 +226,7 @@ func (k *Keeper) loop() {
 func (k *Keeper) tick() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer k.publishLocked()
 	if k.closed {
 		return
 	}
@@ -288,6 +293,7 @@ func (k *Keeper) Close(ctx context.Context) error {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	defer k.publishLocked()
 	g := k.gen.Swap(nil)
 	if g == nil || !k.held {
 		return nil
@@ -299,4 +305,17 @@ func (k *Keeper) Close(ctx context.Context) error {
 	}
 	k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server+1, "last_issued_ms", k.lastMs)
 	return nil
+}
+
+// snapshot is what Status reports of the lease, published under mu after
+// every change so that Status never waits for a call to a ticket server.
+type snapshot struct {
+	lease   ticket.Lease
+	held    bool
+	lastErr string
+	renewAt time.Time
+}
+
+func (k *Keeper) publishLocked() {
+	k.snap.Store(&snapshot{lease: k.lease, held: k.held, lastErr: k.lastErr, renewAt: k.renewAt})
 }

@@ -332,3 +332,30 @@ func TestNextAllocatesNothing(t *testing.T) {
 }
 
 var _ Leaser = (*ticket.Pair)(nil)
+
+// TestStatusDuringFrozenRenewal: /v1/status and /readyz read Status; a renewal
+// stuck on a frozen server must not hold them up.
+func TestStatusDuringFrozenRenewal(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	gate := make(chan struct{})
+	m.mu.Lock()
+	m.renewGate = gate
+	m.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() { k.tick(); close(ticked) }()
+	time.Sleep(10 * time.Millisecond) // let tick reach the renewal
+	got := make(chan Status, 1)
+	go func() { got <- k.Status() }()
+	select {
+	case st := <-got:
+		if !st.Held {
+			t.Errorf("Status during a renewal: held = false, want true")
+		}
+	case <-time.After(2 * time.Second):
+		t.Errorf("Status blocked behind a renewal in flight")
+	}
+	close(gate)
+	<-ticked
+}

@@ -30,22 +30,16 @@ type Status struct {
 	Layout        snowflake.Layout
 }
 
-// Status returns a snapshot. It takes the keeper's lock only briefly: never
-// call it on the hot path.
+// Status returns a snapshot. It never waits for a call to a ticket server (a
+// frozen server must not freeze /v1/status or /readyz), but it reads the
+// generator's clock under the generator's lock: keep it off the hot path.
 func (k *Keeper) Status() Status {
-	k.mu.Lock()
-	s := Status{
-		Held:         k.held,
-		Datacenter:   k.cfg.Datacenter,
-		Worker:       k.lease.Worker,
-		Server:       k.lease.Server,
-		LeaseVersion: k.lease.Version,
-		FloorMs:      k.lease.FloorMs,
-		LastRenewal:  k.renewAt,
-		LastError:    k.lastErr,
-		Layout:       k.cfg.Layout,
+	s := Status{Datacenter: k.cfg.Datacenter, Layout: k.cfg.Layout}
+	if p := k.snap.Load(); p != nil {
+		s.Held, s.Worker, s.Server = p.held, p.lease.Worker, p.lease.Server
+		s.LeaseVersion, s.FloorMs = p.lease.Version, p.lease.FloorMs
+		s.LastRenewal, s.LastError = p.renewAt, p.lastErr
 	}
-	k.mu.Unlock()
 	s.Renewals, s.RenewFailures = k.renewals.Load(), k.renewFailures.Load()
 	s.Switches, s.Losses, s.Acquires = k.switches.Load(), k.losses.Load(), k.acquires.Load()
 	if g := k.gen.Load(); g != nil {
