@@ -5,6 +5,7 @@
 #   make db-up     start the two ticket servers (installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
+#   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #
 # Ports, paths and the address ticketd listens on can be overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
@@ -69,6 +70,15 @@ db-down:
 
 db-status:
 	@scripts/db.sh status
+
+# ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
+# bare fasthttp server and raw REPLACE over the network: starts (and stops) its
+# own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
+# The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
+# bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
+.PHONY: bench
+bench:
+	@GO=$(GO) bench/run.sh
 
 clean: db-down
 	rm -rf $(BIN) $(VAR)

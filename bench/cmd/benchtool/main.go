@@ -1,0 +1,42 @@
+// Command benchtool is the Go side of make bench (bench/run.sh drives it):
+//
+//	benchtool freeport N                      print N free TCP ports on 127.0.0.1
+//	benchtool bare -listen ADDR               the bare fasthttp server: ticketd's server settings, a fixed short body
+//	benchtool check -url URL -lines N         wait until URL answers 200 with N lines (or times out)
+//	benchtool raw -servers A,B -table T ...   Flickr baseline: REPLACE INTO + LastInsertId straight to the pair
+//	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | report -dir DIR`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "freeport":
+		err = runFreeport(os.Args[2:])
+	case "bare":
+		err = runBare(os.Args[2:])
+	case "check":
+		err = runCheck(os.Args[2:])
+	case "raw":
+		err = runRaw(os.Args[2:])
+	case "report":
+		err = runReport(os.Args[2:])
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ceiling is one worker ID's limit: 4096 IDs per millisecond.
+const ceiling = 4_096_000.0
+
+// run is one measured load run: a line of raw/http.txt.
+type run struct {
+	label, target string
+	round, n      int
+	f             map[string]float64 // requests, duration_us, p50_us, p99_us, errors, non2xx…
+}
+
+func (r run) rps() float64 { return r.f["requests"] / (r.f["duration_us"] / 1e6) }
+
+// side is one target (ticketd, bare, raw) of one endpoint, over its rounds.
+type side struct {
+	runs                []run
+	rps, p50, p90, p99  float64 // rps over all rounds; latencies: mean of the rounds
+	errors, non2xx      float64
+	roundRPS, roundP99s []float64
+}
+
+func newSide(runs []run) side {
+	s := side{runs: runs}
+	var req, us float64
+	for _, r := range runs {
+		req += r.f["requests"]
+		us += r.f["duration_us"]
+		s.p50 += r.f["p50_us"] / float64(len(runs))
+		s.p90 += r.f["p90_us"] / float64(len(runs))
+		s.p99 += r.f["p99_us"] / float64(len(runs))
+		s.errors += r.f["errors"]
+		s.non2xx += r.f["non2xx"]
+		s.roundRPS = append(s.roundRPS, r.rps())
+		s.roundP99s = append(s.roundP99s, r.f["p99_us"])
+	}
+	if us > 0 {
+		s.rps = req / (us / 1e6)
+	}
+	return s
+}
+
+// endpoint is one A/B comparison: ticketd (B) against its yardstick (A).
+type endpoint struct {
+	label, title, yardstick string
+	n                       int
+	a, b                    side
+}
+
+// roundRatios are B/A per round: their spread shows how noisy the machine was.
+func (e endpoint) roundRatios() []float64 {
+	var out []float64
+	for i := range min(len(e.a.roundRPS), len(e.b.roundRPS)) {
+		out = append(out, e.b.roundRPS[i]/e.a.roundRPS[i])
+	}
+	return out
+}
+
+var endpointOrder = []struct{ label, title, yardstick string }{
+	{"id", "/v1/id", "bare"},
+	{"ids1000", "/v1/ids?n=1000", "bare"},
+	{"ids4096", "/v1/ids?n=4096", "bare"},
+	{"tickets_b1000", "/v1/tickets B=1000", "bare"},
+	{"tickets_b1", "/v1/tickets B=1", "raw"},
+}
+
+// genResult is one line of the generator benchmarks.
+type genResult struct{ nsOp, idsPerS float64 }
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) ids/s`)
+
+func readGen(path string) (map[string]genResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]genResult{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		ns, _ := strconv.ParseFloat(m[2], 64)
+		ids, _ := strconv.ParseFloat(m[3], 64)
+		out[m[1]] = genResult{ns, ids}
+	}
+	return out, sc.Err()
+}
+
+func readRuns(path string) ([]run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []run
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		r := run{f: map[string]float64{}}
+		for _, kv := range strings.Fields(sc.Text()) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "label":
+				r.label = v
+			case "target":
+				r.target = v
+			case "round":
+				r.round, _ = strconv.Atoi(v)
+			case "n":
+				r.n, _ = strconv.Atoi(v)
+			default:
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %q: %w", path, kv, err)
+				}
+				r.f[k] = x
+			}
+		}
+		if r.f["duration_us"] <= 0 {
+			return nil, fmt.Errorf("%s: a run without a duration: %q", path, sc.Text())
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+// readKV reads "name value…" lines.
+func readKV(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out, nil
+}
+
+// summary keeps the figures in the order they are added.
+type summary struct {
+	names []string
+	vals  map[string]float64
+}
+
+func (s *summary) add(name string, v float64) {
+	if s.vals == nil {
+		s.vals = map[string]float64{}
+	}
+	if _, ok := s.vals[name]; !ok {
+		s.names = append(s.names, name)
+	}
+	s.vals[name] = v
+}
+
+func (s *summary) String() string {
+	var b strings.Builder
+	for _, n := range s.names {
+		fmt.Fprintf(&b, "%s %s\n", n, num(s.vals[n]))
+	}
+	return b.String()
+}
+
+// num prints a figure with as many decimals as it deserves.
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0 || a >= 1000 || v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+// human prints a large figure with k or M.
+func human(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + " M"
+	case v >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + " k"
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+}
+
+type target struct {
+	name, want, got string
+	met             bool
+}
+
+func runReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	dir := fs.String("dir", "bench/out", "output folder of make bench (raw measurements in DIR/raw)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	raw := filepath.Join(*dir, "raw")
+	meta, err := readKV(filepath.Join(raw, "meta.txt"))
+	if err != nil {
+		return err
+	}
+	rss, err := readKV(filepath.Join(raw, "rss.txt"))
+	if err != nil {
+		return err
+	}
+	gen, err := readGen(filepath.Join(raw, "gen.txt"))
+	if err != nil {
+		return err
+	}
+	runs, err := readRuns(filepath.Join(raw, "http.txt"))
+	if err != nil {
+		return err
+	}
+
+	eps := map[string]*endpoint{}
+	var ordered []*endpoint
+	for _, o := range endpointOrder {
+		var a, b []run
+		n := 1
+		for _, r := range runs {
+			if r.label != o.label {
+				continue
+			}
+			n = r.n
+			switch r.target {
+			case o.yardstick:
+				a = append(a, r)
+			case "ticketd":
+				b = append(b, r)
+			}
+		}
+		if len(a) == 0 || len(b) == 0 {
+			return fmt.Errorf("report: endpoint %s: %d %s runs and %d ticketd runs", o.label, len(a), o.yardstick, len(b))
+		}
+		e := &endpoint{label: o.label, title: o.title, yardstick: o.yardstick, n: n, a: newSide(a), b: newSide(b)}
+		eps[o.label] = e
+		ordered = append(ordered, e)
+	}
+	need := []string{"One/ticketd", "One/bwmarrin", "One/sonyflake", "Saturation/ticketd", "Saturation/bwmarrin",
+		"Saturation/sonyflake", "Batch4096/ticketd"}
+	for _, k := range need {
+		if _, ok := gen[k]; !ok {
+			return fmt.Errorf("report: benchmark %s missing from raw/gen.txt", k)
+		}
+	}
+	hwmKB, err := strconv.ParseFloat(rss["ticketd_vmhwm_kb"], 64)
+	if err != nil {
+		return fmt.Errorf("report: ticketd_vmhwm_kb: %w", err)
+	}
+	bareKB, _ := strconv.ParseFloat(rss["bare_vmhwm_kb"], 64)
+
+	// --- summary.txt -------------------------------------------------------
+	var s summary
+	id, i1k, i4k, tb1k, tb1 := eps["id"], eps["ids1000"], eps["ids4096"], eps["tickets_b1000"], eps["tickets_b1"]
+	s.add("bare_rps", id.a.rps)
+	s.add("bare_p50_us", id.a.p50)
+	s.add("bare_p99_us", id.a.p99)
+	s.add("id_rps", id.b.rps)
+	s.add("id_p50_us", id.b.p50)
+	s.add("id_p99_us", id.b.p99)
+	s.add("id_rps_ratio_vs_bare", id.b.rps/id.a.rps)
+	s.add("id_p99_ratio_vs_bare", id.b.p99/id.a.p99)
+	s.add("ids1000_rps", i1k.b.rps)
+	s.add("ids1000_ids_per_s", i1k.b.rps*1000)
+	s.add("ids4096_rps", i4k.b.rps)
+	s.add("ids4096_ids_per_s", i4k.b.rps*4096)
+	s.add("ids4096_pct_of_ceiling", 100*i4k.b.rps*4096/ceiling)
+	s.add("ids4096_p99_us", i4k.b.p99)
+	s.add("gen_ns_per_id", gen["One/ticketd"].nsOp)
+	s.add("gen_saturation_ids_per_s", gen["Saturation/ticketd"].idsPerS)
+	s.add("gen_saturation_pct_of_ceiling", 100*gen["Saturation/ticketd"].idsPerS/ceiling)
+	// > 1: ticketd's generator gives one ID faster than bwmarrin's.
+	s.add("gen_ratio_vs_bwmarrin", gen["One/bwmarrin"].nsOp/gen["One/ticketd"].nsOp)
+	s.add("gen_saturation_ratio_vs_bwmarrin", gen["Saturation/ticketd"].idsPerS/gen["Saturation/bwmarrin"].idsPerS)
+	s.add("gen_batch4096_ids_per_s", gen["Batch4096/ticketd"].idsPerS)
+	s.add("bwmarrin_ns_per_id", gen["One/bwmarrin"].nsOp)
+	s.add("bwmarrin_saturation_ids_per_s", gen["Saturation/bwmarrin"].idsPerS)
+	s.add("sonyflake_ns_per_id", gen["One/sonyflake"].nsOp)
+	s.add("sonyflake_saturation_ids_per_s", gen["Saturation/sonyflake"].idsPerS)
+	if g, ok := gen["Saturation/sonyflake-1ms"]; ok {
+		s.add("sonyflake_1ms_saturation_ids_per_s", g.idsPerS)
+	}
+	s.add("raw_replace_per_s", tb1.a.rps)
+	s.add("raw_replace_p99_us", tb1.a.p99)
+	s.add("tickets_b1_per_s", tb1.b.rps)
+	s.add("tickets_b1_p99_us", tb1.b.p99)
+	s.add("tickets_b1_ratio_vs_raw", tb1.b.rps/tb1.a.rps)
+	s.add("tickets_b1000_per_s", tb1k.b.rps)
+	s.add("tickets_b1000_p99_us", tb1k.b.p99)
+	s.add("peak_rss_mb", hwmKB/1024)
+	s.add("bare_peak_rss_mb", bareKB/1024)
+	var httpErrors float64
+	for _, e := range ordered {
+		httpErrors += e.b.errors + e.b.non2xx
+	}
+	s.add("ticketd_http_errors", httpErrors)
+	s.add("raw_replace_errors", tb1.a.errors)
+
+	pass := func(name, want, got string, ok bool) target { return target{name, want, got, ok} }
+	targets := []target{
+		pass("/v1/id requests/s vs bare", "≥ 0.90×", fmt.Sprintf("%.3f×", s.vals["id_rps_ratio_vs_bare"]), s.vals["id_rps_ratio_vs_bare"] >= 0.90),
+		pass("/v1/id p99 vs bare", "≤ 1.2×", fmt.Sprintf("%.2f×", s.vals["id_p99_ratio_vs_bare"]), s.vals["id_p99_ratio_vs_bare"] <= 1.2),
+		pass("/v1/ids?n=4096 IDs/s", "≥ 3.5 M", human(s.vals["ids4096_ids_per_s"]), s.vals["ids4096_ids_per_s"] >= 3.5e6),
+		pass("generator at saturation", "≥ 97 % of 4.096 M/s", fmt.Sprintf("%s (%.1f %%)", human(s.vals["gen_saturation_ids_per_s"]), s.vals["gen_saturation_pct_of_ceiling"]), s.vals["gen_saturation_pct_of_ceiling"] >= 97),
+		pass("generator, one ID below saturation", "< 100 ns", fmt.Sprintf("%.1f ns", s.vals["gen_ns_per_id"]), s.vals["gen_ns_per_id"] < 100),
+		pass("/v1/tickets B=1 vs raw REPLACE", "≥ 0.8×", fmt.Sprintf("%.2f×", s.vals["tickets_b1_ratio_vs_raw"]), s.vals["tickets_b1_ratio_vs_raw"] >= 0.8),
+		pass("/v1/tickets B=1000 tickets/s", "≥ 100 k", human(s.vals["tickets_b1000_per_s"]), s.vals["tickets_b1000_per_s"] >= 100e3),
+		pass("ticketd peak RSS under load", "≤ 64 MB", fmt.Sprintf("%.1f MB", s.vals["peak_rss_mb"]), s.vals["peak_rss_mb"] <= 64),
+		pass("no failed request", "0", num(httpErrors), httpErrors == 0),
+	}
+	met := 0
+	for _, t := range targets {
+		if t.met {
+			met++
+		}
+	}
+	s.add("targets_met", float64(met))
+	s.add("targets_total", float64(len(targets)))
+	if err := os.WriteFile(filepath.Join(*dir, "summary.txt"), []byte(s.String()), 0o644); err != nil {
+		return err
+	}
+
+	// --- report.md -----------------------------------------------------------
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# ticketd benchmark\n\n")
+	w("%s, %s cores (%s), Go %s, %s, MariaDB %s, commit %s. Load average %s before, %s after.\n\n",
+		meta["date"], meta["cores"], meta["cpu"], strings.TrimPrefix(meta["go"], "go"), "wrk "+meta["wrk"], meta["mariadb"], meta["commit"],
+		meta["load_before"], meta["load_after"])
+	w("HTTP: `wrk -t%s -c%s`, %s s per run after a %s s warm-up, %s rounds per endpoint alternating yardstick and ticketd "+
+		"(A B A B …) so the machine's drift cancels; requests/s over all rounds, latencies the mean of the rounds' percentiles. "+
+		"The bare server is a fasthttp server with ticketd's server settings answering a fixed 20-byte body: this machine's HTTP limit. "+
+		"Raw REPLACE is `REPLACE INTO seq_bench_b1 (stub) VALUES ('a')` + `LastInsertId` by a Go client straight to the pair "+
+		"(round-robin, one pool per server, %s callers). Every server runs on this machine, wrk included.\n\n",
+		meta["threads"], meta["conns"], meta["duration_s"], meta["warmup_s"], meta["rounds"], meta["conns"])
+
+	w("## Targets: %d of %d met\n\n| target | wanted | measured | met |\n|---|---|---|---|\n", met, len(targets))
+	for _, t := range targets {
+		mark := "yes"
+		if !t.met {
+			mark = "**no**"
+		}
+		w("| %s | %s | %s | %s |\n", t.name, t.want, t.got, mark)
+	}
+
+	w("\n## HTTP\n\n| endpoint | yardstick | requests/s | IDs or tickets/s | p50 | p99 | yardstick requests/s | yardstick p50 | yardstick p99 | requests/s ratio (per round) | errors |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range ordered {
+		var rr []string
+		for _, r := range e.roundRatios() {
+			rr = append(rr, fmt.Sprintf("%.2f", r))
+		}
+		ys := "bare fasthttp"
+		if e.yardstick == "raw" {
+			ys = "raw REPLACE"
+		}
+		w("| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %.3f (%s) | %s |\n", e.title, ys,
+			human(e.b.rps), human(e.b.rps*float64(e.n)), us(e.b.p50), us(e.b.p99),
+			human(e.a.rps), us(e.a.p50), us(e.a.p99), e.b.rps/e.a.rps, strings.Join(rr, ", "),
+			num(e.b.errors+e.b.non2xx))
+	}
+
+	w("\n## Generator, in process\n\n`go test -bench` in bench/gen, one goroutine unless said. *One ID*: a fresh generator every 200 IDs " +
+		"(outside the timer), so none waits for the clock: the cost of one ID. *Saturation*: IDs as fast as the generator gives them, " +
+		"up against its per-millisecond limit (ceiling 4.096 M/s; sonyflake's defaults: 256 per 10 ms = 25.6 k/s).\n\n")
+	w("| generator | one ID (ns) | saturation (IDs/s) | %% of its ceiling | 2 goroutines at saturation (IDs/s) |\n|---|---|---|---|---|\n")
+	for _, g := range []struct{ key, name string }{
+		{"ticketd", "ticketd (snowflake.Generator)"},
+		{"bwmarrin", "bwmarrin/snowflake v0.3.0"},
+		{"sonyflake", "sony/sonyflake/v2 defaults (10 ms, 8-bit sequence)"},
+		{"sonyflake-1ms", "sony/sonyflake/v2 at 1 ms, 12-bit sequence"},
+	} {
+		one, ok := gen["One/"+g.key]
+		if !ok {
+			continue
+		}
+		sat := gen["Saturation/"+g.key]
+		ceil := ceiling
+		if g.key == "sonyflake" {
+			ceil = 25_600
+		}
+		par := "—"
+		if p, ok := gen["SaturationParallel/"+g.key]; ok {
+			par = human(p.idsPerS)
+		}
+		w("| %s | %.1f | %s | %.1f %% | %s |\n", g.name, one.nsOp, human(sat.idsPerS), 100*sat.idsPerS/ceil, par)
+	}
+	w("| ticketd `NextN` of 4096 (what `/v1/ids?n=4096` calls) | %.1f per ID | %s | %.1f %% | — |\n",
+		gen["Batch4096/ticketd"].nsOp/4096, human(gen["Batch4096/ticketd"].idsPerS), 100*gen["Batch4096/ticketd"].idsPerS/ceiling)
+
+	w("\n## Memory\n\nticketd's peak RSS (VmHWM) after all the HTTP load above: **%.1f MB** (the bare server: %.1f MB).\n",
+		hwmKB/1024, bareKB/1024)
+	w("\n## summary.txt\n\n```\n%s```\n", s.String())
+	w("\n![throughput and latency](bench.png)\n")
+	if err := os.WriteFile(filepath.Join(*dir, "report.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+
+	// --- plot data and script ----------------------------------------------------
+	var d strings.Builder
+	d.WriteString("# label ticketd_rps yardstick_rps ticketd_p50_us ticketd_p99_us yardstick_p50_us yardstick_p99_us\n")
+	for _, e := range ordered {
+		title := plotTitle(e)
+		fmt.Fprintf(&d, "\"%s\" %.0f %.0f %.0f %.0f %.0f %.0f\n", title, e.b.rps, e.a.rps, e.b.p50, e.b.p99, e.a.p50, e.a.p99)
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "bench.dat"), []byte(d.String()), 0o644); err != nil {
+		return err
+	}
+	gp := strings.NewReplacer("@DAT@", filepath.Join(*dir, "bench.dat"), "@PNG@", filepath.Join(*dir, "bench.png"),
+		"@TITLE@", fmt.Sprintf("ticketd vs the bare fasthttp server — wrk -t%s -c%s, %s s × %s rounds, %s-core VM, %s",
+			meta["threads"], meta["conns"], meta["duration_s"], meta["rounds"], meta["cores"], strings.SplitN(meta["date"], "T", 2)[0])).
+		Replace(gnuplotScript)
+	return os.WriteFile(filepath.Join(*dir, "bench.gp"), []byte(gp), 0o644)
+}
+
+// plotTitle is an endpoint's label under its bars: short, on two lines.
+func plotTitle(e *endpoint) string {
+	path, rest, _ := strings.Cut(e.title, " ")
+	if p, q, ok := strings.Cut(path, "?"); ok {
+		path, rest = p, q
+	}
+	t := path + "\\n" + rest
+	switch {
+	case e.yardstick == "raw":
+		t += "\\nvs raw REPLACE"
+	case e.n > 1:
+		t += "\\n" + strings.TrimSpace(human(e.b.rps*float64(e.n))) + " IDs/s"
+	}
+	return t
+}
+
+func us(v float64) string {
+	if v >= 10000 {
+		return fmt.Sprintf("%.1f ms", v/1000)
+	}
+	return fmt.Sprintf("%.0f µs", v)
+}
+
+// gnuplotScript draws bench.png: requests/s and p50/p99 per endpoint, ticketd
+// next to its yardstick (the bare server; raw REPLACE for B=1), log scales.
+const gnuplotScript = `set terminal pngcairo size 1500,640 font "DejaVu Sans,10"
+set output "@PNG@"
+set datafile separator whitespace
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border rgb "#333333"
+set boxwidth 1
+set logscale y
+set grid ytics mytics lc rgb "#dddddd"
+set xtics nomirror font ",9"
+set key top right font ",9"
+set bmargin 5
+set multiplot layout 1,2 title "@TITLE@" font ",12"
+
+set title "Throughput (requests/s, log scale)"
+set ylabel "requests/s"
+set yrange [100:1e6]
+set format y "%.0s%c"
+fmt(v) = v >= 1e6 ? sprintf("%.2fM", v/1e6) : v >= 1e4 ? sprintf("%.0fk", v/1e3) : v >= 1e3 ? sprintf("%.1fk", v/1e3) : sprintf("%.0f", v)
+plot "@DAT@" using 3:xtic(1) title "yardstick (bare fasthttp; raw REPLACE for B=1)" lc rgb "#9e9e9e", \
+     "" using 2 title "ticketd" lc rgb "#1f77b4", \
+     "" using ($0-1.0/6):3:(fmt($3)) with labels offset 0,0.7 font ",8" notitle, \
+     "" using ($0+1.0/6):2:(fmt($2)) with labels offset 0,0.7 font ",8" notitle
+
+set title "Latency (log scale; wrk percentiles; 1k = 1 ms)"
+set ylabel "µs"
+set yrange [10:1e6]
+set format y "%.0s%c"
+lab(v) = v >= 1e4 ? sprintf("%.0fms", v/1e3) : v >= 1e3 ? sprintf("%.1fms", v/1e3) : sprintf("%.0f", v)
+plot "@DAT@" using 6:xtic(1) title "yardstick p50" lc rgb "#c7c7c7", \
+     "" using 7 title "yardstick p99" lc rgb "#7f7f7f", \
+     "" using 4 title "ticketd p50" lc rgb "#9ecae1", \
+     "" using 5 title "ticketd p99" lc rgb "#1f77b4", \
+     "" using ($0-0.3):6:(lab($6)) with labels offset 0,0.7 font ",7" notitle, \
+     "" using ($0-0.1):7:(lab($7)) with labels offset 0,0.7 font ",7" notitle, \
+     "" using ($0+0.1):4:(lab($4)) with labels offset 0,0.7 font ",7" notitle, \
+     "" using ($0+0.3):5:(lab($5)) with labels offset 0,0.7 font ",7" notitle
+unset multiplot
+`

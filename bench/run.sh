@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# make bench: ticketd side by side with its peers and with this machine's limit.
+#
+#   1. builds ticketd and bench/cmd/benchtool;
+#   2. generator, in process: ticketd's vs bwmarrin/snowflake vs sony/sonyflake
+#      (bench/gen, one `go test -bench` run);
+#   3. starts its own pair of ticket servers (scripts/db.sh, on free ports, data in
+#      $OUT/var), two named sequences (B = 1 and B = 1000), ticketd, and the bare
+#      fasthttp server (ticketd's server settings, a fixed short body);
+#   4. HTTP with wrk, each endpoint against its yardstick, alternating A B A B…:
+#      /v1/id, /v1/ids?n=1000, /v1/ids?n=4096, /v1/tickets (B = 1000) against the
+#      bare server; /v1/tickets (B = 1) against raw REPLACE INTO + LastInsertId
+#      by a Go client straight to the pair, at the same concurrency;
+#   5. ticketd's peak RSS (VmHWM) under that load;
+#   6. stops everything it started and writes $OUT/report.md, summary.txt and
+#      bench.png (raw measurements in $OUT/raw).
+#
+# Environment (defaults in brackets):
+#   BENCH_OUT       output folder                          [bench/out]
+#   BENCH_DURATION  seconds per measured run               [8]
+#   BENCH_WARMUP    seconds of unmeasured warm-up per server and endpoint [2]
+#   BENCH_ROUNDS    A B pairs per endpoint                  [3]
+#   BENCH_CONNS     wrk connections = raw client callers    [32]
+#   BENCH_THREADS   wrk threads                             [1]
+#   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
+# With the defaults the whole run takes about 5 minutes on a 2-core machine.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$REPO/bench
+OUT=${BENCH_OUT:-$BENCH/out}
+DURATION=${BENCH_DURATION:-8}
+WARMUP=${BENCH_WARMUP:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONNS=${BENCH_CONNS:-32}
+THREADS=${BENCH_THREADS:-1}
+GEN_TIME=${BENCH_GEN_TIME:-1s}
+GO=${GO:-go}
+
+say() { printf 'bench: %s\n' "$*"; }
+die() {
+	printf 'bench: error: %s\n' "$*" >&2
+	exit 1
+}
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+RAW=$OUT/raw
+BIN=$OUT/bin
+DBVAR=$OUT/var
+
+# One make bench at a time per output folder.
+exec 9>"$OUT/.lock"
+flock -n 9 || die "another make bench is running on $OUT"
+
+# --- everything started here is stopped on exit, by PID --------------------
+TICKETD_PID= BARE_PID= DB_STARTED=
+stop_pid() { # stop_pid NAME PID: SIGTERM, wait up to 15 s, then SIGKILL
+	local name=$1 pid=$2 i
+	[ -n "$pid" ] || return 0
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		say "$name (pid $pid) did not stop in 15 s: SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_pid ticketd "$TICKETD_PID"
+	stop_pid "bare server" "$BARE_PID"
+	if [ -n "$DB_STARTED" ]; then
+		VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" down >/dev/null 2>&1 || true
+	fi
+	[ "$rc" = 0 ] || say "failed (exit $rc); logs in $OUT"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- tools -------------------------------------------------------------------
+apt_install() { # apt_install COMMAND PACKAGE
+	command -v "$1" >/dev/null && return
+	[ "$(id -u)" = 0 ] || die "$1 is missing: sudo apt-get install $2"
+	command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get: install $2"
+	say "installing $2 with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$2" >/dev/null; } ||
+		die "apt-get install $2 failed"
+}
+command -v "$GO" >/dev/null || die "go is missing"
+apt_install wrk wrk
+apt_install gnuplot gnuplot-nox
+
+rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp"
+mkdir -p "$RAW" "$BIN"
+: >"$RAW/http.txt"
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+{
+	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "cores $(nproc)"
+	echo "go $("$GO" env GOVERSION)"
+	echo "wrk $(wrk -v 2>&1 | head -n1 | awk '{print $2}')"
+	echo "commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet HEAD -- 2>/dev/null || echo '+dirty')"
+	echo "duration_s $DURATION"
+	echo "warmup_s $WARMUP"
+	echo "rounds $ROUNDS"
+	echo "conns $CONNS"
+	echo "threads $THREADS"
+	echo "load_before $(load1)"
+} >"$RAW/meta.txt"
+say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+
+# --- build -------------------------------------------------------------------
+say "building ticketd and benchtool"
+(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
+(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
+TOOL=$BIN/benchtool
+
+# --- generator, in process ---------------------------------------------------
+say "generator benchmarks (ticketd, bwmarrin/snowflake, sony/sonyflake)"
+(cd "$BENCH" && "$GO" test ./gen -run '^$' -bench . -benchtime "$GEN_TIME" -count 1) | tee "$RAW/gen.txt" |
+	grep -E '^Benchmark' || true
+grep -q '^ok' "$RAW/gen.txt" || die "generator benchmarks failed (see $RAW/gen.txt)"
+
+# --- the pair, ticketd, the bare server --------------------------------------
+ports=$("$TOOL" freeport 4) || die "no free ports"
+read -r DB1_PORT DB2_PORT TICKETD_PORT BARE_PORT <<<"$(echo $ports)"
+say "ports: ticket servers $DB1_PORT $DB2_PORT, ticketd $TICKETD_PORT, bare $BARE_PORT"
+dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
+# Servers left by a run that was killed would hold the data directory.
+dbsh down >/dev/null 2>&1 || true
+rm -rf "$DBVAR"
+DB_STARTED=1
+dbsh up >"$RAW/db.log" 2>&1 || {
+	cat "$RAW/db.log" >&2
+	die "starting the ticket servers failed"
+}
+
+# Two named sequences on both servers, as schema.sql says a DBA adds one.
+for n in 1 2; do
+	mariadb --no-defaults --protocol=socket --socket="$DBVAR/db$n/mariadbd.sock" -uroot <<-'SQL'
+		CREATE TABLE IF NOT EXISTS tickets.seq_bench_b1 LIKE tickets.Tickets64;
+		INSERT IGNORE INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('bench_b1', 'seq_bench_b1', 64, 1);
+		GRANT SELECT, INSERT, DELETE ON tickets.seq_bench_b1 TO ticketd_app;
+		CREATE TABLE IF NOT EXISTS tickets.seq_bench_b1000 LIKE tickets.Tickets64;
+		INSERT IGNORE INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('bench_b1000', 'seq_bench_b1000', 64, 1000);
+		GRANT SELECT, INSERT, DELETE ON tickets.seq_bench_b1000 TO ticketd_app;
+	SQL
+done
+echo "mariadb $(mariadb --no-defaults --protocol=socket --socket="$DBVAR/db1/mariadbd.sock" -uroot -N -e 'SELECT VERSION()')" >>"$RAW/meta.txt"
+
+say "starting ticketd on 127.0.0.1:$TICKETD_PORT"
+"$BIN/ticketd" serve -listen "127.0.0.1:$TICKETD_PORT" \
+	-servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" \
+	-password-file "$DBVAR/ticketd.password" -log-level warn \
+	</dev/null >"$RAW/ticketd.log" 2>&1 &
+TICKETD_PID=$!
+"$TOOL" bare -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
+BARE_PID=$!
+
+T=http://127.0.0.1:$TICKETD_PORT
+B=http://127.0.0.1:$BARE_PORT
+"$TOOL" check -url "$T/readyz" || {
+	cat "$RAW/ticketd.log" >&2
+	die "ticketd did not become ready"
+}
+"$TOOL" check -url "$B/v1/id" -lines 1 || die "the bare server did not answer"
+# Each endpoint once, so the load below measures answers that are right.
+"$TOOL" check -url "$T/v1/id" -lines 1
+"$TOOL" check -url "$T/v1/ids?n=1000" -lines 1000
+"$TOOL" check -url "$T/v1/ids?n=4096" -lines 4096
+"$TOOL" check -url "$T/v1/tickets/bench_b1" -lines 1
+"$TOOL" check -url "$T/v1/tickets/bench_b1000" -lines 1
+
+# --- load ----------------------------------------------------------------------
+# run LABEL TARGET ROUND N URL|raw: one measured (ROUND > 0) or warm-up (ROUND 0)
+# run; measured ones append "label=… target=… round=… n=… <RESULT fields>" to
+# http.txt. N is how many IDs or tickets one request carries.
+run() {
+	local label=$1 target=$2 round=$3 n=$4 url=$5 d=$DURATION log line
+	[ "$round" = 0 ] && d=$WARMUP
+	log=$RAW/run-$label-$target-$round.txt
+	if [ "$url" = raw ]; then
+		"$TOOL" raw -servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" -password-file "$DBVAR/ticketd.password" \
+			-table seq_bench_b1 -c "$CONNS" -d "${d}s" >"$log" 2>&1 || {
+			cat "$log" >&2
+			die "raw REPLACE client failed"
+		}
+	else
+		wrk -t"$THREADS" -c"$CONNS" -d"${d}s" -s "$BENCH/wrk/result.lua" "$url" >"$log" 2>&1 || {
+			cat "$log" >&2
+			die "wrk $url failed"
+		}
+	fi
+	[ "$round" = 0 ] && return
+	line=$(grep '^RESULT ' "$log") || die "no RESULT line in $log"
+	echo "label=$label target=$target round=$round n=$n ${line#RESULT }" >>"$RAW/http.txt"
+	printf 'bench:   %-14s %-8s round %d: %s\n' "$label" "$target" "$round" \
+		"$(awk '{for(i=1;i<=NF;i++){split($i,a,"=");v[a[1]]=a[2]} printf "%.0f req/s, p50 %d us, p99 %d us, errors %d, non-2xx %d", v["requests"]/(v["duration_us"]/1e6), v["p50_us"], v["p99_us"], v["errors"], v["non2xx"]}' <<<"${line#RESULT }")"
+}
+
+# pair LABEL N A_TARGET A_URL B_TARGET B_URL: warm both up, then A B A B…
+pair() {
+	local label=$1 n=$2 at=$3 au=$4 bt=$5 bu=$6 r
+	say "$label: $at vs $bt, $ROUNDS × (${DURATION}s + ${DURATION}s), wrk -t$THREADS -c$CONNS"
+	run "$label" "$at" 0 "$n" "$au"
+	run "$label" "$bt" 0 "$n" "$bu"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		run "$label" "$at" "$r" "$n" "$au"
+		run "$label" "$bt" "$r" "$n" "$bu"
+	done
+}
+
+pair id 1 bare "$B/v1/id" ticketd "$T/v1/id"
+pair ids1000 1000 bare "$B/v1/ids?n=1000" ticketd "$T/v1/ids?n=1000"
+pair ids4096 4096 bare "$B/v1/ids?n=4096" ticketd "$T/v1/ids?n=4096"
+pair tickets_b1000 1 bare "$B/v1/tickets/bench_b1000" ticketd "$T/v1/tickets/bench_b1000"
+pair tickets_b1 1 raw raw ticketd "$T/v1/tickets/bench_b1"
+
+# --- memory --------------------------------------------------------------------
+hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+{
+	echo "ticketd_vmhwm_kb $(hwm "$TICKETD_PID")"
+	echo "bare_vmhwm_kb $(hwm "$BARE_PID")"
+} >"$RAW/rss.txt"
+kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RAW/ticketd.log)"
+echo "load_after $(load1)" >>"$RAW/meta.txt"
+
+# --- stop, then report -----------------------------------------------------------
+say "stopping ticketd, the bare server and the ticket servers"
+stop_pid ticketd "$TICKETD_PID"
+TICKETD_PID=
+stop_pid "bare server" "$BARE_PID"
+BARE_PID=
+dbsh down >>"$RAW/db.log" 2>&1 || true
+DB_STARTED=
+
+"$TOOL" report -dir "$OUT"
+gnuplot "$OUT/bench.gp" || die "gnuplot failed"
+say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
+echo
+cat "$OUT/summary.txt"
