@@ -47,6 +47,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	logFormat       string
 	logLevel        string
+	clockOffset     time.Duration
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -90,6 +91,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests and release the lease at shutdown")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "for failure testing: shift this process's clock by this much (e.g. -10s); never in production")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -130,6 +132,9 @@ type serveConfig struct {
 	listen   string
 	holder   string
 	logger   *slog.Logger
+	// clock is the system clock, shifted by -clock-offset when set.
+	clock       snowflake.Clock
+	clockOffset time.Duration
 	// startupTimeout bounds reaching the servers and leasing a worker ID;
 	// shutdownTimeout bounds draining requests and releasing the lease.
 	startupTimeout, shutdownTimeout time.Duration
@@ -165,6 +170,10 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, usagef("-startup-timeout %s and -shutdown-timeout %s must be positive", o.startupTimeout, o.shutdownTimeout)
 	}
 	c.startupTimeout, c.shutdownTimeout = o.startupTimeout, o.shutdownTimeout
+	if o.clockOffset < -maxClockOffset || o.clockOffset > maxClockOffset {
+		return c, usagef("-clock-offset %s outside [-%s, %s]", o.clockOffset, maxClockOffset, maxClockOffset)
+	}
+	c.clock, c.clockOffset = newClock(o.clockOffset), o.clockOffset
 
 	c.pair = ticket.DefaultConfig()
 	c.pair.Servers = nil
@@ -193,6 +202,7 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	// by the per-call timeout.
 	c.keeper.CallTimeout = 4 * o.callTimeout
 	c.keeper.Logger = c.logger
+	c.keeper.Clock = c.clock
 	if err := c.keeper.Validate(); err != nil {
 		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-layout: %v", err)
 	}
@@ -256,8 +266,12 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 	}
 	defer pair.Close()
 
+	if c.clockOffset != 0 {
+		log.Warn("this process's clock is shifted (-clock-offset): for failure testing only", "offset", c.clockOffset)
+	}
+	nowNs, _ := c.clock.Now()
 	dep, err := pair.EnsureDeployment(startCtx, ticket.Deployment{
-		Layout: c.layout.String(), EpochMs: c.layout.EpochMs, FirstStartMs: time.Now().UnixMilli(), CreatedBy: c.holder,
+		Layout: c.layout.String(), EpochMs: c.layout.EpochMs, FirstStartMs: nowNs / 1e6, CreatedBy: c.holder,
 	})
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
