@@ -161,9 +161,29 @@ func Start(t testing.TB, o Options) *Server {
 // its cleanup. It runs on the test goroutine; boot may then run on any goroutine.
 func newServer(t testing.TB, o Options, appPassword, adminPassword string) *Server {
 	t.Helper()
-	bins, err := findBinaries()
+	s, err := prepareServer(o, appPassword, adminPassword)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Registered first, so it runs last: after the server is gone.
+	t.Cleanup(func() {
+		if os.Getenv("MYSQLTEST_KEEP") != "" && t.Failed() {
+			t.Logf("mysqltest: MYSQLTEST_KEEP is set: keeping %s", s.Dir)
+			return
+		}
+		os.RemoveAll(s.Dir)
+	})
+	t.Cleanup(func() { s.cleanup(t) })
+	return s
+}
+
+// prepareServer checks the prerequisites and creates the server's directory;
+// on error nothing is left behind. The caller removes s.Dir once the server is
+// gone.
+func prepareServer(o Options, appPassword, adminPassword string) (*Server, error) {
+	bins, err := findBinaries()
+	if err != nil {
+		return nil, err
 	}
 	if o.Increment == 0 {
 		o.Increment = 2
@@ -173,27 +193,20 @@ func newServer(t testing.TB, o Options, appPassword, adminPassword string) *Serv
 	}
 	if o.Increment < 1 || o.Offset < 1 || o.Offset > o.Increment {
 		// MariaDB silently ignores an offset above the increment (FACTS.md).
-		t.Fatalf("mysqltest: bad options offset=%d increment=%d: want 1 <= offset <= increment", o.Offset, o.Increment)
+		return nil, fmt.Errorf("mysqltest: bad options offset=%d increment=%d: want 1 <= offset <= increment", o.Offset, o.Increment)
 	}
 	sweepOnce.Do(sweepStale)
 	// Not t.TempDir(): its paths embed the test name and overflow the 108-byte
 	// limit of a unix socket path.
 	dir, err := os.MkdirTemp("", "mt")
 	if err != nil {
-		t.Fatalf("mysqltest: %v", err)
+		return nil, fmt.Errorf("mysqltest: %v", err)
 	}
-	// Registered first, so it runs last: after the server is gone.
-	t.Cleanup(func() {
-		if os.Getenv("MYSQLTEST_KEEP") != "" && t.Failed() {
-			t.Logf("mysqltest: MYSQLTEST_KEEP is set: keeping %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
 	// The owner's PID lets a later test binary remove this directory if this one
 	// dies before its cleanups run.
 	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		t.Fatalf("mysqltest: %v", err)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("mysqltest: %v", err)
 	}
 	suffix := ".1"
 	if o.Offset%2 == 0 {
@@ -206,10 +219,10 @@ func newServer(t testing.TB, o Options, appPassword, adminPassword string) *Serv
 		suffix: suffix, extra: append([]string(nil), o.ExtraArgs...), bins: bins,
 	}
 	if n := len(s.socket()); n >= 100 {
-		t.Fatalf("mysqltest: socket path %s is %d bytes, over the unix socket limit: set TMPDIR to a shorter folder", s.socket(), n)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("mysqltest: socket path %s is %d bytes, over the unix socket limit: set TMPDIR to a shorter folder", s.socket(), n)
 	}
-	t.Cleanup(func() { s.cleanup(t) })
-	return s
+	return s, nil
 }
 
 func (s *Server) socket() string  { return filepath.Join(s.Dir, "s.sock") }
@@ -711,12 +724,19 @@ func (s *Server) StopErr() error {
 // kernel but nothing answers, like a hung host. Returns once the process is stopped.
 func (s *Server) Freeze(t testing.TB) {
 	t.Helper()
-	p, err := s.running("Freeze")
-	if err != nil {
+	if err := s.FreezeErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FreezeErr is Freeze returning the error; safe from any goroutine.
+func (s *Server) FreezeErr() error {
+	p, err := s.running("Freeze")
+	if err != nil {
+		return err
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("mysqltest: SIGSTOP server :%d: %v", s.Port, err)
+		return fmt.Errorf("mysqltest: SIGSTOP server :%d: %v", s.Port, err)
 	}
 	s.mu.Lock()
 	s.frozen = true
@@ -725,25 +745,34 @@ func (s *Server) Freeze(t testing.TB) {
 	deadline := time.Now().Add(5 * time.Second)
 	for procState(p.cmd.Process.Pid) != "T" {
 		if time.Now().After(deadline) {
-			t.Fatalf("mysqltest: server :%d (pid %d) not stopped 5 s after SIGSTOP (state %q)", s.Port, p.cmd.Process.Pid, procState(p.cmd.Process.Pid))
+			return fmt.Errorf("mysqltest: server :%d (pid %d) not stopped 5 s after SIGSTOP (state %q)", s.Port, p.cmd.Process.Pid, procState(p.cmd.Process.Pid))
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return nil
 }
 
 // Resume continues a frozen server (SIGCONT).
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
-	p, err := s.running("Resume")
-	if err != nil {
+	if err := s.ResumeErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ResumeErr is Resume returning the error; safe from any goroutine.
+func (s *Server) ResumeErr() error {
+	p, err := s.running("Resume")
+	if err != nil {
+		return err
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("mysqltest: SIGCONT server :%d: %v", s.Port, err)
+		return fmt.Errorf("mysqltest: SIGCONT server :%d: %v", s.Port, err)
 	}
 	s.mu.Lock()
 	s.frozen = false
 	s.mu.Unlock()
+	return nil
 }
 
 // procState returns the state letter from /proc/PID/stat ("R", "S", "T", …).
@@ -764,9 +793,16 @@ func procState(pid int) string {
 // and waits until it answers. A running server is stopped cleanly first.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	if err := s.RestartErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RestartErr is Restart returning the error; safe from any goroutine.
+func (s *Server) RestartErr() error {
 	if s.Running() {
 		if err := s.StopErr(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	// The port stays reserved in this process, but another process may hold it
@@ -775,10 +811,10 @@ func (s *Server) Restart(t testing.TB) {
 	for {
 		err := s.startProcess()
 		if err == nil {
-			return
+			return nil
 		}
 		if !errors.Is(err, errPortTaken) || time.Now().After(deadline) {
-			t.Fatalf("mysqltest: restart: %v", err)
+			return fmt.Errorf("mysqltest: restart: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -845,20 +881,26 @@ func (s *Server) signalWait(p *proc, sig syscall.Signal, timeout time.Duration) 
 // cleanup kills the server by PID, whatever state it is in: the data is about to
 // be deleted, so a clean shutdown would only cost time.
 func (s *Server) cleanup(t testing.TB) {
-	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
-	if p != nil && !p.exited() {
-		// SIGKILL ends a stopped process too; SIGCONT first does no harm.
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
-		if err := s.signalWait(p, syscall.SIGKILL, killTimeout); err != nil {
-			t.Errorf("mysqltest: cleanup: %v", err)
-		}
+	if err := s.kill(); err != nil {
+		t.Errorf("mysqltest: cleanup: %v", err)
 	}
 	if t.Failed() {
 		t.Logf("mysqltest: error log of server :%d (offset %d):\n%s", s.Port, s.Offset, tail(s.logSince(0), 30))
 	}
 	releasePort(s.Port)
+}
+
+// kill ends the current process, frozen or not, and waits for it.
+func (s *Server) kill() error {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil || p.exited() {
+		return nil
+	}
+	// SIGKILL ends a stopped process too; SIGCONT first does no harm.
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	return s.signalWait(p, syscall.SIGKILL, killTimeout)
 }
 
 func tail(s string, n int) string {
