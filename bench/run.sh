@@ -23,6 +23,8 @@
 #   BENCH_CONNS     wrk connections = raw client callers    [32]
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
+#   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
+#                   before measuring (others may share the machine)  [0]
 # With the defaults the whole run takes about 5 minutes on a 2-core machine.
 set -euo pipefail
 
@@ -35,6 +37,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
 GEN_TIME=${BENCH_GEN_TIME:-1s}
+QUIET_WAIT=${BENCH_QUIET_WAIT:-0}
 GO=${GO:-go}
 
 say() { printf 'bench: %s\n' "$*"; }
@@ -104,6 +107,22 @@ mkdir -p "$RAW" "$BIN"
 : >"$RAW/http.txt"
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
+# idle_pct SECONDS: how idle the CPUs were over the next SECONDS (from /proc/stat),
+# as others may share this machine: the load average lags, this does not.
+idle_pct() {
+	local a b
+	a=$(awk '/^cpu / {print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+	sleep "$1"
+	b=$(awk '/^cpu / {print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
+	awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2])}'
+}
+if [ "$QUIET_WAIT" -gt 0 ]; then
+	deadline=$((SECONDS + QUIET_WAIT))
+	while idle=$(idle_pct 3) && [ "$idle" -lt 85 ] && [ "$SECONDS" -lt "$deadline" ]; do
+		say "CPUs only $idle % idle: waiting for a quiet machine (up to $((deadline - SECONDS)) s more)"
+		sleep 12
+	done
+fi
 {
 	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -117,8 +136,9 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 	echo "conns $CONNS"
 	echo "threads $THREADS"
 	echo "load_before $(load1)"
+	echo "idle_before_pct $(idle_pct 3)"
 } >"$RAW/meta.txt"
-say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores, CPUs $(awk '$1 == "idle_before_pct" {print $2}' "$RAW/meta.txt") % idle over 3 s"
 
 # --- build -------------------------------------------------------------------
 say "building ticketd and benchtool"
@@ -183,6 +203,23 @@ B=http://127.0.0.1:$BARE_PORT
 "$TOOL" check -url "$T/v1/tickets/bench_b1000" -lines 1
 
 # --- load ----------------------------------------------------------------------
+# CPU time of everything this script runs, in clock ticks: ticketd, the bare
+# server and the ticket servers while they live, plus the children it has
+# waited for (wrk, the raw client). The rest of the machine's busy time during
+# the runs is other people's: the report gives it as a measure of noise.
+ticks_of() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk -v f="$2" '{split(f, i, ","); t = 0; for (k in i) t += $i[k]; print t}' || echo 0; }
+our_ticks() {
+	local t pid n
+	t=$(ticks_of $$ 14,15)
+	for pid in "$TICKETD_PID" "$BARE_PID" $(cat "$DBVAR"/db1/mariadbd.pid "$DBVAR"/db2/mariadbd.pid 2>/dev/null); do
+		n=$(ticks_of "$pid" 12,13)
+		t=$((t + ${n:-0}))
+	done
+	echo "$t"
+}
+cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+read -r BUSY0 TOTAL0 <<<"$(cpu_ticks)"
+OURS0=$(our_ticks)
 # run LABEL TARGET ROUND N URL|raw: one measured (ROUND > 0) or warm-up (ROUND 0)
 # run; measured ones append "label=… target=… round=… n=… <RESULT fields>" to
 # http.txt. N is how many IDs or tickets one request carries.
@@ -234,7 +271,14 @@ hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 	echo "bare_vmhwm_kb $(hwm "$BARE_PID")"
 } >"$RAW/rss.txt"
 kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RAW/ticketd.log)"
-echo "load_after $(load1)" >>"$RAW/meta.txt"
+read -r BUSY1 TOTAL1 <<<"$(cpu_ticks)"
+OURS1=$(our_ticks)
+{
+	echo "load_after $(load1)"
+	awk -v b=$((BUSY1 - BUSY0)) -v o=$((OURS1 - OURS0)) -v t=$((TOTAL1 - TOTAL0)) \
+		'BEGIN {x = 100 * (b - o) / t; if (x < 0) x = 0; printf "others_cpu_pct %.1f\n", x}'
+} >>"$RAW/meta.txt"
+say "other processes used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs during the HTTP runs"
 
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"

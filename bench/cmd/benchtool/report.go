@@ -334,6 +334,9 @@ func runReport(args []string) error {
 			met++
 		}
 	}
+	if o, err := strconv.ParseFloat(meta["others_cpu_pct"], 64); err == nil {
+		s.add("others_cpu_pct", o)
+	}
 	s.add("targets_met", float64(met))
 	s.add("targets_total", float64(len(targets)))
 	if err := os.WriteFile(filepath.Join(*dir, "summary.txt"), []byte(s.String()), 0o644); err != nil {
@@ -344,9 +347,15 @@ func runReport(args []string) error {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# ticketd benchmark\n\n")
-	w("%s, %s cores (%s), Go %s, %s, MariaDB %s, commit %s. Load average %s before, %s after.\n\n",
+	w("%s, %s cores (%s), Go %s, %s, MariaDB %s, commit %s. Before the run the CPUs were %s %% idle (over 3 s; load average %s). "+
+		"During the HTTP runs, processes other than the benchmark's used **%s %%** of the CPUs (busy time in /proc/stat less the CPU time of ticketd, "+
+		"the servers, wrk and the raw client).\n\n",
 		meta["date"], meta["cores"], meta["cpu"], strings.TrimPrefix(meta["go"], "go"), "wrk "+meta["wrk"], meta["mariadb"], meta["commit"],
-		meta["load_before"], meta["load_after"])
+		meta["idle_before_pct"], meta["load_before"], meta["others_cpu_pct"])
+	if o, err := strconv.ParseFloat(meta["others_cpu_pct"], 64); err == nil && o > 10 {
+		w("> **The machine was busy**: other processes took %.0f %% of the CPUs while the HTTP runs went on. "+
+			"Ratios measured A B A B still compare like with like, but absolute figures and p99s are noisy; run again on a quiet machine.\n\n", o)
+	}
 	w("HTTP: `wrk -t%s -c%s`, %s s per run after a %s s warm-up, %s rounds per endpoint alternating yardstick and ticketd "+
 		"(A B A B …) so the machine's drift cancels; requests/s over all rounds, latencies the mean of the rounds' percentiles. "+
 		"The bare server is a fasthttp server with ticketd's server settings answering a fixed 20-byte body: this machine's HTTP limit. "+
