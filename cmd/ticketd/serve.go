@@ -260,7 +260,7 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 	log := c.logger
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
-	pair, err := ticket.Open(startCtx, c.pair)
+	pair, err := openAtStart(startCtx, c.pair)
 	if err != nil {
 		return fmt.Errorf("opening the ticket servers: %w", err)
 	}
@@ -338,6 +338,22 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 	}
 	<-served
 	return nil
+}
+
+// openAtStart opens the ticket pair, trying again until ctx's deadline while
+// no server answers (a server that answers wrongly fails at once).
+func openAtStart(ctx context.Context, cfg ticket.Config) (*ticket.Pair, error) {
+	for {
+		pair, err := ticket.Open(ctx, cfg)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, ticket.ErrNoServer) {
+			return pair, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // acquireAtStart tries to lease a worker ID until ctx's deadline.
