@@ -356,17 +356,26 @@ func openAtStart(ctx context.Context, cfg ticket.Config) (*ticket.Pair, error) {
 	}
 }
 
-// acquireAtStart tries to lease a worker ID until ctx's deadline.
+// acquireAtStart tries to lease a worker ID until ctx's deadline. Giving up,
+// it names the last refusal (every worker ID held, …), not only the deadline.
 func acquireAtStart(ctx context.Context, k *worker.Keeper) error {
+	var last error
 	for {
 		err := k.Acquire(ctx, -1)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil {
+			last = err
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+				continue
+			}
+		}
+		if last == nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return fmt.Errorf("%w; the last attempt: %w", ctx.Err(), last)
 	}
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"ticketd/ticket"
+	"ticketd/worker"
 )
 
 // TestStartKeepsTryingTheServers: with no ticket server answering, serve
@@ -43,5 +46,34 @@ func TestStartKeepsTryingTheServers(t *testing.T) {
 	}
 	if took < 600*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("serve gave up after %s, want about the 700 ms startup timeout", took)
+	}
+}
+
+// refusingLeaser refuses every worker lease as a full pair would.
+type refusingLeaser struct{}
+
+func (refusingLeaser) AcquireWorker(context.Context, ticket.AcquireRequest) (ticket.Lease, error) {
+	return ticket.Lease{}, fmt.Errorf("%w: every worker ID of its parity is held", ticket.ErrAllWorkersHeld)
+}
+func (refusingLeaser) RenewWorker(_ context.Context, l ticket.Lease, _ int64, _ time.Duration) (ticket.Lease, error) {
+	return l, ticket.ErrLeaseLost
+}
+func (refusingLeaser) ReleaseWorker(context.Context, ticket.Lease, int64) error { return nil }
+
+// TestAcquireAtStartNamesTheRefusal: giving up at the startup deadline, the
+// error says why no worker ID was leased, not only that time ran out.
+func TestAcquireAtStartNamesTheRefusal(t *testing.T) {
+	cfg := worker.DefaultConfig()
+	cfg.Holder = "test/1/x"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	k, err := worker.New(cfg, refusingLeaser{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err = acquireAtStart(ctx, k)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ticket.ErrAllWorkersHeld) {
+		t.Fatalf("acquireAtStart = %v, want the deadline and the last refusal", err)
 	}
 }
