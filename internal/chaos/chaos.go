@@ -1,0 +1,303 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ticketd/internal/mysqltest"
+	"ticketd/snowflake"
+)
+
+// Layout is the deployment's ID layout during the run: 41/7/3/12, 8 worker
+// IDs (4 per ticket server) instead of the default 32, so that a restarted,
+// racing or clock-behind ticketd lands on a worker ID that was just in use
+// often rather than rarely.
+const Layout = "41/7/3/12"
+
+// DefaultRate of each /v1/id client, in requests per second.
+const DefaultRate = 1000
+
+// Config of a run. Zero values are defaults.
+type Config struct {
+	// Duration of the fault schedule (default 3 minutes). The load runs
+	// through it; one full round of faults always runs, however short.
+	Duration time.Duration
+	// Clients: /v1/id clients per ticketd process, each on its own
+	// keep-alive connection (default 4). Each process also gets one /v1/ids
+	// client and one /v1/tickets client.
+	Clients int
+	// Rate: requests per second of each /v1/id client (0: DefaultRate;
+	// negative: as fast as the answers come). The load is a steady one, not
+	// a benchmark: a saturated machine only measures itself.
+	Rate int
+	// Seed for the choice of targets, junk and batch sizes (0: from the
+	// clock). Timing is the machine's, so a seed does not replay a run.
+	Seed uint64
+	// OutDir receives every ticketd's log, the ticket servers' error logs
+	// and report.txt. Created if missing; required.
+	OutDir string
+	// Ticketd is the binary to run; empty: built into OutDir.
+	Ticketd string
+	// Short compresses every pause and outage to fit one round into about
+	// 45 s (the version inside make test).
+	Short bool
+	// Progress receives a line per step as it happens (nil: none).
+	Progress io.Writer
+}
+
+// timings of the schedule.
+type timings struct {
+	warmup, gap      time.Duration // load before the first fault; between faults
+	dbStop, dbFreeze time.Duration // ticket server outages
+	clockRun         time.Duration // load on a clock-behind ticketd
+	clockTries       int           // clock-behind starts per fault, at most
+	raceRun          time.Duration // load on a racing pair
+	junk             junkPlan
+}
+
+func (c Config) timings() timings {
+	if c.Short {
+		return timings{warmup: time.Second, gap: 300 * time.Millisecond,
+			dbStop: leaseReserve + 1500*time.Millisecond, dbFreeze: 4 * time.Second,
+			clockRun: 1500 * time.Millisecond, clockTries: 2, raceRun: 700 * time.Millisecond,
+			junk: junkPlan{randomRequests: 200, slow: 2 * time.Second}}
+	}
+	return timings{warmup: 5 * time.Second, gap: 3 * time.Second,
+		dbStop: 2 * leaseReserve, dbFreeze: 8 * time.Second,
+		clockRun: 4 * time.Second, clockTries: 4, raceRun: 2 * time.Second,
+		junk: junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true}}
+}
+
+// Event is one fault as it ran.
+type Event struct {
+	At      time.Duration // since the load started
+	Fault   string
+	Target  string
+	Outcome string
+}
+
+// run is the state of one run.
+type run struct {
+	cfg     Config
+	tm      timings
+	ctx     context.Context
+	bin     string
+	pair    *mysqltest.Pair
+	servers string // "127.0.0.1:p1,127.0.0.1:p2"
+	layout  snowflake.Layout
+	t0      time.Time // the load's start
+
+	loadStopped atomic.Bool
+
+	mu         sync.Mutex
+	rng        *rand.Rand
+	nextID     int
+	instances  []*instance
+	recorders  []*recorder
+	lastHolder map[uint32]holderSeen // worker ID → who was last seen holding it
+	events     []Event
+	broken     []string // invariant breaks and harness failures, in words
+
+	slots []*slot
+
+	// Counters of the schedule.
+	failedStarts, raceSame, racePairs, clockFloorUsed int
+	junkRequests, junk5xx, junkUnready                int
+	junkClasses                                       map[string]int
+}
+
+type holderSeen struct {
+	in *instance
+	at time.Time
+}
+
+type slot struct {
+	name string
+	in   *instance
+}
+
+// Run runs the suite: a fresh pair of ticket servers, three ticketd
+// processes under load, the fault schedule, then the checks. The Result is
+// returned whenever load ran, even with an error (a harness failure or ctx
+// ending early); Result.OK says whether every invariant held.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Duration <= 0 {
+		cfg.Duration = 3 * time.Minute
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 4
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = DefaultRate
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.OutDir == "" {
+		return nil, errors.New("chaos: Config.OutDir is required")
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	layout, err := snowflake.ParseLayout(Layout)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, tm: cfg.timings(), layout: layout, rng: rand.New(rand.NewPCG(cfg.Seed, 7)),
+		lastHolder: map[uint32]holderSeen{}, junkClasses: map[string]int{}}
+
+	// Bound the whole run: the schedule plus generous room for setup,
+	// outages in progress and teardown.
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+cfg.Duration/2+3*time.Minute)
+	defer cancel()
+	r.ctx = ctx
+
+	if r.bin = cfg.Ticketd; r.bin == "" {
+		if r.bin, err = buildTicketd(ctx, cfg.OutDir); err != nil {
+			return nil, err
+		}
+	}
+	r.progress("starting the ticket server pair (MariaDB, the repository's my.cnf and schema.sql)")
+	if r.pair, err = mysqltest.NewPair(); err != nil {
+		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
+	}
+	defer r.closePair()
+	r.servers = r.pair.Servers[0].Addr() + "," + r.pair.Servers[1].Addr()
+	if err := r.setupSQL(); err != nil {
+		return nil, err
+	}
+
+	pollCtx, stopPoll := context.WithCancel(context.Background())
+	var pollDone sync.WaitGroup
+	pollDone.Go(func() { r.poller(pollCtx) })
+
+	runErr := r.schedule()
+
+	// Teardown: stop every instance still running, cleanly when ctx is
+	// alive, so the last metrics are read.
+	r.loadStopped.Store(true)
+	for _, in := range r.allInstances() {
+		if !in.exited() {
+			r.stop(in, ctx.Err() != nil)
+		}
+	}
+	stopPoll()
+	pollDone.Wait()
+	if runErr == nil {
+		runErr = ctx.Err()
+	}
+	res := r.verify()
+	if werr := res.writeFiles(r); werr != nil && runErr == nil {
+		runErr = werr
+	}
+	return res, runErr
+}
+
+func (r *run) progress(format string, args ...any) {
+	at := ""
+	if !r.t0.IsZero() {
+		at = fmt.Sprintf("+%s ", r.since(time.Now()))
+	}
+	fmt.Fprintf(r.cfg.Progress, "chaos: %s%s\n", at, fmt.Sprintf(format, args...))
+}
+
+func (r *run) since(t time.Time) time.Duration {
+	return t.Sub(r.t0).Round(100 * time.Millisecond)
+}
+
+func (r *run) event(fault, target, outcome string) {
+	e := Event{At: time.Since(r.t0), Fault: fault, Target: target, Outcome: outcome}
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+	r.progress("%s %s: %s", fault, target, outcome)
+}
+
+func (r *run) breakf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.broken = append(r.broken, msg)
+	r.mu.Unlock()
+	r.progress("BROKEN: %s", msg)
+}
+
+func (r *run) allInstances() []*instance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*instance(nil), r.instances...)
+}
+
+// sleep waits d, or less if the run is cancelled; false then.
+func (r *run) sleep(d time.Duration) bool {
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// buildTicketd builds cmd/ticketd into dir.
+func buildTicketd(ctx context.Context, dir string) (string, error) {
+	root := mysqltest.RepoRoot()
+	if root == "" {
+		return "", errors.New("chaos: cannot find the repository to build ticketd")
+	}
+	bin := filepath.Join(dir, "ticketd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ticketd")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("chaos: go build ./cmd/ticketd: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// setupSQL does, as root on both servers, what a DBA does before ticketd
+// runs: two named sequences (block size 1 and 100), and a deployment record
+// dated a day back, as a deployment that has run for a day would have. A
+// ticketd is never given IDs below its deployment's first start, so on a
+// deployment started seconds ago a clock an hour behind would be clamped to
+// that start and the fault would be a weaker one.
+func (r *run) setupSQL() error {
+	var sql strings.Builder
+	for _, s := range sequences {
+		if s.name == "tickets64" {
+			continue
+		}
+		fmt.Fprintf(&sql, "CREATE TABLE IF NOT EXISTS tickets.seq_%[1]s LIKE tickets.Tickets64;\n"+
+			"INSERT IGNORE INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('%[1]s', 'seq_%[1]s', 64, %[2]d);\n"+
+			"GRANT SELECT, INSERT, DELETE ON tickets.seq_%[1]s TO ticketd_app;\n", s.name, s.block)
+	}
+	firstStart := time.Now().Add(-24 * time.Hour).UnixMilli()
+	fmt.Fprintf(&sql, "INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",
+		r.layout.String(), r.layout.EpochMs, firstStart)
+	for _, s := range r.pair.Servers {
+		if _, err := s.Run(sql.String()); err != nil {
+			return fmt.Errorf("chaos: setting up server %d: %w", s.Offset, err)
+		}
+	}
+	return nil
+}
+
+// closePair keeps the servers' error logs and stops them.
+func (r *run) closePair() {
+	for _, s := range r.pair.Servers {
+		_ = os.WriteFile(filepath.Join(r.cfg.OutDir, fmt.Sprintf("mariadb-%d.log", s.Offset)), []byte(s.ErrorLog()), 0o644)
+	}
+	if err := r.pair.Close(); err != nil {
+		r.progress("stopping the ticket servers: %v", err)
+	}
+}

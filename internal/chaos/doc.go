@@ -1,0 +1,77 @@
+// Package chaos is ticketd's failure suite (make chaos, and a short version
+// in make test): it turns "never a duplicate, and stopping a ticket server
+// costs no failed request" into figures anyone can reproduce.
+//
+// # What runs
+//
+// A fresh pair of MariaDB ticket servers (internal/mysqltest: the
+// repository's my.cnf and schema.sql, free loopback ports, a temporary
+// folder), set up as a DBA would: two named sequences (block size 1 and
+// 100) and a deployment record dated a day back. The layout is 41/7/3/12:
+// 8 worker IDs, 4 per server, so that restarted, racing and clock-behind
+// processes land on worker IDs that were just in use. Every ticketd runs
+// with short leases (3 s TTL, renewed every 300 ms, reserving 5 s ahead,
+// switching servers with 2 s left), so faults matter within seconds.
+//
+// Three long-running ticketd processes ("slots") serve load throughout.
+// Each process start is a new instance (t1, t2, …) with its own load
+// clients: Config.Clients clients on /v1/id (each a keep-alive connection
+// whose requests are strictly sequential), one on /v1/ids?n=1..100, one on
+// /v1/tickets/{name} over the three sequences. Every ID and ticket received
+// is kept.
+//
+// # The fault schedule
+//
+// Rounds of these steps, targets rotating, until Config.Duration has passed
+// (the first round always runs in full):
+//
+//   - kill-9: SIGKILL a ticketd, start it again at once (its lease stays held
+//     until it expires: the new process leases another worker ID).
+//   - clean-stop: SIGTERM, wait for exit 0 (the worker ID is released), start
+//     again.
+//   - clock-10s, clock-1h: stop a ticketd cleanly, so its worker ID was just
+//     in use, and start one whose clock is 10 s / 1 h behind (serve
+//     -clock-offset; libfaketime cannot shift a Go program's clock). The
+//     first try uses the usual -max-wait 2s: a worker ID reserved further
+//     ahead of its clock must be refused (it leases another or refuses to
+//     start). Later tries accept such a reservation (-max-wait up to the
+//     offset), so only the lease floor keeps its IDs above the previous
+//     holder's; they repeat until one shows a floor ahead of its clock.
+//   - race: two ticketd processes started at the same instant; they must
+//     hold different worker IDs. Both serve load briefly, then stop.
+//   - db-stop+freeze: stop the ticket server holding most leases (clean
+//     shutdown) for longer than a lease's reservation, start it again; once
+//     every ticketd has it back in rotation, freeze the other (SIGSTOP) for
+//     several seconds and resume it.
+//   - junk: malformed request lines, oversized headers, bodies and paths,
+//     pipelining, slow and silent clients, random methods, paths and queries,
+//     at a ticketd under load; bounded in count and time.
+//
+// # Failure windows
+//
+// Load clients start on an instance once its /readyz answers 200. The
+// harness records the moment it begins to stop or kill an instance before
+// it sends the signal. A failed ID request (/v1/id or /v1/ids: an error, a
+// non-200, a closed connection, an unreadable answer) counts as
+// failed_id_requests_live if it ended before that moment, and as
+// failed_id_requests_killed otherwise (a request begun after that moment,
+// or one cut off by the kill, or refused by a ticketd shutting down). After
+// such a failure a client of a stopping instance stops; otherwise it goes on.
+//
+// # Checks
+//
+// Must be 0: duplicates (an ID received twice, anywhere),
+// decreasing_per_instance (an ID not above the one before on the same
+// client of the same instance), failed_id_requests_live, duplicate_tickets
+// (per sequence), panics (ticketd_panics_total scraped before each stop, or
+// "panic in handler" log lines if more, plus Go panics, fatal errors and
+// race reports in the logs), worker_ms_shared (two instances issuing in the
+// same millisecond on the same worker ID: the lease floor forbids it, and it
+// is stricter than equal IDs), racing_same_worker, junk_5xx (a 5xx other than
+// 503), junk_left_unready, unexpected_exits (a ready ticketd that exited
+// without being asked, or did not exit 0 within 15 s of SIGTERM) and
+// failed_starts (a plain restart that never became ready). Reported only:
+// failed_id_requests_killed, worker_switches, max_id_latency_ms (over
+// successful /v1/id), failed_ticket_requests (tickets may fail while a
+// server is out), and the schedule as it ran.
+package chaos
