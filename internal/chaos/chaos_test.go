@@ -142,3 +142,28 @@ func TestChecks(t *testing.T) {
 		t.Errorf("report:\n%s", out.String())
 	}
 }
+
+func TestLatencies(t *testing.T) {
+	var l latencies
+	for i := 1; i <= 1000; i++ {
+		l.add(time.Duration(i) * 10 * time.Microsecond) // 10 µs … 10 ms
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5 * time.Millisecond}, {0.99, 9900 * time.Microsecond}, {1, 10 * time.Millisecond}} {
+		got := l.quantile(c.q)
+		if got < c.want || float64(got) > float64(c.want)*1.07 {
+			t.Errorf("quantile(%v) = %s, want %s to 7 %% above", c.q, got, c.want)
+		}
+	}
+	var empty latencies
+	if empty.quantile(0.99) != 0 {
+		t.Error("quantile of nothing is not 0")
+	}
+	for _, d := range []time.Duration{0, time.Microsecond, 3 * time.Microsecond, 17 * time.Microsecond, time.Hour} {
+		if b := latencyBucket(d); bucketUpper(b) < d {
+			t.Errorf("%s lands in bucket %d that ends at %s", d, b, bucketUpper(b))
+		}
+	}
+}

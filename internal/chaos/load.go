@@ -56,7 +56,8 @@ type recorder struct {
 	ticketRequests, ticketFailures     int64
 	maxLatency                         time.Duration
 	maxLatencyAt                       time.Time
-	liveErrors                         []string // the first few
+	latency                            *latencies // of successful /v1/id requests
+	liveErrors                         []string   // the first few
 }
 
 // startClients starts the load on a ready instance: cfg.Clients clients on
@@ -68,7 +69,7 @@ func (r *run) startClients(in *instance) {
 	}
 	kinds = append(kinds, kindIDs, kindTickets)
 	for _, k := range kinds {
-		rec := &recorder{in: in, kind: k, tickets: make([][]int64, len(sequences))}
+		rec := &recorder{in: in, kind: k, tickets: make([][]int64, len(sequences)), latency: &latencies{}}
 		r.mu.Lock()
 		r.recorders = append(r.recorders, rec)
 		seed := r.rng.Uint64()
@@ -149,8 +150,11 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 			}
 		}
 		if err == nil {
-			if lat := end.Sub(begin); rec.kind == kindID && lat > rec.maxLatency {
-				rec.maxLatency, rec.maxLatencyAt = lat, begin
+			if lat := end.Sub(begin); rec.kind == kindID {
+				rec.latency.add(lat)
+				if lat > rec.maxLatency {
+					rec.maxLatency, rec.maxLatencyAt = lat, begin
+				}
 			}
 			continue
 		}
@@ -183,6 +187,7 @@ type loadTotals struct {
 	ticketRequests, ticketFailures     int64
 	maxLatency                         time.Duration
 	maxLatencyOf                       string // where and when
+	latency                            latencies
 	liveErrors                         []string
 }
 
@@ -196,6 +201,9 @@ func (r *run) totals() loadTotals {
 		t.failedKilled += rec.failedKilled
 		t.ticketRequests += rec.ticketRequests
 		t.ticketFailures += rec.ticketFailures
+		if rec.latency != nil {
+			t.latency.merge(rec.latency)
+		}
 		if rec.maxLatency > t.maxLatency {
 			t.maxLatency = rec.maxLatency
 			t.maxLatencyOf = fmt.Sprintf("%s at +%s", rec.in.name, r.since(rec.maxLatencyAt))

@@ -187,6 +187,10 @@ func (r *run) verify() *Result {
 	res.add("panics", panics, true)
 	res.add("worker_switches", switches, false)
 	res.add("max_id_latency_ms", fmt.Sprintf("%.1f", float64(t.maxLatency.Microseconds())/1000), false)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+	res.add("id_latency_p50_ms", ms(t.latency.quantile(0.50)), false)
+	res.add("id_latency_p99_ms", ms(t.latency.quantile(0.99)), false)
+	res.add("id_latency_p999_ms", ms(t.latency.quantile(0.999)), false)
 	res.add("worker_ms_shared", shared, true)
 	res.add("racing_same_worker", r.raceSame, true)
 	res.add("junk_5xx", r.junk5xx, true)
