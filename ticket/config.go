@@ -17,6 +17,24 @@ const (
 	DefaultCallTimeout   = 500 * time.Millisecond
 	DefaultProbeInterval = time.Second
 	DefaultMaxOpenConns  = 16
+	// DefaultFlushInterval: how often the high-water marks that grew are
+	// written to the other servers. Tickets handed out since the last flush are
+	// what the repair margin must cover (see DefaultMargin).
+	DefaultFlushInterval = time.Second
+	// DefaultCheckInterval: how often every server's counters are compared with
+	// the marks its peers hold (also done at Open and when a server rejoins).
+	DefaultCheckInterval = 10 * time.Second
+	// DefaultMargin is how far past its high-water mark a rewound 64-bit
+	// counter is moved (the Fix statement, `ticketd repair`). It must cover
+	// tickets handed out but not yet written as marks, by every ticketd of the
+	// deployment: one FlushInterval of tickets normally, more while a flush
+	// fails. One server REPLACEs at most a few thousand tickets a second
+	// (FACTS.md), so a million is minutes of unflushed tickets, and free in a
+	// 63-bit space.
+	DefaultMargin = 1_000_000
+	// DefaultMargin32 is the margin of 32-bit tables: 100,000 is still most of a
+	// minute of tickets at the measured rate, and only 0.002% of the space.
+	DefaultMargin32 = 100_000
 
 	MinCallTimeout    = 10 * time.Millisecond
 	MaxCallTimeout    = 30 * time.Second
@@ -24,6 +42,15 @@ const (
 	MaxProbeInterval  = time.Minute
 	MinOpenConns      = 1
 	MaxOpenConnsLimit = 1024
+	MinFlushInterval  = 10 * time.Millisecond
+	MaxFlushInterval  = time.Minute
+	MinCheckInterval  = 50 * time.Millisecond
+	MaxCheckInterval  = time.Hour
+	// MinMargin and MaxMargin bound Config.Margin: below a thousand tickets it
+	// covers not even a second of unflushed tickets; above 2^40 it eats the
+	// space of a sequence with large blocks.
+	MinMargin = 1_000
+	MaxMargin = 1 << 40
 	// MaxServers bounds the pair's size; the servers are indexed by bit masks.
 	MaxServers = 16
 	// maxUserLen is MariaDB's limit on user names.
@@ -57,6 +84,16 @@ type Config struct {
 	ProbeInterval time.Duration
 	// MaxOpenConns bounds each server's connection pool.
 	MaxOpenConns int
+	// FlushInterval is how often the high-water marks that grew are written to
+	// the other servers (and once more by Close).
+	FlushInterval time.Duration
+	// CheckInterval is how often each server's counters are compared with the
+	// marks its peers hold, on top of the checks at Open and at every rejoin.
+	CheckInterval time.Duration
+	// Margin: a rewound counter's fix moves it to its high-water mark plus
+	// Margin. Zero means DefaultMargin for 64-bit tables and DefaultMargin32
+	// for 32-bit ones.
+	Margin uint64
 	// Logger receives state changes (server down, rejoined, parity violations).
 	Logger *slog.Logger
 }
@@ -71,6 +108,8 @@ func DefaultConfig() Config {
 		CallTimeout:   DefaultCallTimeout,
 		ProbeInterval: DefaultProbeInterval,
 		MaxOpenConns:  DefaultMaxOpenConns,
+		FlushInterval: DefaultFlushInterval,
+		CheckInterval: DefaultCheckInterval,
 	}
 }
 
@@ -87,6 +126,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOpenConns == 0 {
 		c.MaxOpenConns = DefaultMaxOpenConns
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.CheckInterval == 0 {
+		c.CheckInterval = DefaultCheckInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -136,7 +181,28 @@ func (c Config) Validate() error {
 	if c.MaxOpenConns != 0 && (c.MaxOpenConns < MinOpenConns || c.MaxOpenConns > MaxOpenConnsLimit) {
 		bad("MaxOpenConns %d outside [%d, %d]", c.MaxOpenConns, MinOpenConns, MaxOpenConnsLimit)
 	}
+	if c.FlushInterval != 0 && (c.FlushInterval < MinFlushInterval || c.FlushInterval > MaxFlushInterval) {
+		bad("FlushInterval %v outside [%v, %v]", c.FlushInterval, MinFlushInterval, MaxFlushInterval)
+	}
+	if c.CheckInterval != 0 && (c.CheckInterval < MinCheckInterval || c.CheckInterval > MaxCheckInterval) {
+		bad("CheckInterval %v outside [%v, %v]", c.CheckInterval, MinCheckInterval, MaxCheckInterval)
+	}
+	if c.Margin != 0 && (c.Margin < MinMargin || c.Margin > MaxMargin) {
+		bad("Margin %d outside [%d, %d]", c.Margin, MinMargin, uint64(MaxMargin))
+	}
 	return errors.Join(errs...)
+}
+
+// marginFor is the margin of a table of the given width.
+func (c Config) marginFor(bits int) uint64 {
+	switch {
+	case c.Margin != 0:
+		return c.Margin
+	case bits == 32:
+		return DefaultMargin32
+	default:
+		return DefaultMargin
+	}
 }
 
 func checkAddr(addr string) error {
@@ -160,8 +226,8 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d}",
-		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns)
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d FlushInterval:%v CheckInterval:%v Margin:%d}",
+		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns, c.FlushInterval, c.CheckInterval, c.Margin)
 }
 
 // GoString implements fmt.GoStringer (%#v).
@@ -181,6 +247,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("call_timeout", c.CallTimeout),
 		slog.Duration("probe_interval", c.ProbeInterval),
 		slog.Int("max_open_conns", c.MaxOpenConns),
+		slog.Duration("flush_interval", c.FlushInterval),
+		slog.Duration("check_interval", c.CheckInterval),
+		slog.Uint64("margin", c.Margin),
 	)
 }
 

@@ -42,6 +42,12 @@ var (
 	// ErrDeploymentMismatch: a server records a different ID layout or epoch than
 	// this ticketd was started with; issuing IDs could then collide.
 	ErrDeploymentMismatch = errors.New("ticket: deployment settings mismatch")
+	// ErrRewound: a server's counter for a ticket table is at or below the
+	// high-water mark of tickets it is known to have issued (it was restored from
+	// a backup, or lost its data): it would hand out tickets again. The server is
+	// refused for that table until its counter passes the mark; the message
+	// names the server, the table and the ALTER TABLE that fixes it.
+	ErrRewound = errors.New("ticket: ticket server counter rewound")
 	// ErrClosed: the Pair was closed.
 	ErrClosed = errors.New("ticket: pair closed")
 )
