@@ -71,17 +71,54 @@
 // compare-and-set: INSERT IGNORE an expired row, read (version, expired?,
 // reserved_until_ms), and UPDATE … WHERE version = <read> AND expires_at <
 // UTC_TIMESTAMP(3). Expiry is always judged by the database's clock, never the
-// client's. The previous holder's reservation becomes the new lease's FloorMs
-// (the generator must not issue a timestamp below it); a reservation further
+// client's. The previous holder's reservation (the larger of the row's and the
+// copies of it on the other servers, see Restores) becomes the new lease's
+// FloorMs (the generator must not issue a timestamp below it); a reservation further
 // ahead of the caller's clock than MaxWaitMs makes the candidate unusable. After a
 // few candidates it scans the server's lease rows for free IDs of its parity,
 // then tries the next server; if every ID is held, ErrAllWorkersHeld.
 //
 // RenewWorker extends liveness and raises the reservation with GREATEST, so it
-// never moves backwards; zero matched rows means someone else holds the ID
-// (ErrLeaseLost). ReleaseWorker expires the lease, bumps its version (a late
+// never moves backwards; zero matched rows means someone else holds the ID, or
+// the row was restored from a backup (ErrLeaseLost). ReleaseWorker expires the lease, bumps its version (a late
 // renewal cannot revive it) and sets the reservation to lastIssued+1, so the next
 // holder starts right after the last timestamp actually issued.
+//
+// # Restores
+//
+// Restoring a ticket server from a backup rewinds its counters (the dump
+// carries the old AUTO_INCREMENT), and it would hand out tickets again; its
+// lease rows rewind the same way. Three things stop that:
+//
+// High-water marks (highwater.go). Every ticket raises, with one atomic max,
+// the highest ticket its server is known to have issued for that table. Every
+// FlushInterval, and at Close, the marks that grew are written to table
+// high_water on every OTHER server (GREATEST, so marks never go down): the
+// marks for a server live everywhere but on it, and survive its loss or its
+// restore. A Pair also folds in the marks its peers hold.
+//
+// Rewind detection (rewind.go). A ticket at or below its server's mark is
+// refused before anyone sees it; the server is refused for that table (not for
+// the others, nor for leases) and the call goes on to the next server. The
+// counters (information_schema AUTO_INCREMENT) are compared with the marks at
+// Open, when a server rejoins, every CheckInterval and after a refused
+// ticket; a server whose counter is at or below the mark is refused, Health
+// lists it under Rewound with the ALTER TABLE … AUTO_INCREMENT that fixes it
+// (mark + Margin), and it rejoins once its counter has passed the mark.
+// Repair (repair.go, `ticketd repair`) runs those statements with an admin
+// account; Rewinds reports them.
+//
+// Reservation copies (copies.go). Every reservation acquired or renewed is
+// copied, best effort, to table reservation_copies on the other servers, and
+// AcquireWorker's floor is the larger of the row's and its copies'. A renewal
+// of a row that holds less than the renewer's confirmed reservation (a
+// restored row) fails with ErrLeaseLost.
+//
+// What remains: a ticket issued by another ticketd less than about
+// FlushInterval before the restore point (a backup restored within seconds of
+// being taken) can be unknown to the ticketd that next uses the restored
+// server; and restoring BOTH servers from backups while no running ticketd
+// remembers the marks restores the marks too.
 //
 // # Deployment record
 //

@@ -56,7 +56,8 @@ type Lease struct {
 	Worker     uint32
 	Holder     string
 	Version    uint64 // the claim's compare-and-set version
-	// FloorMs is the previous holder's reservation: IDs must carry timestamps >= it.
+	// FloorMs is the previous holders' reservation (the larger of the lease
+	// row's and its copies on the other servers): IDs must carry timestamps >= it.
 	FloorMs int64
 	// ReservedUntilMs is the confirmed reservation: never issue a timestamp >= it.
 	ReservedUntilMs int64
@@ -168,9 +169,12 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 	perServer := space / n // worker IDs s owns
 	residue := s.offset % n
 	tried := make(map[uint32]bool)
+	// The copies of s's reservations on the other servers: if s was restored
+	// from a backup, they are ahead of its rows, and they win.
+	copies := p.readCopies(ctx, s, req.Datacenter, space)
 
 	for i := 0; i < ticketTries && uint64(len(tried)) < perServer; i++ {
-		t, err := p.takeOn(ctx, s, p.raw64)
+		t, err := p.takeOn(ctx, s, p.raw64, false)
 		if err != nil {
 			return Lease{}, err
 		}
@@ -184,14 +188,14 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 			continue
 		}
 		tried[w] = true
-		l, err := p.claim(ctx, s, req, w)
+		l, err := p.claim(ctx, s, req, w, copies[w])
 		if !errors.Is(err, errNotFree) {
 			return l, err
 		}
 	}
 
 	// Tickets keep landing on held IDs: look at the table for the free ones.
-	free, err := p.freeWorkers(ctx, s, req, space)
+	free, err := p.freeWorkers(ctx, s, req, space, copies)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -204,7 +208,7 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 		}
 		tried[w] = true
 		claims++
-		l, err := p.claim(ctx, s, req, w)
+		l, err := p.claim(ctx, s, req, w, copies[w])
 		if !errors.Is(err, errNotFree) {
 			return l, err
 		}
@@ -214,8 +218,9 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 }
 
 // freeWorkers reads s's lease rows of the datacenter and returns a test for
-// "claimable": no row (never held), or expired with a reservation we accept.
-func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, space uint64) (func(uint32) bool, error) {
+// "claimable": no row (never held), or expired, with a reservation (the larger
+// of the row's and its copies') we accept.
+func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
 	db := s.pool()
 	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
@@ -230,9 +235,15 @@ func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, s
 	if err != nil {
 		return nil, p.leaseErr(ctx, s, db, "scanning worker_leases", err)
 	}
-	taken := make(map[uint32]bool, len(rows))
+	taken := make(map[uint32]bool, len(rows)+len(copies))
+	for w, c := range copies {
+		// A copy without a row: the row was lost with a restore.
+		if c-req.NowMs > req.MaxWaitMs {
+			taken[w] = true
+		}
+	}
 	for _, r := range rows {
-		if !r.Expired || r.Reserved-req.NowMs > req.MaxWaitMs {
+		if !r.Expired || max(r.Reserved, copies[r.Worker])-req.NowMs > req.MaxWaitMs {
 			taken[r.Worker] = true
 		}
 	}
@@ -240,8 +251,10 @@ func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, s
 }
 
 // claim takes worker w on s by compare-and-set on its row's version. Expiry is
-// judged by the database's clock alone: holders' clocks may disagree.
-func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint32) (Lease, error) {
+// judged by the database's clock alone: holders' clocks may disagree. The floor
+// is the larger of the row's reservation and copyMs, the largest copy of it on
+// the other servers (copies.go): a row restored from a backup may be behind.
+func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
 	db := s.pool()
 	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
@@ -266,10 +279,12 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 	if !row.Expired {
 		return Lease{}, fmt.Errorf("worker %d held by %q: %w", w, row.Holder, errNotFree)
 	}
-	if row.Reserved-req.NowMs > req.MaxWaitMs {
-		return Lease{}, fmt.Errorf("worker %d reserved until %d, %d ms ahead: %w", w, row.Reserved, row.Reserved-req.NowMs, errNotFree)
+	floor := max(row.Reserved, copyMs)
+	if floor-req.NowMs > req.MaxWaitMs {
+		return Lease{}, fmt.Errorf("worker %d reserved until %d (row %d, copy %d), %d ms ahead: %w",
+			w, floor, row.Reserved, copyMs, floor-req.NowMs, errNotFree)
 	}
-	reserved := max(req.NowMs, row.Reserved) + req.ReserveMs
+	reserved := max(req.NowMs, floor) + req.ReserveMs
 	res, err := db.ExecContext(actx,
 		`UPDATE worker_leases
 		    SET holder = ?, version = version + 1,
@@ -285,23 +300,28 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 		return Lease{}, fmt.Errorf("worker %d claimed by someone else first: %w", w, errNotFree)
 	}
 	s.ok(time.Since(begin))
-	return Lease{
+	l := Lease{
 		Server:          s.idx,
 		Datacenter:      req.Datacenter,
 		Worker:          w,
 		Holder:          req.Holder,
 		Version:         row.Version + 1,
-		FloorMs:         row.Reserved,
+		FloorMs:         floor,
 		ReservedUntilMs: reserved,
-	}, nil
+	}
+	p.writeCopies(ctx, l)
+	return l, nil
 }
 
 // RenewWorker extends the lease's liveness by ttl (database clock) and its
 // reservation to reserveUntilMs. The reservation never moves backwards: the
 // returned lease carries the larger of the old and the asked one, both of which
 // the database now holds. ErrLeaseLost if another holder or version owns the
-// row; a transport failure wraps ErrServerDown (the caller keeps issuing below
-// the reservation it already has, and fails over before reaching it).
+// row, or if the row holds less than l's confirmed reservation (it was restored
+// from a backup: its version may be one a later holder already moved past); a
+// transport failure wraps ErrServerDown (the caller keeps issuing below the
+// reservation it already has, and fails over before reaching it). The new
+// reservation is then copied to the other servers, best effort (copies.go).
 func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
 	if p.closed.Load() {
 		return l, ErrClosed
@@ -324,26 +344,34 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 		    SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
 		        reserved_until_ms = GREATEST(reserved_until_ms, ?),
 		        renewed_at = UTC_TIMESTAMP(3)
-		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?`,
-		ttl.Microseconds(), reserveUntilMs, l.Datacenter, l.Worker, l.Holder, l.Version)
+		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?
+		    AND reserved_until_ms >= ?`,
+		ttl.Microseconds(), reserveUntilMs, l.Datacenter, l.Worker, l.Holder, l.Version, l.ReservedUntilMs)
 	if err != nil {
 		return l, p.leaseErr(ctx, s, db, fmt.Sprintf("renewing worker %d", l.Worker), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return l, fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d",
-			ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version)
+		return l, lostErr(s, l)
 	}
 	s.ok(time.Since(begin))
 	l.ReservedUntilMs = max(l.ReservedUntilMs, reserveUntilMs)
+	p.writeCopies(ctx, l)
 	return l, nil
+}
+
+// lostErr: the lease row no longer matches l.
+func lostErr(s *server, l Lease) error {
+	return fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d with a reservation of at least %d (taken over, released, or its row restored from a backup)",
+		ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version, l.ReservedUntilMs)
 }
 
 // ReleaseWorker ends the lease now and records the last timestamp issued with
 // it. Its reservation becomes lastIssuedMs+1 (never below FloorMs, which another
 // holder may have used): it may drop below the old reservation because this
 // holder has stopped issuing, so the next holder need not wait for it. The
-// version is bumped so a late renewal cannot revive the lease. ErrLeaseLost if
-// the lease is no longer ours.
+// version is bumped so a late renewal cannot revive the lease, and the copies
+// on the other servers follow the row down (lowerCopies). ErrLeaseLost if the
+// lease is no longer ours (or its row was restored from a backup).
 func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
 	if p.closed.Load() {
 		return ErrClosed
@@ -366,16 +394,17 @@ func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) e
 		        reserved_until_ms = GREATEST(?, ?),
 		        last_issued_ms = ?,
 		        released_at = UTC_TIMESTAMP(3)
-		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?`,
-		lastIssuedMs+1, l.FloorMs, lastIssuedMs, l.Datacenter, l.Worker, l.Holder, l.Version)
+		  WHERE datacenter = ? AND worker = ? AND holder = ? AND version = ?
+		    AND reserved_until_ms >= ?`,
+		lastIssuedMs+1, l.FloorMs, lastIssuedMs, l.Datacenter, l.Worker, l.Holder, l.Version, l.ReservedUntilMs)
 	if err != nil {
 		return p.leaseErr(ctx, s, db, fmt.Sprintf("releasing worker %d", l.Worker), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d",
-			ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version)
+		return lostErr(s, l)
 	}
 	s.ok(time.Since(begin))
+	p.lowerCopies(ctx, l, max(lastIssuedMs+1, l.FloorMs))
 	return nil
 }
 

@@ -21,6 +21,9 @@ type Pair struct {
 	// raw64 is Tickets64 taken as it is: Ticket64, and the tickets behind leases.
 	raw64 *sequence
 	cat   catalog
+	// marks: the high-water marks of every table (highwater.go, rewind.go).
+	marks    markBook
+	checkNow chan struct{} // asks marksLoop for a counter check
 
 	// life is cancelled by Close. Background work (the prober, block prefetches)
 	// runs under it, never under a caller's context, because it outlives callers.
@@ -38,8 +41,10 @@ type Pair struct {
 // it would hand out tickets that collide with its peer's. An unreachable server
 // does not (it may be down for maintenance): it is left out of rotation and the
 // prober re-checks it every ProbeInterval. If no server is reachable, Open fails
-// with ErrNoServer. Open takes at most about two CallTimeouts (the check, then
-// the sequence catalog).
+// with ErrNoServer. Open takes at most about four CallTimeouts (the check, the
+// sequence catalog, the high-water marks, the counters). A server whose counter
+// is behind the marks its peers hold joins refused for that table (Health's
+// Rewound says so).
 func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -53,7 +58,10 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		life:    life,
 		stop:    stop,
 	}
+	p.marks.init()
+	p.checkNow = make(chan struct{}, 1)
 	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
+	p.raw64.marks = p.marks.table(p.raw64.info)
 	p.raw64.servers.Store(allServers(len(cfg.Servers)))
 	p.cat.init(len(cfg.Servers))
 	for i := range cfg.Servers {
@@ -101,17 +109,31 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
 	}
 	// The catalog before the rotation: a sequence routes only to servers that
-	// define it.
+	// define it. Then the counters, against the marks the servers hold for
+	// each other: a server restored from a backup joins refused for the
+	// tables it would repeat, before it can hand out a single ticket.
 	p.loadCatalogs(ctx, up)
-	for _, s := range up {
+	checked := p.checkRewinds(ctx, up)
+	joined := 0
+	for k, s := range up {
+		if err := checked[k]; err != nil && classify(err) == kindServer {
+			continue // lost between the checks: the prober brings it back
+		}
 		s.markUp()
+		joined++
+	}
+	if joined == 0 {
+		p.closePools()
+		stop()
+		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(checked...))
 	}
 	p.goBackground(p.probeLoop)
+	p.goBackground(p.marksLoop)
 	return p, nil
 }
 
-// Close stops the prober and any block prefetch, waits for them, and closes the
-// pools. Values fetched into memory and never handed out are burned, which costs
+// Close stops the prober and any block prefetch, writes the high-water marks
+// that grew one last time, waits for all of them, and closes the pools. Values fetched into memory and never handed out are burned, which costs
 // density, never uniqueness. Calls after Close fail with ErrClosed.
 func (p *Pair) Close() error {
 	p.bgMu.Lock()
@@ -152,6 +174,7 @@ func (p *Pair) Health() []ServerHealth {
 	h := make([]ServerHealth, len(p.servers))
 	for i, s := range p.servers {
 		h[i] = s.health()
+		h[i].Rewound = p.rewinds(i)
 	}
 	return h
 }
@@ -234,6 +257,11 @@ func (p *Pair) probe(s *server) {
 	// differently: its catalog is read before it serves any. (onEach bounds it
 	// by its own CallTimeout.)
 	if errs := p.loadCatalogs(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindServer {
+		return // unreachable again
+	}
+	// Restored while it was away? Its counters against the marks its peers
+	// hold, before it serves again.
+	if errs := p.checkRewinds(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindServer {
 		return // unreachable again
 	}
 	// A catalog it refuses to show (a missing grant) costs it its sequences, not

@@ -90,6 +90,7 @@ type sequence struct {
 	maxTicket uint64 // largest ticket whose first value is within limit
 	servers   atomic.Uint64
 	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
+	marks     *tableMarks   // high-water marks of its table, shared by sequences on one table
 	broken    atomic.Pointer[error]
 
 	mu      sync.Mutex
@@ -250,6 +251,7 @@ func (p *Pair) mergeLocked() {
 		wasBroken := q != nil && q.err() != nil
 		if q == nil {
 			q = newSequence(first)
+			q.marks = p.marks.table(first)
 		} else if mask != 0 && q.info != first {
 			differ = true
 			defs = append(defs, fmt.Sprintf("in use: table %s, %d bits, block size %d", q.info.Table, q.info.Bits, q.info.BlockSize))

@@ -33,6 +33,12 @@ type ServerHealth struct {
 	// on it failed.
 	Tickets  uint64
 	Failures uint64
+	// Rewound lists the ticket tables the server is refused for, because its
+	// counter is at or below the highest ticket it is known to have issued
+	// (restored from a backup, or its data lost). It stays Up for its other
+	// tables and for worker leases. Each entry carries the statement that
+	// fixes it; `ticketd repair` runs them.
+	Rewound []Rewind
 }
 
 // server is one member of the pair: its pool, its health and its identity. The
@@ -52,6 +58,9 @@ type server struct {
 	up     atomic.Bool
 	reopen atomic.Bool // the pool must be replaced before the next check
 	warned atomic.Bool // innodb_autoinc_lock_mode warning given
+	// marksWarned, checkWarned, copyWarned: a failure to write marks, read
+	// marks, or write reservation copies was logged; reset on success.
+	marksWarned, checkWarned, copyWarned atomic.Bool
 
 	tickets, failures, parity atomic.Uint64
 	latencyNs                 atomic.Int64

@@ -34,11 +34,13 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 // failure is being discovered.
 func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	var buf [MaxServers]*server
-	list := p.order(buf[:0], q.servers.Load()&^q.exhausted.Load())
+	// A server refused for this table (rewound) is not even asked: its next
+	// tickets would be refused too.
+	list := p.order(buf[:0], q.servers.Load()&^q.exhausted.Load()&^q.marks.rewound.Load())
 	var last error
 	statementOnly := true
 	for _, s := range list {
-		v, err := p.takeOn(ctx, s, q)
+		v, err := p.takeOn(ctx, s, q, true)
 		if err == nil {
 			return Ticket{Value: v, Server: s.idx}, nil
 		}
@@ -55,9 +57,14 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 		statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
 	}
 	mask := q.servers.Load()
+	rewound := q.marks.rewound.Load() & mask
 	switch {
 	case mask != 0 && q.exhausted.Load()&mask == mask:
 		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", ErrSequenceExhausted, q.info.Name, q.info.Bits)
+	case last == nil && rewound != 0:
+		// The servers that could serve are refused for this table: to the
+		// caller, an outage (retry later); to the DBA, a restore to fix.
+		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", ErrNoServer, q.info.Name, p.rewoundErr(q, rewound))
 	case last == nil:
 		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", ErrNoServer, q.info.Name)
 	case statementOnly:
@@ -69,11 +76,17 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 }
 
 // takeOn runs one REPLACE of q on s under one CallTimeout, retrying deadlocks,
-// and checks the ticket before anyone sees it.
-func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence) (uint64, error) {
+// and checks the ticket before anyone sees it: its parity, and (guard) that s
+// has not issued it before. Lease candidates are taken unguarded (see
+// rewind.go): a repeated candidate only proposes a worker ID again.
+func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (uint64, error) {
 	db := s.pool()
 	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
 	defer cancel()
+	// The highest ticket s is known to have issued for this table, loaded
+	// BEFORE the REPLACE is sent: every value in it came back from a REPLACE
+	// that had completed by now, so ours must return more (ticketRepeats).
+	before := q.marks.known[s.idx].Load()
 	begin := time.Now()
 	for attempt := 0; ; attempt++ {
 		res, err := db.ExecContext(actx, q.query)
@@ -117,6 +130,12 @@ func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence) (uint64, erro
 		if t%s.inc != s.offset%s.inc {
 			return 0, p.parityViolation(s, q, t)
 		}
+		if guard && ticketRepeats(t, before) {
+			return 0, p.rewoundTicket(s, q, t, before)
+		}
+		// Recorded only now that the REPLACE has returned: a ticket still in
+		// flight must never count as issued (see ticketRepeats).
+		q.marks.raise(s.idx, t)
 		if t > q.maxTicket {
 			return 0, p.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
 				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
