@@ -65,7 +65,8 @@ func createSequence(t testing.TB, servers []*mysqltest.Server, name, like string
 	for _, s := range servers {
 		s.Exec(t, fmt.Sprintf(`CREATE TABLE tickets.%s LIKE tickets.%s;
 INSERT INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('%s', '%s', %d, %d);
-GRANT SELECT, INSERT, DELETE ON tickets.%s TO ticketd_app;`, table, like, name, table, bits, block, table))
+GRANT SELECT, INSERT, DELETE ON tickets.%s TO ticketd_app;
+GRANT ALTER ON tickets.%s TO ticketd_admin;`, table, like, name, table, bits, block, table, table))
 	}
 }
 
@@ -123,7 +124,9 @@ func startPairFast(t testing.TB) *mysqltest.Pair {
 	for i := range servers {
 		servers[i] = mysqltest.Start(t, mysqltest.Options{Offset: i + 1, Increment: 2, ExtraArgs: extra})
 	}
-	// One account password for the pair, as StartPair does.
-	servers[1].Exec(t, "ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY '"+servers[0].AppPassword+"'")
-	return &mysqltest.Pair{Servers: servers, User: mysqltest.AppUser, Password: servers[0].AppPassword}
+	// One password per account for the pair, as StartPair does.
+	servers[1].Exec(t, "ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY '"+servers[0].AppPassword+"';"+
+		"ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY '"+servers[0].AdminPassword+"'")
+	return &mysqltest.Pair{Servers: servers, User: mysqltest.AppUser, Password: servers[0].AppPassword,
+		AdminUser: mysqltest.AdminUser, AdminPassword: servers[0].AdminPassword}
 }
