@@ -185,6 +185,9 @@ func (s *Server) writeBackendMetrics(w io.Writer) {
 	perServer("ticketd_ticket_server_parity_violations_total", "counter", func(i int) string { return fmt.Sprint(health[i].ParityViolations) })
 	perServer("ticketd_ticket_server_up", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Up)) })
 	perServer("ticketd_ticket_server_latency_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Latency.Seconds()) })
+	// How many ticket tables the server is refused for (rewound by a restore):
+	// 0 when healthy; /v1/status names them, with the fix.
+	perServer("ticketd_ticket_server_rewound", "gauge", func(i int) string { return fmt.Sprint(len(health[i].Rewound)) })
 }
 
 func b2f(b bool) float64 {

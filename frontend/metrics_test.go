@@ -3,6 +3,8 @@ package frontend
 import (
 	"strings"
 	"testing"
+
+	"ticketd/ticket"
 )
 
 // scrape returns /metrics as series → value.
@@ -95,6 +97,23 @@ func TestMetrics(t *testing.T) {
 	// The scrape itself is counted once it has been answered.
 	if got := scrape(t, h)[`ticketd_requests_total{endpoint="/metrics",code="200"}`]; got != "1" {
 		t.Errorf("/metrics 200 after one scrape: got %s, want 1", got)
+	}
+}
+
+// TestMetricsRewound: per server, the number of ticket tables it is refused
+// for; 0 for a healthy server, so the series is always there to alert on.
+func TestMetricsRewound(t *testing.T) {
+	tk := newFakeTickets()
+	tk.health[0].Rewound = []ticket.Rewind{{Table: "Tickets64"}, {Table: "Tickets32"}}
+	h := start(t, testConfig(), nil, tk)
+	m := scrape(t, h)
+	for series, v := range map[string]string{
+		`ticketd_ticket_server_rewound{server="1"}`: "2",
+		`ticketd_ticket_server_rewound{server="2"}`: "0",
+	} {
+		if got := m[series]; got != v {
+			t.Errorf("%s: got %q, want %s", series, got, v)
+		}
 	}
 }
 

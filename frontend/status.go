@@ -105,6 +105,17 @@ type serverAnswer struct {
 	Tickets          uint64  `json:"tickets"`
 	Failures         uint64  `json:"failures"`
 	ParityViolations uint64  `json:"parity_violations"`
+	// Rewound: the ticket tables this server is refused for, because its
+	// counter is at or below the highest ticket it already issued (restored
+	// from a backup?); [] when none. Counter and mark are strings, as IDs are.
+	Rewound []rewindAnswer `json:"rewound"`
+}
+
+type rewindAnswer struct {
+	Table   string `json:"table"`
+	Counter string `json:"counter"`
+	Mark    string `json:"mark"`
+	Fix     string `json:"fix"` // the statement that ends it; `ticketd repair` runs it
 }
 
 func fmtTime(t time.Time) string {
@@ -166,6 +177,11 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 			Tickets:          h.Tickets,
 			Failures:         h.Failures,
 			ParityViolations: h.ParityViolations,
+			Rewound:          make([]rewindAnswer, len(h.Rewound)),
+		}
+		for k, r := range h.Rewound {
+			a.TicketServers[i].Rewound[k] = rewindAnswer{Table: r.Table, Counter: strconv.FormatUint(r.Counter, 10),
+				Mark: strconv.FormatUint(r.Mark, 10), Fix: r.Fix}
 		}
 	}
 	writeJSON(ctx, a)

@@ -39,9 +39,9 @@ func TestStatus(t *testing.T) {
 		Renewals: 11, RenewFailures: 2, Switches: 1, Losses: 0, Acquires: 2,
 		Fallback: true, FallbackCeiling: "1000", Ready: true,
 		TicketServers: []serverAnswer{
-			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: 1.5, Tickets: 42, Failures: 1},
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: 1.5, Tickets: 42, Failures: 1, Rewound: []rewindAnswer{}},
 			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, LastError: "dial tcp: refused",
-				LastErrorAt: "2023-11-14T22:13:20.123Z", Tickets: 7, Failures: 5, ParityViolations: 2},
+				LastErrorAt: "2023-11-14T22:13:20.123Z", Tickets: 7, Failures: 5, ParityViolations: 2, Rewound: []rewindAnswer{}},
 		},
 	}
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
@@ -52,6 +52,34 @@ func TestStatus(t *testing.T) {
 		if !strings.Contains(r.body, key) {
 			t.Errorf("body lacks %s: %s", key, r.body)
 		}
+	}
+}
+
+// TestStatusRewound: a server refused for rewound tables lists each, with its
+// counter, mark (as strings, like IDs) and the statement that fixes it; a
+// healthy one shows an empty list, never null.
+func TestStatusRewound(t *testing.T) {
+	tk := newFakeTickets()
+	fix := "ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = 1001244"
+	tk.health[0].Rewound = []ticket.Rewind{
+		{Table: "Tickets64", Counter: 201, Mark: 1244, Fix: fix},
+		{Table: "seq_orders", Counter: 13, Mark: 18446744073709551557, Fix: "none: exhausted"},
+	}
+	h := start(t, testConfig(), nil, tk)
+	r := h.get(t, "/v1/status")
+	for _, want := range []string{
+		`"rewound":[{"table":"Tickets64","counter":"201","mark":"1244","fix":"ALTER TABLE tickets.` + "`Tickets64`" + ` AUTO_INCREMENT = 1001244"},` +
+			`{"table":"seq_orders","counter":"13","mark":"18446744073709551557","fix":"none: exhausted"}]`,
+		`"rewound":[]`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("/v1/status lacks %s:\n%s", want, r.body)
+		}
+	}
+	var got statusAnswer
+	r.json(t, &got)
+	if rw := got.TicketServers[0].Rewound; len(rw) != 2 || rw[0].Fix != fix || !got.TicketServers[0].Up {
+		t.Errorf("server 1: %+v", got.TicketServers[0])
 	}
 }
 
