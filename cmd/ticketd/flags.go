@@ -10,14 +10,22 @@ import (
 // envName is the environment variable that sets flag name: TICKETD_ and the
 // name in upper case with dashes as underscores (-call-timeout →
 // TICKETD_CALL_TIMEOUT).
-func envName(flagName string) string {
-	return "TICKETD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+func envName(flagName string) string { return envNameWith("TICKETD_", flagName) }
+
+// envNameWith is envName with another prefix (TICKETD_REPAIR_ for repair).
+func envNameWith(prefix, flagName string) string {
+	return prefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // applyEnv sets every flag not given on the command line from its environment
 // variable, if that is set. A bad value is a usage error naming the variable.
 // The command line wins over the environment, which wins over the default.
 func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	return applyEnvWith(fs, "TICKETD_", getenv)
+}
+
+// applyEnvWith is applyEnv for variables named prefix + the flag's name.
+func applyEnvWith(fs *flag.FlagSet, prefix string, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
@@ -25,7 +33,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		if err != nil || given[f.Name] {
 			return
 		}
-		name := envName(f.Name)
+		name := envNameWith(prefix, f.Name)
 		v := getenv(name)
 		if v == "" {
 			return

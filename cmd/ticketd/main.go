@@ -2,6 +2,7 @@
 //
 //	ticketd serve [flags]                           serve IDs over HTTP
 //	ticketd inspect [-layout L] [-epoch MS] ID...   decode IDs found in logs
+//	ticketd repair [-dry-run] [flags]               fix counters rewound by a restore
 //
 // main only wires: every subcommand lives in its own file and returns an
 // error; main prints it and exits once, with status 2 for bad usage and 1 for
@@ -55,6 +56,7 @@ const usage = `usage: ticketd <command> [flags] [args]
 commands:
   serve [flags]                           serve IDs over HTTP (see 'ticketd serve -h')
   inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line
+  repair [-dry-run] [flags]               after a restore: move rewound counters past their marks
 
 Run 'ticketd <command> -h' for a command's flags.
 `
@@ -69,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runServe(args[1:], stdout, stderr)
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
+	case "repair":
+		return runRepair(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"ticketd/ticket"
+)
+
+// repairOptions is everything `ticketd repair` can be told, by flag or by
+// TICKETD_REPAIR_* environment variable.
+type repairOptions struct {
+	servers      string
+	user         string
+	passwordFile string
+	password     string // from TICKETD_REPAIR_PASSWORD or the file; never a flag
+	margin       uint64
+	dryRun       bool
+	callTimeout  time.Duration
+}
+
+const repairUsage = `usage: ticketd repair [-servers A,B] [-user U] [-password-file F] [-margin N] [-dry-run]
+
+After a ticket server was restored from a backup (or lost its data), moves
+every counter that is at or below its high-water mark (kept on the OTHER
+server) to the mark plus a margin, with ALTER TABLE … AUTO_INCREMENT, and
+raises every lease row whose reservation is behind its copy on the other
+server. Prints one line per change, or "nothing to repair". Every server of
+the pair must be reachable. Safe to run at any time, with ticketd running.
+
+The account needs role ticketd_admin (schema.sql, "Accounts"); make db-up
+creates ticketd_repair with its password in var/repair.password. The password
+is never a flag: it comes from TICKETD_REPAIR_PASSWORD or -password-file.
+Every flag can also be set by TICKETD_REPAIR_ and its name in upper case,
+dashes as underscores (-dry-run → TICKETD_REPAIR_DRY_RUN).
+
+`
+
+func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (repairOptions, error) {
+	var o repairOptions
+	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, repairUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
+	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_REPAIR_PASSWORD is set)")
+	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a rewound counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",
+		ticket.DefaultMargin, ticket.DefaultMargin32))
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
+	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, errHelp
+		}
+		return o, errReported{2}
+	}
+	if fs.NArg() > 0 {
+		return o, usagef("repair: unexpected argument %q", fs.Arg(0))
+	}
+	if err := applyEnvWith(fs, "TICKETD_REPAIR_", getenv); err != nil {
+		return o, err
+	}
+	if o.password = getenv("TICKETD_REPAIR_PASSWORD"); o.password == "" {
+		pw, err := readSecret(o.passwordFile)
+		if err != nil {
+			return o, usagef("repair: no password: set TICKETD_REPAIR_PASSWORD or -password-file (%v)", err)
+		}
+		o.password = pw
+	}
+	return o, nil
+}
+
+// repairConfig turns options into the ticket package's Config, validated so a
+// bad value is a usage error naming the flag.
+func repairConfig(o repairOptions) (ticket.Config, error) {
+	cfg := ticket.DefaultConfig()
+	cfg.Servers = nil
+	for _, addr := range strings.Split(o.servers, ",") {
+		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
+	}
+	cfg.User, cfg.Password = o.user, o.password
+	cfg.CallTimeout = o.callTimeout
+	cfg.Margin = o.margin
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("repair: -servers/-user/-margin/-call-timeout: %v", err)
+	}
+	return cfg, nil
+}
+
+func runRepair(args []string, stdout, stderr io.Writer) error {
+	o, err := parseRepair(args, stderr, os.Getenv)
+	if err == errHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, err := repairConfig(o)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return repair(ctx, cfg, o.dryRun, stdout, stderr)
+}
+
+// repair runs ticket.Repair and reports: one line per change on stdout (what
+// was changed is printed even when something else failed), notes on stderr.
+func repair(ctx context.Context, cfg ticket.Config, dryRun bool, stdout, stderr io.Writer) error {
+	rep, err := ticket.Repair(ctx, cfg, dryRun)
+	for _, c := range rep.Changes {
+		switch {
+		case dryRun:
+			fmt.Fprintf(stdout, "%s (dry run: not changed)\n", c)
+		case c.Applied:
+			fmt.Fprintln(stdout, c)
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "ticketd repair: note: %s\n", n)
+	}
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	if len(rep.Changes) == 0 {
+		fmt.Fprintln(stdout, "nothing to repair")
+	}
+	return nil
+}
