@@ -118,9 +118,9 @@ idle_pct() {
 }
 if [ "$QUIET_WAIT" -gt 0 ]; then
 	deadline=$((SECONDS + QUIET_WAIT))
-	while idle=$(idle_pct 3) && [ "$idle" -lt 85 ] && [ "$SECONDS" -lt "$deadline" ]; do
-		say "CPUs only $idle % idle: waiting for a quiet machine (up to $((deadline - SECONDS)) s more)"
-		sleep 12
+	while idle=$(idle_pct 10) && [ "$idle" -lt 85 ] && [ "$SECONDS" -lt "$deadline" ]; do
+		say "CPUs only $idle % idle over 10 s: waiting for a quiet machine (up to $((deadline - SECONDS)) s more)"
+		sleep 5
 	done
 fi
 {
@@ -148,7 +148,7 @@ TOOL=$BIN/benchtool
 
 # --- generator, in process ---------------------------------------------------
 say "generator benchmarks (ticketd, bwmarrin/snowflake, sony/sonyflake)"
-(cd "$BENCH" && "$GO" test ./gen -run '^$' -bench . -benchtime "$GEN_TIME" -count 1) | tee "$RAW/gen.txt" |
+(cd "$BENCH" && "$GO" test ./gen -run '^$' -bench . -benchtime "$GEN_TIME" -count 3) | tee "$RAW/gen.txt" |
 	grep -E '^Benchmark' || true
 grep -q '^ok' "$RAW/gen.txt" || die "generator benchmarks failed (see $RAW/gen.txt)"
 
