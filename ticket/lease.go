@@ -126,7 +126,14 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 	if req.Server >= 0 {
 		s := p.servers[req.Server]
 		if !s.up.Load() {
-			return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s)", ErrServerDown, s.name, s.health().LastError)
+			// This is a failover: the caller's lease is running out and s is the
+			// way on. Out of rotation may mean one slow ticket call, so check s
+			// now as the prober would for a lease (reachable, the settings of its
+			// place) instead of refusing until the prober's next round. The
+			// prober alone brings s back into rotation.
+			if err := p.recheck(ctx, s); err != nil {
+				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", ErrServerDown, s.name, s.health().LastError, err)
+			}
 		}
 		list = []*server{s}
 	} else {
@@ -160,6 +167,18 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 	default:
 		return Lease{}, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(failed...))
 	}
+}
+
+// recheck runs the prober's check on a server out of rotation: reachable, and
+// with the increment and offset of its place. A server whose sessions wait to
+// be replaced after a parity violation is left to the prober.
+func (p *Pair) recheck(ctx context.Context, s *server) error {
+	if s.reopen.Load() {
+		return errors.New("its sessions are to be replaced after a parity violation")
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	return s.check(cctx, s.pool())
 }
 
 // acquireOn tries to claim a worker ID of s's parity on s.

@@ -1,0 +1,45 @@
+package ticket
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+)
+
+// TestFailoverAcquireOutOfRotation: a failover lease (AcquireRequest.Server
+// >= 0) on a server that one failed call took out of rotation, and that
+// answers again, is granted at once rather than refused until the prober's
+// next round. Found by make chaos: a /v1/tickets REPLACE slower than the call
+// timeout took the only healthy server out of rotation just as the lease
+// owner was frozen, and every switch was refused until the fence was reached
+// (503s on /v1/id). A server that still does not answer is refused.
+func TestFailoverAcquireOutOfRotation(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	// No prober round during the test: only the failover path can help.
+	p := openPair(t, mp, func(c *Config) { c.ProbeInterval = time.Minute })
+
+	mp.Servers[1].Freeze(t)
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("frozen", 5, 1)); !errors.Is(err, ErrServerDown) {
+		t.Fatalf("AcquireWorker on a frozen server = %v, want ErrServerDown", err)
+	}
+	mp.Servers[1].Resume(t)
+	if p.Health()[1].Up {
+		t.Fatal("server 2 still in rotation after a failed call")
+	}
+
+	l, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("failover", 5, 1))
+	if err != nil {
+		t.Fatalf("failover AcquireWorker on server 2, out of rotation but answering: %v", err)
+	}
+	if l.Server != 1 {
+		t.Fatalf("lease %+v, want it from server 2", l)
+	}
+	checkOwner(t, l)
+
+	mp.Servers[1].Kill(t)
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("killed", 5, 1)); !errors.Is(err, ErrServerDown) {
+		t.Fatalf("AcquireWorker on a killed server = %v, want ErrServerDown", err)
+	}
+}
