@@ -24,7 +24,8 @@
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
-#                   before measuring (others may share the machine)  [0]
+#                   before measuring, and up to 120 s more before each endpoint
+#                   (others may share the machine; the wait is not measured)  [0]
 # With the defaults the whole run takes about 5 minutes on a 2-core machine.
 set -euo pipefail
 
@@ -116,13 +117,17 @@ idle_pct() {
 	b=$(awk '/^cpu / {print $5+$6, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat)
 	awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.0f", 100 * (y[1] - x[1]) / (y[2] - x[2])}'
 }
-if [ "$QUIET_WAIT" -gt 0 ]; then
-	deadline=$((SECONDS + QUIET_WAIT))
+# wait_quiet SECONDS: with BENCH_QUIET_WAIT set, wait up to SECONDS for the
+# CPUs to be 85 % idle over 10 s. Used before the run and before each pair.
+wait_quiet() {
+	[ "$QUIET_WAIT" -gt 0 ] || return 0
+	local deadline=$((SECONDS + $1)) idle
 	while idle=$(idle_pct 10) && [ "$idle" -lt 85 ] && [ "$SECONDS" -lt "$deadline" ]; do
 		say "CPUs only $idle % idle over 10 s: waiting for a quiet machine (up to $((deadline - SECONDS)) s more)"
 		sleep 5
 	done
-fi
+}
+wait_quiet "$QUIET_WAIT"
 {
 	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -205,8 +210,10 @@ B=http://127.0.0.1:$BARE_PORT
 # --- load ----------------------------------------------------------------------
 # CPU time of everything this script runs, in clock ticks: ticketd, the bare
 # server and the ticket servers while they live, plus the children it has
-# waited for (wrk, the raw client). The rest of the machine's busy time during
-# the runs is other people's: the report gives it as a measure of noise.
+# waited for (wrk, the raw client). The rest of the processes' busy time during
+# the runs is other people's, and so is steal (the hypervisor running other
+# guests): the report gives both as a measure of noise. Interrupt time is left
+# out of both (loopback networking is mostly ours).
 ticks_of() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk -v f="$2" '{split(f, i, ","); t = 0; for (k in i) t += $i[k]; print t}' || echo 0; }
 our_ticks() {
 	local t pid n
@@ -217,9 +224,11 @@ our_ticks() {
 	done
 	echo "$t"
 }
-cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
-read -r BUSY0 TOTAL0 <<<"$(cpu_ticks)"
-OURS0=$(our_ticks)
+# cpu_ticks: time the CPUs spent in processes (user, nice, system), stolen by
+# the hypervisor for other guests (steal), and in all.
+cpu_ticks() { awk '/^cpu / {print $2+$3+$4, $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+# Summed over the measured runs only (not warm-ups, not waits for quiet).
+BUSY=0 STEAL=0 TOTAL=0 OURS=0
 # run LABEL TARGET ROUND N URL|raw: one measured (ROUND > 0) or warm-up (ROUND 0)
 # run; measured ones append "label=… target=… round=… n=… <RESULT fields>" to
 # http.txt. N is how many IDs or tickets one request carries.
@@ -227,6 +236,9 @@ run() {
 	local label=$1 target=$2 round=$3 n=$4 url=$5 d=$DURATION log line
 	[ "$round" = 0 ] && d=$WARMUP
 	log=$RAW/run-$label-$target-$round.txt
+	local b0 s0 t0 o0 b1 s1 t1 o1
+	read -r b0 s0 t0 <<<"$(cpu_ticks)"
+	o0=$(our_ticks)
 	if [ "$url" = raw ]; then
 		"$TOOL" raw -servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" -password-file "$DBVAR/ticketd.password" \
 			-table seq_bench_b1 -c "$CONNS" -d "${d}s" >"$log" 2>&1 || {
@@ -240,15 +252,22 @@ run() {
 		}
 	fi
 	[ "$round" = 0 ] && return
+	read -r b1 s1 t1 <<<"$(cpu_ticks)"
+	o1=$(our_ticks)
+	BUSY=$((BUSY + b1 - b0)) STEAL=$((STEAL + s1 - s0)) TOTAL=$((TOTAL + t1 - t0)) OURS=$((OURS + o1 - o0))
 	line=$(grep '^RESULT ' "$log") || die "no RESULT line in $log"
-	echo "label=$label target=$target round=$round n=$n ${line#RESULT }" >>"$RAW/http.txt"
+	local others steal
+	others=$(awk -v b=$((b1 - b0)) -v o=$((o1 - o0)) -v t=$((t1 - t0)) 'BEGIN {x = t > 0 ? 100 * (b - o) / t : 0; printf "%.1f", x < 0 ? 0 : x}')
+	steal=$(awk -v s=$((s1 - s0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.1f", (t > 0 ? 100 * s / t : 0)}')
+	echo "label=$label target=$target round=$round n=$n ${line#RESULT } others_cpu_pct=$others steal_pct=$steal" >>"$RAW/http.txt"
 	printf 'bench:   %-14s %-8s round %d: %s\n' "$label" "$target" "$round" \
-		"$(awk '{for(i=1;i<=NF;i++){split($i,a,"=");v[a[1]]=a[2]} printf "%.0f req/s, p50 %d us, p99 %d us, errors %d, non-2xx %d", v["requests"]/(v["duration_us"]/1e6), v["p50_us"], v["p99_us"], v["errors"], v["non2xx"]}' <<<"${line#RESULT }")"
+		"$(awk '{for(i=1;i<=NF;i++){split($i,a,"=");v[a[1]]=a[2]} printf "%.0f req/s, p50 %d us, p99 %d us, errors %d, non-2xx %d", v["requests"]/(v["duration_us"]/1e6), v["p50_us"], v["p99_us"], v["errors"], v["non2xx"]}' <<<"${line#RESULT }"), others $others % CPU, steal $steal %"
 }
 
 # pair LABEL N A_TARGET A_URL B_TARGET B_URL: warm both up, then A B A B…
 pair() {
 	local label=$1 n=$2 at=$3 au=$4 bt=$5 bu=$6 r
+	wait_quiet 120
 	say "$label: $at vs $bt, $ROUNDS × (${DURATION}s + ${DURATION}s), wrk -t$THREADS -c$CONNS"
 	run "$label" "$at" 0 "$n" "$au"
 	run "$label" "$bt" 0 "$n" "$bu"
@@ -271,14 +290,12 @@ hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 	echo "bare_vmhwm_kb $(hwm "$BARE_PID")"
 } >"$RAW/rss.txt"
 kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RAW/ticketd.log)"
-read -r BUSY1 TOTAL1 <<<"$(cpu_ticks)"
-OURS1=$(our_ticks)
 {
 	echo "load_after $(load1)"
-	awk -v b=$((BUSY1 - BUSY0)) -v o=$((OURS1 - OURS0)) -v t=$((TOTAL1 - TOTAL0)) \
-		'BEGIN {x = 100 * (b - o) / t; if (x < 0) x = 0; printf "others_cpu_pct %.1f\n", x}'
+	awk -v b="$BUSY" -v o="$OURS" -v s="$STEAL" -v t="$TOTAL" \
+		'BEGIN {x = 100 * (b - o) / t; if (x < 0) x = 0; printf "others_cpu_pct %.1f\nsteal_pct %.1f\n", x, 100 * s / t}'
 } >>"$RAW/meta.txt"
-say "other processes used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs during the HTTP runs"
+say "during the measured HTTP runs, other processes used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
 
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"

@@ -362,8 +362,10 @@ func runReport(args []string) error {
 			met++
 		}
 	}
-	if o, err := strconv.ParseFloat(meta["others_cpu_pct"], 64); err == nil {
-		s.add("others_cpu_pct", o)
+	for _, k := range []string{"others_cpu_pct", "steal_pct"} {
+		if v, err := strconv.ParseFloat(meta[k], 64); err == nil {
+			s.add(k, v)
+		}
 	}
 	s.add("targets_met", float64(met))
 	s.add("targets_total", float64(len(targets)))
@@ -376,13 +378,16 @@ func runReport(args []string) error {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# ticketd benchmark\n\n")
 	w("%s, %s cores (%s), Go %s, %s, MariaDB %s, commit %s. Before the run the CPUs were %s %% idle (over 3 s; load average %s). "+
-		"During the HTTP runs, processes other than the benchmark's used **%s %%** of the CPUs (busy time in /proc/stat less the CPU time of ticketd, "+
-		"the servers, wrk and the raw client).\n\n",
+		"During the measured HTTP runs, processes other than the benchmark's used **%s %%** of the CPUs (user and system time in /proc/stat less "+
+		"the CPU time of ticketd, the servers, wrk and the raw client) and the hypervisor stole **%s %%** for other guests.\n\n",
 		meta["date"], meta["cores"], meta["cpu"], strings.TrimPrefix(meta["go"], "go"), "wrk "+meta["wrk"], meta["mariadb"], meta["commit"],
-		meta["idle_before_pct"], meta["load_before"], meta["others_cpu_pct"])
-	if o, err := strconv.ParseFloat(meta["others_cpu_pct"], 64); err == nil && o > 10 {
-		w("> **The machine was busy**: other processes took %.0f %% of the CPUs while the HTTP runs went on. "+
-			"Ratios measured A B A B still compare like with like, but absolute figures and p99s are noisy; run again on a quiet machine.\n\n", o)
+		meta["idle_before_pct"], meta["load_before"], meta["others_cpu_pct"], meta["steal_pct"])
+	others, _ := strconv.ParseFloat(meta["others_cpu_pct"], 64)
+	steal, _ := strconv.ParseFloat(meta["steal_pct"], 64)
+	if others+steal > 10 {
+		w("> **The machine was busy**: other processes and other guests took %.0f %% of the CPUs while the HTTP runs went on. "+
+			"Ratios measured A B A B still compare like with like, but absolute figures and p99s are noisy, and `/v1/ids` loses "+
+			"whole milliseconds of its 4096-per-ms budget whenever ticketd is off the CPU; run again on a quiet machine.\n\n", others+steal)
 	}
 	w("HTTP: `wrk -t%s -c%s`, %s s per run after a %s s warm-up, %s rounds per endpoint alternating yardstick and ticketd "+
 		"(A B A B …) so the machine's drift cancels. Requests/s: all rounds' requests over all rounds' time; p50, p99: the median of the rounds'; "+
