@@ -27,7 +27,7 @@ func main() {
 func run() int {
 	var cfg chaos.Config
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.DurationVar(&cfg.Duration, "duration", 3*time.Minute, "length of the fault schedule (one full round always runs)")
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Minute, "how long the load runs, faults included (one full round of faults always runs)")
 	fs.IntVar(&cfg.Clients, "clients", 4, "/v1/id clients per ticketd process (plus one /v1/ids and one /v1/tickets client each)")
 	fs.IntVar(&cfg.Rate, "rate", chaos.DefaultRate, "requests per second of each /v1/id client (negative: as fast as answers come)")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for targets, junk and batch sizes (0: from the clock; printed)")

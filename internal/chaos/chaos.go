@@ -29,8 +29,8 @@ const DefaultRate = 1000
 
 // Config of a run. Zero values are defaults.
 type Config struct {
-	// Duration of the fault schedule (default 3 minutes). The load runs
-	// through it; one full round of faults always runs, however short.
+	// Duration of the load (default 3 minutes), faults included: rounds of
+	// faults run while one fits. One full round always runs, however short.
 	Duration time.Duration
 	// Clients: /v1/id clients per ticketd process, each on its own
 	// keep-alive connection (default 4). Each process also gets one /v1/ids

@@ -40,9 +40,6 @@ type instance struct {
 	// doomAt is when the harness began to stop or kill it (Unix ns, 0: never):
 	// set before the signal is sent.
 	doomAt atomic.Int64
-	// expectExit: the process may exit by itself without that being a fault
-	// (a start that is allowed to be refused).
-	expectExit atomic.Bool
 
 	clients sync.WaitGroup
 
@@ -242,7 +239,6 @@ func (r *run) start(role string, offset time.Duration, extra ...string) (*instan
 		if !in.exited() {
 			r.stop(in, true)
 		}
-		in.expectExit.Store(true)
 		if attempt < 3 && strings.Contains(readFile(in.logPath), "address already in use") {
 			continue
 		}

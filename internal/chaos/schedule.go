@@ -64,6 +64,8 @@ func (r *run) schedule() error {
 	for n := 0; ; n++ {
 		for _, st := range round {
 			if n > 0 && time.Since(r.t0)+st.cost(r.tm) > r.cfg.Duration {
+				// No room for another fault: the load runs to the end.
+				r.sleep(time.Until(r.t0.Add(r.cfg.Duration)))
 				return nil
 			}
 			if r.ctx.Err() != nil {
