@@ -295,7 +295,7 @@ kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RA
 	awk -v b="$BUSY" -v o="$OURS" -v s="$STEAL" -v t="$TOTAL" \
 		'BEGIN {x = 100 * (b - o) / t; if (x < 0) x = 0; printf "others_cpu_pct %.1f\nsteal_pct %.1f\n", x, 100 * s / t}'
 } >>"$RAW/meta.txt"
-say "during the measured HTTP runs, other processes used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
+say "during the measured HTTP runs, other processes (and kernel threads) used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
 
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"

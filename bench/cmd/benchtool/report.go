@@ -378,8 +378,9 @@ func runReport(args []string) error {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# ticketd benchmark\n\n")
 	w("%s, %s cores (%s), Go %s, %s, MariaDB %s, commit %s. Before the run the CPUs were %s %% idle (over 3 s; load average %s). "+
-		"During the measured HTTP runs, processes other than the benchmark's used **%s %%** of the CPUs (user and system time in /proc/stat less "+
-		"the CPU time of ticketd, the servers, wrk and the raw client) and the hypervisor stole **%s %%** for other guests.\n\n",
+		"During the measured HTTP runs, **%s %%** of the CPUs' time went to processes other than the benchmark's (user and system time in /proc/stat "+
+		"less the CPU time of ticketd, the servers, wrk and the raw client: other people's work, and kernel threads, some of them ours) "+
+		"and the hypervisor stole **%s %%** for other guests.\n\n",
 		meta["date"], meta["cores"], meta["cpu"], strings.TrimPrefix(meta["go"], "go"), "wrk "+meta["wrk"], meta["mariadb"], meta["commit"],
 		meta["idle_before_pct"], meta["load_before"], meta["others_cpu_pct"], meta["steal_pct"])
 	others, _ := strconv.ParseFloat(meta["others_cpu_pct"], 64)
