@@ -13,7 +13,7 @@
 #      by a Go client straight to the pair, at the same concurrency;
 #   5. ticketd's peak RSS (VmHWM) under that load;
 #   6. stops everything it started and writes $OUT/report.md, summary.txt and
-#      bench.png (raw measurements in $OUT/raw).
+#      bench.png (raw measurements and logs in $OUT/raw).
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT       output folder                          [bench/out]
@@ -305,6 +305,9 @@ stop_pid "bare server" "$BARE_PID"
 BARE_PID=
 dbsh down >>"$RAW/db.log" 2>&1 || true
 DB_STARTED=
+# Keep the servers' error logs, not their data (about 100 MB).
+for n in 1 2; do cp "$DBVAR/db$n/error.log" "$RAW/mariadb$n.error.log" 2>/dev/null || true; done
+rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
