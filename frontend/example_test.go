@@ -33,6 +33,7 @@ func (i *issuer) Status() worker.Status {
 // noTickets is a stand-in for *ticket.Pair with no server reachable.
 type noTickets struct{}
 
+func (noTickets) TryNextN(string, []uint64) (int, bool)                { return 0, false }
 func (noTickets) NextN(context.Context, string, []uint64) (int, error) { return 0, ticket.ErrNoServer }
 func (noTickets) Ticket64(context.Context) (ticket.Ticket, error) {
 	return ticket.Ticket{}, ticket.ErrNoServer

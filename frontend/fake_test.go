@@ -93,6 +93,8 @@ type fakeTickets struct {
 	health   []ticket.ServerHealth
 	deadline time.Duration // time left on the last call's ctx
 	calls    int
+	// inMemory: values of "cached" TryNextN may hand out without I/O.
+	inMemory int
 }
 
 func newFakeTickets() *fakeTickets {
@@ -164,6 +166,23 @@ func (f *fakeTickets) NextN(ctx context.Context, name string, dst []uint64) (int
 	}
 	f.seqs[name] = v
 	return len(dst), nil
+}
+
+// TryNextN serves the sequence "cached" from its inMemory values, as a block
+// sequence with a block in memory would; anything else asks for NextN.
+func (f *fakeTickets) TryNextN(name string, dst []uint64) (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if name != "cached" || f.inMemory < len(dst) {
+		return 0, false
+	}
+	v := f.seqs[name]
+	for i := range dst {
+		v++
+		dst[i] = v
+	}
+	f.seqs[name], f.inMemory = v, f.inMemory-len(dst)
+	return len(dst), true
 }
 
 func (f *fakeTickets) Ticket64(ctx context.Context) (ticket.Ticket, error) {

@@ -24,8 +24,10 @@ type IDs interface {
 }
 
 // Tickets is what the API needs of the ticket servers (*ticket.Pair). Calls
-// must honour ctx's deadline.
+// must honour ctx's deadline. TryNextN serves values already in memory, with no
+// I/O and no context, or reports false and takes nothing.
 type Tickets interface {
+	TryNextN(name string, dst []uint64) (int, bool)
 	NextN(ctx context.Context, name string, dst []uint64) (int, error)
 	Ticket64(ctx context.Context) (ticket.Ticket, error)
 	Health() []ticket.ServerHealth

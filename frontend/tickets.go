@@ -30,11 +30,16 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
 		b.vals = make([]uint64, n)
 	}
 	vals := b.vals[:n]
-	// One deadline for the whole batch, from the server's lifetime context:
-	// a frozen ticket server costs the caller at most RequestTimeout.
-	cctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
-	got, err := s.tickets.NextN(cctx, name, vals)
-	cancel()
+	got, err := n, error(nil)
+	if _, ok := s.tickets.TryNextN(name, vals); !ok {
+		// Values that need a ticket server get one deadline for the whole
+		// batch, from the server's lifetime context: a frozen ticket server
+		// costs the caller at most RequestTimeout. Values already in memory
+		// skip it: a deadline context costs more than they do.
+		cctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+		got, err = s.tickets.NextN(cctx, name, vals)
+		cancel()
+	}
 	if err == nil && got != n {
 		err = fmt.Errorf("%w: got %d of %d values", errShort, got, n)
 	}

@@ -120,3 +120,37 @@ func TestTicketsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestTicketsFromMemory: values a block sequence holds in memory are served
+// without a ticket-server call (no deadline context); when memory runs short
+// the request goes to the ticket servers.
+func TestTicketsFromMemory(t *testing.T) {
+	h := start(t, testConfig(), nil, nil)
+	h.tickets.mu.Lock()
+	h.tickets.seqs["cached"] = 500
+	h.tickets.inMemory = 5
+	h.tickets.block = true // a call to the ticket servers would hang until its deadline
+	h.tickets.mu.Unlock()
+
+	r := h.get(t, "/v1/tickets/cached?n=3")
+	if r.status != 200 || r.body != "501\n502\n503\n" {
+		t.Fatalf("from memory: got %d %q, want 200 \"501\\n502\\n503\\n\"", r.status, r.body)
+	}
+	h.tickets.mu.Lock()
+	calls := h.tickets.calls
+	h.tickets.mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("ticket-server calls = %d, want 0", calls)
+	}
+
+	r = h.get(t, "/v1/tickets/cached?n=3") // only 2 left in memory
+	if r.status != 503 {
+		t.Fatalf("past memory with servers frozen: got %d %q, want 503", r.status, r.body)
+	}
+	h.tickets.mu.Lock()
+	calls = h.tickets.calls
+	h.tickets.mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("ticket-server calls = %d, want 1", calls)
+	}
+}

@@ -337,24 +337,10 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 	n := 0
 	for {
 		q.mu.Lock()
-		if q.cur.remaining() == 0 && q.hasNext {
-			q.cur, q.hasNext = q.next, false
-		}
-		for n < len(dst) && q.cur.next < q.cur.end {
-			dst[n] = q.cur.next
-			q.cur.next++
-			n++
-		}
-		if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
-			p.startFetch(q)
-		}
+		n += p.drainLocked(q, dst[n:])
 		if n == len(dst) {
 			q.mu.Unlock()
 			return n, nil
-		}
-		if q.hasNext {
-			q.mu.Unlock()
-			continue
 		}
 		f := q.fetch
 		q.mu.Unlock()
@@ -370,6 +356,56 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.info.Name, ctx.Err())
 		}
 	}
+}
+
+// drainLocked moves values from the blocks in memory into dst, switching to
+// the prefetched block when the current one runs out, and starts the next
+// fetch once the current block is down to half. Called with q.mu held.
+func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
+	n := 0
+	for n < len(dst) {
+		if q.cur.remaining() == 0 {
+			if !q.hasNext {
+				break
+			}
+			q.cur, q.hasNext = q.next, false
+		}
+		for n < len(dst) && q.cur.next < q.cur.end {
+			dst[n] = q.cur.next
+			q.cur.next++
+			n++
+		}
+	}
+	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
+		p.startFetch(q)
+	}
+	return n
+}
+
+// TryNextN fills dst from the blocks already in memory, without I/O, and
+// reports whether it could: false (and nothing taken) for a sequence of block
+// size 1, one not yet looked up or broken, or when the blocks in memory hold
+// fewer than len(dst) values. The caller then uses NextN. It exists for the
+// HTTP hot path, where a deadline context per request costs more than the
+// values themselves.
+func (p *Pair) TryNextN(name string, dst []uint64) (int, bool) {
+	if len(dst) == 0 || p.closed.Load() {
+		return 0, false
+	}
+	q := p.cat.get(name)
+	if q == nil || q.info.BlockSize == 1 || q.servers.Load() == 0 || q.err() != nil {
+		return 0, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	avail := q.cur.remaining()
+	if q.hasNext {
+		avail += q.next.remaining()
+	}
+	if avail < uint64(len(dst)) {
+		return 0, false
+	}
+	return p.drainLocked(q, dst), true
 }
 
 // startFetch starts the sequence's one block fetch. Called with q.mu held. The
