@@ -173,17 +173,23 @@ type statusDoc struct {
 	Server int    `json:"-"`
 }
 
-func (d *daemon) status() statusDoc {
+// getJSON decodes the JSON answer of GET path into v.
+func (d *daemon) getJSON(path string, v any) {
 	d.t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/v1/status")
+	resp, err := http.Get("http://" + d.addr + path)
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var s statusDoc
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		d.t.Fatalf("decoding /v1/status: %v", err)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		d.t.Fatalf("decoding %s: %v", path, err)
 	}
+}
+
+func (d *daemon) status() statusDoc {
+	d.t.Helper()
+	var s statusDoc
+	d.getJSON("/v1/status", &s)
 	if s.Lease == nil {
 		d.t.Fatalf("/v1/status shows no lease")
 	}

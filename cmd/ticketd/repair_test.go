@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -244,15 +243,8 @@ type rewoundDoc struct {
 
 func (d *daemon) rewound() rewoundDoc {
 	d.t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/v1/status")
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var doc rewoundDoc
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		d.t.Fatal(err)
-	}
+	d.getJSON("/v1/status", &doc)
 	return doc
 }
 

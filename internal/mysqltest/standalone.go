@@ -3,7 +3,6 @@ package mysqltest
 import (
 	"errors"
 	"os"
-	"sync"
 )
 
 // NewPair starts a pair as StartPair does, for a program that is not a test
@@ -19,17 +18,7 @@ func NewPair() (*Pair, error) {
 		}
 		p.Servers[i] = s
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, s := range p.Servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.boot()
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := bootBoth(p.Servers); err != nil {
 		p.Close()
 		return nil, err
 	}
