@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The two local ticket servers: start, stop, show.
 #
+#   scripts/db.sh install  install MariaDB (server, client) with apt-get if missing
 #   scripts/db.sh up       install MariaDB if missing, start both servers, load
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
@@ -257,11 +258,12 @@ cmd_status() {
 }
 
 case "${1:-}" in
+install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 *)
-	echo "usage: $0 up|down|status   (env: VAR, DB1_PORT, DB2_PORT)" >&2
+	echo "usage: $0 install|up|down|status   (env: VAR, DB1_PORT, DB2_PORT)" >&2
 	exit 2
 	;;
 esac
