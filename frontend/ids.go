@@ -177,20 +177,12 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
 	out := b.out[:0]
 	if q.json {
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
-		out = append(out, `{"ids":[`...)
-		for i, id := range ids {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = appendQuotedInt(out, id)
-		}
-		out = append(out, "]}\n"...)
+		out = append(out, `{"ids":`...)
+		out = appendValues(out, ids, true)
+		out = append(out, "}\n"...)
 	} else {
 		ctx.Response.Header.SetContentTypeBytes(ctText)
-		for _, id := range ids {
-			out = strconv.AppendInt(out, id, 10)
-			out = append(out, '\n')
-		}
+		out = appendValues(out, ids, false)
 	}
 	ctx.SetBody(out) // copies: the pooled buffer is ours again at once
 	b.out = out

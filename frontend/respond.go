@@ -95,8 +95,25 @@ func appendQuotedInt(dst []byte, v int64) []byte {
 	return append(dst, '"')
 }
 
-func appendQuotedUint(dst []byte, v uint64) []byte {
-	dst = append(dst, '"')
-	dst = strconv.AppendUint(dst, v, 10)
-	return append(dst, '"')
+// appendValues writes a batch of IDs or tickets: a JSON array of decimal
+// strings (JavaScript loses integers above 2^53), or one number per line.
+// Values are never negative, so both kinds print through AppendUint.
+func appendValues[T int64 | uint64](dst []byte, vals []T, json bool) []byte {
+	if !json {
+		for _, v := range vals {
+			dst = strconv.AppendUint(dst, uint64(v), 10)
+			dst = append(dst, '\n')
+		}
+		return dst
+	}
+	dst = append(dst, '[')
+	for i, v := range vals {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = strconv.AppendUint(dst, uint64(v), 10)
+		dst = append(dst, '"')
+	}
+	return append(dst, ']')
 }

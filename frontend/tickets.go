@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -52,20 +51,12 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
 		out = append(out, `{"sequence":`...)
 		out = appendJSONString(out, name)
-		out = append(out, `,"tickets":[`...)
-		for i, v := range vals {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = appendQuotedUint(out, v)
-		}
-		out = append(out, "]}\n"...)
+		out = append(out, `,"tickets":`...)
+		out = appendValues(out, vals, true)
+		out = append(out, "}\n"...)
 	} else {
 		ctx.Response.Header.SetContentTypeBytes(ctText)
-		for _, v := range vals {
-			out = strconv.AppendUint(out, v, 10)
-			out = append(out, '\n')
-		}
+		out = appendValues(out, vals, false)
 	}
 	ctx.SetBody(out)
 	b.out = out
