@@ -343,29 +343,32 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 // openAtStart opens the ticket pair, trying again until ctx's deadline while
 // no server answers (a server that answers wrongly fails at once).
 func openAtStart(ctx context.Context, cfg ticket.Config) (*ticket.Pair, error) {
-	for {
-		pair, err := ticket.Open(ctx, cfg)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, ticket.ErrNoServer) {
-			return pair, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	var pair *ticket.Pair
+	err := retryAtStart(ctx, func() (err error) {
+		pair, err = ticket.Open(ctx, cfg)
+		return err
+	}, func(err error) bool { return errors.Is(err, ticket.ErrNoServer) })
+	return pair, err
 }
 
-// acquireAtStart tries to lease a worker ID until ctx's deadline. Giving up,
-// it names the last refusal (every worker ID held, …), not only the deadline.
+// acquireAtStart tries to lease a worker ID until ctx's deadline.
 func acquireAtStart(ctx context.Context, k *worker.Keeper) error {
+	return retryAtStart(ctx, func() error { return k.Acquire(ctx, -1) }, func(error) bool { return true })
+}
+
+// retryAtStart calls try every 200 ms until it succeeds, fails with an error
+// retry refuses, or ctx ends. Giving up at the deadline, it names the last
+// refusal (no server answered, every worker ID held, …), not only the deadline.
+func retryAtStart(ctx context.Context, try func() error, retry func(error) bool) error {
 	var last error
 	for {
-		err := k.Acquire(ctx, -1)
-		if err == nil {
+		err := try()
+		switch {
+		case err == nil:
 			return nil
-		}
-		if ctx.Err() == nil {
+		case ctx.Err() == nil && !retry(err):
+			return err
+		case ctx.Err() == nil:
 			last = err
 			select {
 			case <-ctx.Done():
