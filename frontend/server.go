@@ -83,9 +83,20 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s := &Server{cfg: cfg, ids: ids, tickets: tickets, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(s)
-	s.hs = &fasthttp.Server{
-		Handler:            s.serveHTTP,
-		ErrorHandler:       s.errorHandler,
+	s.hs = HTTPServer(cfg, s.serveHTTP)
+	s.hs.ErrorHandler = s.errorHandler
+	s.hs.ConnState = s.connState
+	s.hs.Logger = fasthttpLogger{s.log}
+	return s, nil
+}
+
+// HTTPServer returns a fasthttp.Server with the settings New gives ticketd's
+// API (limits, buffer sizes, timeouts), serving h. make bench's bare server is
+// built with it, so "the machine's HTTP limit" is measured with ticketd's
+// settings. New adds its error answers, connection tracking and logger.
+func HTTPServer(cfg Config, h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:            h,
 		Name:               "ticketd",
 		Concurrency:        cfg.MaxConns,
 		ReadBufferSize:     cfg.MaxHeaderBytes,
@@ -97,14 +108,11 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 		DisablePreParseMultipartForm: true,
 		// Tell keep-alive clients during Shutdown to go elsewhere.
 		CloseOnShutdown: true,
-		ConnState:       s.connState,
 		// fasthttp's worker-pool cleaner sleeps this long between rounds and
 		// sees Shutdown only when it wakes: the default 10 s would leave a
 		// goroutine behind that long. Idle workers are cheap to restart.
 		MaxIdleWorkerDuration: workerIdle,
-		Logger:                fasthttpLogger{s.log},
 	}
-	return s, nil
 }
 
 // Handler returns the whole API (routing, panic recovery, metrics) without a

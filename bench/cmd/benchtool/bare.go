@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,45 +28,16 @@ func bareHandler(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(bareBody)
 }
 
-// bareServer returns a fasthttp.Server with the settings frontend.New gives
-// ticketd's (frontend/server.go). frontend does not export them, so they are
-// mirrored here field by field from frontend.DefaultConfig(); keep the two in
-// step. Only the handler differs.
+// bareServer returns a fasthttp.Server with ticketd's settings
+// (frontend.HTTPServer); only the handler differs.
 func bareServer() *fasthttp.Server {
-	cfg := frontend.DefaultConfig()
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	return &fasthttp.Server{
-		Handler: bareHandler,
-		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-			ctx.SetStatusCode(fasthttp.StatusBadRequest)
-			ctx.SetBodyString(`{"error":"malformed request"}` + "\n")
-		},
-		Name:                         "ticketd",
-		Concurrency:                  cfg.MaxConns,
-		ReadBufferSize:               cfg.MaxHeaderBytes,
-		ReadTimeout:                  cfg.ReadTimeout,
-		WriteTimeout:                 cfg.WriteTimeout,
-		IdleTimeout:                  cfg.IdleTimeout,
-		MaxRequestBodySize:           4 << 10, // frontend's maxRequestBody
-		DisablePreParseMultipartForm: true,
-		CloseOnShutdown:              true,
-		// frontend tracks connections the same way, for a forced shutdown.
-		ConnState: func(c net.Conn, st fasthttp.ConnState) {
-			switch st {
-			case fasthttp.StateNew:
-				mu.Lock()
-				conns[c] = struct{}{}
-				mu.Unlock()
-			case fasthttp.StateClosed, fasthttp.StateHijacked:
-				mu.Lock()
-				delete(conns, c)
-				mu.Unlock()
-			}
-		},
-		MaxIdleWorkerDuration: time.Second, // frontend's workerIdle
-		Logger:                log.New(os.Stderr, "bare: fasthttp: ", log.LstdFlags),
+	srv := frontend.HTTPServer(frontend.DefaultConfig(), bareHandler)
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+		ctx.SetStatusCode(fasthttp.StatusBadRequest)
+		ctx.SetBodyString(`{"error":"malformed request"}` + "\n")
 	}
+	srv.Logger = log.New(os.Stderr, "bare: fasthttp: ", log.LstdFlags)
+	return srv
 }
 
 func runBare(args []string) error {
