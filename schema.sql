@@ -6,7 +6,7 @@
 --
 -- Loading it again is safe: every statement is IF NOT EXISTS or otherwise idempotent,
 -- and no row a running deployment wrote is touched. The file holds no password; the
--- account's password is set separately (see "Accounts" at the end, and the README).
+-- account's password is set separately (see "Accounts" at the end, and docs/dba.md).
 --
 -- What makes the pair unique is NOT in this file but in my.cnf: server 1 runs with
 -- auto_increment_increment=2, auto_increment_offset=1 (odd tickets), server 2 with

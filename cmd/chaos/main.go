@@ -35,7 +35,7 @@ func run() int {
 	fs.StringVar(&cfg.Ticketd, "ticketd", "", "ticketd binary (default: build ./cmd/ticketd into -out)")
 	fs.BoolVar(&cfg.Short, "short", false, "compressed timings: one round in about 45 s (the version inside make test)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: chaos [flags]\n\nticketd's failure suite: see internal/chaos and the README's Reliability section.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: chaos [flags]\n\nticketd's failure suite: see internal/chaos and docs/reliability.md.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
