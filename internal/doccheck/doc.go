@@ -1,0 +1,28 @@
+// Package doccheck keeps ticketd's documentation honest: its tests read
+// README.md and docs/*.md and fail when a link, a path, a flag, a metric or a
+// runnable example no longer matches the repository and the running program.
+//
+// The package holds the Markdown reading and the output comparison; the
+// checks themselves are its tests (go test ./internal/doccheck). Under
+// go test -short only the checks that need neither MariaDB nor a build run
+// (links, paths, block syntax, the README's length); the full run builds
+// ticketd, starts a real pair of ticket servers and runs every example marked
+// runnable. docs/design.md ("Keeping the docs honest") describes the
+// conventions a doc follows.
+//
+// # Runnable blocks
+//
+// A fenced code block is runnable when the line before it (blank lines
+// aside) is one of
+//
+//	<!-- runnable -->
+//	<!-- runnable: exact -->
+//
+// A runnable console block holds commands, each on a line starting with
+// "$ " (a line ending in a backslash continues on the next), each followed
+// by the output it prints, stdout and stderr together. A runnable sql block
+// is run as root on both ticket servers and must succeed. Output is compared
+// after digit runs are replaced by one placeholder (IDs, times, ports and
+// worker IDs differ on every run), or by JSON shape when the documented output
+// is JSON; "exact" compares it verbatim.
+package doccheck

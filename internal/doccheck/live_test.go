@@ -1,0 +1,493 @@
+package doccheck
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+)
+
+// TestDocsAgainstTicketd checks the docs against the real program: the flags
+// of the binary built from this repository, and, on a real pair of ticket
+// servers with ticketd running as `make run` runs it, the metrics it exports,
+// the status it answers, and every runnable example.
+func TestDocsAgainstTicketd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds ticketd and starts MariaDB: runs in make test, not under -short")
+	}
+	root, all := docs(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is missing, and the docs' examples use it: apt-get install curl (make test and .ci/run install it)")
+	}
+
+	// A folder laid out like the repository after `make db-up build`:
+	// bin/ticketd, var/ticketd.password, var/repair.password.
+	work := t.TempDir()
+	bin := filepath.Join(work, "bin", "ticketd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/ticketd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
+	}
+	usage := map[string]map[string]Flag{}
+	for _, cmd := range []string{"serve", "inspect", "repair"} {
+		out, err := exec.Command(bin, cmd, "-h").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
+		}
+		if usage[cmd], err = ParseUsage(string(out)); err != nil {
+			t.Fatalf("ticketd %s -h: %v", cmd, err)
+		}
+	}
+	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
+	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
+
+	pair := mysqltest.StartPair(t)
+	if err := os.MkdirAll(filepath.Join(work, "var"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, pw := range map[string]string{"ticketd.password": pair.Password, "repair.password": pair.AdminPassword} {
+		if err := os.WriteFile(filepath.Join(work, "var", name), []byte(pw+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers := [2]string{pair.Servers[0].Addr(), pair.Servers[1].Addr()}
+	addr := startTicketd(t, work, bin, servers)
+
+	t.Run("metrics", func(t *testing.T) { checkMetrics(t, root, all, addr) })
+	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, "docs/api.md"), addr) })
+	t.Run("runnable", func(t *testing.T) {
+		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
+		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1])
+		ran := 0
+		for _, d := range all {
+			for _, b := range d.Blocks {
+				switch {
+				case b.Mode == "":
+				case b.Lang == "sql":
+					ran++
+					sql := strings.Join(b.Body, "\n")
+					for i, s := range pair.Servers {
+						if out, err := s.Run(sql); err != nil {
+							t.Errorf("%s:%d: on server %d: %v\n%s", d.Path, b.Line, i+1, err, out)
+						}
+					}
+				default:
+					ran++
+					runConsole(t, d.Path, b, work, env, rewrite)
+				}
+			}
+		}
+		if ran == 0 {
+			t.Error("no runnable block found")
+		}
+	})
+}
+
+// cleanEnv is this process's environment without TICKETD_ variables, which
+// would change what a documented command does.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TICKETD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startTicketd runs `ticketd serve` in work as `make run` does (the password
+// from var/ticketd.password, every other flag at its default) on a free port
+// and the given servers, waits until /readyz answers 200, and stops it with
+// SIGTERM at the end of the test, expecting a clean exit.
+func startTicketd(t *testing.T, work, bin string, servers [2]string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "serve", "-listen", addr, "-servers", servers[0]+","+servers[1])
+	cmd.Dir = work
+	cmd.Env = cleanEnv()
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("ticketd did not stop cleanly on SIGTERM: %v\n%s", err, logs)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("ticketd still running 20 s after SIGTERM\n%s", logs)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("ticketd exited at start: %v\n%s", err, logs)
+		default:
+		}
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ticketd not ready within 30 s\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling /readyz, bounded by the deadline above
+	}
+}
+
+// runConsole runs the commands of one console block, in one bash, from work,
+// and compares each one's output with the documented one.
+func runConsole(t *testing.T, doc string, b Block, work string, env []string, rewrite *strings.Replacer) {
+	t.Helper()
+	steps, err := b.Steps()
+	if err != nil {
+		t.Errorf("%s:%d: %v", doc, b.Line, err)
+		return
+	}
+	outDir := t.TempDir()
+	var script strings.Builder
+	script.WriteString("set +e\n")
+	for i, s := range steps {
+		// Braces, not a subshell: a cd or a variable carries over to the next
+		// command, as in a terminal; so does the exit status ($?).
+		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1 </dev/null\n__rc=$?; (exit $__rc)\n", rewrite.Replace(s.Cmd), filepath.Join(outDir, strconv.Itoa(i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	cmd.Dir = work
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil && ctx.Err() != nil {
+		t.Errorf("%s:%d: the block did not finish within a minute: %v\n%s", doc, b.Line, err, out)
+		return
+	}
+	for i, s := range steps {
+		got, err := os.ReadFile(filepath.Join(outDir, strconv.Itoa(i)))
+		if err != nil {
+			t.Errorf("%s:%d: `%s` did not run: %v", doc, s.Line, s.Cmd, err)
+			continue
+		}
+		if err := Compare(s.Want, string(got), b.Mode == "exact"); err != nil {
+			t.Errorf("%s:%d: `%s`: %v\nthe docs say:\n%s\nit printed:\n%s", doc, s.Line, s.Cmd, err, s.Want, got)
+		}
+	}
+}
+
+// flagTableRE is a row of the configuration table: | `-name` | `default` | …
+var flagTableRE = regexp.MustCompile("^\\|\\s*`-([a-z][a-z0-9-]*)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
+
+// checkFlagTable: the configuration table lists every flag of `ticketd
+// serve -h`, no other, each with the default the binary has.
+func checkFlagTable(t *testing.T, ops *Doc, serve map[string]Flag) {
+	if ops == nil {
+		t.Fatal("docs/operations.md is missing")
+	}
+	seen := map[string]bool{}
+	for i, line := range ops.Lines {
+		m := flagTableRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name, doc := m[1], m[2]
+		if seen[name] {
+			t.Errorf("docs/operations.md:%d: -%s is in the table twice", i+1, name)
+		}
+		seen[name] = true
+		f, ok := serve[name]
+		if !ok {
+			t.Errorf("docs/operations.md:%d: -%s is not a flag of ticketd serve", i+1, name)
+			continue
+		}
+		if err := sameDefault(f, doc); err != nil {
+			t.Errorf("docs/operations.md:%d: -%s: %v", i+1, name, err)
+		}
+	}
+	var missing []string
+	for name := range serve {
+		if !seen[name] {
+			missing = append(missing, "-"+name)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("docs/operations.md: the configuration table lacks %s (ticketd serve -h has them)", strings.Join(missing, ", "))
+	}
+}
+
+// sameDefault compares a documented default with the one -h printed, as
+// values of the flag's type (1m is 1m0s).
+func sameDefault(f Flag, doc string) error {
+	printed := f.Default
+	var same bool
+	switch f.Type {
+	case "duration":
+		if printed == "" {
+			printed = "0s"
+		}
+		a, err1 := time.ParseDuration(doc)
+		b, err2 := time.ParseDuration(printed)
+		same = err1 == nil && err2 == nil && a == b
+	case "int", "uint":
+		if printed == "" {
+			printed = "0"
+		}
+		a, err1 := strconv.ParseInt(doc, 10, 64)
+		b, err2 := strconv.ParseInt(printed, 10, 64)
+		same = err1 == nil && err2 == nil && a == b
+	case "bool":
+		if printed == "" {
+			printed = "false"
+		}
+		same = doc == printed
+	default:
+		same = doc == printed
+	}
+	if !same {
+		return fmt.Errorf("documented default %q, ticketd's is %q", doc, printed)
+	}
+	return nil
+}
+
+var (
+	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair)\b([^|;&#\x60]*)`)
+	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
+	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
+)
+
+// checkFlagMentions: a flag written alone as code is a flag of some ticketd
+// command; a flag after `ticketd serve|inspect|repair` is one of that
+// command; a TICKETD_ variable is one ticketd reads.
+func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Flag) {
+	known := map[string]bool{"h": true}
+	for _, flags := range usage {
+		for name := range flags {
+			known[name] = true
+		}
+	}
+	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true}
+	for name := range usage["serve"] {
+		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["repair"] {
+		env["TICKETD_REPAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	mentions := 0
+	for _, d := range all {
+		for _, s := range d.Spans {
+			if !spanFlagRE.MatchString(s.Text) {
+				continue
+			}
+			for _, m := range flagTokenRE.FindAllStringSubmatch(s.Text, -1) {
+				mentions++
+				if !known[m[1]] {
+					t.Errorf("%s:%d: `%s`: -%s is no flag of ticketd serve, inspect or repair", d.Path, s.Line, s.Text, m[1])
+				}
+			}
+		}
+		for i, line := range d.Lines {
+			for _, m := range cmdLineRE.FindAllStringSubmatch(line, -1) {
+				for _, f := range flagTokenRE.FindAllStringSubmatch(m[2], -1) {
+					mentions++
+					if _, ok := usage[m[1]][f[1]]; !ok && f[1] != "h" {
+						t.Errorf("%s:%d: ticketd %s has no flag -%s", d.Path, i+1, m[1], f[1])
+					}
+				}
+			}
+			for _, v := range envRE.FindAllString(line, -1) {
+				if strings.HasSuffix(v, "_") { // a prefix: TICKETD_ and the flag's name
+					continue
+				}
+				mentions++
+				if !env[v] {
+					t.Errorf("%s:%d: ticketd reads no variable %s", d.Path, i+1, v)
+				}
+			}
+		}
+	}
+	if mentions == 0 {
+		t.Error("no flag found in the docs: the check is reading nothing")
+	}
+}
+
+var metricRE = regexp.MustCompile(`\bticketd_[a-z0-9_]+`)
+
+// checkMetrics: every ticketd_ metric the docs name is one ticketd exports,
+// and the table of docs/api.md lists every series it exports. Names defined
+// in schema.sql and scripts/db.sh (roles and accounts) are not metrics.
+func checkMetrics(t *testing.T, root string, all []*Doc, addr string) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	exported := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		exported[name] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(exported) == 0 {
+		t.Fatal("/metrics exported nothing")
+	}
+	notMetrics := map[string]bool{}
+	for _, f := range []string{"schema.sql", "scripts/db.sh"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range metricRE.FindAllString(string(b), -1) {
+			notMetrics[n] = true
+		}
+	}
+	for _, d := range all {
+		for _, s := range d.Spans {
+			for _, n := range metricRE.FindAllString(s.Text, -1) {
+				if !notMetrics[n] && !exported[n] {
+					t.Errorf("%s:%d: `%s`: ticketd exports no metric %s", d.Path, s.Line, s.Text, n)
+				}
+			}
+		}
+	}
+	api := byPath(all, "docs/api.md")
+	if api == nil {
+		t.Fatal("docs/api.md is missing")
+	}
+	tableRE := regexp.MustCompile("^\\|\\s*`(ticketd_[a-z0-9_]+)")
+	listed := map[string]bool{}
+	for _, line := range api.Lines {
+		if m := tableRE.FindStringSubmatch(line); m != nil {
+			listed[m[1]] = true
+		}
+	}
+	var missing []string
+	for n := range exported {
+		if !listed[n] {
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("docs/api.md: the metrics table lacks %s (GET /metrics has them)", strings.Join(missing, ", "))
+	}
+}
+
+// checkStatusFields: every field of the live /v1/status answer is explained
+// in docs/api.md, as `name` or `….name`.
+func checkStatusFields(t *testing.T, api *Doc, addr string) {
+	if api == nil {
+		t.Fatal("docs/api.md is missing")
+	}
+	resp, err := http.Get("http://" + addr + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var status any
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	// The names in the first column of the field table under "Status".
+	documented := map[string]bool{}
+	in := false
+	for _, line := range api.Lines {
+		if strings.HasPrefix(line, "## ") {
+			in = strings.HasPrefix(line, "## Status")
+		}
+		cells := strings.Split(line, "|")
+		if !in || len(cells) < 3 {
+			continue
+		}
+		for _, m := range spanRE.FindAllStringSubmatch(cells[1], -1) {
+			f := m[1]
+			if i := strings.LastIndex(f, "."); i >= 0 {
+				f = f[i+1:]
+			}
+			documented[strings.TrimSuffix(f, "[]")] = true
+		}
+	}
+	if len(documented) == 0 {
+		t.Fatal(`docs/api.md: no field table under "## Status"`)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if !documented[k] {
+					t.Errorf("docs/api.md: /v1/status field %s%s is not explained", path, k)
+				}
+				walk(path+k+".", e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(path, e)
+			}
+		}
+	}
+	walk("", status)
+}
