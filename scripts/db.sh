@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two local ticket servers: start, stop, show.
 #
-#   scripts/db.sh install  install MariaDB (server, client) with apt-get if missing
+#   scripts/db.sh install  install MariaDB (server, client) and curl with apt-get if
+#                          missing (curl: the examples in README.md and docs/ use it)
 #   scripts/db.sh up       install MariaDB if missing, start both servers, load
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
@@ -73,7 +74,22 @@ sql() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# ensure_curl installs curl when missing and we may: the docs' examples use it,
+# and make test runs them (internal/doccheck). Without root it only says so.
+ensure_curl() {
+	command -v curl >/dev/null && return
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		say "curl is missing: the examples in README.md and docs/ use it (sudo apt-get install curl)"
+		return
+	fi
+	say "installing curl with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed"
+	apt-get install -y -qq --no-install-recommends curl >/dev/null || die "apt-get install curl failed"
+}
+
 ensure_installed() {
+	ensure_curl
 	if find_mariadbd >/dev/null && command -v mariadb >/dev/null && command -v mariadb-install-db >/dev/null; then
 		return
 	fi
