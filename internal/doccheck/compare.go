@@ -97,7 +97,14 @@ func shape(path string, w, g any) error {
 		if len(missing)+len(extra) > 0 {
 			sort.Strings(missing)
 			sort.Strings(extra)
-			return fmt.Errorf("%s: keys documented but not answered: %v; answered but not documented: %v", path, missing, extra)
+			var why []string
+			if len(missing) > 0 {
+				why = append(why, fmt.Sprintf("documented but not answered: %s", strings.Join(missing, ", ")))
+			}
+			if len(extra) > 0 {
+				why = append(why, fmt.Sprintf("answered but not documented: %s", strings.Join(extra, ", ")))
+			}
+			return fmt.Errorf("%s: keys %s", path, strings.Join(why, "; "))
 		}
 		keys := make([]string, 0, len(w))
 		for k := range w {
