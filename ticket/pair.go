@@ -132,6 +132,11 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	return p, nil
 }
 
+// CallTimeout returns the bound of one attempt on one server: Config.CallTimeout
+// with the default filled in. (worker.Keeper derives its lease-operation
+// timeout from it.)
+func (p *Pair) CallTimeout() time.Duration { return p.cfg.CallTimeout }
+
 // Close stops the prober and any block prefetch, writes the high-water marks
 // that grew one last time, waits for all of them, and closes the pools. Values fetched into memory and never handed out are burned, which costs
 // density, never uniqueness. Calls after Close fail with ErrClosed.

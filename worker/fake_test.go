@@ -105,6 +105,9 @@ func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64
 	return l, nil
 }
 
+// CallTimeout is ticket's default: Config.LeaseOpTimeout derives from it.
+func (m *memLeaser) CallTimeout() time.Duration { return ticket.DefaultCallTimeout }
+
 func (m *memLeaser) ReleaseWorker(ctx context.Context, l ticket.Lease, last int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -25,6 +25,9 @@ type Leaser interface {
 	AcquireWorker(ctx context.Context, req ticket.AcquireRequest) (ticket.Lease, error)
 	RenewWorker(ctx context.Context, l ticket.Lease, reserveUntilMs int64, ttl time.Duration) (ticket.Lease, error)
 	ReleaseWorker(ctx context.Context, l ticket.Lease, lastIssuedMs int64) error
+	// CallTimeout bounds one attempt on one server (ticket.Config.CallTimeout).
+	// Config.LeaseOpTimeout is derived from it and must be at least it.
+	CallTimeout() time.Duration
 }
 
 // Keeper holds a worker lease and the generator that issues IDs with it. Next
@@ -53,20 +56,35 @@ type Keeper struct {
 	renewals, renewFailures, switches, losses, acquires atomic.Uint64
 }
 
-// New returns a Keeper that holds no lease yet: call Acquire, then Run.
+// New returns a Keeper that holds no lease yet: call Acquire, then Run. Zero
+// fields of cfg take the defaults documented on Config.
 func New(cfg Config, leaser Leaser) (*Keeper, error) {
+	if leaser == nil {
+		return nil, fmt.Errorf("%w: nil Leaser", ErrInvalidConfig)
+	}
+	callTimeout := leaser.CallTimeout()
+	cfg = cfg.withDefaults(callTimeout)
+	if cfg.Holder == "" {
+		cfg.Holder = DefaultHolder()
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = snowflake.SystemClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkLeaser(callTimeout); err != nil {
 		return nil, err
 	}
 	return &Keeper{cfg: cfg, leaser: leaser, log: cfg.Logger, lastMs: cfg.FloorMs - 1,
 		stopLoop: make(chan struct{}), loopDone: make(chan struct{})}, nil
 }
+
+// Config returns the configuration in use, defaults filled in.
+func (k *Keeper) Config() Config { return k.cfg }
 
 // switchRetries bounds how often Next retries on a generator that was stopped
 // by a switch. A switch replaces the generator within microseconds.
@@ -126,7 +144,7 @@ func (k *Keeper) Acquire(ctx context.Context, server int) error {
 }
 
 func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
-	ctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseOpTimeout)
 	defer cancel()
 	l, err := k.leaser.AcquireWorker(ctx, ticket.AcquireRequest{
 		Datacenter: k.cfg.Datacenter,
@@ -135,7 +153,7 @@ func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
 		TTL:        k.cfg.TTL,
 		NowMs:      k.nowMs(),
 		ReserveMs:  k.cfg.Reserve.Milliseconds(),
-		MaxWaitMs:  k.cfg.MaxWait.Milliseconds(),
+		MaxWaitMs:  k.cfg.maxWaitMs(),
 		Server:     server,
 	})
 	if err != nil {
@@ -190,7 +208,7 @@ func (k *Keeper) installLocked(l ticket.Lease) error {
 }
 
 func (k *Keeper) releaseQuietly(l ticket.Lease, lastMs int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.LeaseOpTimeout)
 	defer cancel()
 	if err := k.leaser.ReleaseWorker(ctx, l, lastMs); err != nil {
 		k.log.Warn("could not release worker lease; it expires by itself", "worker", l.Worker, "server", l.Server+1, "err", err)
@@ -237,7 +255,7 @@ func (k *Keeper) tick() {
 		return
 	}
 	g := k.gen.Load()
-	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.LeaseOpTimeout)
 	l, err := k.leaser.RenewWorker(ctx, k.lease, g.Now()+k.cfg.Reserve.Milliseconds(), k.cfg.TTL)
 	cancel()
 	switch {

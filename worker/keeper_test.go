@@ -77,14 +77,18 @@ func TestConfigValidate(t *testing.T) {
 			c.Layout = snowflake.Layout{TimeBits: 42, DatacenterBits: 10, WorkerBits: 0, SequenceBits: 11}
 		}, "no worker bits"},
 		{"datacenter too big", func(c *Config) { c.Datacenter = 32 }, "datacenter 32"},
-		{"no holder", func(c *Config) { c.Holder = "" }, "holder"},
+		{"long holder", func(c *Config) { c.Holder = strings.Repeat("h", 256) }, "holder"},
 		{"ttl too short", func(c *Config) { c.TTL = 10 * time.Millisecond }, "lease TTL"},
 		{"renew too slow", func(c *Config) { c.RenewEvery = 5 * time.Second }, "renew period"},
 		{"reserve too short", func(c *Config) { c.Reserve = 3 * time.Second }, "reserve"},
 		{"headroom too small", func(c *Config) { c.SwitchHeadroom = 3 * time.Second }, "switch headroom"},
 		{"headroom beyond reserve", func(c *Config) { c.SwitchHeadroom = time.Minute }, "switch headroom"},
-		{"call timeout", func(c *Config) { c.CallTimeout = 0 }, "call timeout"},
-		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{} }, "bad layout"},
+		{"lease op timeout negative", func(c *Config) { c.LeaseOpTimeout = -time.Second }, "lease operation timeout"},
+		{"lease op timeout beyond 5 renewals", func(c *Config) { c.LeaseOpTimeout = 11 * time.Second }, "lease operation timeout"},
+		{"lease op timeout eats the headroom", func(c *Config) { c.LeaseOpTimeout = 10 * time.Second }, "switch headroom"},
+		{"negative max wait", func(c *Config) { c.MaxWait = -time.Second }, "max wait"},
+		{"max wait beyond reserve", func(c *Config) { c.MaxWait = 2 * time.Minute }, "max wait"},
+		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{TimeBits: 1} }, "bad layout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +99,60 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ErrInvalidConfig mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestZeroConfig: every zero field is its documented default, Config{} is
+// DefaultConfig, and LeaseOpTimeout follows the Leaser's call timeout.
+func TestZeroConfig(t *testing.T) {
+	want := Config{
+		Layout: snowflake.DefaultLayout(), Servers: 2, TTL: 10 * time.Second, RenewEvery: 2 * time.Second,
+		Reserve: time.Minute, SwitchHeadroom: 20 * time.Second, MaxWait: 5 * time.Second,
+		LeaseOpTimeout: LeaseAttempts * ticket.DefaultCallTimeout,
+	}
+	if got := DefaultConfig(); got != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("Config{}.Validate() = %v, want nil", err)
+	}
+	k, err := New(Config{}, newMemLeaser(5))
+	if err != nil {
+		t.Fatalf("New(Config{}): %v", err)
+	}
+	got := k.Config()
+	if got.Holder == "" || got.Clock == nil || got.Logger == nil {
+		t.Fatalf("New(Config{}) runs with holder %q, clock %v, logger %v; want all set", got.Holder, got.Clock, got.Logger)
+	}
+	got.Holder, got.Clock, got.Logger = "", nil, nil
+	if got != want {
+		t.Fatalf("New(Config{}) runs with %+v, want %+v", got, want)
+	}
+	// Derived defaults follow what they derive from.
+	c := Config{TTL: 30 * time.Second, Reserve: 90 * time.Second}.withDefaults(200 * time.Millisecond)
+	if c.RenewEvery != 6*time.Second || c.SwitchHeadroom != 30*time.Second || c.LeaseOpTimeout != 800*time.Millisecond {
+		t.Fatalf("derived: renew %s, headroom %s, lease op timeout %s; want TTL/5 = 6s, Reserve/3 = 30s, 4 × 200ms",
+			c.RenewEvery, c.SwitchHeadroom, c.LeaseOpTimeout)
+	}
+	if got := (Config{MaxWait: NoMaxWait}).withDefaults(time.Second).maxWaitMs(); got != 0 {
+		t.Fatalf("NoMaxWait sends MaxWaitMs %d, want 0", got)
+	}
+}
+
+// TestLeaseOpTimeoutAgainstLeaser: New refuses a lease operation timeout that
+// cannot fit one call of the Leaser.
+func TestLeaseOpTimeoutAgainstLeaser(t *testing.T) {
+	cfg := testConfig(nil)
+	cfg.LeaseOpTimeout = ticket.DefaultCallTimeout - time.Millisecond
+	if _, err := New(cfg, newMemLeaser(5)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "call timeout") {
+		t.Fatalf("New with LeaseOpTimeout below the Leaser's CallTimeout = %v, want ErrInvalidConfig", err)
+	}
+	cfg.LeaseOpTimeout = ticket.DefaultCallTimeout
+	if _, err := New(cfg, newMemLeaser(5)); err != nil {
+		t.Fatalf("New with LeaseOpTimeout = CallTimeout: %v", err)
+	}
+	if _, err := New(cfg, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New with a nil Leaser = %v, want ErrInvalidConfig", err)
 	}
 }
 
