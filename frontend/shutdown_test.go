@@ -12,9 +12,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"ticketd/internal/leaktest"
 )
 
-// goroutines waits up to 5 s for the number of goroutines to drop to at most
+// goroutinesSettle waits up to 5 s for the number of goroutines to drop to at most
 // want, and reports the stacks of the extra ones if it does not.
 func goroutinesSettle(t *testing.T, want int) {
 	t.Helper()
@@ -88,7 +90,9 @@ func warmUp(t *testing.T) int {
 	}
 	l.servedWithin(t, 5*time.Second)
 	l.client.CloseIdleConnections()
-	time.Sleep(100 * time.Millisecond)
+	if err := leaktest.Wait(5*time.Second, serverGoroutines...); err != nil {
+		t.Fatal(err)
+	}
 	return runtime.NumGoroutine()
 }
 

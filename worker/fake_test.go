@@ -19,9 +19,15 @@ type memLeaser struct {
 	released []ticket.Lease
 	lastRel  []int64
 	version  uint64
-	// renewGate, when set, holds every RenewWorker until it is closed, as a
-	// frozen server would.
+	// renewGate, when set, holds every RenewWorker until it is closed or the
+	// call's ctx ends, as a frozen server would (ticket.Pair honours ctx).
+	// With ignoreCtx, only closing the gate lets it go: a Leaser that
+	// misbehaves.
 	renewGate chan struct{}
+	ignoreCtx bool
+	// renewing, when set, receives a value (without blocking) each time a
+	// RenewWorker begins, before the gate.
+	renewing chan struct{}
 }
 
 type memRow struct {
@@ -86,10 +92,24 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 
 func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64, ttl time.Duration) (ticket.Lease, error) {
 	m.mu.Lock()
-	gate := m.renewGate
+	gate, ignoreCtx, renewing := m.renewGate, m.ignoreCtx, m.renewing
 	m.mu.Unlock()
+	if renewing != nil {
+		select {
+		case renewing <- struct{}{}:
+		default:
+		}
+	}
 	if gate != nil {
-		<-gate
+		done := ctx.Done()
+		if ignoreCtx {
+			done = nil
+		}
+		select {
+		case <-gate:
+		case <-done:
+			return l, fmt.Errorf("%w: server %d: %w", ticket.ErrServerDown, l.Server, ctx.Err())
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

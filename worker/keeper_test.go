@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"ticketd/internal/leaktest"
 	"ticketd/snowflake"
 	"ticketd/ticket"
 )
@@ -225,6 +226,7 @@ func TestSwitchUnderLoad(t *testing.T) {
 		wg     sync.WaitGroup
 		stop   atomic.Bool
 		failed atomic.Int64
+		issued atomic.Int64
 		mu     sync.Mutex
 		all    = map[int64]bool{}
 	)
@@ -249,15 +251,29 @@ func TestSwitchUnderLoad(t *testing.T) {
 				}
 				all[id] = true
 				mu.Unlock()
+				issued.Add(1)
 			}
 		}()
 	}
+	// waitIssued polls until the goroutines have issued n more IDs, so every
+	// step of the outage (the switch among them) happens under load.
+	waitIssued := func(n int64) {
+		t.Helper()
+		target, deadline := issued.Load()+n, time.Now().Add(10*time.Second)
+		for issued.Load() < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("issued %d IDs, want %d within 10 s", issued.Load(), target)
+			}
+			time.Sleep(100 * time.Microsecond) // polling, with the deadline above
+		}
+	}
 	m.setDown(first.Server, true)
 	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
+		waitIssued(20)
 		clk.Advance(2 * time.Second)
 		k.tick()
-		time.Sleep(time.Millisecond)
 	}
+	waitIssued(20)
 	stop.Store(true)
 	wg.Wait()
 
@@ -397,13 +413,13 @@ func TestStatusDuringFrozenRenewal(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano()}
 	m := newMemLeaser(5)
 	k := newKeeper(t, m, clk)
-	gate := make(chan struct{})
+	gate, renewing := make(chan struct{}), make(chan struct{}, 1)
 	m.mu.Lock()
-	m.renewGate = gate
+	m.renewGate, m.renewing = gate, renewing
 	m.mu.Unlock()
 	ticked := make(chan struct{})
 	go func() { k.tick(); close(ticked) }()
-	time.Sleep(10 * time.Millisecond) // let tick reach the renewal
+	<-renewing // tick holds the lease lock and waits on the "frozen" server
 	got := make(chan Status, 1)
 	go func() { got <- k.Status() }()
 	select {
@@ -416,4 +432,92 @@ func TestStatusDuringFrozenRenewal(t *testing.T) {
 	}
 	close(gate)
 	<-ticked
+}
+
+// TestCloseCancelsRenewal: Close cancels a renewal stuck on a frozen server
+// (the Leaser honours ctx, as ticket.Pair does), stops the generator at once,
+// then releases the lease with the last timestamp issued.
+func TestCloseCancelsRenewal(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewing := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.renewGate, m.renewing = make(chan struct{}), renewing // never opened
+	m.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() { k.tick(); close(ticked) }()
+	<-renewing
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("Close = %v, want nil: the renewal is cancelled and the release succeeds", err)
+	}
+	<-ticked
+	p, _ := snowflake.DefaultLayout().Decompose(id)
+	if len(m.released) != 1 || m.lastRel[0] != p.UnixMs {
+		t.Fatalf("released %v with last %v; want one release with last %d", m.released, m.lastRel, p.UnixMs)
+	}
+	if st := k.Status(); st.RenewFailures != 0 || st.Held {
+		t.Fatalf("after Close: %d renewal failures, held %v; want the cancelled renewal not counted as the server's failure, and no lease", st.RenewFailures, st.Held)
+	}
+}
+
+// TestCloseHonoursContext: even with a Leaser that ignores cancellation and
+// never answers, Close returns when its ctx ends, and the generator is
+// stopped from the moment Close begins. A later Close, once the call has
+// returned, releases the lease.
+func TestCloseHonoursContext(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	gate, renewing := make(chan struct{}), make(chan struct{}, 1)
+	m.mu.Lock()
+	m.renewGate, m.renewing, m.ignoreCtx = gate, renewing, true
+	m.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() { k.tick(); close(ticked) }()
+	<-renewing
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := k.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a call that never returns = %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next after Close = %v, want ErrNoWorker", err)
+	}
+	if err := k.Acquire(context.Background(), -1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
+	}
+	close(gate)
+	<-ticked
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatalf("second Close = %v, want nil", err)
+	}
+	if len(m.released) != 1 {
+		t.Fatalf("released %v, want the lease released by the second Close", m.released)
+	}
+}
+
+// TestCloseStopsLoop: Run's loop ends with Close, and Run after Close starts
+// nothing.
+func TestCloseStopsLoop(t *testing.T) {
+	k := newKeeper(t, newMemLeaser(5), &testClock{wall: start.UnixNano()})
+	k.Run()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-k.loopDone:
+	default:
+		t.Fatal("Close returned with the renewal loop still running")
+	}
+	k.Run()
+	if err := leaktest.Wait(5*time.Second, "ticketd/worker.(*Keeper)"); err != nil {
+		t.Fatal(err)
+	}
 }
