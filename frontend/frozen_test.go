@@ -87,7 +87,7 @@ func TestFrozenTicketServer(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("ticket servers up: got %d, want %d: %+v", up, want, pair.Health())
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // polling, with the deadline above
 		}
 	}
 

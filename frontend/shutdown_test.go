@@ -27,7 +27,7 @@ func goroutinesSettle(t *testing.T, want int) {
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("goroutines: got %d, want at most %d as before the server ran:\n%s", runtime.NumGoroutine(), want, buf)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
 	}
 }
 
@@ -176,7 +176,7 @@ func TestShutdownDeadline(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the request never reached the ticket servers")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polling, with the deadline above
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

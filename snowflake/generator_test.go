@@ -208,6 +208,7 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 		seen     = map[int64]bool{}
 		done     atomic.Bool
 		breaches atomic.Int64
+		calls    atomic.Int64 // Next calls, answered or fenced
 	)
 	for range 4 {
 		wg.Add(1)
@@ -215,6 +216,7 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for !done.Load() {
 				id, err := g.Next()
+				calls.Add(1)
 				if errors.Is(err, ErrFenced) {
 					runtime.Gosched()
 					continue
@@ -247,7 +249,15 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 			fence = start + i + 1
 			g.SetFence(fence)
 		}
-		time.Sleep(100 * time.Microsecond)
+		// Let the goroutines call Next a few times in this state, polling
+		// with a deadline.
+		target, deadline := calls.Load()+8, time.Now().Add(10*time.Second)
+		for calls.Load() < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: %d Next calls, want %d within 10 s", i, calls.Load(), target)
+			}
+			runtime.Gosched()
+		}
 	}
 	done.Store(true)
 	wg.Wait()

@@ -354,6 +354,8 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if got := mp.Servers[0].Query(t, "SELECT holder, reserved_until_ms FROM reservation_copies WHERE datacenter = 3 AND worker = 0"); got != fmt.Sprintf("A\t%d", r2) {
 		t.Fatalf("copy on server 1 = %q, want A and %d", got, r2)
 	}
+	// A's lease must expire, and expiry is decided by the database's clock:
+	// only real time passes it.
 	time.Sleep(2 * ttl)
 
 	owner.Restore(t, dump)
@@ -381,6 +383,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if err != nil || lb.Worker != 0 || lb.FloorMs < r2 {
 		t.Fatalf("patient B = %+v, %v; want worker 0 with FloorMs >= %d (A issued up to %d)", lb, err, r2, r2-1)
 	}
+	// B's lease must expire too, again by the database's clock.
 	time.Sleep(2 * ttl)
 
 	// Repair applied: the restored row takes the copy's reservation. (B's
