@@ -33,6 +33,8 @@ func TestNewRefuses(t *testing.T) {
 		{"datacenter too big", Settings{Datacenter: 32, Clock: clk}, ErrBadNode},
 		{"flat has no datacenter", Settings{Layout: Layout{41, 0, 10, 12, TwitterEpochMs}, Datacenter: 1, Clock: clk}, ErrBadNode},
 		{"clock before epoch", Settings{Clock: newFakeClock(time.UnixMilli(TwitterEpochMs - 1))}, ErrBeforeEpoch},
+		{"negative floor", Settings{Clock: clk, FloorMs: -1}, ErrInvalidSettings},
+		{"negative fence", Settings{Clock: clk, FenceMs: -1}, ErrInvalidSettings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
