@@ -28,6 +28,9 @@ type memLeaser struct {
 	// renewing, when set, receives a value (without blocking) each time a
 	// RenewWorker begins, before the gate.
 	renewing chan struct{}
+	// acquireGate and acquiring do the same for AcquireWorker (the gate
+	// always honours ctx).
+	acquireGate, acquiring chan struct{}
 }
 
 type memRow struct {
@@ -59,6 +62,22 @@ func (m *memLeaser) steal(w uint32) {
 }
 
 func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) (ticket.Lease, error) {
+	m.mu.Lock()
+	gate, acquiring := m.acquireGate, m.acquiring
+	m.mu.Unlock()
+	if acquiring != nil {
+		select {
+		case acquiring <- struct{}{}:
+		default:
+		}
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ticket.Lease{}, fmt.Errorf("%w: %w", ticket.ErrNoServer, ctx.Err())
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for s := 0; s < 2; s++ {

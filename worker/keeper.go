@@ -178,7 +178,11 @@ func (k *Keeper) Acquire(ctx context.Context, server int) error {
 	if k.closing.Load() {
 		return ErrClosed
 	}
-	return k.acquireLocked(ctx, server)
+	err := k.acquireLocked(ctx, server)
+	if err != nil && k.closing.Load() {
+		return fmt.Errorf("%w (during the acquire): %w", ErrClosed, err)
+	}
+	return err
 }
 
 func (k *Keeper) acquireLocked(ctx context.Context, server int) error {

@@ -503,6 +503,31 @@ func TestCloseHonoursContext(t *testing.T) {
 	}
 }
 
+// TestCloseCancelsAcquire: an Acquire waiting on a frozen server is cut
+// short by Close and reports ErrClosed; Close returns without a lease to
+// release.
+func TestCloseCancelsAcquire(t *testing.T) {
+	m := newMemLeaser(5)
+	k, err := New(testConfig(&testClock{wall: start.UnixNano()}), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquiring := make(chan struct{}, 1)
+	m.acquireGate, m.acquiring = make(chan struct{}), acquiring // never opened
+	acquired := make(chan error, 1)
+	go func() { acquired <- k.Acquire(context.Background(), -1) }()
+	<-acquiring
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatalf("Close = %v, want nil", err)
+	}
+	if err := <-acquired; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire cut short by Close = %v, want ErrClosed", err)
+	}
+	if len(m.released) != 0 {
+		t.Fatalf("released %v, want nothing: no lease was held", m.released)
+	}
+}
+
 // TestCloseStopsLoop: Run's loop ends with Close, and Run after Close starts
 // nothing.
 func TestCloseStopsLoop(t *testing.T) {
