@@ -129,12 +129,17 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	if max1 != before[0] {
 		t.Fatalf("in-memory mark for server 1 = %d, want the largest ticket taken from it, %d", max1, before[0])
 	}
-	maxOrders1 := p1.marks.get("seq_orders").known[0].Load()
 	if err := p1.Close(); err != nil { // a clean shutdown flushes the marks
 		t.Fatal(err)
 	}
+	// Read after Close: a block prefetch in flight until then may still have
+	// raised it, and Close flushes after every prefetch has ended.
+	maxOrders1 := p1.marks.get("seq_orders").known[0].Load()
 	if got := markOn(t, s2, "Tickets64", 1); got != max1 {
 		t.Fatalf("mark for server 1 on server 2 after Close = %d, want %d", got, max1)
+	}
+	if got := markOn(t, s2, "seq_orders", 1); got != maxOrders1 {
+		t.Fatalf("seq_orders mark for server 1 on server 2 after Close = %d, want %d", got, maxOrders1)
 	}
 
 	s1.Restore(t, dump)
