@@ -52,60 +52,87 @@ const (
 	maxRequestBody = 4 << 10
 )
 
-// Config configures a Server. Start from DefaultConfig.
+// Config configures a Server. The zero value of every field is the default
+// documented on it, so Config{} is a working configuration; DefaultConfig
+// returns the same values filled in.
 type Config struct {
 	// Layout of the IDs: decodes /v1/ids/{id} and is reported by /v1/status.
 	// It must be the keeper's layout (New checks when the keeper reports one).
+	// Zero: snowflake.DefaultLayout (Twitter's).
 	Layout snowflake.Layout
-	// MaxBatch bounds n of /v1/ids.
+	// MaxBatch bounds n of /v1/ids. Zero: DefaultMaxBatch.
 	MaxBatch int
 	// MaxTicketBatch bounds n of /v1/tickets/{name}. Same bounds as MaxBatch.
+	// Zero: DefaultMaxTicketBatch.
 	MaxTicketBatch int
 	// RequestTimeout is the deadline of each MySQL-backed call (tickets and
 	// the /v1/id fallback). It is derived from the server's lifetime context,
-	// never from the request: a fasthttp RequestCtx is not a context.
+	// never from the request: a fasthttp RequestCtx is not a context. Zero:
+	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// Fallback lets /v1/id answer from the ticket servers' Tickets64 when no
-	// worker lease is held. Off by default.
+	// worker lease is held. Zero: off.
 	Fallback bool
 	// FallbackCeiling: every fallback ID must be below it. It is the smallest
 	// snowflake ID the deployment can ever issue, Layout.MinIDAt(first start),
-	// which keeps fallback IDs disjoint from snowflake IDs. Required (> 0)
-	// when Fallback is on.
+	// which keeps fallback IDs disjoint from snowflake IDs. Zero: none, which
+	// is refused when Fallback is on.
 	FallbackCeiling int64
 	// ReadTimeout, WriteTimeout and IdleTimeout of each connection. They also
-	// bound how long Shutdown waits for idle keep-alive connections.
+	// bound how long Shutdown waits for idle keep-alive connections, so they
+	// can never be "none" (fasthttp's meaning of zero). Zero:
+	// DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxHeaderBytes is fasthttp's per-connection read buffer, which bounds
-	// the request line plus headers; larger requests get 431.
+	// the request line plus headers; larger requests get 431. Zero:
+	// DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	// MaxConns bounds concurrent connections (fasthttp's Concurrency); beyond
-	// it new connections get a plain 503 and are closed.
+	// it new connections get a plain 503 and are closed. Zero:
+	// DefaultMaxConns.
 	MaxConns int
 	// Logger receives panics, refused fallback IDs and backend failures.
-	// Nil: slog.Default().
+	// Zero: slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns the defaults: Twitter's layout, batches of up to
-// 10000, 2 s per MySQL-backed call, fallback off.
+// DefaultConfig returns the defaults filled in: Twitter's layout, batches of
+// up to 10000, 2 s per MySQL-backed call, fallback off. (Logger stays nil:
+// slog.Default() at New.)
 func DefaultConfig() Config {
-	return Config{
-		Layout:         snowflake.DefaultLayout(),
-		MaxBatch:       DefaultMaxBatch,
-		MaxTicketBatch: DefaultMaxTicketBatch,
-		RequestTimeout: DefaultRequestTimeout,
-		ReadTimeout:    DefaultReadTimeout,
-		WriteTimeout:   DefaultWriteTimeout,
-		IdleTimeout:    DefaultIdleTimeout,
-		MaxHeaderBytes: DefaultMaxHeaderBytes,
-		MaxConns:       DefaultMaxConns,
-	}
+	return Config{}.withDefaults()
 }
 
-// Validate reports every field outside its bounds, each error wrapping
-// ErrInvalidConfig.
+// withDefaults fills every zero field but Logger (New fills that).
+func (c Config) withDefaults() Config {
+	if c.Layout == (snowflake.Layout{}) {
+		c.Layout = snowflake.DefaultLayout()
+	}
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setInt(&c.MaxBatch, DefaultMaxBatch)
+	setInt(&c.MaxTicketBatch, DefaultMaxTicketBatch)
+	setDur(&c.RequestTimeout, DefaultRequestTimeout)
+	setDur(&c.ReadTimeout, DefaultReadTimeout)
+	setDur(&c.WriteTimeout, DefaultWriteTimeout)
+	setDur(&c.IdleTimeout, DefaultIdleTimeout)
+	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&c.MaxConns, DefaultMaxConns)
+	return c
+}
+
+// Validate reports every field outside its bounds, a zero field as its
+// default, each error wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...)))
@@ -126,8 +153,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}} {
-		// Zero would mean "no timeout" to fasthttp, and then Shutdown can
-		// wait forever on a silent keep-alive connection.
+		// A negative value would mean "no timeout" to fasthttp, and then
+		// Shutdown could wait forever on a silent keep-alive connection.
 		if d.v < MinIOTimeout || d.v > MaxIOTimeout {
 			bad("%s %v outside [%v, %v]", d.name, d.v, MinIOTimeout, MaxIOTimeout)
 		}

@@ -15,6 +15,28 @@ func TestDefaultConfigValid(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
 	}
+	// Zero values mean "the default": Config{} is DefaultConfig.
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("Config{}.Validate() = %v, want nil", err)
+	}
+	want := Config{
+		Layout: snowflake.DefaultLayout(), MaxBatch: DefaultMaxBatch, MaxTicketBatch: DefaultMaxTicketBatch,
+		RequestTimeout: DefaultRequestTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
+		IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConns: DefaultMaxConns,
+	}
+	if got := DefaultConfig(); got != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+	s, err := New(Config{}, newFakeIDs(), newFakeTickets())
+	if err != nil {
+		t.Fatalf("New(Config{}): %v", err)
+	}
+	if got := s.cfg; got.Logger == nil || got.MaxBatch != DefaultMaxBatch || got.IdleTimeout != DefaultIdleTimeout {
+		t.Fatalf("New(Config{}) runs with %+v, want the defaults and a logger", got)
+	}
+	if hs := HTTPServer(Config{}, nil); hs.IdleTimeout != DefaultIdleTimeout || hs.Concurrency != DefaultMaxConns {
+		t.Fatalf("HTTPServer(Config{}): idle timeout %v, concurrency %d; want the defaults", hs.IdleTimeout, hs.Concurrency)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -33,21 +55,26 @@ func TestConfigValidate(t *testing.T) {
 		want string // "" for valid, else a piece of the error
 	}{
 		{"default", func(*Config) {}, ""},
-		{"zero layout", func(c *Config) { c.Layout = snowflake.Layout{} }, "bad layout"},
-		{"MaxBatch 0", func(c *Config) { c.MaxBatch = 0 }, "MaxBatch 0 outside [1, 1000000]"},
+		{"zero layout: the default", func(c *Config) { c.Layout = snowflake.Layout{} }, ""},
+		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{TimeBits: 1} }, "bad layout"},
+		{"MaxBatch 0: the default", func(c *Config) { c.MaxBatch = 0 }, ""},
+		{"MaxBatch -1", func(c *Config) { c.MaxBatch = -1 }, "MaxBatch -1 outside [1, 1000000]"},
 		{"MaxBatch 1", func(c *Config) { c.MaxBatch = 1 }, ""},
 		{"MaxBatch max", func(c *Config) { c.MaxBatch = MaxMaxBatch }, ""},
 		{"MaxBatch above", func(c *Config) { c.MaxBatch = MaxMaxBatch + 1 }, "MaxBatch 1000001"},
-		{"MaxTicketBatch 0", func(c *Config) { c.MaxTicketBatch = 0 }, "MaxTicketBatch 0 outside [1, 1000000]"},
+		{"MaxTicketBatch 0: the default", func(c *Config) { c.MaxTicketBatch = 0 }, ""},
+		{"MaxTicketBatch -1", func(c *Config) { c.MaxTicketBatch = -1 }, "MaxTicketBatch -1 outside [1, 1000000]"},
 		{"RequestTimeout 2ns", func(c *Config) { c.RequestTimeout = 2 }, "RequestTimeout 2ns outside [10ms, 1m0s]"},
 		{"RequestTimeout 10ms", func(c *Config) { c.RequestTimeout = 10 * time.Millisecond }, ""},
 		{"RequestTimeout 1h", func(c *Config) { c.RequestTimeout = time.Hour }, "RequestTimeout 1h0m0s"},
-		{"ReadTimeout 0", func(c *Config) { c.ReadTimeout = 0 }, "ReadTimeout 0s outside"},
-		{"WriteTimeout 0", func(c *Config) { c.WriteTimeout = 0 }, "WriteTimeout 0s outside"},
+		{"ReadTimeout 0: the default", func(c *Config) { c.ReadTimeout = 0 }, ""},
+		{"ReadTimeout -1s", func(c *Config) { c.ReadTimeout = -time.Second }, "ReadTimeout -1s outside"},
+		{"WriteTimeout 1ms", func(c *Config) { c.WriteTimeout = time.Millisecond }, "WriteTimeout 1ms outside"},
 		{"IdleTimeout 1 day", func(c *Config) { c.IdleTimeout = 24 * time.Hour }, "IdleTimeout 24h0m0s outside"},
 		{"MaxHeaderBytes 100", func(c *Config) { c.MaxHeaderBytes = 100 }, "MaxHeaderBytes 100 outside [1024, 1048576]"},
 		{"MaxHeaderBytes 2 MiB", func(c *Config) { c.MaxHeaderBytes = 2 << 20 }, "MaxHeaderBytes 2097152"},
-		{"MaxConns 0", func(c *Config) { c.MaxConns = 0 }, "MaxConns 0 outside"},
+		{"MaxConns 0: the default", func(c *Config) { c.MaxConns = 0 }, ""},
+		{"MaxConns -5", func(c *Config) { c.MaxConns = -5 }, "MaxConns -5 outside"},
 		{"negative ceiling", func(c *Config) { c.FallbackCeiling = -1 }, "FallbackCeiling -1 is negative"},
 		{"fallback without ceiling", func(c *Config) { c.Fallback = true }, "FallbackCeiling is 0"},
 		{"fallback, ceiling of yesterday", func(c *Config) { c.Fallback, c.FallbackCeiling = true, yesterday }, ""},
@@ -77,7 +104,7 @@ func TestConfigValidate(t *testing.T) {
 // TestValidateReportsAll: every bad field is named at once.
 func TestValidateReportsAll(t *testing.T) {
 	c := DefaultConfig()
-	c.MaxBatch, c.RequestTimeout, c.MaxConns = 0, 0, 0
+	c.MaxBatch, c.RequestTimeout, c.MaxConns = -1, -1, -1
 	err := c.Validate()
 	for _, field := range []string{"MaxBatch", "RequestTimeout", "MaxConns"} {
 		if err == nil || !strings.Contains(err.Error(), field) {

@@ -2,11 +2,13 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"ticketd/internal/leaktest"
 	"ticketd/internal/mysqltest"
 	"ticketd/ticket"
 )
@@ -85,7 +87,7 @@ func TestFrozenTicketServer(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("ticket servers up: got %d, want %d: %+v", up, want, pair.Health())
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // polling, with the deadline above
 		}
 	}
 
@@ -140,4 +142,97 @@ func TestFrozenTicketServer(t *testing.T) {
 			value(t, r)
 		}
 	})
+}
+
+// signallingTickets is a real ticket.Pair that says when a request has
+// reached it, so a test knows a call is in flight without sleeping for it.
+type signallingTickets struct {
+	*ticket.Pair
+	calling chan struct{}
+}
+
+func (s signallingTickets) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
+	select {
+	case s.calling <- struct{}{}:
+	default:
+	}
+	return s.Pair.NextN(ctx, name, dst)
+}
+
+// serverGoroutines are the functions a Server's goroutines run: fasthttp's
+// accept loop and workers, and the Server's own handlers.
+var serverGoroutines = []string{"fasthttp.(*Server)", "fasthttp.(*workerPool)", "ticketd/frontend.(*"}
+
+// TestShutdownFrozenTicketServer: both ticket servers are frozen (SIGSTOP)
+// while a /v1/tickets request waits on one of them, with a CallTimeout of
+// 10 s and a RequestTimeout of a minute. Shutdown with a short context
+// returns when it ends, the request is cut off, and no goroutine of the
+// Server is left.
+func TestShutdownFrozenTicketServer(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	for _, s := range mp.Servers {
+		s.Exec(t, `CREATE TABLE tickets.seq_frozen LIKE tickets.Tickets64;
+			INSERT INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('frozen', 'seq_frozen', 64, 1);
+			GRANT SELECT, INSERT, DELETE ON tickets.seq_frozen TO ticketd_app;`)
+	}
+	pair, err := ticket.Open(context.Background(), ticket.Config{
+		Servers:  []ticket.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}},
+		User:     mp.User,
+		Password: mp.Password, CallTimeout: 10 * time.Second, Logger: quiet(),
+	})
+	if err != nil {
+		t.Fatalf("ticket.Open: %v", err)
+	}
+	t.Cleanup(func() { pair.Close() })
+	tk := signallingTickets{pair, make(chan struct{}, 1)}
+	cfg := testConfig()
+	cfg.RequestTimeout = MaxRequestTimeout // only Shutdown can end the call
+	l := serve(t, cfg, newFakeIDs(), tk)
+	if st, err := l.get("/v1/tickets/frozen"); err != nil || st != 200 {
+		t.Fatalf("before the freeze: got %d %v, want 200", st, err)
+	}
+	<-tk.calling
+
+	mp.Servers[0].Freeze(t)
+	defer mp.Servers[0].Resume(t)
+	mp.Servers[1].Freeze(t)
+	defer mp.Servers[1].Resume(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.get("/v1/tickets/frozen")
+		done <- err
+	}()
+	select {
+	case <-tk.calling:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the ticket servers")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	err = l.s.Shutdown(ctx)
+	took := time.Since(begin)
+	t.Logf("Shutdown with frozen ticket servers: %v after %v", err, took)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: got %v, want context.DeadlineExceeded", err)
+	}
+	// Generous for a loaded machine, and still far below the 10 s the call
+	// to the frozen server could take.
+	if took > 4*time.Second {
+		t.Errorf("Shutdown took %v with a 300ms context, want it to return when the context ends", took)
+	}
+	select {
+	case <-done: // an error (connection closed) or a 503: either way, over
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stuck request did not end after a forced Shutdown")
+	}
+	if err := l.servedWithin(t, 5*time.Second); err != nil {
+		t.Errorf("Serve: got %v, want nil", err)
+	}
+	l.client.CloseIdleConnections()
+	// By name, not by count: the Pair's own goroutines come and go.
+	if err := leaktest.Wait(5*time.Second, serverGoroutines...); err != nil {
+		t.Fatal(err)
+	}
 }

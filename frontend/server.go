@@ -64,9 +64,11 @@ type Server struct {
 const workerIdle = time.Second
 
 // New returns a Server over ids and tickets. It does not listen: call Serve.
-// When ids reports a layout (worker.Status.Layout), it must equal
-// cfg.Layout, or IDs would be decoded under the wrong one.
+// Zero fields of cfg take the defaults documented on Config. When ids reports
+// a layout (worker.Status.Layout), it must equal cfg.Layout, or IDs would be
+// decoded under the wrong one.
 func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -93,8 +95,10 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 // HTTPServer returns a fasthttp.Server with the settings New gives ticketd's
 // API (limits, buffer sizes, timeouts), serving h. make bench's bare server is
 // built with it, so "the machine's HTTP limit" is measured with ticketd's
-// settings. New adds its error answers, connection tracking and logger.
+// settings. New adds its error answers, connection tracking and logger. Zero
+// fields of cfg take their defaults.
 func HTTPServer(cfg Config, h fasthttp.RequestHandler) *fasthttp.Server {
+	cfg = cfg.withDefaults()
 	return &fasthttp.Server{
 		Handler:            h,
 		Name:               "ticketd",

@@ -12,9 +12,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"ticketd/internal/leaktest"
 )
 
-// goroutines waits up to 5 s for the number of goroutines to drop to at most
+// goroutinesSettle waits up to 5 s for the number of goroutines to drop to at most
 // want, and reports the stacks of the extra ones if it does not.
 func goroutinesSettle(t *testing.T, want int) {
 	t.Helper()
@@ -25,7 +27,7 @@ func goroutinesSettle(t *testing.T, want int) {
 			buf = buf[:runtime.Stack(buf, true)]
 			t.Fatalf("goroutines: got %d, want at most %d as before the server ran:\n%s", runtime.NumGoroutine(), want, buf)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
 	}
 }
 
@@ -88,7 +90,9 @@ func warmUp(t *testing.T) int {
 	}
 	l.servedWithin(t, 5*time.Second)
 	l.client.CloseIdleConnections()
-	time.Sleep(100 * time.Millisecond)
+	if err := leaktest.Wait(5*time.Second, serverGoroutines...); err != nil {
+		t.Fatal(err)
+	}
 	return runtime.NumGoroutine()
 }
 
@@ -172,7 +176,7 @@ func TestShutdownDeadline(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the request never reached the ticket servers")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polling, with the deadline above
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

@@ -194,7 +194,7 @@ func TestReadyzTransitions(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("during Shutdown: /readyz got %d %q, want 503 shutting down", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polling, with the deadline above
 	}
 	ids.set(func(f *fakeIDs) { f.gate = nil })
 	close(gate)

@@ -9,6 +9,9 @@ var (
 	ErrBadLayout = errors.New("snowflake: bad layout")
 	// ErrBadID: an ID that is negative or does not fit the layout.
 	ErrBadID = errors.New("snowflake: bad id")
+	// ErrInvalidSettings: a Settings field outside its bounds (a negative
+	// floor or fence). Layout and node errors have their own sentinels.
+	ErrInvalidSettings = errors.New("snowflake: invalid settings")
 	// ErrBadNode: a datacenter or worker ID too large for the layout.
 	ErrBadNode = errors.New("snowflake: datacenter or worker out of range")
 	// ErrFenced: the next timestamp is at or beyond the generator's fence.

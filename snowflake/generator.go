@@ -69,7 +69,7 @@ func New(s Settings) (*Generator, error) {
 		s.Clock = SystemClock{}
 	}
 	if s.FloorMs < 0 || s.FenceMs < 0 {
-		return nil, fmt.Errorf("snowflake: floor %d and fence %d must not be negative", s.FloorMs, s.FenceMs)
+		return nil, fmt.Errorf("%w: floor %d and fence %d must not be negative", ErrInvalidSettings, s.FloorMs, s.FenceMs)
 	}
 	timeShift, dcShift, workerShift := s.Layout.shifts()
 	g := &Generator{

@@ -33,6 +33,8 @@ func TestNewRefuses(t *testing.T) {
 		{"datacenter too big", Settings{Datacenter: 32, Clock: clk}, ErrBadNode},
 		{"flat has no datacenter", Settings{Layout: Layout{41, 0, 10, 12, TwitterEpochMs}, Datacenter: 1, Clock: clk}, ErrBadNode},
 		{"clock before epoch", Settings{Clock: newFakeClock(time.UnixMilli(TwitterEpochMs - 1))}, ErrBeforeEpoch},
+		{"negative floor", Settings{Clock: clk, FloorMs: -1}, ErrInvalidSettings},
+		{"negative fence", Settings{Clock: clk, FenceMs: -1}, ErrInvalidSettings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,6 +210,7 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 		seen     = map[int64]bool{}
 		done     atomic.Bool
 		breaches atomic.Int64
+		calls    atomic.Int64 // Next calls, answered or fenced
 	)
 	for range 4 {
 		wg.Add(1)
@@ -215,6 +218,7 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for !done.Load() {
 				id, err := g.Next()
+				calls.Add(1)
 				if errors.Is(err, ErrFenced) {
 					runtime.Gosched()
 					continue
@@ -247,7 +251,15 @@ func TestFenceAdvancedConcurrently(t *testing.T) {
 			fence = start + i + 1
 			g.SetFence(fence)
 		}
-		time.Sleep(100 * time.Microsecond)
+		// Let the goroutines call Next a few times in this state, polling
+		// with a deadline.
+		target, deadline := calls.Load()+8, time.Now().Add(10*time.Second)
+		for calls.Load() < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: %d Next calls, want %d within 10 s", i, calls.Load(), target)
+			}
+			runtime.Gosched()
+		}
 	}
 	done.Store(true)
 	wg.Wait()

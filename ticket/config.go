@@ -13,6 +13,8 @@ import (
 // Defaults and bounds of Config. The bounds are there to catch unit mistakes
 // (a CallTimeout of 500 means 500ns, not 500ms) rather than to forbid tuning.
 const (
+	// DefaultUser is the account schema.sql creates for ticketd.
+	DefaultUser          = "ticketd"
 	DefaultDatabase      = "tickets"
 	DefaultCallTimeout   = 500 * time.Millisecond
 	DefaultProbeInterval = time.Second
@@ -66,55 +68,69 @@ type ServerConfig struct {
 	Addr string // host:port, e.g. "127.0.0.1:3307"
 }
 
-// Config configures a Pair. Start from DefaultConfig. A zero Database,
-// CallTimeout, ProbeInterval or MaxOpenConns, or a nil Logger, means the default.
+// Config configures a Pair. The zero value of every field is the default
+// documented on it, so Config{} (with a Password) reaches the local pair that
+// `make db-up` starts; DefaultConfig returns the same values filled in.
 type Config struct {
-	// Servers of the pair: 2 in this product; any power of two up to MaxServers works.
+	// Servers of the pair: 2 in this product; any power of two up to
+	// MaxServers works. Zero: DefaultServers(), the local pair of `make db-up`.
 	Servers []ServerConfig
 	// User and Password of the ticketd account. The password is never logged and
-	// never appears in an error: no DSN string is ever built from it.
+	// never appears in an error: no DSN string is ever built from it. Zero
+	// User: DefaultUser. Zero Password: none (it belongs to the deployment).
 	User, Password string
-	// Database holding schema.sql's tables.
+	// Database holding schema.sql's tables. Zero: DefaultDatabase.
 	Database string
 	// CallTimeout bounds one attempt on one server, connecting included: a frozen
 	// server costs a caller at most this much before the next server is tried.
+	// A whole lease operation may take several attempts; worker.Keeper bounds
+	// it separately (worker.Config.LeaseOpTimeout). Zero: DefaultCallTimeout.
 	CallTimeout time.Duration
 	// ProbeInterval is how often the prober re-checks servers that are out of
-	// rotation; a repaired server rejoins within about this long.
+	// rotation; a repaired server rejoins within about this long. Zero:
+	// DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// MaxOpenConns bounds each server's connection pool.
+	// MaxOpenConns bounds each server's connection pool. Zero:
+	// DefaultMaxOpenConns.
 	MaxOpenConns int
 	// FlushInterval is how often the high-water marks that grew are written to
-	// the other servers (and once more by Close).
+	// the other servers (and once more by Shutdown). Zero: DefaultFlushInterval.
 	FlushInterval time.Duration
 	// CheckInterval is how often each server's counters are compared with the
 	// marks its peers hold, on top of the checks at Open and at every rejoin.
+	// Zero: DefaultCheckInterval.
 	CheckInterval time.Duration
 	// Margin: a rewound counter's fix moves it to its high-water mark plus
 	// Margin. Zero means DefaultMargin for 64-bit tables and DefaultMargin32
 	// for 32-bit ones.
 	Margin uint64
 	// Logger receives state changes (server down, rejoined, parity violations).
+	// Zero: slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns the configuration of the local pair that `make db-up`
-// starts. The password is left empty: it belongs to the deployment, not the code.
-func DefaultConfig() Config {
-	return Config{
-		Servers:       []ServerConfig{{Addr: "127.0.0.1:3307"}, {Addr: "127.0.0.1:3308"}},
-		User:          "ticketd",
-		Database:      DefaultDatabase,
-		CallTimeout:   DefaultCallTimeout,
-		ProbeInterval: DefaultProbeInterval,
-		MaxOpenConns:  DefaultMaxOpenConns,
-		FlushInterval: DefaultFlushInterval,
-		CheckInterval: DefaultCheckInterval,
-	}
+// DefaultServers returns the local pair that `make db-up` starts.
+func DefaultServers() []ServerConfig {
+	return []ServerConfig{{Addr: "127.0.0.1:3307"}, {Addr: "127.0.0.1:3308"}}
 }
 
-// withDefaults fills the zero fields Validate accepts as "use the default".
+// DefaultConfig returns the defaults filled in: the configuration of the local
+// pair that `make db-up` starts. The password is left empty: it belongs to the
+// deployment, not the code. (Logger stays nil: slog.Default() at Open.)
+func DefaultConfig() Config {
+	c := Config{}.withDefaults()
+	c.Logger = nil
+	return c
+}
+
+// withDefaults fills the zero fields with their defaults.
 func (c Config) withDefaults() Config {
+	if len(c.Servers) == 0 {
+		c.Servers = DefaultServers()
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
 	if c.Database == "" {
 		c.Database = DefaultDatabase
 	}
@@ -140,9 +156,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every field outside its bounds, each error wrapping
-// ErrInvalidConfig. It never quotes the password.
+// Validate reports every field outside its bounds, a zero field as its
+// default, each error wrapping ErrInvalidConfig. It never quotes the password.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
@@ -166,25 +183,25 @@ func (c Config) Validate() error {
 		}
 		seen[s.Addr] = i
 	}
-	if c.User == "" || len(c.User) > maxUserLen {
-		bad("User must have 1 to %d bytes, has %d", maxUserLen, len(c.User))
+	if len(c.User) > maxUserLen {
+		bad("User must have at most %d bytes, has %d", maxUserLen, len(c.User))
 	}
-	if c.Database != "" && !databaseRE.MatchString(c.Database) {
+	if !databaseRE.MatchString(c.Database) {
 		bad("Database %q: want %s", c.Database, databaseRE)
 	}
-	if c.CallTimeout != 0 && (c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout) {
+	if c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout {
 		bad("CallTimeout %v outside [%v, %v]", c.CallTimeout, MinCallTimeout, MaxCallTimeout)
 	}
-	if c.ProbeInterval != 0 && (c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval) {
+	if c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval {
 		bad("ProbeInterval %v outside [%v, %v]", c.ProbeInterval, MinProbeInterval, MaxProbeInterval)
 	}
-	if c.MaxOpenConns != 0 && (c.MaxOpenConns < MinOpenConns || c.MaxOpenConns > MaxOpenConnsLimit) {
+	if c.MaxOpenConns < MinOpenConns || c.MaxOpenConns > MaxOpenConnsLimit {
 		bad("MaxOpenConns %d outside [%d, %d]", c.MaxOpenConns, MinOpenConns, MaxOpenConnsLimit)
 	}
-	if c.FlushInterval != 0 && (c.FlushInterval < MinFlushInterval || c.FlushInterval > MaxFlushInterval) {
+	if c.FlushInterval < MinFlushInterval || c.FlushInterval > MaxFlushInterval {
 		bad("FlushInterval %v outside [%v, %v]", c.FlushInterval, MinFlushInterval, MaxFlushInterval)
 	}
-	if c.CheckInterval != 0 && (c.CheckInterval < MinCheckInterval || c.CheckInterval > MaxCheckInterval) {
+	if c.CheckInterval < MinCheckInterval || c.CheckInterval > MaxCheckInterval {
 		bad("CheckInterval %v outside [%v, %v]", c.CheckInterval, MinCheckInterval, MaxCheckInterval)
 	}
 	if c.Margin != 0 && (c.Margin < MinMargin || c.Margin > MaxMargin) {

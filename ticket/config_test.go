@@ -16,15 +16,24 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
 	}
-	// Zero values mean "the default", so a config naming only what it must is valid.
-	minimal := Config{Servers: DefaultConfig().Servers, User: "ticketd"}
-	if err := minimal.Validate(); err != nil {
-		t.Fatalf("minimal config: Validate() = %v, want nil", err)
+	// Zero values mean "the default": Config{} is DefaultConfig.
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("Config{}.Validate() = %v, want nil", err)
 	}
-	got := minimal.withDefaults()
-	if got.Database != DefaultDatabase || got.CallTimeout != DefaultCallTimeout ||
-		got.ProbeInterval != DefaultProbeInterval || got.MaxOpenConns != DefaultMaxOpenConns || got.Logger == nil {
-		t.Fatalf("withDefaults() = %v, want the defaults filled in", got)
+	got := Config{}.withDefaults()
+	want := DefaultConfig()
+	if got.Logger == nil {
+		t.Fatal("withDefaults() left Logger nil, want slog.Default()")
+	}
+	got.Logger = nil
+	if got.String() != want.String() {
+		t.Fatalf("Config{}.withDefaults() = %v, want DefaultConfig() %v", got, want)
+	}
+	if want.User != DefaultUser || want.Database != DefaultDatabase || want.CallTimeout != DefaultCallTimeout ||
+		want.ProbeInterval != DefaultProbeInterval || want.MaxOpenConns != DefaultMaxOpenConns ||
+		want.FlushInterval != DefaultFlushInterval || want.CheckInterval != DefaultCheckInterval ||
+		len(want.Servers) != 2 || want.Servers[0].Addr != "127.0.0.1:3307" || want.Servers[1].Addr != "127.0.0.1:3308" {
+		t.Fatalf("DefaultConfig() = %v, want the documented defaults", want)
 	}
 }
 
@@ -45,7 +54,7 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"four servers", func(c *Config) { c.Servers = servers(4) }, ""},
 		{"sixteen servers", func(c *Config) { c.Servers = servers(MaxServers) }, ""},
-		{"no servers", func(c *Config) { c.Servers = nil }, "0 servers"},
+		{"no servers: the default pair", func(c *Config) { c.Servers = nil }, ""},
 		{"one server", func(c *Config) { c.Servers = servers(1) }, "1 servers"},
 		{"three servers", func(c *Config) { c.Servers = servers(3) }, "3 servers"},
 		{"32 servers", func(c *Config) { c.Servers = servers(32) }, "32 servers"},
@@ -55,7 +64,7 @@ func TestConfigValidate(t *testing.T) {
 		{"port 65536", func(c *Config) { c.Servers = two("127.0.0.1:3307", "127.0.0.1:65536") }, "Servers[1].Addr"},
 		{"no host", func(c *Config) { c.Servers = two(":3307", "127.0.0.1:3308") }, "empty host"},
 		{"duplicate", func(c *Config) { c.Servers = two("127.0.0.1:3307", "127.0.0.1:3307") }, "are both"},
-		{"no user", func(c *Config) { c.User = "" }, "User"},
+		{"no user: the default", func(c *Config) { c.User = "" }, ""},
 		{"long user", func(c *Config) { c.User = strings.Repeat("u", maxUserLen+1) }, "User"},
 		{"bad database", func(c *Config) { c.Database = "tickets; DROP" }, "Database"},
 		{"long database", func(c *Config) { c.Database = strings.Repeat("d", 65) }, "Database"},

@@ -92,8 +92,8 @@
 //
 // High-water marks (highwater.go). Every ticket raises, with one atomic max,
 // the highest ticket its server is known to have issued for that table. Every
-// FlushInterval, and at Close, the marks that grew are written to table
-// high_water on every OTHER server (GREATEST, so marks never go down): the
+// FlushInterval, and at Shutdown (or Close), the marks that grew are written
+// to table high_water on every OTHER server (GREATEST, so marks never go down): the
 // marks for a server live everywhere but on it, and survive its loss or its
 // restore. A Pair also folds in the marks its peers hold.
 //

@@ -45,9 +45,27 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		if time.Since(start) > timeout {
 			t.Fatalf("%s: not within %v", what, timeout)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling, with the deadline above
 	}
 	return time.Since(start)
+}
+
+// waitProbes waits until the prober has failed on server i n more times
+// (each failed probe records its error afresh in Health), so a test can
+// check that a server stayed out of rotation through n probes without
+// guessing how long they take.
+func waitProbes(t testing.TB, p *Pair, i, n int) {
+	t.Helper()
+	last := p.Health()[i].LastErrorAt
+	seen := 0
+	waitFor(t, time.Duration(n)*(p.cfg.ProbeInterval+p.cfg.CallTimeout)+10*time.Second,
+		fmt.Sprintf("%d failed probes of server %d", n, i+1), func() bool {
+			if at := p.Health()[i].LastErrorAt; !at.Equal(last) {
+				last = at
+				seen++
+			}
+			return seen >= n
+		})
 }
 
 // bothServers runs sql as root on both servers, as the DBA would.

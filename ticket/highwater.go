@@ -201,9 +201,8 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 
 // marksLoop is the Pair's bookkeeper for restores: it flushes the marks every
 // FlushInterval, checks every server's counters every CheckInterval and
-// whenever a refused ticket asks for it (checkNow), and flushes once more when
-// the Pair closes, so a clean shutdown leaves every mark it knows on the
-// servers.
+// whenever a refused ticket asks for it (checkNow). Shutdown flushes once more
+// after it has returned.
 func (p *Pair) marksLoop() {
 	flush := time.NewTicker(p.cfg.FlushInterval)
 	defer flush.Stop()
@@ -212,12 +211,7 @@ func (p *Pair) marksLoop() {
 	for {
 		select {
 		case <-p.life.Done():
-			// p.life is over: the last flush runs on a context of its own,
-			// bounded like any call. Close closes the pools only after it.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*p.cfg.CallTimeout)
-			p.flushMarks(ctx)
-			cancel()
-			return
+			return // Shutdown writes the marks one last time
 		case <-flush.C:
 			p.flushMarks(p.life)
 		case <-check.C:

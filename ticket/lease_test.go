@@ -101,6 +101,8 @@ func TestLeaseChurnNeverShared(t *testing.T) {
 				req.MaxWaitMs = MaxReserveMs // never skip for a reservation: contention is the point
 				l, err := p.AcquireWorker(context.Background(), req)
 				if errors.Is(err, ErrAllWorkersHeld) {
+					// Jitter, not synchronisation: acquirers retry at
+					// random moments to vary the interleavings.
 					time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 					continue
 				}
@@ -122,6 +124,8 @@ func TestLeaseChurnNeverShared(t *testing.T) {
 				acquired++
 				mu.Unlock()
 
+				// Hold the lease a random while (jitter, not
+				// synchronisation), as a generator would.
 				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 				issued := max(nowMs(), l.FloorMs) // what a generator would have issued last
 
@@ -165,6 +169,8 @@ func TestLeaseExpiredTakeover(t *testing.T) {
 	if _, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, ErrAllWorkersHeld) {
 		t.Fatalf("acquiring a live lease = %v, want ErrAllWorkersHeld", err)
 	}
+	// Wait out the 200 ms TTL: expiry is decided by the database's clock
+	// (UTC_TIMESTAMP on the server), which no fake clock here can move.
 	time.Sleep(300 * time.Millisecond)
 	lb, err := p.AcquireWorker(context.Background(), b)
 	if err != nil {
@@ -205,7 +211,9 @@ func TestLeaseReservationAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(250 * time.Millisecond) // both expire
+	// Both expire after their 150 ms TTL, by the database's clock: a real
+	// sleep is the only way to let it pass.
+	time.Sleep(250 * time.Millisecond)
 
 	want := leaseReq("next", 2, 0)
 	want.NowMs, want.MaxWaitMs = now, 1_000
@@ -276,6 +284,8 @@ func TestLeaseRenew(t *testing.T) {
 	}
 	first := l.ReservedUntilMs
 	for range 6 { // 600 ms: twice the TTL
+		// Real time, because the TTL runs on the database's clock: the
+		// renewals must outlast it for the test to mean anything.
 		time.Sleep(100 * time.Millisecond)
 		if l, err = p.RenewWorker(context.Background(), l, l.ReservedUntilMs+100, 300*time.Millisecond); err != nil {
 			t.Fatalf("RenewWorker: %v", err)

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Pair is a client of the ticket servers. It is safe for concurrent use. Close it
-// to stop its background work and release its connections.
+// Pair is a client of the ticket servers. It is safe for concurrent use. Close
+// it, or Shutdown it with a deadline, to stop its background work and release
+// its connections.
 type Pair struct {
 	cfg     Config
 	log     *slog.Logger
@@ -25,12 +26,12 @@ type Pair struct {
 	marks    markBook
 	checkNow chan struct{} // asks marksLoop for a counter check
 
-	// life is cancelled by Close. Background work (the prober, block prefetches)
+	// life is cancelled by Shutdown. Background work (the prober, block prefetches)
 	// runs under it, never under a caller's context, because it outlives callers.
 	life   context.Context
 	stop   context.CancelFunc
 	closed atomic.Bool
-	bgMu   sync.Mutex // orders goBackground against Close so no goroutine starts after Wait
+	bgMu   sync.Mutex // orders goBackground against Shutdown so no goroutine starts after Wait
 	bg     sync.WaitGroup
 }
 
@@ -132,10 +133,27 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	return p, nil
 }
 
-// Close stops the prober and any block prefetch, writes the high-water marks
-// that grew one last time, waits for all of them, and closes the pools. Values fetched into memory and never handed out are burned, which costs
-// density, never uniqueness. Calls after Close fail with ErrClosed.
-func (p *Pair) Close() error {
+// CallTimeout returns the bound of one attempt on one server: Config.CallTimeout
+// with the default filled in. (worker.Keeper derives its lease-operation
+// timeout from it.)
+func (p *Pair) CallTimeout() time.Duration { return p.cfg.CallTimeout }
+
+// Close is Shutdown without a deadline of its own. It still cannot hang on a
+// frozen server: the last flush of the high-water marks is bounded by
+// 2 × CallTimeout, and everything else Close waits for is cancelled first.
+func (p *Pair) Close() error { return p.Shutdown(context.Background()) }
+
+// Shutdown stops the prober, the marks loop and any block prefetch (their
+// calls in flight are cancelled), writes the high-water marks that grew one
+// last time, bounded by ctx and by 2 × CallTimeout, and closes the pools.
+// Values fetched into memory and never handed out are burned, which costs
+// density, never uniqueness. Calls after Shutdown fail with ErrClosed; a
+// second Shutdown or Close returns nil at once.
+//
+// If ctx ends first, Shutdown returns ctx's error: by then everything it
+// waits for has been cancelled, and it ends within moments, closing the
+// pools after it and leaving no goroutine behind.
+func (p *Pair) Shutdown(ctx context.Context) error {
 	p.bgMu.Lock()
 	if p.closed.Swap(true) {
 		p.bgMu.Unlock()
@@ -143,8 +161,22 @@ func (p *Pair) Close() error {
 	}
 	p.bgMu.Unlock()
 	p.stop()
-	p.bg.Wait()
-	return p.closePools()
+	done := make(chan error, 1)
+	go func() {
+		p.bg.Wait()
+		// p.life is over: the last flush runs under ctx, bounded like any
+		// call, so a clean shutdown leaves every mark it knows on the servers.
+		fctx, cancel := context.WithTimeout(ctx, 2*p.cfg.CallTimeout)
+		p.flushMarks(fctx)
+		cancel()
+		done <- p.closePools()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ticket: shutdown: %w", ctx.Err())
+	}
 }
 
 func (p *Pair) closePools() error {
@@ -157,8 +189,8 @@ func (p *Pair) closePools() error {
 	return errors.Join(errs...)
 }
 
-// goBackground runs f on a goroutine that Close waits for. It reports false, and
-// runs nothing, once Close has begun. f must return when p.life is done.
+// goBackground runs f on a goroutine that Shutdown waits for. It reports false,
+// and runs nothing, once Shutdown has begun. f must return when p.life is done.
 func (p *Pair) goBackground(f func()) bool {
 	p.bgMu.Lock()
 	defer p.bgMu.Unlock()
@@ -287,7 +319,7 @@ func (p *Pair) order(buf []*server, mask uint64) []*server {
 func allServers(n int) uint64 { return 1<<n - 1 }
 
 // blame reports whether a failed call may be held against its server: not when
-// the caller gave up (its context ended) nor when Close pulled the pools away.
+// the caller gave up (its context ended) nor when Shutdown pulled the pools away.
 func (p *Pair) blame(ctx context.Context) bool {
 	return ctx.Err() == nil && !p.closed.Load()
 }

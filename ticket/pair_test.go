@@ -100,7 +100,7 @@ func startLoad(p *Pair, n int, pause time.Duration) *loadGen {
 					l.tickets = append(l.tickets, tk)
 				}
 				l.mu.Unlock()
-				time.Sleep(pause)
+				time.Sleep(pause) // paces the load; not synchronisation
 			}
 		})
 	}
@@ -180,7 +180,7 @@ func TestFrozenServer(t *testing.T) {
 	before := load.fromServer(0)
 	waitFor(t, 5*time.Second, "server 1 carrying the load", func() bool { return load.fromServer(0) > before+200 })
 	// The prober keeps knocking at the frozen server meanwhile; it must stay out.
-	time.Sleep(3 * p.cfg.ProbeInterval)
+	waitProbes(t, p, 1, 3)
 	if p.Health()[1].Up {
 		t.Fatal("frozen server back in rotation, want it out")
 	}
@@ -372,7 +372,7 @@ func TestParityGlobalViolation(t *testing.T) {
 	if h.Up || !(strings.Contains(h.LastError, "wrong parity") || strings.Contains(h.LastError, "misconfigured")) {
 		t.Fatalf("Health of server 2 = %+v, want it out of rotation for parity or settings", h)
 	}
-	time.Sleep(5 * p.cfg.ProbeInterval)
+	waitProbes(t, p, 1, 5)
 	if h := p.Health()[1]; h.Up || !strings.Contains(h.LastError, "auto_increment_increment=1") {
 		t.Fatalf("Health of server 2 with increment 1 = %+v, want it kept out by the prober's check", h)
 	}

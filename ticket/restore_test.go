@@ -129,12 +129,17 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	if max1 != before[0] {
 		t.Fatalf("in-memory mark for server 1 = %d, want the largest ticket taken from it, %d", max1, before[0])
 	}
-	maxOrders1 := p1.marks.get("seq_orders").known[0].Load()
 	if err := p1.Close(); err != nil { // a clean shutdown flushes the marks
 		t.Fatal(err)
 	}
+	// Read after Close: a block prefetch in flight until then may still have
+	// raised it, and Close flushes after every prefetch has ended.
+	maxOrders1 := p1.marks.get("seq_orders").known[0].Load()
 	if got := markOn(t, s2, "Tickets64", 1); got != max1 {
 		t.Fatalf("mark for server 1 on server 2 after Close = %d, want %d", got, max1)
+	}
+	if got := markOn(t, s2, "seq_orders", 1); got != maxOrders1 {
+		t.Fatalf("seq_orders mark for server 1 on server 2 after Close = %d, want %d", got, maxOrders1)
 	}
 
 	s1.Restore(t, dump)
@@ -354,6 +359,8 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if got := mp.Servers[0].Query(t, "SELECT holder, reserved_until_ms FROM reservation_copies WHERE datacenter = 3 AND worker = 0"); got != fmt.Sprintf("A\t%d", r2) {
 		t.Fatalf("copy on server 1 = %q, want A and %d", got, r2)
 	}
+	// A's lease must expire, and expiry is decided by the database's clock:
+	// only real time passes it.
 	time.Sleep(2 * ttl)
 
 	owner.Restore(t, dump)
@@ -381,6 +388,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if err != nil || lb.Worker != 0 || lb.FloorMs < r2 {
 		t.Fatalf("patient B = %+v, %v; want worker 0 with FloorMs >= %d (A issued up to %d)", lb, err, r2, r2-1)
 	}
+	// B's lease must expire too, again by the database's clock.
 	time.Sleep(2 * ttl)
 
 	// Repair applied: the restored row takes the copy's reservation. (B's

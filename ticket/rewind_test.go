@@ -147,6 +147,8 @@ func TestTicketCheckUnderReordering(t *testing.T) {
 				before := m.known[0].Load() // before sending
 				tk := counter.Add(2) - 2    // allocated when the statement runs
 				if rand.IntN(4) == 0 {      // some complete late
+					// Jitter, not synchronisation: it varies the order
+					// in which the "statements" complete.
 					time.Sleep(time.Duration(rand.IntN(50)) * time.Microsecond)
 				}
 				if ticketRepeats(tk, before) {

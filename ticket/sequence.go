@@ -345,7 +345,7 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 		f := q.fetch
 		q.mu.Unlock()
 		if f == nil {
-			return n, ErrClosed // startFetch refused: Close has begun
+			return n, ErrClosed // startFetch refused: Shutdown has begun
 		}
 		select {
 		case <-f.done:

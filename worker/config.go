@@ -1,16 +1,48 @@
 package worker
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"ticketd/snowflake"
+	"ticketd/ticket"
 )
 
 // ErrInvalidConfig wraps every Config.Validate refusal.
 var ErrInvalidConfig = errors.New("worker: invalid config")
+
+// Defaults of Config: what a zero field means.
+const (
+	// DefaultServers: the ticket servers of a pair.
+	DefaultServers = 2
+	// DefaultTTL: a crashed holder's worker ID is free again 10 s after its
+	// last renewal.
+	DefaultTTL = 10 * time.Second
+	// DefaultRenewDivisor: a zero RenewEvery is TTL / DefaultRenewDivisor, so
+	// several renewals can fail before the lease expires.
+	DefaultRenewDivisor = 5
+	// DefaultReserve: each renewal reserves the worker ID a minute ahead.
+	DefaultReserve = time.Minute
+	// DefaultSwitchDivisor: a zero SwitchHeadroom is Reserve /
+	// DefaultSwitchDivisor (20 s with the default Reserve).
+	DefaultSwitchDivisor = 3
+	// DefaultMaxWait: accept a previous holder's reservation up to 5 s ahead.
+	DefaultMaxWait = 5 * time.Second
+	// LeaseAttempts: a zero LeaseOpTimeout is this many ticket-server
+	// attempts (Leaser.CallTimeout each). An acquire takes a ticket and claims
+	// a row, and either may be retried on the other server.
+	LeaseAttempts = 4
+)
+
+// NoMaxWait, as Config.MaxWait, accepts no reservation ahead of our clock:
+// only worker IDs whose previous reservation has passed. (Zero means
+// DefaultMaxWait.)
+const NoMaxWait time.Duration = -1
 
 // Bounds of Config. They catch unit mistakes and orderings that cannot work
 // (a renewal period longer than the lease's time to live).
@@ -21,59 +53,119 @@ const (
 	MaxReserve = time.Hour
 )
 
-// Config configures a Keeper. Start from DefaultConfig.
+// Config configures a Keeper. The zero value of every field is the default
+// documented on it, so Config{} is a working configuration for a pair of
+// ticket servers; DefaultConfig returns the same values filled in.
 type Config struct {
-	// Layout of the IDs, and the Datacenter ID this ticketd runs in.
-	Layout     snowflake.Layout
+	// Layout of the IDs. Zero: snowflake.DefaultLayout (Twitter's).
+	Layout snowflake.Layout
+	// Datacenter ID this ticketd runs in. Zero: datacenter 0.
 	Datacenter uint32
-	// Holder names this process in the lease table: host/pid/random.
+	// Holder names this process in the lease table, at most 255 bytes. Zero:
+	// DefaultHolder() (host/pid/random), drawn once by New.
 	Holder string
-	// Servers is the number of ticket servers (2); a switch goes to another.
+	// Servers is the number of ticket servers; a switch goes to another.
+	// Zero: DefaultServers (2).
 	Servers int
 	// FloorMs: no ID carries a timestamp below it (the deployment's first start,
-	// which keeps fallback tickets disjoint from snowflake IDs).
+	// which keeps fallback tickets disjoint from snowflake IDs). Zero: no floor.
 	FloorMs int64
 	// TTL of a lease in the database's clock: how long after its last renewal a
-	// crashed holder's worker ID becomes free again.
+	// crashed holder's worker ID becomes free again. Zero: DefaultTTL (10 s).
 	TTL time.Duration
-	// RenewEvery is the renewal period. At most TTL/3, so two renewals can fail
-	// before the lease expires.
+	// RenewEvery is the renewal period, at most TTL/3 so that two renewals can
+	// fail before the lease expires. Zero: TTL/5 (2 s with the default TTL).
 	RenewEvery time.Duration
 	// Reserve is how far ahead of the generator's clock each renewal reserves
 	// the worker ID; it is how long the generator can go on without its server.
+	// At least 2 × RenewEvery. Zero: DefaultReserve (1 min).
 	Reserve time.Duration
 	// SwitchHeadroom: when renewals fail and the fence is closer than this,
-	// take a lease on another server. At least RenewEvery + 2×CallTimeout,
-	// below Reserve.
+	// take a lease on another server. At least RenewEvery + 2 × LeaseOpTimeout
+	// (a failed renewal and the switch may each take a whole operation),
+	// below Reserve. Zero: Reserve/3 (20 s with the default Reserve).
 	SwitchHeadroom time.Duration
 	// MaxWait: accept a previous holder's reservation at most this far ahead of
 	// our clock (the generator counts up from it); beyond, try another worker ID.
+	// At most Reserve. Zero: DefaultMaxWait (5 s); NoMaxWait: none.
 	MaxWait time.Duration
-	// CallTimeout bounds each acquire, renew or release call.
-	CallTimeout time.Duration
+	// LeaseOpTimeout bounds one whole lease operation: an acquire (which may
+	// take tickets and claim rows on more than one server), a renewal or a
+	// release. It is not the timeout of one attempt on one server: that is the
+	// Leaser's CallTimeout (ticket.Config.CallTimeout), which LeaseOpTimeout
+	// must be at least (New checks). At most 5 × RenewEvery. Zero:
+	// LeaseAttempts × the Leaser's CallTimeout (4 × 500 ms = 2 s by default).
+	LeaseOpTimeout time.Duration
 	// Clock for generators. Zero: snowflake.SystemClock.
 	Clock snowflake.Clock
 	// Logger for lease events. Zero: slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultConfig: a 10 s lease renewed every 2 s, reserving a minute ahead and
-// switching servers with 20 s of headroom left.
+// DefaultConfig returns the defaults filled in, for a Leaser whose
+// CallTimeout is ticket.DefaultCallTimeout: a 10 s lease renewed every 2 s,
+// reserving a minute ahead and switching servers with 20 s of headroom left.
+// Holder stays empty: New draws one per Keeper.
 func DefaultConfig() Config {
-	return Config{
-		Layout:         snowflake.DefaultLayout(),
-		Servers:        2,
-		TTL:            10 * time.Second,
-		RenewEvery:     2 * time.Second,
-		Reserve:        time.Minute,
-		SwitchHeadroom: 20 * time.Second,
-		MaxWait:        5 * time.Second,
-		CallTimeout:    2 * time.Second,
-	}
+	return Config{}.withDefaults(ticket.DefaultCallTimeout)
 }
 
-// Validate checks every field against its bounds.
+// DefaultHolder names this process for the lease table: host/pid/random, so
+// two processes, even with one PID in two containers, never look alike.
+func DefaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	h := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+	if len(h) > 255 {
+		h = h[len(h)-255:]
+	}
+	return h
+}
+
+// withDefaults fills every zero field but Holder, Clock and Logger (New fills
+// those). callTimeout is the Leaser's per-attempt timeout.
+func (c Config) withDefaults(callTimeout time.Duration) Config {
+	if c.Layout == (snowflake.Layout{}) {
+		c.Layout = snowflake.DefaultLayout()
+	}
+	if c.Servers == 0 {
+		c.Servers = DefaultServers
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.RenewEvery == 0 {
+		c.RenewEvery = c.TTL / DefaultRenewDivisor
+	}
+	if c.Reserve == 0 {
+		c.Reserve = DefaultReserve
+	}
+	if c.SwitchHeadroom == 0 {
+		c.SwitchHeadroom = c.Reserve / DefaultSwitchDivisor
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.LeaseOpTimeout == 0 {
+		c.LeaseOpTimeout = LeaseAttempts * callTimeout
+	}
+	return c
+}
+
+// Validate checks every field against its bounds, a zero field as its
+// default. A zero LeaseOpTimeout is checked as LeaseAttempts ×
+// ticket.DefaultCallTimeout; New checks it against the Leaser's own
+// CallTimeout.
 func (c Config) Validate() error {
+	return c.withDefaults(ticket.DefaultCallTimeout).validate()
+}
+
+// validate checks a config whose defaults are filled in.
+func (c Config) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
@@ -85,8 +177,8 @@ func (c Config) Validate() error {
 		return bad("layout %s has no worker bits; worker IDs are leased by parity, so at least 1 is needed", c.Layout)
 	case c.Datacenter > c.Layout.MaxDatacenter():
 		return bad("datacenter %d does not fit layout %s (max %d)", c.Datacenter, c.Layout, c.Layout.MaxDatacenter())
-	case c.Holder == "" || len(c.Holder) > 255:
-		return bad("holder must be 1 to 255 bytes, got %d", len(c.Holder))
+	case len(c.Holder) > 255:
+		return bad("holder must be at most 255 bytes, got %d", len(c.Holder))
 	case c.Servers < 1:
 		return bad("servers %d, want at least 1", c.Servers)
 	case c.TTL < MinTTL || c.TTL > MaxTTL:
@@ -95,17 +187,36 @@ func (c Config) Validate() error {
 		return bad("renew period %s outside [%s, TTL/3 = %s]", c.RenewEvery, MinRenew, c.TTL/3)
 	case c.Reserve < 2*c.RenewEvery || c.Reserve > MaxReserve:
 		return bad("reserve %s outside [2 × renew period = %s, %s]", c.Reserve, 2*c.RenewEvery, MaxReserve)
-	case c.CallTimeout <= 0 || c.CallTimeout > c.RenewEvery*5:
-		return bad("call timeout %s outside (0, 5 × renew period]", c.CallTimeout)
-	case c.SwitchHeadroom < c.RenewEvery+2*c.CallTimeout || c.SwitchHeadroom >= c.Reserve:
-		// A failed renewal and a switch may each take a full CallTimeout; the
+	case c.LeaseOpTimeout <= 0 || c.LeaseOpTimeout > c.RenewEvery*5:
+		return bad("lease operation timeout %s outside (0, 5 × renew period = %s]", c.LeaseOpTimeout, c.RenewEvery*5)
+	case c.SwitchHeadroom < c.RenewEvery+2*c.LeaseOpTimeout || c.SwitchHeadroom >= c.Reserve:
+		// A failed renewal and a switch may each take a whole operation; the
 		// switch must still complete before the fence is reached.
-		return bad("switch headroom %s outside [renew period + 2 × call timeout = %s, reserve %s)",
-			c.SwitchHeadroom, c.RenewEvery+2*c.CallTimeout, c.Reserve)
-	case c.MaxWait < 0 || c.MaxWait > c.Reserve:
-		return bad("max wait %s outside [0, reserve %s]", c.MaxWait, c.Reserve)
+		return bad("switch headroom %s outside [renew period + 2 × lease operation timeout = %s, reserve %s)",
+			c.SwitchHeadroom, c.RenewEvery+2*c.LeaseOpTimeout, c.Reserve)
+	case c.MaxWait < 0 && c.MaxWait != NoMaxWait:
+		return bad("max wait %s is negative (NoMaxWait is %s)", c.MaxWait, NoMaxWait)
+	case c.MaxWait > c.Reserve:
+		return bad("max wait %s above reserve %s", c.MaxWait, c.Reserve)
 	case c.FloorMs < 0:
 		return bad("floor %d is negative", c.FloorMs)
 	}
 	return nil
+}
+
+// checkLeaser checks what only New knows: the Leaser's per-attempt timeout.
+func (c Config) checkLeaser(callTimeout time.Duration) error {
+	if c.LeaseOpTimeout < callTimeout {
+		return fmt.Errorf("%w: lease operation timeout %s below the ticket servers' call timeout %s: not even one attempt would fit",
+			ErrInvalidConfig, c.LeaseOpTimeout, callTimeout)
+	}
+	return nil
+}
+
+// maxWaitMs is MaxWait as AcquireRequest.MaxWaitMs wants it.
+func (c Config) maxWaitMs() int64 {
+	if c.MaxWait < 0 {
+		return 0
+	}
+	return c.MaxWait.Milliseconds()
 }

@@ -19,9 +19,18 @@ type memLeaser struct {
 	released []ticket.Lease
 	lastRel  []int64
 	version  uint64
-	// renewGate, when set, holds every RenewWorker until it is closed, as a
-	// frozen server would.
+	// renewGate, when set, holds every RenewWorker until it is closed or the
+	// call's ctx ends, as a frozen server would (ticket.Pair honours ctx).
+	// With ignoreCtx, only closing the gate lets it go: a Leaser that
+	// misbehaves.
 	renewGate chan struct{}
+	ignoreCtx bool
+	// renewing, when set, receives a value (without blocking) each time a
+	// RenewWorker begins, before the gate.
+	renewing chan struct{}
+	// acquireGate and acquiring do the same for AcquireWorker (the gate
+	// always honours ctx).
+	acquireGate, acquiring chan struct{}
 }
 
 type memRow struct {
@@ -53,6 +62,22 @@ func (m *memLeaser) steal(w uint32) {
 }
 
 func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) (ticket.Lease, error) {
+	m.mu.Lock()
+	gate, acquiring := m.acquireGate, m.acquiring
+	m.mu.Unlock()
+	if acquiring != nil {
+		select {
+		case acquiring <- struct{}{}:
+		default:
+		}
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ticket.Lease{}, fmt.Errorf("%w: %w", ticket.ErrNoServer, ctx.Err())
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for s := 0; s < 2; s++ {
@@ -86,10 +111,24 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 
 func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64, ttl time.Duration) (ticket.Lease, error) {
 	m.mu.Lock()
-	gate := m.renewGate
+	gate, ignoreCtx, renewing := m.renewGate, m.ignoreCtx, m.renewing
 	m.mu.Unlock()
+	if renewing != nil {
+		select {
+		case renewing <- struct{}{}:
+		default:
+		}
+	}
 	if gate != nil {
-		<-gate
+		done := ctx.Done()
+		if ignoreCtx {
+			done = nil
+		}
+		select {
+		case <-gate:
+		case <-done:
+			return l, fmt.Errorf("%w: server %d: %w", ticket.ErrServerDown, l.Server, ctx.Err())
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,6 +143,9 @@ func (m *memLeaser) RenewWorker(ctx context.Context, l ticket.Lease, until int64
 	l.ReservedUntilMs = row.reserved
 	return l, nil
 }
+
+// CallTimeout is ticket's default: Config.LeaseOpTimeout derives from it.
+func (m *memLeaser) CallTimeout() time.Duration { return ticket.DefaultCallTimeout }
 
 func (m *memLeaser) ReleaseWorker(ctx context.Context, l ticket.Lease, last int64) error {
 	m.mu.Lock()

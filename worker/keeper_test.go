@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"ticketd/internal/leaktest"
 	"ticketd/snowflake"
 	"ticketd/ticket"
 )
@@ -77,14 +78,18 @@ func TestConfigValidate(t *testing.T) {
 			c.Layout = snowflake.Layout{TimeBits: 42, DatacenterBits: 10, WorkerBits: 0, SequenceBits: 11}
 		}, "no worker bits"},
 		{"datacenter too big", func(c *Config) { c.Datacenter = 32 }, "datacenter 32"},
-		{"no holder", func(c *Config) { c.Holder = "" }, "holder"},
+		{"long holder", func(c *Config) { c.Holder = strings.Repeat("h", 256) }, "holder"},
 		{"ttl too short", func(c *Config) { c.TTL = 10 * time.Millisecond }, "lease TTL"},
 		{"renew too slow", func(c *Config) { c.RenewEvery = 5 * time.Second }, "renew period"},
 		{"reserve too short", func(c *Config) { c.Reserve = 3 * time.Second }, "reserve"},
 		{"headroom too small", func(c *Config) { c.SwitchHeadroom = 3 * time.Second }, "switch headroom"},
 		{"headroom beyond reserve", func(c *Config) { c.SwitchHeadroom = time.Minute }, "switch headroom"},
-		{"call timeout", func(c *Config) { c.CallTimeout = 0 }, "call timeout"},
-		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{} }, "bad layout"},
+		{"lease op timeout negative", func(c *Config) { c.LeaseOpTimeout = -time.Second }, "lease operation timeout"},
+		{"lease op timeout beyond 5 renewals", func(c *Config) { c.LeaseOpTimeout = 11 * time.Second }, "lease operation timeout"},
+		{"lease op timeout eats the headroom", func(c *Config) { c.LeaseOpTimeout = 10 * time.Second }, "switch headroom"},
+		{"negative max wait", func(c *Config) { c.MaxWait = -time.Second }, "max wait"},
+		{"max wait beyond reserve", func(c *Config) { c.MaxWait = 2 * time.Minute }, "max wait"},
+		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{TimeBits: 1} }, "bad layout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +100,60 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ErrInvalidConfig mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestZeroConfig: every zero field is its documented default, Config{} is
+// DefaultConfig, and LeaseOpTimeout follows the Leaser's call timeout.
+func TestZeroConfig(t *testing.T) {
+	want := Config{
+		Layout: snowflake.DefaultLayout(), Servers: 2, TTL: 10 * time.Second, RenewEvery: 2 * time.Second,
+		Reserve: time.Minute, SwitchHeadroom: 20 * time.Second, MaxWait: 5 * time.Second,
+		LeaseOpTimeout: LeaseAttempts * ticket.DefaultCallTimeout,
+	}
+	if got := DefaultConfig(); got != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("Config{}.Validate() = %v, want nil", err)
+	}
+	k, err := New(Config{}, newMemLeaser(5))
+	if err != nil {
+		t.Fatalf("New(Config{}): %v", err)
+	}
+	got := k.Config()
+	if got.Holder == "" || got.Clock == nil || got.Logger == nil {
+		t.Fatalf("New(Config{}) runs with holder %q, clock %v, logger %v; want all set", got.Holder, got.Clock, got.Logger)
+	}
+	got.Holder, got.Clock, got.Logger = "", nil, nil
+	if got != want {
+		t.Fatalf("New(Config{}) runs with %+v, want %+v", got, want)
+	}
+	// Derived defaults follow what they derive from.
+	c := Config{TTL: 30 * time.Second, Reserve: 90 * time.Second}.withDefaults(200 * time.Millisecond)
+	if c.RenewEvery != 6*time.Second || c.SwitchHeadroom != 30*time.Second || c.LeaseOpTimeout != 800*time.Millisecond {
+		t.Fatalf("derived: renew %s, headroom %s, lease op timeout %s; want TTL/5 = 6s, Reserve/3 = 30s, 4 × 200ms",
+			c.RenewEvery, c.SwitchHeadroom, c.LeaseOpTimeout)
+	}
+	if got := (Config{MaxWait: NoMaxWait}).withDefaults(time.Second).maxWaitMs(); got != 0 {
+		t.Fatalf("NoMaxWait sends MaxWaitMs %d, want 0", got)
+	}
+}
+
+// TestLeaseOpTimeoutAgainstLeaser: New refuses a lease operation timeout that
+// cannot fit one call of the Leaser.
+func TestLeaseOpTimeoutAgainstLeaser(t *testing.T) {
+	cfg := testConfig(nil)
+	cfg.LeaseOpTimeout = ticket.DefaultCallTimeout - time.Millisecond
+	if _, err := New(cfg, newMemLeaser(5)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "call timeout") {
+		t.Fatalf("New with LeaseOpTimeout below the Leaser's CallTimeout = %v, want ErrInvalidConfig", err)
+	}
+	cfg.LeaseOpTimeout = ticket.DefaultCallTimeout
+	if _, err := New(cfg, newMemLeaser(5)); err != nil {
+		t.Fatalf("New with LeaseOpTimeout = CallTimeout: %v", err)
+	}
+	if _, err := New(cfg, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New with a nil Leaser = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -167,6 +226,7 @@ func TestSwitchUnderLoad(t *testing.T) {
 		wg     sync.WaitGroup
 		stop   atomic.Bool
 		failed atomic.Int64
+		issued atomic.Int64
 		mu     sync.Mutex
 		all    = map[int64]bool{}
 	)
@@ -191,15 +251,29 @@ func TestSwitchUnderLoad(t *testing.T) {
 				}
 				all[id] = true
 				mu.Unlock()
+				issued.Add(1)
 			}
 		}()
 	}
+	// waitIssued polls until the goroutines have issued n more IDs, so every
+	// step of the outage (the switch among them) happens under load.
+	waitIssued := func(n int64) {
+		t.Helper()
+		target, deadline := issued.Load()+n, time.Now().Add(10*time.Second)
+		for issued.Load() < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("issued %d IDs, want %d within 10 s", issued.Load(), target)
+			}
+			time.Sleep(100 * time.Microsecond) // polling, with the deadline above
+		}
+	}
 	m.setDown(first.Server, true)
 	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
+		waitIssued(20)
 		clk.Advance(2 * time.Second)
 		k.tick()
-		time.Sleep(time.Millisecond)
 	}
+	waitIssued(20)
 	stop.Store(true)
 	wg.Wait()
 
@@ -339,13 +413,13 @@ func TestStatusDuringFrozenRenewal(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano()}
 	m := newMemLeaser(5)
 	k := newKeeper(t, m, clk)
-	gate := make(chan struct{})
+	gate, renewing := make(chan struct{}), make(chan struct{}, 1)
 	m.mu.Lock()
-	m.renewGate = gate
+	m.renewGate, m.renewing = gate, renewing
 	m.mu.Unlock()
 	ticked := make(chan struct{})
 	go func() { k.tick(); close(ticked) }()
-	time.Sleep(10 * time.Millisecond) // let tick reach the renewal
+	<-renewing // tick holds the lease lock and waits on the "frozen" server
 	got := make(chan Status, 1)
 	go func() { got <- k.Status() }()
 	select {
@@ -358,4 +432,117 @@ func TestStatusDuringFrozenRenewal(t *testing.T) {
 	}
 	close(gate)
 	<-ticked
+}
+
+// TestCloseCancelsRenewal: Close cancels a renewal stuck on a frozen server
+// (the Leaser honours ctx, as ticket.Pair does), stops the generator at once,
+// then releases the lease with the last timestamp issued.
+func TestCloseCancelsRenewal(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewing := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.renewGate, m.renewing = make(chan struct{}), renewing // never opened
+	m.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() { k.tick(); close(ticked) }()
+	<-renewing
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("Close = %v, want nil: the renewal is cancelled and the release succeeds", err)
+	}
+	<-ticked
+	p, _ := snowflake.DefaultLayout().Decompose(id)
+	if len(m.released) != 1 || m.lastRel[0] != p.UnixMs {
+		t.Fatalf("released %v with last %v; want one release with last %d", m.released, m.lastRel, p.UnixMs)
+	}
+	if st := k.Status(); st.RenewFailures != 0 || st.Held {
+		t.Fatalf("after Close: %d renewal failures, held %v; want the cancelled renewal not counted as the server's failure, and no lease", st.RenewFailures, st.Held)
+	}
+}
+
+// TestCloseHonoursContext: even with a Leaser that ignores cancellation and
+// never answers, Close returns when its ctx ends, and the generator is
+// stopped from the moment Close begins. A later Close, once the call has
+// returned, releases the lease.
+func TestCloseHonoursContext(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	gate, renewing := make(chan struct{}), make(chan struct{}, 1)
+	m.mu.Lock()
+	m.renewGate, m.renewing, m.ignoreCtx = gate, renewing, true
+	m.mu.Unlock()
+	ticked := make(chan struct{})
+	go func() { k.tick(); close(ticked) }()
+	<-renewing
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := k.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a call that never returns = %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next after Close = %v, want ErrNoWorker", err)
+	}
+	if err := k.Acquire(context.Background(), -1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
+	}
+	close(gate)
+	<-ticked
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatalf("second Close = %v, want nil", err)
+	}
+	if len(m.released) != 1 {
+		t.Fatalf("released %v, want the lease released by the second Close", m.released)
+	}
+}
+
+// TestCloseCancelsAcquire: an Acquire waiting on a frozen server is cut
+// short by Close and reports ErrClosed; Close returns without a lease to
+// release.
+func TestCloseCancelsAcquire(t *testing.T) {
+	m := newMemLeaser(5)
+	k, err := New(testConfig(&testClock{wall: start.UnixNano()}), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquiring := make(chan struct{}, 1)
+	m.acquireGate, m.acquiring = make(chan struct{}), acquiring // never opened
+	acquired := make(chan error, 1)
+	go func() { acquired <- k.Acquire(context.Background(), -1) }()
+	<-acquiring
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatalf("Close = %v, want nil", err)
+	}
+	if err := <-acquired; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire cut short by Close = %v, want ErrClosed", err)
+	}
+	if len(m.released) != 0 {
+		t.Fatalf("released %v, want nothing: no lease was held", m.released)
+	}
+}
+
+// TestCloseStopsLoop: Run's loop ends with Close, and Run after Close starts
+// nothing.
+func TestCloseStopsLoop(t *testing.T) {
+	k := newKeeper(t, newMemLeaser(5), &testClock{wall: start.UnixNano()})
+	k.Run()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-k.loopDone:
+	default:
+		t.Fatal("Close returned with the renewal loop still running")
+	}
+	k.Run()
+	if err := leaktest.Wait(5*time.Second, "ticketd/worker.(*Keeper)"); err != nil {
+		t.Fatal(err)
+	}
 }

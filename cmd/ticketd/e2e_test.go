@@ -118,7 +118,7 @@ func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 		if time.Now().After(deadline) {
 			t.Fatalf("ticketd not ready after 20 s\n%s", d.logs)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling, with the deadline above
 	}
 }
 
@@ -168,6 +168,9 @@ type statusDoc struct {
 		Server     int    `json:"server"` // 1..N
 		HeadroomMs int64  `json:"headroom_ms"`
 	} `json:"lease"`
+	TicketServers []struct {
+		Up bool `json:"up"`
+	} `json:"ticket_servers"`
 	// Worker and Server (an index, 0..N-1) are copied out of Lease.
 	Worker uint32 `json:"-"`
 	Server int    `json:"-"`
@@ -223,8 +226,20 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %s", what, timeout)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // polling, with the deadline above
 	}
+}
+
+// bothUp reports whether /v1/status shows every ticket server in rotation.
+func (d *daemon) bothUp() bool {
+	s := d.status()
+	up := 0
+	for _, ts := range s.TicketServers {
+		if ts.Up {
+			up++
+		}
+	}
+	return up == 2
 }
 
 // load runs clients that request /v1/id until stopped, keeping every ID.
@@ -232,6 +247,7 @@ type load struct {
 	stop    atomic.Bool
 	wg      sync.WaitGroup
 	failed  atomic.Int64
+	issued  atomic.Int64 // IDs received so far, by all clients
 	maxLat  atomic.Int64
 	mu      sync.Mutex
 	perConn [][]int64
@@ -263,6 +279,7 @@ func startLoad(addr string, clients int) *load {
 					continue
 				}
 				ids = append(ids, id)
+				l.issued.Add(1)
 			}
 			l.mu.Lock()
 			l.perConn[i] = ids
@@ -286,6 +303,14 @@ func getID(c *http.Client, addr string) (int64, error) {
 		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+}
+
+// waitIDs waits until the clients have received n more IDs, so that a step
+// of a test is known to have happened under load.
+func (l *load) waitIDs(t *testing.T, n int64) {
+	t.Helper()
+	target := l.issued.Load() + n
+	waitFor(t, fmt.Sprintf("%d more IDs", n), 20*time.Second, func() bool { return l.issued.Load() >= target })
 }
 
 // finish stops the clients and checks: no failure, no duplicate, and each
@@ -320,7 +345,7 @@ func TestE2EFailover(t *testing.T) {
 	d := startDaemon(t, p, fastLeases...)
 	l := startLoad(d.addr, 8)
 
-	time.Sleep(time.Second)
+	l.waitIDs(t, 500)
 	first := d.status()
 	owner := p.Servers[first.Server]
 	other := p.Servers[1-first.Server]
@@ -330,7 +355,8 @@ func TestE2EFailover(t *testing.T) {
 		return s.Switches >= 1 && s.Server != first.Server
 	})
 	owner.Restart(t)
-	time.Sleep(2 * time.Second) // the prober brings it back into rotation
+	waitFor(t, "the restarted server back in rotation", 15*time.Second, d.bothUp)
+	l.waitIDs(t, 500)
 
 	second := d.status()
 	other.Freeze(t)
@@ -339,7 +365,8 @@ func TestE2EFailover(t *testing.T) {
 		return s.Switches >= 2 && s.Server != second.Server
 	})
 	other.Resume(t)
-	time.Sleep(time.Second)
+	waitFor(t, "the resumed server back in rotation", 15*time.Second, d.bothUp)
+	l.waitIDs(t, 500)
 
 	all := l.finish(t)
 	if len(all) < 1000 {
@@ -404,5 +431,36 @@ func TestE2ERestart(t *testing.T) {
 		if id <= before {
 			t.Fatalf("after restart: ID %d <= %d issued before", id, before)
 		}
+	}
+}
+
+// TestE2EStopFrozenServers: with both ticket servers frozen (SIGSTOP), a
+// SIGTERM still ends ticketd cleanly and soon: draining, the lease release
+// (-lease-op-timeout, 4 × 200 ms here) and the last flush of the marks
+// (2 × -call-timeout) are each bounded, and none waits for the servers.
+func TestE2EStopFrozenServers(t *testing.T) {
+	p := mysqltest.StartPair(t)
+	d := startDaemon(t, p, fastLeases...)
+	c := &http.Client{Timeout: 5 * time.Second}
+	if _, err := getID(c, d.addr); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Servers {
+		s.Freeze(t)
+		defer s.Resume(t)
+	}
+	begin := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		t.Logf("ticketd stopped %v after SIGTERM with both servers frozen", time.Since(begin))
+		if d.err != nil {
+			t.Fatalf("ticketd exited with %v after SIGTERM\n%s", d.err, d.logs)
+		}
+	case <-time.After(10 * time.Second): // generous: the bounds add up to under 2 s
+		t.Fatalf("ticketd still running 10 s after SIGTERM with both servers frozen\n%s", d.logs)
+	}
+	if logs := d.logs.String(); !strings.Contains(logs, "closing the worker keeper") {
+		t.Errorf("no warning that the lease could not be released:\n%s", logs)
 	}
 }

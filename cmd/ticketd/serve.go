@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +32,7 @@ type serveOptions struct {
 	layout          string
 	epoch           int64
 	callTimeout     time.Duration
+	leaseOpTimeout  time.Duration
 	requestTimeout  time.Duration
 	leaseTTL        time.Duration
 	renewEvery      time.Duration
@@ -78,12 +77,13 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&o.layout, "layout", "twitter", "ID bit layout: a preset (twitter, flat) or widths time/datacenter/worker/sequence like 41/5/5/12; the same for the whole deployment")
 	fs.Int64Var(&o.epoch, "epoch", snowflake.TwitterEpochMs, "ID epoch in Unix milliseconds; the same for the whole deployment")
 	fs.DurationVar(&o.callTimeout, "call-timeout", ticket.DefaultCallTimeout, "deadline of one call to one ticket server")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Second, "deadline of an HTTP request that needs the ticket servers")
+	fs.DurationVar(&o.leaseOpTimeout, "lease-op-timeout", 0, fmt.Sprintf("deadline of one whole worker-lease operation (acquire, renew, release), which may call both servers; 0: %d × -call-timeout", worker.LeaseAttempts))
+	fs.DurationVar(&o.requestTimeout, "request-timeout", frontend.DefaultRequestTimeout, "deadline of an HTTP request that needs the ticket servers")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", def.TTL, "worker lease time to live (database clock)")
 	fs.DurationVar(&o.renewEvery, "renew-every", def.RenewEvery, "worker lease renewal period")
 	fs.DurationVar(&o.reserve, "reserve", def.Reserve, "how far ahead each renewal reserves the worker ID")
 	fs.DurationVar(&o.switchHeadroom, "switch-headroom", def.SwitchHeadroom, "switch to the other ticket server when renewals fail and the fence is this close")
-	fs.DurationVar(&o.maxWait, "max-wait", def.MaxWait, "accept a worker ID reserved this far ahead of our clock")
+	fs.DurationVar(&o.maxWait, "max-wait", def.MaxWait, "accept a worker ID reserved this far ahead of our clock (0: only IDs whose reservation has passed)")
 	fs.IntVar(&o.maxBatch, "max-batch", frontend.DefaultMaxBatch, "largest n for /v1/ids")
 	fs.IntVar(&o.maxTicketBatch, "max-ticket-batch", frontend.DefaultMaxTicketBatch, "largest n for /v1/tickets (a block-size-1 sequence costs one REPLACE per value)")
 	fs.BoolVar(&o.fallback, "fallback", false, "answer /v1/id from the Tickets64 sequence when no worker lease is held")
@@ -175,6 +175,22 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	}
 	c.clock, c.clockOffset = newClock(o.clockOffset), o.clockOffset
 
+	// The packages read a zero as "the default"; on the command line every
+	// flag shows its default, so a zero is a mistake to report, not to
+	// replace silently. (-lease-op-timeout and -max-wait document their 0.)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"-call-timeout", int64(o.callTimeout)}, {"-request-timeout", int64(o.requestTimeout)},
+		{"-lease-ttl", int64(o.leaseTTL)}, {"-renew-every", int64(o.renewEvery)}, {"-reserve", int64(o.reserve)},
+		{"-switch-headroom", int64(o.switchHeadroom)}, {"-max-batch", int64(o.maxBatch)}, {"-max-ticket-batch", int64(o.maxTicketBatch)},
+	} {
+		if f.v <= 0 {
+			return c, usagef("%s must be positive", f.name)
+		}
+	}
+
 	c.pair = ticket.DefaultConfig()
 	c.pair.Servers = nil
 	for _, addr := range strings.Split(o.servers, ",") {
@@ -187,7 +203,7 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, usagef("-servers/-user/-call-timeout: %v", err)
 	}
 
-	c.holder = holderName()
+	c.holder = worker.DefaultHolder()
 	c.keeper = worker.DefaultConfig()
 	c.keeper.Layout = layout
 	if o.datacenter > uint(layout.MaxDatacenter()) {
@@ -197,14 +213,30 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.keeper.Holder = c.holder
 	c.keeper.Servers = len(c.pair.Servers)
 	c.keeper.TTL, c.keeper.RenewEvery, c.keeper.Reserve = o.leaseTTL, o.renewEvery, o.reserve
-	c.keeper.SwitchHeadroom, c.keeper.MaxWait = o.switchHeadroom, o.maxWait
-	// An acquire takes several tickets and claims on one server, each bounded
-	// by the per-call timeout.
-	c.keeper.CallTimeout = 4 * o.callTimeout
+	c.keeper.SwitchHeadroom = o.switchHeadroom
+	switch {
+	case o.maxWait < 0:
+		return c, usagef("-max-wait %s is negative", o.maxWait)
+	case o.maxWait == 0:
+		c.keeper.MaxWait = worker.NoMaxWait // the library's zero means its default
+	default:
+		c.keeper.MaxWait = o.maxWait
+	}
+	// A lease operation (an acquire takes a ticket and claims a row, and may
+	// retry both on the other server) spans several calls, each bounded by
+	// -call-timeout. Spelled out here so that Validate checks the switch
+	// headroom against the timeout the keeper will really use.
+	c.keeper.LeaseOpTimeout = o.leaseOpTimeout
+	if c.keeper.LeaseOpTimeout == 0 {
+		c.keeper.LeaseOpTimeout = worker.LeaseAttempts * o.callTimeout
+	}
+	if c.keeper.LeaseOpTimeout < o.callTimeout {
+		return c, usagef("-lease-op-timeout %s is below -call-timeout %s: not even one call would fit", c.keeper.LeaseOpTimeout, o.callTimeout)
+	}
 	c.keeper.Logger = c.logger
 	c.keeper.Clock = c.clock
 	if err := c.keeper.Validate(); err != nil {
-		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-layout: %v", err)
+		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout: %v", err)
 	}
 
 	c.frontend = frontend.DefaultConfig()
@@ -219,22 +251,6 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout: %v", err)
 	}
 	return c, nil
-}
-
-// holderName names this process in the lease table: host/pid/random, so two
-// processes, even with one PID in two containers, never look alike.
-func holderName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	h := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
-	if len(h) > 255 {
-		h = h[len(h)-255:]
-	}
-	return h
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -293,7 +309,7 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 		return err
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), c.keeper.CallTimeout)
+		rctx, cancel := context.WithTimeout(context.Background(), c.keeper.LeaseOpTimeout)
 		defer cancel()
 		if err := keeper.Close(rctx); err != nil {
 			log.Warn("closing the worker keeper", "err", err)

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ticketd/ticket"
+	"ticketd/worker"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -58,6 +61,26 @@ func TestServeOptions(t *testing.T) {
 		{name: "bad servers", args: []string{"-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
 		{name: "bad lease timing", args: []string{"-renew-every", "20s"}, env: withPW, wantErr: "renew period"},
 		{name: "bad batch", args: []string{"-max-batch", "0"}, env: withPW, wantErr: "-max-batch"},
+		{name: "zero request timeout", args: []string{"-request-timeout", "0"}, env: withPW, wantErr: "-request-timeout must be positive"},
+		{name: "lease op timeout derived", args: []string{"-call-timeout", "300ms"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if got, want := c.keeper.LeaseOpTimeout, worker.LeaseAttempts*300*time.Millisecond; got != want {
+				t.Fatalf("lease operation timeout %s, want %d × -call-timeout = %s", got, worker.LeaseAttempts, want)
+			}
+		}},
+		{name: "lease op timeout set", args: []string{"-lease-op-timeout", "3s"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.keeper.LeaseOpTimeout != 3*time.Second || c.pair.CallTimeout != ticket.DefaultCallTimeout {
+				t.Fatalf("lease operation timeout %s, call timeout %s; want 3s and the default", c.keeper.LeaseOpTimeout, c.pair.CallTimeout)
+			}
+		}},
+		{name: "lease op timeout below call timeout", args: []string{"-lease-op-timeout", "100ms", "-call-timeout", "200ms"}, env: withPW,
+			wantErr: "-lease-op-timeout 100ms is below -call-timeout 200ms"},
+		{name: "lease op timeout beyond headroom", args: []string{"-lease-op-timeout", "10s"}, env: withPW, wantErr: "switch headroom"},
+		{name: "max wait 0 means none", args: []string{"-max-wait", "0"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.keeper.MaxWait != worker.NoMaxWait {
+				t.Fatalf("-max-wait 0 gave MaxWait %s, want worker.NoMaxWait", c.keeper.MaxWait)
+			}
+		}},
+		{name: "negative max wait", args: []string{"-max-wait", "-1s"}, env: withPW, wantErr: "-max-wait -1s"},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
 		{name: "stray argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
 	}

@@ -59,6 +59,7 @@ func (refusingLeaser) RenewWorker(_ context.Context, l ticket.Lease, _ int64, _ 
 	return l, ticket.ErrLeaseLost
 }
 func (refusingLeaser) ReleaseWorker(context.Context, ticket.Lease, int64) error { return nil }
+func (refusingLeaser) CallTimeout() time.Duration                               { return ticket.DefaultCallTimeout }
 
 // TestAcquireAtStartNamesTheRefusal: giving up at the startup deadline, the
 // error says why no worker ID was leased, not only that time ran out.
