@@ -254,6 +254,9 @@ DELIMITER ;
 // A server left frozen by a failing test must still be gone, with its folder,
 // once the test's cleanups have run.
 func TestCleanupKillsFrozenServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mysqltest: needs MariaDB; not in -short")
+	}
 	t.Parallel()
 	var pid int
 	var dir string
