@@ -1,7 +1,10 @@
 # ticketd — every entry point a developer, a DBA or CI needs.
 #
 #   make run       the pair of ticket servers and ticketd, all on 127.0.0.1
-#   make test      go vet + every test (unit and real-MariaDB integration) under -race
+#   make check     the fast loop, no MariaDB needed: gofmt, go vet, staticcheck,
+#                  go mod tidy -diff, go test -short (unit tests, fakes, fuzz seeds)
+#   make test      the static checks of make check + every test (unit and
+#                  real-MariaDB integration) under -race; never skips
 #   make db-up     start the two ticket servers (installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
@@ -25,21 +28,48 @@ GOFLAGS_TEST ?= -race -count=1 -p 1 -timeout 9m
 
 export VAR DB1_PORT DB2_PORT LISTEN
 
-.PHONY: all build test vet fmt fuzz run db-install db-up db-down db-status clean
+.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install db-up db-down db-status clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ticketd ./cmd/ticketd
 
+# bench/ is a module of its own: every static check covers it too.
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 fmt:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# staticcheck, pinned, built into bin/ on first use (through the Go module
+# proxy; seconds once the module cache has it).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(CURDIR)/$(BIN)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
+
+# go.mod and go.sum say exactly what the code imports.
+tidy:
+	$(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
+
+# The fast loop's tests: go test -short leaves out every test that needs
+# MariaDB or builds a binary. MARIADB_BINDIR names a folder that does not
+# exist, so a test that reached for MariaDB anyway would fail here, not use
+# the machine's.
+short:
+	MARIADB_BINDIR=$(CURDIR)/.no-mariadb-in-short-tests $(GO) test -short ./...
+
+check: fmt vet staticcheck tidy short
+
 # The integration tests start their own MariaDB servers: install it if missing.
-test: fmt vet db-install
+test: fmt vet staticcheck tidy db-install
 	$(GO) test $(GOFLAGS_TEST) ./...
 
 db-install:

@@ -109,12 +109,6 @@ func newFakeTickets() *fakeTickets {
 	}
 }
 
-func (f *fakeTickets) set(mod func(*fakeTickets)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	mod(f)
-}
-
 func (f *fakeTickets) enter(ctx context.Context) error {
 	f.mu.Lock()
 	f.calls++

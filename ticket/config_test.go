@@ -119,7 +119,7 @@ func TestConfigNeverPrintsPassword(t *testing.T) {
 		"%v":          fmt.Sprintf("%v", c),
 		"%+v":         fmt.Sprintf("%+v", c),
 		"%#v":         fmt.Sprintf("%#v", c),
-		"%s":          fmt.Sprintf("%s", c),
+		"%s":          fmt.Sprintf("%s", c), //lint:ignore S1025 what fmt prints for %s is the point
 		"%v pointer":  fmt.Sprintf("%v", &c),
 		"slog":        logged.String(),
 		"redactedDSN": c.redactedDSN(0) + c.redactedDSN(1),

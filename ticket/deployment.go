@@ -55,7 +55,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if err := checkDeployments(p.servers, want, rows); err != nil {
 		return Deployment{}, err
 	}
-	base := deploymentRow{want.Layout, want.EpochMs, want.FirstStartMs, want.CreatedBy}
+	base := deploymentRow(want)
 	var missing []*server
 	reachable := 0
 	for i, s := range p.servers {

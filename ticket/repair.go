@@ -162,7 +162,7 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 	}
 	for i, rows := range catalogs {
 		for _, r := range rows {
-			si := SequenceInfo{Name: r.Name, Table: r.Table, Bits: r.Bits, BlockSize: r.BlockSize}
+			si := SequenceInfo(r)
 			if err := checkInfo(si); err != nil {
 				sv.note(i, fmt.Sprintf("sequence row ignored: %v", err))
 				continue

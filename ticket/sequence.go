@@ -180,7 +180,7 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 		}
 		m := make(map[string]SequenceInfo, len(rows))
 		for _, r := range rows {
-			si := SequenceInfo{Name: r.Name, Table: r.Table, Bits: r.Bits, BlockSize: r.BlockSize}
+			si := SequenceInfo(r)
 			if err := checkInfo(si); err != nil {
 				s.log.Warn("sequence row ignored", "err", err)
 				continue

@@ -32,9 +32,13 @@ var (
 	binErr  error
 )
 
-// ticketdBinary builds cmd/ticketd once per test run.
+// ticketdBinary builds cmd/ticketd once per test run. go test -short builds
+// no binaries: the test is skipped.
 func ticketdBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the ticketd binary; not in -short")
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ticketd-e2e")
 		if err != nil {

@@ -7,12 +7,9 @@ import (
 	"strings"
 )
 
-// envName is the environment variable that sets flag name: TICKETD_ and the
-// name in upper case with dashes as underscores (-call-timeout →
-// TICKETD_CALL_TIMEOUT).
-func envName(flagName string) string { return envNameWith("TICKETD_", flagName) }
-
-// envNameWith is envName with another prefix (TICKETD_REPAIR_ for repair).
+// envNameWith is the environment variable that sets flag flagName: prefix
+// (TICKETD_, or TICKETD_REPAIR_ for repair) and the name in upper case with
+// dashes as underscores (-call-timeout → TICKETD_CALL_TIMEOUT).
 func envNameWith(prefix, flagName string) string {
 	return prefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

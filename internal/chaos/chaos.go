@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ticketd/internal/mysqltest"
+	"ticketd/internal/mariadb"
 	"ticketd/snowflake"
 )
 
@@ -92,7 +92,7 @@ type run struct {
 	tm      timings
 	ctx     context.Context
 	bin     string
-	pair    *mysqltest.Pair
+	pair    *mariadb.Pair
 	servers string // "127.0.0.1:p1,127.0.0.1:p2"
 	layout  snowflake.Layout
 	t0      time.Time // the load's start
@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r.progress("starting the ticket server pair (MariaDB, the repository's my.cnf and schema.sql)")
-	if r.pair, err = mysqltest.NewPair(); err != nil {
+	if r.pair, err = mariadb.StartPair(); err != nil {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
 	defer r.closePair()
@@ -252,7 +252,7 @@ func (r *run) sleep(d time.Duration) bool {
 
 // buildTicketd builds cmd/ticketd into dir.
 func buildTicketd(ctx context.Context, dir string) (string, error) {
-	root := mysqltest.RepoRoot()
+	root := mariadb.RepoRoot()
 	if root == "" {
 		return "", errors.New("chaos: cannot find the repository to build ticketd")
 	}

@@ -4,7 +4,7 @@
 //
 // # What runs
 //
-// A fresh pair of MariaDB ticket servers (internal/mysqltest: the
+// A fresh pair of MariaDB ticket servers (internal/mariadb: the
 // repository's my.cnf and schema.sql, free loopback ports, a temporary
 // folder), set up as a DBA would: two named sequences (block size 1 and
 // 100) and a deployment record dated a day back. The layout is 41/7/3/12:

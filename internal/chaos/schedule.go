@@ -329,12 +329,12 @@ func (r *run) stepServers(n int) error {
 	srv := r.pair.Servers[first]
 	before := r.leases()
 	begin := time.Now()
-	if err := srv.StopErr(); err != nil {
+	if err := srv.Stop(); err != nil {
 		return fmt.Errorf("chaos: stopping ticket server %d: %w", first+1, err)
 	}
 	stopped := time.Since(begin)
 	r.sleep(r.tm.dbStop)
-	if err := srv.RestartErr(); err != nil {
+	if err := srv.Restart(); err != nil {
 		return fmt.Errorf("chaos: restarting ticket server %d: %w", first+1, err)
 	}
 	down := time.Since(begin)
@@ -346,11 +346,11 @@ func (r *run) stepServers(n int) error {
 	other := r.pair.Servers[1-first]
 	before = r.leases()
 	begin = time.Now()
-	if err := other.FreezeErr(); err != nil {
+	if err := other.Freeze(); err != nil {
 		return fmt.Errorf("chaos: freezing ticket server %d: %w", 2-first, err)
 	}
 	r.sleep(r.tm.dbFreeze)
-	if err := other.ResumeErr(); err != nil {
+	if err := other.Resume(); err != nil {
 		return fmt.Errorf("chaos: resuming ticket server %d: %w", 2-first, err)
 	}
 	frozen := time.Since(begin)

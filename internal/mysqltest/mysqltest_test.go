@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+
+	"ticketd/internal/mariadb"
 )
 
 func open(t *testing.T, dsn string) *sql.DB {
@@ -253,6 +254,9 @@ DELIMITER ;
 // A server left frozen by a failing test must still be gone, with its folder,
 // once the test's cleanups have run.
 func TestCleanupKillsFrozenServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mysqltest: needs MariaDB; not in -short")
+	}
 	t.Parallel()
 	var pid int
 	var dir string
@@ -260,7 +264,7 @@ func TestCleanupKillsFrozenServer(t *testing.T) {
 		s := Start(t, Options{})
 		pid, dir = s.PID(), s.Dir
 		s.Freeze(t)
-		if got := procState(pid); got != "T" {
+		if got := mariadb.ProcState(pid); got != "T" {
 			t.Fatalf("state after Freeze: got %q, want T", got)
 		}
 	})
@@ -272,15 +276,6 @@ func TestCleanupKillsFrozenServer(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dir %s after cleanup: got %v, want it removed", dir, err)
-	}
-}
-
-func TestRepoRoot(t *testing.T) {
-	root := RepoRoot()
-	for _, f := range []string{"go.mod", "my.cnf", "schema.sql"} {
-		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-			t.Errorf("RepoRoot() = %q: %v", root, err)
-		}
 	}
 }
 
@@ -301,6 +296,9 @@ func (f *fatalTB) Fatal(args ...any) {
 func (f *fatalTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
 
 func TestStartFailureReportsErrorLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mysqltest: needs MariaDB; not in -short")
+	}
 	t.Parallel()
 	f := &fatalTB{TB: t}
 	done := make(chan struct{})
