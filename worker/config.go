@@ -37,6 +37,12 @@ const (
 	// attempts (Leaser.CallTimeout each). An acquire takes a ticket and claims
 	// a row, and either may be retried on the other server.
 	LeaseAttempts = 4
+	// DefaultCapacityTicks: a zero CapacityEvery is this many RenewEvery (10 s
+	// with the default RenewEvery).
+	DefaultCapacityTicks = 5
+	// DefaultShortDivisor: a zero ShortRetry is RenewEvery / DefaultShortDivisor
+	// (500 ms with the default RenewEvery), at least MinRenew.
+	DefaultShortDivisor = 4
 )
 
 // NoMaxWait, as Config.MaxWait, accepts no reservation ahead of our clock:
@@ -51,6 +57,9 @@ const (
 	MaxTTL     = 10 * time.Minute
 	MinRenew   = 50 * time.Millisecond
 	MaxReserve = time.Hour
+	// MaxCapacityEvery bounds CapacityEvery: figures older than this are no
+	// warning at all.
+	MaxCapacityEvery = 10 * time.Minute
 )
 
 // Config configures a Keeper. The zero value of every field is the default
@@ -96,6 +105,16 @@ type Config struct {
 	// must be at least (New checks). At most 5 × RenewEvery. Zero:
 	// LeaseAttempts × the Leaser's CallTimeout (4 × 500 ms = 2 s by default).
 	LeaseOpTimeout time.Duration
+	// CapacityEvery is how often the worker IDs held on each server are
+	// counted (Status().Capacity, the warnings), when the Leaser can count
+	// them (HeldCounter). At least RenewEvery, at most MaxCapacityEvery. Zero:
+	// DefaultCapacityTicks × RenewEvery (10 s by default).
+	CapacityEvery time.Duration
+	// ShortRetry is how often a keeper short of worker IDs (it needs one and
+	// every one it could use is held) counts them again, and tries to lease one
+	// as soon as the count shows one free. In [MinRenew, RenewEvery]. Zero:
+	// RenewEvery / DefaultShortDivisor (500 ms by default), at least MinRenew.
+	ShortRetry time.Duration
 	// Clock for generators. Zero: snowflake.SystemClock.
 	Clock snowflake.Clock
 	// Logger for lease events. Zero: slog.Default().
@@ -104,7 +123,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults filled in, for a Leaser whose
 // CallTimeout is ticket.DefaultCallTimeout: a 10 s lease renewed every 2 s,
-// reserving a minute ahead and switching servers with 20 s of headroom left.
+// reserving a minute ahead and switching servers with 20 s of headroom left,
+// worker IDs counted every 10 s (every 500 ms while short of them).
 // Holder stays empty: New draws one per Keeper.
 func DefaultConfig() Config {
 	return Config{}.withDefaults(ticket.DefaultCallTimeout)
@@ -153,6 +173,12 @@ func (c Config) withDefaults(callTimeout time.Duration) Config {
 	if c.LeaseOpTimeout == 0 {
 		c.LeaseOpTimeout = LeaseAttempts * callTimeout
 	}
+	if c.CapacityEvery == 0 {
+		c.CapacityEvery = DefaultCapacityTicks * c.RenewEvery
+	}
+	if c.ShortRetry == 0 {
+		c.ShortRetry = max(c.RenewEvery/DefaultShortDivisor, MinRenew)
+	}
 	return c
 }
 
@@ -200,6 +226,10 @@ func (c Config) validate() error {
 		return bad("max wait %s above reserve %s", c.MaxWait, c.Reserve)
 	case c.FloorMs < 0:
 		return bad("floor %d is negative", c.FloorMs)
+	case c.CapacityEvery < c.RenewEvery || c.CapacityEvery > MaxCapacityEvery:
+		return bad("capacity check period %s outside [renew period %s, %s]", c.CapacityEvery, c.RenewEvery, MaxCapacityEvery)
+	case c.ShortRetry < MinRenew || c.ShortRetry > c.RenewEvery:
+		return bad("short-of-workers retry %s outside [%s, renew period %s]", c.ShortRetry, MinRenew, c.RenewEvery)
 	}
 	return nil
 }

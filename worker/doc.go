@@ -8,18 +8,41 @@
 //     clock. Only when the owning server confirms it does the generator's fence
 //     move forward to it: the fence is always a reservation the server holds,
 //     so no later holder of the worker ID can issue the same timestamps.
-//  2. If the renewal finds another holder (the lease was lost), stop the
-//     generator at once: from that instant requests get ErrNoWorker, never an
-//     ID that could collide. Then try to acquire a new lease.
+//  2. If the renewal finds another holder, or the row rewound by a restore
+//     (the lease was lost), stop the generator at once: another holder may
+//     exist. Then switch to the standby lease if one is held, or acquire a
+//     new lease. Requests meanwhile wait for the replacement (NextWait),
+//     bounded by their deadline, instead of failing.
 //  3. If the owning server cannot be reached, keep issuing: the fence still
 //     leaves Reserve minus the time since the last renewal. Once that headroom
-//     drops below SwitchHeadroom, acquire a lease on another server (a worker
-//     ID of the other parity) and switch generators.
+//     drops below SwitchHeadroom, switch to a worker ID of another server (the
+//     other parity): the standby, or a new lease.
+//  4. While the owning server is out of rotation or failing renewals (the
+//     switch may be coming), hold one standby lease on another server,
+//     acquired and renewed but not issuing, so the switch needs no ticket
+//     server when it happens. Release it once the owner is healthy again.
 //
 // A switch never fails a request and never lets IDs go backwards: the old
 // generator is stopped, which returns the last timestamp it issued, and the
 // new one starts with a floor one millisecond above it. Requests that reach the
-// old generator in the microseconds between the two retry on the new one.
+// old generator in the microseconds between the two wait for the new one.
+//
+// What a caller sees, then: latency, never an error, while a lease is being
+// replaced. NextWait fails only when no replacement is coming (no server
+// could lease one: every worker ID held, or no server reachable), when the
+// generator has reached its fence and no switch is under way, or at the
+// caller's deadline.
+//
+// # Capacity
+//
+// Each server owns half the worker IDs of a datacenter. If a server stops,
+// every ticketd holding one of its worker IDs needs a free one of the other
+// server before its fence; those that find none stop issuing at the fence
+// (Status().Short says why) and retry as soon as a count shows one freed.
+// The Keeper counts the held worker IDs every CapacityEvery
+// (Status().Capacity: held per server, ShortIfDown, OutageHeadroom) and logs
+// a warning when a parity has more than half of its worker IDs held. The
+// rule: a worker space at least twice the ticketd of a datacenter.
 //
 // Time used for reservations is the generator's own clock (monotonic, never
 // behind the last timestamp it issued), not the wall clock: after a wall clock

@@ -12,13 +12,18 @@ import (
 // memLeaser is an in-memory Leaser for tests: two servers, server i owning the
 // worker IDs w with w%2 == i, one lease row per worker ID.
 type memLeaser struct {
-	mu       sync.Mutex
-	bits     uint
-	rows     map[uint32]*memRow
-	down     [2]bool
-	released []ticket.Lease
-	lastRel  []int64
-	version  uint64
+	mu   sync.Mutex
+	bits uint
+	rows map[uint32]*memRow
+	down [2]bool
+	// out: the server is out of rotation (ServerUp false) though it may
+	// still answer, as after one slow ticket call.
+	out [2]bool
+	// acquireCalls counts AcquireWorker calls.
+	acquireCalls int
+	released     []ticket.Lease
+	lastRel      []int64
+	version      uint64
 	// renewGate, when set, holds every RenewWorker until it is closed or the
 	// call's ctx ends, as a frozen server would (ticket.Pair honours ctx).
 	// With ignoreCtx, only closing the gate lets it go: a Leaser that
@@ -61,9 +66,56 @@ func (m *memLeaser) steal(w uint32) {
 	m.rows[w] = &memRow{holder: "thief", version: m.version, reserved: reserved}
 }
 
+func (m *memLeaser) setOut(server int, out bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.out[server] = out
+}
+
+// ServerUp makes memLeaser a Rotation.
+func (m *memLeaser) ServerUp(i int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.down[i] && !m.out[i]
+}
+
+// HeldWorkers makes memLeaser a HeldCounter: rows held and not released, per
+// server; -1 (and an error) for a server that is down.
+func (m *memLeaser) HeldWorkers(ctx context.Context, dc uint32, bits uint) ([]int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	held := make([]int, 2)
+	var err error
+	for s := range held {
+		if m.down[s] {
+			held[s], err = -1, fmt.Errorf("%w: server %d", ticket.ErrServerDown, s)
+		}
+	}
+	for w, r := range m.rows {
+		if s := int(w % 2); !r.expired && held[s] >= 0 {
+			held[s]++
+		}
+	}
+	return held, err
+}
+
+// release ends another holder's lease, as its clean shutdown would.
+func (m *memLeaser) release(w uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rows[w].expired = true
+}
+
+func (m *memLeaser) acquireCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.acquireCalls
+}
+
 func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) (ticket.Lease, error) {
 	m.mu.Lock()
 	gate, acquiring := m.acquireGate, m.acquiring
+	m.acquireCalls++
 	m.mu.Unlock()
 	if acquiring != nil {
 		select {
@@ -81,7 +133,7 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for s := 0; s < 2; s++ {
-		if (r.Server >= 0 && s != r.Server) || m.down[s] {
+		if (r.Server >= 0 && s != r.Server) || m.down[s] || (r.Server < 0 && m.out[s]) {
 			continue
 		}
 		for w := uint32(s); w < 1<<m.bits; w += 2 {

@@ -22,6 +22,11 @@ var ErrClosed = errors.New("worker: keeper closed")
 
 // Leaser is what a Keeper needs of the ticket servers (*ticket.Pair). Every
 // call must return when its ctx ends.
+//
+// A Leaser may also be a Rotation (the Keeper then prepares a standby lease
+// when its lease server leaves the rotation) and a HeldCounter (the Keeper
+// then counts the worker IDs held, for Status().Capacity). *ticket.Pair is
+// all three.
 type Leaser interface {
 	AcquireWorker(ctx context.Context, req ticket.AcquireRequest) (ticket.Lease, error)
 	RenewWorker(ctx context.Context, l ticket.Lease, reserveUntilMs int64, ttl time.Duration) (ticket.Lease, error)
@@ -31,21 +36,43 @@ type Leaser interface {
 	CallTimeout() time.Duration
 }
 
-// Keeper holds a worker lease and the generator that issues IDs with it. Next
-// and NextN are safe for concurrent use and allocate nothing.
+// Rotation says whether a ticket server is in rotation (*ticket.Pair does).
+// It must not wait: the Keeper asks it on every renewal.
+type Rotation interface {
+	ServerUp(i int) bool
+}
+
+// HeldCounter counts the worker IDs of a datacenter held on each server
+// (*ticket.Pair does): held[i] is -1 for a server that did not answer.
+type HeldCounter interface {
+	HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error)
+}
+
+// Keeper holds a worker lease and the generator that issues IDs with it. Next,
+// NextN, NextWait and NextNWait are safe for concurrent use and allocate
+// nothing while a usable generator exists.
 //
 // Its lifecycle: New, Acquire, Run, then Close, which honours its context even
 // while a call to a frozen ticket server is in flight: every such call runs
 // under the Keeper's lifetime context, which Close cancels first.
 type Keeper struct {
-	cfg    Config
-	leaser Leaser
-	log    *slog.Logger
+	cfg     Config
+	leaser  Leaser
+	rot     Rotation    // nil: the Leaser does not say
+	counter HeldCounter // nil: the Leaser cannot count
+	log     *slog.Logger
 
 	gen atomic.Pointer[snowflake.Generator] // nil while no lease is held
 
-	// life is cancelled when Close begins: the loop and every call to the
-	// ticket servers (besides Close's own release) run under it.
+	// pending: a replacement generator is on its way (a lost lease being
+	// replaced, a switch in progress). Requests that find no usable generator
+	// wait for it (NextWait) instead of failing. wake is closed and replaced
+	// after every change of gen or pending, so waiters learn of it (wait.go).
+	pending atomic.Bool
+	wake    atomic.Pointer[chan struct{}]
+
+	// life is cancelled when Close begins: the loops and every call to the
+	// ticket servers (besides Close's own releases) run under it.
 	life   context.Context
 	cancel context.CancelFunc
 
@@ -53,20 +80,33 @@ type Keeper struct {
 	// channel rather than a sync.Mutex so that a waiter can give up when its
 	// context ends. It is held across calls to the ticket servers, so Status
 	// never takes it: it reads snap.
-	lk       chan struct{}
-	lease    ticket.Lease
-	held     bool
-	lastMs   int64 // last timestamp issued by any generator this keeper stopped
-	lastErr  string
-	renewAt  time.Time
-	snap     atomic.Pointer[snapshot] // published copy of the four fields above
+	lk           chan struct{}
+	lease        ticket.Lease
+	held         bool
+	standby      ticket.Lease // a lease acquired and renewed, not issuing (standby.go)
+	hasStandby   bool
+	noStandby    string    // why the last standby attempt failed, logged once
+	standbyRetry time.Time // no standby attempt before this, after every worker ID was held
+	lastMs       int64     // last timestamp issued by any generator this keeper stopped
+	lastErr      string
+	renewAt      time.Time
+	failing      bool   // the last renewal failed
+	short        string // why this keeper is short of worker IDs; "" when it is not
+	shortFrom    int    // the server it needs to leave (-1: it holds nothing)
+
+	snap     atomic.Pointer[snapshot] // published copy of the fields above
 	closing  atomic.Bool              // Close has begun
 	closedMs atomic.Int64             // last timestamp of the generator Close stopped
 	once     sync.Once
-	started  atomic.Bool // Run has started the loop
-	loopDone chan struct{}
+	started  atomic.Bool // Run has started the loops
+	loops    sync.WaitGroup
+	kick     chan struct{} // capacity loop → renewal loop: a worker ID may have freed up
+
+	capMu sync.Mutex // guards capState (capacity.go)
+	capState
 
 	renewals, renewFailures, switches, losses, acquires atomic.Uint64
+	standbys, waits, waitTimeouts                       atomic.Uint64
 }
 
 // New returns a Keeper that holds no lease yet: call Acquire, then Run. Zero
@@ -92,9 +132,14 @@ func New(cfg Config, leaser Leaser) (*Keeper, error) {
 	if err := cfg.checkLeaser(callTimeout); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, leaser: leaser, log: cfg.Logger, lastMs: cfg.FloorMs - 1,
-		lk: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	k := &Keeper{cfg: cfg, leaser: leaser, log: cfg.Logger, lastMs: cfg.FloorMs - 1, shortFrom: -1,
+		lk: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+	k.rot, _ = leaser.(Rotation)
+	k.counter, _ = leaser.(HeldCounter)
 	k.life, k.cancel = context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	k.wake.Store(&ch)
+	k.initCapacity()
 	return k, nil
 }
 
@@ -117,7 +162,8 @@ func (k *Keeper) unlock() { <-k.lk }
 // by a switch. A switch replaces the generator within microseconds.
 const switchRetries = 1000
 
-// Next returns a new ID from the current generator.
+// Next returns a new ID from the current generator, or fails at once when
+// there is none usable; NextWait waits for a replacement instead.
 func (k *Keeper) Next() (int64, error) {
 	for i := 0; ; i++ {
 		g := k.gen.Load()
@@ -132,7 +178,8 @@ func (k *Keeper) Next() (int64, error) {
 	}
 }
 
-// NextN fills dst with new IDs from one generator; see snowflake.NextN.
+// NextN fills dst with new IDs from one generator; see snowflake.NextN. Like
+// Next, it does not wait.
 func (k *Keeper) NextN(dst []int64) (int, error) {
 	for i := 0; ; i++ {
 		g := k.gen.Load()
@@ -156,6 +203,9 @@ func (k *Keeper) nowMs() int64 {
 	wall, _ := k.cfg.Clock.Now()
 	return max(wall/1e6, k.lastMs+1, k.cfg.FloorMs)
 }
+
+// serverUp: is server i in rotation, as far as the Leaser says?
+func (k *Keeper) serverUp(i int) bool { return k.rot == nil || k.rot.ServerUp(i) }
 
 // Acquire takes a lease on any server (server -1) or on the given one, and
 // starts a generator on it. It replaces a lease already held only when
@@ -185,7 +235,9 @@ func (k *Keeper) Acquire(ctx context.Context, server int) error {
 	return err
 }
 
-func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
+// acquireLease asks the ticket servers for a lease on server (-1: any),
+// without installing it.
+func (k *Keeper) acquireLease(ctx context.Context, server int) (ticket.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseOpTimeout)
 	defer cancel()
 	l, err := k.leaser.AcquireWorker(ctx, ticket.AcquireRequest{
@@ -199,35 +251,59 @@ func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
 		Server:     server,
 	})
 	if err != nil {
-		k.lastErr = err.Error()
-		return fmt.Errorf("worker: acquiring a worker ID: %w", err)
+		return l, fmt.Errorf("worker: acquiring a worker ID: %w", err)
 	}
+	k.acquires.Add(1)
+	return l, nil
+}
+
+// acquireLocked takes a lease on server (-1: any) and issues with it from
+// then on.
+func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
+	l, err := k.acquireLease(ctx, server)
+	if err != nil {
+		k.lastErr = err.Error()
+		k.noteShortLocked(err, server)
+		return err
+	}
+	return k.adoptLocked(l, "acquired")
+}
+
+// adoptLocked makes lease l the one IDs are issued with: a switch when
+// another was held (released best-effort then), a first lease otherwise.
+func (k *Keeper) adoptLocked(l ticket.Lease, how string) error {
 	oldLease, hadOld := k.lease, k.held
 	if err := k.installLocked(l); err != nil {
 		// The lease is ours but unusable (cannot happen with a valid config);
 		// hand it back rather than hold it until it expires.
-		k.releaseQuietly(l, l.FloorMs-1)
+		k.releaseQuietly(l, unusedMs(l))
 		return err
 	}
-	k.acquires.Add(1)
+	k.short, k.shortFrom, k.failing = "", -1, false
 	if hadOld {
 		k.switches.Add(1)
 		k.log.Warn("switched worker ID", "from_worker", oldLease.Worker, "from_server", oldLease.Server+1,
-			"to_worker", l.Worker, "to_server", l.Server+1, "fence_ms", l.ReservedUntilMs)
+			"to_worker", l.Worker, "to_server", l.Server+1, "fence_ms", l.ReservedUntilMs, "lease", how)
 		// The old server is most likely unreachable: release best-effort. If it
 		// fails, the lease expires by itself and its reservation stays honoured.
 		k.releaseQuietly(oldLease, k.lastMs)
 	} else {
 		k.log.Info("acquired worker ID", "datacenter", l.Datacenter, "worker", l.Worker, "server", l.Server+1,
-			"floor_ms", l.FloorMs, "fence_ms", l.ReservedUntilMs)
+			"floor_ms", l.FloorMs, "fence_ms", l.ReservedUntilMs, "lease", how)
 	}
 	return nil
 }
 
 // installLocked starts a generator on lease l and makes it current. The old
 // generator, if any, is stopped first so that the new floor lies above every
-// timestamp it issued.
+// timestamp it issued. Requests that meet the stopped one meanwhile wait for
+// the new one (pending).
 func (k *Keeper) installLocked(l ticket.Lease) error {
+	prev := k.pending.Swap(true)
+	defer func() {
+		k.pending.Store(prev)
+		k.broadcast()
+	}()
 	if old := k.gen.Load(); old != nil {
 		k.lastMs = max(k.lastMs, old.Stop())
 	}
@@ -268,22 +344,24 @@ func (k *Keeper) releaseQuietly(l ticket.Lease, lastMs int64) {
 	}
 }
 
-// Run starts the renewal loop. Close stops it. Run after Close does nothing.
+// Run starts the renewal loop, and the capacity loop when the Leaser can
+// count held worker IDs. Close stops them. Run after Close does nothing.
 func (k *Keeper) Run() {
 	if !k.started.CompareAndSwap(false, true) {
 		return
 	}
-	// Close waits for loopDone once it sees started; if it began before, the
-	// loop never starts. (The same ordering argument as in installLocked.)
+	// Close waits for the loops once it sees started; if it began before,
+	// they never start. (The same ordering argument as in installLocked.)
 	if k.closing.Load() {
-		close(k.loopDone)
 		return
 	}
-	go k.loop()
+	k.loops.Go(k.loop)
+	if k.counter != nil {
+		k.loops.Go(k.capacityLoop)
+	}
 }
 
 func (k *Keeper) loop() {
-	defer close(k.loopDone)
 	t := time.NewTicker(k.cfg.RenewEvery)
 	defer t.Stop()
 	for {
@@ -292,80 +370,22 @@ func (k *Keeper) loop() {
 			return
 		case <-t.C:
 			k.tick()
+		case <-k.kick:
+			k.retryShort()
 		}
 	}
 }
 
-// tick is one step of the loop the package comment walks through. Every call
-// it makes runs under the Keeper's lifetime, so Close cuts it short.
-func (k *Keeper) tick() {
-	if k.lock(k.life) != nil {
-		return
-	}
-	defer k.unlock()
-	defer k.publishLocked()
-	if k.closing.Load() {
-		return
-	}
-	if !k.held {
-		if err := k.acquireLocked(k.life, -1); err != nil {
-			k.log.Warn("no worker ID yet", "err", err)
-		}
-		return
-	}
-	g := k.gen.Load()
-	if g == nil {
-		return // Close has stopped it
-	}
-	ctx, cancel := context.WithTimeout(k.life, k.cfg.LeaseOpTimeout)
-	l, err := k.leaser.RenewWorker(ctx, k.lease, g.Now()+k.cfg.Reserve.Milliseconds(), k.cfg.TTL)
-	cancel()
-	switch {
-	case err == nil:
-		k.lease, k.renewAt = l, time.Now()
-		g.SetFence(l.ReservedUntilMs)
-		k.renewals.Add(1)
-		return
-	case k.life.Err() != nil:
-		return // Close cut the call short: no verdict on the server
-	case errors.Is(err, ticket.ErrLeaseLost):
-		k.lastMs = max(k.lastMs, g.Stop())
-		k.gen.Store(nil)
-		k.held = false
-		k.losses.Add(1)
-		k.lastErr = err.Error()
-		k.log.Error("worker lease lost: stopped issuing IDs with it", "worker", k.lease.Worker, "server", k.lease.Server+1, "err", err)
-		if err := k.acquireLocked(k.life, -1); err != nil {
-			k.log.Warn("no worker ID after losing the lease", "err", err)
-		}
-		return
-	}
-	k.renewFailures.Add(1)
-	k.lastErr = err.Error()
-	headroom := time.Duration(g.Fence()-g.Now()) * time.Millisecond
-	k.log.Warn("lease renewal failed", "worker", k.lease.Worker, "server", k.lease.Server+1, "headroom", headroom, "err", err)
-	if headroom >= k.cfg.SwitchHeadroom {
-		return
-	}
-	for i := 1; i < k.cfg.Servers; i++ {
-		other := (k.lease.Server + i) % k.cfg.Servers
-		if err := k.acquireLocked(k.life, other); err == nil {
-			return
-		} else {
-			k.log.Warn("could not switch to another ticket server", "server", other+1, "err", err)
-		}
-	}
-}
-
-// Close stops the generator at once (Next then fails with ErrNoWorker),
-// cancels the loop and any call to the ticket servers in flight, waits for
-// them, and releases the lease, recording the last timestamp issued so the
-// next holder need not wait.
+// Close stops the generator at once (Next then fails with ErrNoWorker, and
+// requests waiting in NextWait give up), cancels the loops and any call to
+// the ticket servers in flight, waits for them, and releases the lease,
+// recording the last timestamp issued so the next holder need not wait, and
+// the standby lease, if one is held.
 //
-// Close returns when ctx ends, whatever the ticket servers do: the release
-// runs under ctx (and at most LeaseOpTimeout). If ctx ends first, Close
-// returns its error and the lease expires by itself after TTL (its
-// reservation stays honoured); the loop, cancelled, ends within moments.
+// Close returns when ctx ends, whatever the ticket servers do: the releases
+// run under ctx (and at most LeaseOpTimeout each). If ctx ends first, Close
+// returns its error and the leases expire by themselves after TTL (their
+// reservations stay honoured); the loops, cancelled, end within moments.
 func (k *Keeper) Close(ctx context.Context) error {
 	k.once.Do(func() {
 		k.closing.Store(true)
@@ -373,10 +393,13 @@ func (k *Keeper) Close(ctx context.Context) error {
 		if g := k.gen.Swap(nil); g != nil {
 			atomicMax(&k.closedMs, g.Stop())
 		}
+		k.broadcast()
 	})
 	if k.started.Load() {
+		done := make(chan struct{})
+		go func() { k.loops.Wait(); close(done) }()
 		select {
-		case <-k.loopDone:
+		case <-done:
 		case <-ctx.Done():
 			return fmt.Errorf("worker: close: waiting for the renewal loop: %w", ctx.Err())
 		}
@@ -390,18 +413,35 @@ func (k *Keeper) Close(ctx context.Context) error {
 		k.lastMs = max(k.lastMs, g.Stop())
 	}
 	k.lastMs = max(k.lastMs, k.closedMs.Load())
-	if !k.held {
-		return nil
+	var errs []error
+	if k.hasStandby {
+		k.hasStandby = false
+		if err := k.release(ctx, k.standby, unusedMs(k.standby)); err != nil {
+			errs = append(errs, fmt.Errorf("worker: releasing standby worker %d: %w", k.standby.Worker, err))
+		}
 	}
-	k.held = false
+	if k.held {
+		k.held = false
+		if err := k.release(ctx, k.lease, k.lastMs); err != nil {
+			errs = append(errs, fmt.Errorf("worker: releasing worker %d: %w", k.lease.Worker, err))
+		} else {
+			k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server+1, "last_issued_ms", k.lastMs)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// release hands l back under ctx, bounded by LeaseOpTimeout.
+func (k *Keeper) release(ctx context.Context, l ticket.Lease, lastMs int64) error {
 	rctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseOpTimeout)
 	defer cancel()
-	if err := k.leaser.ReleaseWorker(rctx, k.lease, k.lastMs); err != nil {
-		return fmt.Errorf("worker: releasing worker %d: %w", k.lease.Worker, err)
-	}
-	k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server+1, "last_issued_ms", k.lastMs)
-	return nil
+	return k.leaser.ReleaseWorker(rctx, l, lastMs)
 }
+
+// unusedMs is the "last issued" timestamp to release a lease that never
+// issued an ID with: just below its floor, which is what the previous holders
+// used, so the next holder need not wait for this one's reservation.
+func unusedMs(l ticket.Lease) int64 { return max(l.FloorMs-1, 0) }
 
 func atomicMax(a *atomic.Int64, v int64) {
 	for {
@@ -412,15 +452,31 @@ func atomicMax(a *atomic.Int64, v int64) {
 	}
 }
 
-// snapshot is what Status reports of the lease, published under mu after
+// snapshot is what Status reports of the leases, published under lk after
 // every change so that Status never waits for a call to a ticket server.
 type snapshot struct {
-	lease   ticket.Lease
-	held    bool
-	lastErr string
-	renewAt time.Time
+	lease      ticket.Lease
+	held       bool
+	standby    ticket.Lease
+	hasStandby bool
+	lastErr    string
+	renewAt    time.Time
+	short      string
+	// wantFrom: the keeper needs a worker ID of a server other than this one
+	// (to switch, or as a standby); -1: of any server; wantNothing: none.
+	wantFrom int
 }
 
+const wantNothing = -2
+
 func (k *Keeper) publishLocked() {
-	k.snap.Store(&snapshot{lease: k.lease, held: k.held, lastErr: k.lastErr, renewAt: k.renewAt})
+	want := wantNothing
+	switch {
+	case !k.held && k.short != "":
+		want = -1
+	case k.held && (k.short != "" || (k.wantStandbyLocked() && !k.hasStandby)):
+		want = k.lease.Server
+	}
+	k.snap.Store(&snapshot{lease: k.lease, held: k.held, standby: k.standby, hasStandby: k.hasStandby,
+		lastErr: k.lastErr, renewAt: k.renewAt, short: k.short, wantFrom: want})
 }

@@ -90,6 +90,10 @@ func TestConfigValidate(t *testing.T) {
 		{"negative max wait", func(c *Config) { c.MaxWait = -time.Second }, "max wait"},
 		{"max wait beyond reserve", func(c *Config) { c.MaxWait = 2 * time.Minute }, "max wait"},
 		{"bad layout", func(c *Config) { c.Layout = snowflake.Layout{TimeBits: 1} }, "bad layout"},
+		{"capacity counted faster than renewals", func(c *Config) { c.CapacityEvery = time.Second }, "capacity check period"},
+		{"capacity counted too rarely", func(c *Config) { c.CapacityEvery = time.Hour }, "capacity check period"},
+		{"short retry too fast", func(c *Config) { c.ShortRetry = time.Millisecond }, "short-of-workers retry"},
+		{"short retry slower than renewals", func(c *Config) { c.ShortRetry = 3 * time.Second }, "short-of-workers retry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +113,8 @@ func TestZeroConfig(t *testing.T) {
 	want := Config{
 		Layout: snowflake.DefaultLayout(), Servers: 2, TTL: 10 * time.Second, RenewEvery: 2 * time.Second,
 		Reserve: time.Minute, SwitchHeadroom: 20 * time.Second, MaxWait: 5 * time.Second,
-		LeaseOpTimeout: LeaseAttempts * ticket.DefaultCallTimeout,
+		LeaseOpTimeout: LeaseAttempts * ticket.DefaultCallTimeout, CapacityEvery: 10 * time.Second,
+		ShortRetry: 500 * time.Millisecond,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -131,9 +136,14 @@ func TestZeroConfig(t *testing.T) {
 	}
 	// Derived defaults follow what they derive from.
 	c := Config{TTL: 30 * time.Second, Reserve: 90 * time.Second}.withDefaults(200 * time.Millisecond)
-	if c.RenewEvery != 6*time.Second || c.SwitchHeadroom != 30*time.Second || c.LeaseOpTimeout != 800*time.Millisecond {
-		t.Fatalf("derived: renew %s, headroom %s, lease op timeout %s; want TTL/5 = 6s, Reserve/3 = 30s, 4 × 200ms",
-			c.RenewEvery, c.SwitchHeadroom, c.LeaseOpTimeout)
+	if c.RenewEvery != 6*time.Second || c.SwitchHeadroom != 30*time.Second || c.LeaseOpTimeout != 800*time.Millisecond ||
+		c.CapacityEvery != 30*time.Second || c.ShortRetry != 1500*time.Millisecond {
+		t.Fatalf("derived: renew %s, headroom %s, lease op timeout %s, capacity every %s, short retry %s; "+
+			"want TTL/5 = 6s, Reserve/3 = 30s, 4 × 200ms, 5 × 6s, 6s/4",
+			c.RenewEvery, c.SwitchHeadroom, c.LeaseOpTimeout, c.CapacityEvery, c.ShortRetry)
+	}
+	if c := (Config{TTL: time.Second}).withDefaults(time.Second); c.ShortRetry != MinRenew {
+		t.Fatalf("short retry with a 200 ms renew period = %s, want the floor %s", c.ShortRetry, MinRenew)
 	}
 	if got := (Config{MaxWait: NoMaxWait}).withDefaults(time.Second).maxWaitMs(); got != 0 {
 		t.Fatalf("NoMaxWait sends MaxWaitMs %d, want 0", got)
@@ -536,10 +546,12 @@ func TestCloseStopsLoop(t *testing.T) {
 	if err := k.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	go func() { k.loops.Wait(); close(done) }()
 	select {
-	case <-k.loopDone:
-	default:
-		t.Fatal("Close returned with the renewal loop still running")
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close returned with a loop still running")
 	}
 	k.Run()
 	if err := leaktest.Wait(5*time.Second, "ticketd/worker.(*Keeper)"); err != nil {

@@ -19,15 +19,36 @@ type Status struct {
 	// Headroom is how long the generator can go on issuing without a renewal.
 	Headroom time.Duration
 	// ClockSkew is the generator's clock minus the wall clock.
-	ClockSkew     time.Duration
-	LastRenewal   time.Time
-	LastError     string
+	ClockSkew   time.Duration
+	LastRenewal time.Time
+	LastError   string
+	// Standby is the standby lease (a worker ID of another server, renewed
+	// and ready for an instant switch), when one is held.
+	Standby *StandbyStatus
+	// Short says why this keeper is short of worker IDs: it needs one (to
+	// switch, or having none) and every one it could use is held. "" when it
+	// is not.
+	Short         string
 	Renewals      uint64
 	RenewFailures uint64
 	Switches      uint64
 	Losses        uint64
 	Acquires      uint64
-	Layout        snowflake.Layout
+	// Standbys counts standby leases taken.
+	Standbys uint64
+	// Waits counts requests (NextWait, NextNWait) that waited for a
+	// replacement generator; WaitTimeouts those whose deadline came first.
+	Waits, WaitTimeouts uint64
+	Layout              snowflake.Layout
+	// Capacity is the last count of the datacenter's worker IDs.
+	Capacity Capacity
+}
+
+// StandbyStatus is the standby lease.
+type StandbyStatus struct {
+	Worker  uint32
+	Server  int // 0-based, as Status.Server
+	FenceMs int64
 }
 
 // Status returns a snapshot. It never waits for a call to a ticket server (a
@@ -38,14 +59,19 @@ func (k *Keeper) Status() Status {
 	if p := k.snap.Load(); p != nil {
 		s.Held, s.Worker, s.Server = p.held, p.lease.Worker, p.lease.Server
 		s.LeaseVersion, s.FloorMs = p.lease.Version, p.lease.FloorMs
-		s.LastRenewal, s.LastError = p.renewAt, p.lastErr
+		s.LastRenewal, s.LastError, s.Short = p.renewAt, p.lastErr, p.short
+		if p.hasStandby {
+			s.Standby = &StandbyStatus{Worker: p.standby.Worker, Server: p.standby.Server, FenceMs: p.standby.ReservedUntilMs}
+		}
 	}
 	s.Renewals, s.RenewFailures = k.renewals.Load(), k.renewFailures.Load()
 	s.Switches, s.Losses, s.Acquires = k.switches.Load(), k.losses.Load(), k.acquires.Load()
+	s.Standbys, s.Waits, s.WaitTimeouts = k.standbys.Load(), k.waits.Load(), k.waitTimeouts.Load()
 	if g := k.gen.Load(); g != nil {
 		s.FenceMs, s.NowMs = g.Fence(), g.Now()
 		s.Headroom = time.Duration(s.FenceMs-s.NowMs) * time.Millisecond
 		s.ClockSkew = g.ClockSkew()
 	}
+	s.Capacity = k.Capacity()
 	return s
 }

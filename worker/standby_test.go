@@ -1,0 +1,153 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestStandbyPreparedAndUsed: the lease server leaves the rotation; the
+// keeper takes one standby on the other server (never a second); when the
+// server stops answering and the headroom runs low, the switch goes to the
+// standby without asking the ticket servers for a lease then.
+func TestStandbyPreparedAndUsed(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+	other := 1 - first.Server
+
+	m.setOut(first.Server, true)
+	for range 3 {
+		clk.Advance(2 * time.Second)
+		k.tick()
+	}
+	st := k.Status()
+	if st.Standby == nil || st.Standby.Server != other || st.Standbys != 1 || st.Acquires != 2 {
+		t.Fatalf("lease server out of rotation: standby %+v, %d standbys, %d acquires; want one standby on server %d (2 acquires in all)",
+			st.Standby, st.Standbys, st.Acquires, other)
+	}
+	if !st.Held || st.Worker != first.Worker || st.Switches != 0 {
+		t.Fatalf("a standby must not change the worker issuing: worker %d (was %d), %d switches", st.Worker, first.Worker, st.Switches)
+	}
+	standby := *st.Standby
+	if standby.FenceMs < clk.wall/1e6+55_000 {
+		t.Fatalf("standby fence %d: want it renewed about a minute ahead of %d", standby.FenceMs, clk.wall/1e6)
+	}
+
+	// The server stops answering: no lease can be acquired any more from now
+	// on (the gate never opens), so only the standby can make the switch.
+	m.setDown(first.Server, true)
+	acquiring := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.acquireGate, m.acquiring = make(chan struct{}), acquiring
+	m.mu.Unlock()
+	calls := m.acquireCount()
+	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
+		clk.Advance(2 * time.Second)
+		k.tick()
+	}
+	st = k.Status()
+	if st.Switches != 1 || st.Worker != standby.Worker || st.Server != other || st.Standby != nil {
+		t.Fatalf("after the outage: %d switches, worker %d on server %d, standby %+v; want the standby (worker %d on server %d) issuing",
+			st.Switches, st.Worker, st.Server, st.Standby, standby.Worker, other)
+	}
+	if got := m.acquireCount(); got != calls {
+		t.Fatalf("%d lease acquisitions during the switch, want none: the standby was ready", got-calls)
+	}
+	if _, err := k.NextWait(far()); err != nil {
+		t.Fatalf("NextWait after switching to the standby: %v", err)
+	}
+}
+
+// TestStandbyReleasedWhenHealthy: once the lease server is back in rotation
+// and renewals succeed, the standby is released.
+func TestStandbyReleasedWhenHealthy(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+	m.setOut(first.Server, true)
+	k.tick()
+	st := k.Status()
+	if st.Standby == nil {
+		t.Fatal("no standby with the lease server out of rotation")
+	}
+	m.setOut(first.Server, false)
+	k.tick()
+	if st := k.Status(); st.Standby != nil {
+		t.Fatalf("standby %+v still held with the lease server back", st.Standby)
+	}
+	if len(m.released) != 1 || m.released[0].Worker != st.Standby.Worker {
+		t.Fatalf("released %+v, want the standby worker %d", m.released, st.Standby.Worker)
+	}
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.released) != 2 || m.released[1].Worker != first.Worker {
+		t.Fatalf("released %+v, want the lease released at Close too", m.released)
+	}
+}
+
+// TestLostLeaseTakesStandby: a renewal that finds the lease lost switches to
+// the standby at once, without acquiring; requests see no error. Close
+// releases both leases it holds.
+func TestLostLeaseTakesStandby(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+	m.setOut(first.Server, true)
+	k.tick()
+	standby := k.Status().Standby
+	if standby == nil {
+		t.Fatal("no standby")
+	}
+	before, err := k.NextWait(far())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.acquireGate = make(chan struct{}) // an acquire now would hang the tick until its timeout
+	m.mu.Unlock()
+	calls := m.acquireCount()
+	m.steal(first.Worker)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st := k.Status()
+	if st.Losses != 1 || st.Worker != standby.Worker || st.Server != standby.Server || m.acquireCount() != calls {
+		t.Fatalf("after the loss: %d losses, worker %d on server %d, %d acquisitions; want the standby (worker %d on server %d), none acquired",
+			st.Losses, st.Worker, st.Server, m.acquireCount()-calls, standby.Worker, standby.Server)
+	}
+	after, err := k.NextWait(far())
+	if err != nil || after <= before {
+		t.Fatalf("after the loss: %d, %v; want an ID above %d", after, err, before)
+	}
+}
+
+// TestStandbyKeptWhileItsServerFails: a standby whose own server does not
+// answer a renewal is kept (it may answer again); one found lost is
+// dropped and replaced.
+func TestStandbyKeptWhileItsServerFails(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+	m.setOut(first.Server, true)
+	k.tick()
+	sb := k.Status().Standby
+	m.setDown(sb.Server, true)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	if got := k.Status().Standby; got == nil || got.Worker != sb.Worker {
+		t.Fatalf("standby after its server failed a renewal: %+v, want worker %d kept", got, sb.Worker)
+	}
+	m.setDown(sb.Server, false)
+	m.steal(sb.Worker)
+	k.tick() // finds it lost, drops it
+	k.tick() // takes another
+	st := k.Status()
+	if st.Standby == nil || st.Standby.Worker == sb.Worker || st.Standbys != 2 {
+		t.Fatalf("after the standby was lost: %+v, %d standbys; want a second, other standby", st.Standby, st.Standbys)
+	}
+}

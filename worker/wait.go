@@ -1,0 +1,123 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"ticketd/snowflake"
+)
+
+// Waiting for a generator
+//
+// A request meets no usable generator in three cases: none is held (the lease
+// was lost and a new one is being acquired, or nothing could be leased), the
+// current one was stopped by a switch in the microseconds before its
+// successor is stored, or it has reached its fence. NextWait and NextNWait
+// wait in the first two cases, and in the third while a switch is being
+// attempted, as long as the Keeper says a replacement is on its way
+// (pending), and at most until the caller's deadline. When nothing is on its
+// way, they fail at once: the ticket servers have refused a lease, and
+// waiting would only turn a quick 503 (or a fallback ID) into a slow one.
+//
+// Waiters sleep on a channel that is closed after every change of the
+// generator or of pending, then look again; there is no polling. The fast
+// path is an atomic load and the generator's own Next: no allocation, no
+// timer, no clock read beyond the generator's.
+
+// errWaitedOut: a replacement was on its way, but not in time.
+var errWaitedOut = fmt.Errorf("%w: a replacement worker lease was being acquired, and did not come within the request's deadline", ErrNoWorker)
+
+// broadcast wakes every waiter; they look at gen and pending again.
+func (k *Keeper) broadcast() {
+	ch := make(chan struct{})
+	close(*k.wake.Swap(&ch))
+}
+
+// NextWait is Next, except that while a replacement generator is on its way
+// (a lost lease being replaced, a switch under way) it waits for it, until
+// deadline at the latest. It never waits when a usable generator exists, and
+// fails at once when no replacement is coming (no server could lease one) or
+// the Keeper is closed. After deadline it returns an error wrapping
+// ErrNoWorker.
+func (k *Keeper) NextWait(deadline time.Time) (int64, error) {
+	if g := k.gen.Load(); g != nil {
+		if id, err := g.Next(); err == nil {
+			return id, nil
+		}
+	}
+	var id int64
+	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
+		id, err = g.Next()
+		return err
+	})
+	return id, err
+}
+
+// NextNWait is NextN with NextWait's waiting. A batch cut short by the fence
+// returns what it got (n > 0) with the error, without waiting.
+func (k *Keeper) NextNWait(dst []int64, deadline time.Time) (int, error) {
+	if g := k.gen.Load(); g != nil {
+		if n, err := g.NextN(dst); err == nil || n > 0 {
+			return n, err
+		}
+	}
+	var n int
+	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
+		n, err = g.NextN(dst)
+		if n > 0 {
+			return nil // partial: the caller sees n < len(dst) with err
+		}
+		return err
+	})
+	return n, err
+}
+
+// await runs try on the current generator until it succeeds, or no
+// replacement is coming, or deadline passes.
+func (k *Keeper) await(deadline time.Time, try func(*snowflake.Generator) error) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		wake := *k.wake.Load() // before looking: a change after this closes it
+		g := k.gen.Load()
+		err := ErrNoWorker
+		if g != nil {
+			if err = try(g); err == nil {
+				return nil
+			}
+			if !errors.Is(err, snowflake.ErrStopped) && !errors.Is(err, snowflake.ErrFenced) {
+				return err // the end of the layout's life, a clock before the epoch: no wait helps
+			}
+		}
+		if k.closing.Load() {
+			return fmt.Errorf("%w: %w", ErrNoWorker, ErrClosed)
+		}
+		if !k.pending.Load() {
+			// A replacement stored just before pending was cleared: use it.
+			if k.gen.Load() != g {
+				continue
+			}
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			k.waitTimeouts.Add(1)
+			return errWaitedOut
+		}
+		if timer == nil {
+			k.waits.Add(1)
+			timer = time.NewTimer(left)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			k.waitTimeouts.Add(1)
+			return errWaitedOut
+		}
+	}
+}
