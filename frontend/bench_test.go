@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -16,8 +17,8 @@ import (
 // handler and not an ID generator.
 type counterIDs struct{ n atomic.Int64 }
 
-func (c *counterIDs) Next() (int64, error) { return c.n.Add(1), nil }
-func (c *counterIDs) NextN(dst []int64) (int, error) {
+func (c *counterIDs) NextWait(time.Time) (int64, error) { return c.n.Add(1), nil }
+func (c *counterIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	last := c.n.Add(int64(len(dst)))
 	for i := range dst {
 		dst[i] = last - int64(len(dst)) + int64(i) + 1
@@ -28,6 +29,11 @@ func (c *counterIDs) Status() worker.Status { return worker.Status{} }
 
 // generatorIDs is a real, unfenced snowflake generator behind IDs.
 type generatorIDs struct{ *snowflake.Generator }
+
+func (g generatorIDs) NextWait(time.Time) (int64, error) { return g.Next() }
+func (g generatorIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
+	return g.NextN(dst)
+}
 
 func (generatorIDs) Status() worker.Status { return worker.Status{} }
 

@@ -53,6 +53,15 @@
 // addresses; those go to the log. /v1/status, meant for operators, does show
 // each server's address and last error.
 //
+// # Waiting for a worker lease
+//
+// /v1/id and /v1/ids call IDs.NextWait and IDs.NextNWait with the request's
+// deadline (RequestTimeout after the handler was called). While the keeper is
+// replacing its generator (a lost lease, a switch), a request waits for the
+// replacement instead of failing: the caller sees latency, not an error. The
+// fallback and the 503 below apply only when no replacement is coming, or
+// it does not come by the deadline; the fallback then has what is left of it.
+//
 // # Fallback
 //
 // With Config.Fallback on, /v1/id answers from the ticket servers'
@@ -74,7 +83,8 @@
 //
 // /readyz is 200 when SetReady(true) was called, Shutdown has not begun, and
 // an ID can be issued: the keeper holds a lease with headroom left, or the
-// fallback is on and some ticket server is up.
+// fallback is on and some ticket server is up. A keeper short of worker IDs
+// (worker.Status.Short) adds why to the reason.
 //
 // # Hot path
 //

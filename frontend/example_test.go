@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -19,8 +20,8 @@ import (
 // issuer is a stand-in for *worker.Keeper: IDs from a counter.
 type issuer struct{ last atomic.Int64 }
 
-func (i *issuer) Next() (int64, error) { return i.last.Add(1), nil }
-func (i *issuer) NextN(dst []int64) (int, error) {
+func (i *issuer) NextWait(time.Time) (int64, error) { return i.last.Add(1), nil }
+func (i *issuer) NextNWait(dst []int64, _ time.Time) (int, error) {
 	for k := range dst {
 		dst[k] = i.last.Add(1)
 	}

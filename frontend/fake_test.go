@@ -22,6 +22,8 @@ type fakeIDs struct {
 	gate    chan struct{}
 	entered chan struct{}
 	status  worker.Status
+	// deadline is the one the last NextWait or NextNWait call was given.
+	deadline time.Time
 }
 
 func newFakeIDs() *fakeIDs {
@@ -40,9 +42,10 @@ func (f *fakeIDs) set(mod func(*fakeIDs)) {
 	mod(f)
 }
 
-func (f *fakeIDs) Next() (int64, error) {
+func (f *fakeIDs) NextWait(deadline time.Time) (int64, error) {
 	f.mu.Lock()
 	gate, entered := f.gate, f.entered
+	f.deadline = deadline
 	f.mu.Unlock()
 	if gate != nil {
 		entered <- struct{}{}
@@ -60,9 +63,10 @@ func (f *fakeIDs) Next() (int64, error) {
 	return f.last, nil
 }
 
-func (f *fakeIDs) NextN(dst []int64) (int, error) {
+func (f *fakeIDs) NextNWait(dst []int64, deadline time.Time) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.deadline = deadline
 	if f.panics {
 		panic("fakeIDs: boom")
 	}
@@ -74,6 +78,12 @@ func (f *fakeIDs) NextN(dst []int64) (int, error) {
 		dst[i] = f.last
 	}
 	return len(dst), nil
+}
+
+func (f *fakeIDs) lastDeadline() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline
 }
 
 func (f *fakeIDs) Status() worker.Status {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -23,10 +24,11 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	src, issued := srcSnowflake, s.metrics.idsSnowflake
-	id, err := s.ids.Next()
+	deadline := s.deadline(ctx)
+	id, err := s.ids.NextWait(deadline)
 	if err != nil {
 		var ok bool
-		if id, ok = s.fallbackID(err); !ok {
+		if id, ok = s.fallbackID(err, deadline); !ok {
 			unavailable(ctx, s.noIDMessage(err))
 			return
 		}
@@ -52,6 +54,18 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(b)
 }
 
+// deadline is when a request must be answered: RequestTimeout after
+// fasthttp called the handler (RequestCtx.Time, read once per request by
+// fasthttp anyway). A request waiting for a replacement worker lease, then
+// for the fallback, shares it.
+func (s *Server) deadline(ctx *fasthttp.RequestCtx) time.Time {
+	t := ctx.Time()
+	if t.IsZero() { // a RequestCtx made by hand (tests, benchmarks)
+		t = time.Now()
+	}
+	return t.Add(s.cfg.RequestTimeout)
+}
+
 // noLease reports whether err means "no usable worker lease right now": the
 // only failures the ticket fallback stands in for. Others (end of the layout's
 // life, a clock before the epoch) are not outages a ticket should paper over.
@@ -63,13 +77,13 @@ func noLease(err error) bool {
 // when the fallback is off, does not apply to cause, or fails. Every value it
 // returns is in (0, FallbackCeiling): the ceiling is the smallest snowflake ID
 // the deployment can issue, so a fallback ID never equals a snowflake ID.
-func (s *Server) fallbackID(cause error) (int64, bool) {
+func (s *Server) fallbackID(cause error, deadline time.Time) (int64, bool) {
 	if !s.cfg.Fallback || !noLease(cause) {
 		return 0, false
 	}
 	// From the server's lifetime context, not the request: a RequestCtx is no
 	// context. A forced Shutdown cancels it.
-	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithDeadline(s.base, deadline)
 	t, err := s.tickets.Ticket64(ctx)
 	cancel()
 	if err != nil {
@@ -154,7 +168,7 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
 		b.ids = make([]int64, n)
 	}
 	ids := b.ids[:n]
-	got, err := s.ids.NextN(ids)
+	got, err := s.ids.NextNWait(ids, s.deadline(ctx))
 	if err != nil || got != n {
 		// The got IDs already issued are dropped: unused IDs cost density,
 		// never uniqueness, and a short answer would surprise the caller.

@@ -3,8 +3,11 @@ package frontend
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"ticketd/worker"
 )
 
 // endpoint labels a request in ticketd_requests_total. The router sets it
@@ -156,6 +159,9 @@ func (s *Server) writeBackendMetrics(w io.Writer) {
 	counter("ticketd_worker_switches_total", st.Switches)
 	counter("ticketd_lease_losses_total", st.Losses)
 	counter("ticketd_lease_acquires_total", st.Acquires)
+	counter("ticketd_lease_standbys_total", st.Standbys)
+	counter("ticketd_id_waits_total", st.Waits)
+	counter("ticketd_id_wait_timeouts_total", st.WaitTimeouts)
 	worker, held, headroom := -1.0, 0.0, 0.0
 	if st.Held {
 		worker, held, headroom = float64(st.Worker), 1, max(st.Headroom.Seconds(), 0)
@@ -167,6 +173,9 @@ func (s *Server) writeBackendMetrics(w io.Writer) {
 	ready, _ := s.readiness(st, health)
 	gauge("ticketd_ready", b2f(ready))
 	gauge("ticketd_fallback_enabled", b2f(s.cfg.Fallback))
+	gauge("ticketd_lease_standby", b2f(st.Standby != nil))
+	gauge("ticketd_worker_short", b2f(st.Short != ""))
+	s.writeCapacityMetrics(w, st)
 
 	// One family at a time, so that TYPE lines (when metadata is on) come
 	// once per family. Servers are labelled by their number, 1..N: the
@@ -195,4 +204,35 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// writeCapacityMetrics writes the worker-ID capacity of this ticketd's
+// datacenter, labelled with it: every ticketd of a datacenter reports the same
+// figures, so alerts aggregate by datacenter. Per-server series appear once
+// the server has been counted, the outage figures once every server has.
+func (s *Server) writeCapacityMetrics(w io.Writer, st worker.Status) {
+	c, dc := st.Capacity, st.Datacenter
+	one := func(name string, v int) {
+		metrics.WriteMetadataIfNeeded(w, name, "gauge")
+		fmt.Fprintf(w, "%s{datacenter=\"%d\"} %d\n", name, dc, v)
+	}
+	perServer := func(name string, vals []int) { // -1: not counted, left out
+		if !slices.ContainsFunc(vals, func(v int) bool { return v >= 0 }) {
+			return
+		}
+		metrics.WriteMetadataIfNeeded(w, name, "gauge")
+		for i, v := range vals {
+			if v >= 0 {
+				fmt.Fprintf(w, "%s{datacenter=\"%d\",server=\"%d\"} %d\n", name, dc, i+1, v)
+			}
+		}
+	}
+	one("ticketd_worker_ids_capacity", c.Total)
+	perServer("ticketd_worker_ids_held", c.Held)
+	if !c.Known {
+		return
+	}
+	one("ticketd_worker_ids_held_total", c.HeldTotal)
+	perServer("ticketd_worker_ids_short_if_down", c.ShortIfDown)
+	one("ticketd_worker_outage_headroom", c.OutageHeadroom)
 }

@@ -15,11 +15,15 @@ import (
 	"ticketd/worker"
 )
 
-// IDs is what the API needs of the snowflake side (*worker.Keeper). Next and
-// NextN must be safe for concurrent use; Status is called off the hot path.
+// IDs is what the API needs of the snowflake side (*worker.Keeper). NextWait
+// and NextNWait must be safe for concurrent use and should not allocate while
+// an ID can be issued at once; while a replacement generator is on its way
+// they may wait for it, until deadline at the latest (the request's deadline:
+// RequestTimeout after the handler was called). Status is called off the hot
+// path.
 type IDs interface {
-	Next() (int64, error)
-	NextN(dst []int64) (int, error)
+	NextWait(deadline time.Time) (int64, error)
+	NextNWait(dst []int64, deadline time.Time) (int, error)
 	Status() worker.Status
 }
 

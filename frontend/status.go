@@ -28,6 +28,9 @@ func (s *Server) readiness(st worker.Status, health []ticket.ServerHealth) (bool
 	if st.Held {
 		why = "the worker lease's fence is reached (no headroom left)"
 	}
+	if st.Short != "" {
+		why += "; " + st.Short
+	}
 	if !s.cfg.Fallback {
 		return false, why + " and the ticket fallback is off"
 	}
@@ -73,7 +76,14 @@ type statusAnswer struct {
 	Losses        uint64       `json:"losses"`
 	Acquires      uint64       `json:"acquires"`
 	LastError     string       `json:"last_error"`
-	Fallback      bool         `json:"fallback"`
+	// Standby is null unless a standby lease is held.
+	Standby      *standbyAnswer `json:"standby"`
+	Short        string         `json:"short"`
+	Standbys     uint64         `json:"standbys"`
+	Waits        uint64         `json:"waits"`
+	WaitTimeouts uint64         `json:"wait_timeouts"`
+	WorkerIDs    workerIDs      `json:"worker_ids"`
+	Fallback     bool           `json:"fallback"`
 	// FallbackCeiling: every fallback ID is below it (set when Fallback).
 	FallbackCeiling string         `json:"fallback_ceiling,omitempty"`
 	Ready           bool           `json:"ready"`
@@ -94,6 +104,22 @@ type leaseAnswer struct {
 	LastRenewal string `json:"last_renewal,omitempty"`
 }
 
+type standbyAnswer struct {
+	Worker  uint32 `json:"worker"`
+	Server  int    `json:"server"` // 1..N
+	FenceMs int64  `json:"fence_ms"`
+}
+
+// workerIDs is the capacity of this ticketd's datacenter. The figures that
+// need every server counted are null until then.
+type workerIDs struct {
+	Capacity       int    `json:"capacity"`
+	PerServer      int    `json:"per_server"`
+	HeldTotal      *int   `json:"held_total"`
+	OutageHeadroom *int   `json:"outage_headroom"`
+	LastError      string `json:"last_error"`
+}
+
 type serverAnswer struct {
 	Index            int     `json:"index"`
 	Offset           int     `json:"offset"`
@@ -105,6 +131,12 @@ type serverAnswer struct {
 	Tickets          uint64  `json:"tickets"`
 	Failures         uint64  `json:"failures"`
 	ParityViolations uint64  `json:"parity_violations"`
+	// WorkerIDsHeld: the datacenter's worker leases alive on it at its last
+	// count (null: never counted); ShortIfDown: ticketd that would be left
+	// without a worker ID if it stopped now (null until both are counted).
+	WorkerIDsHeld      *int   `json:"worker_ids_held"`
+	WorkerIDsCountedAt string `json:"worker_ids_counted_at,omitempty"`
+	ShortIfDown        *int   `json:"short_if_down"`
 	// Rewound: the ticket tables this server is refused for, because its
 	// counter is at or below the highest ticket it already issued (restored
 	// from a backup?); [] when none. Counter and mark are strings, as IDs are.
@@ -144,8 +176,20 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 		Losses:        st.Losses,
 		Acquires:      st.Acquires,
 		LastError:     st.LastError,
+		Short:         st.Short,
+		Standbys:      st.Standbys,
+		Waits:         st.Waits,
+		WaitTimeouts:  st.WaitTimeouts,
 		Fallback:      s.cfg.Fallback,
 		TicketServers: make([]serverAnswer, len(health)),
+	}
+	c := st.Capacity
+	a.WorkerIDs = workerIDs{Capacity: c.Total, PerServer: c.PerServer, LastError: c.LastError}
+	if c.Known {
+		a.WorkerIDs.HeldTotal, a.WorkerIDs.OutageHeadroom = &c.HeldTotal, &c.OutageHeadroom
+	}
+	if sb := st.Standby; sb != nil {
+		a.Standby = &standbyAnswer{Worker: sb.Worker, Server: sb.Server + 1, FenceMs: sb.FenceMs}
 	}
 	if st.Held {
 		a.Lease = &leaseAnswer{
@@ -178,6 +222,13 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 			Failures:         h.Failures,
 			ParityViolations: h.ParityViolations,
 			Rewound:          make([]rewindAnswer, len(h.Rewound)),
+		}
+		if j := h.Index; j >= 0 && j < len(c.Held) && c.Held[j] >= 0 {
+			a.TicketServers[i].WorkerIDsHeld = &c.Held[j]
+			a.TicketServers[i].WorkerIDsCountedAt = fmtTime(c.CountedAt[j])
+			if c.Known {
+				a.TicketServers[i].ShortIfDown = &c.ShortIfDown[j]
+			}
 		}
 		for k, r := range h.Rewound {
 			a.TicketServers[i].Rewound[k] = rewindAnswer{Table: r.Table, Counter: strconv.FormatUint(r.Counter, 10),
