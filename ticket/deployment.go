@@ -130,3 +130,32 @@ func checkDeployments(servers []*server, want Deployment, rows []*deploymentRow)
 	}
 	return errors.Join(errs...)
 }
+
+// RecordedDeployment returns the deployment record with the earliest first
+// start among the servers that answer, without writing anything; ok is false
+// when none of them has a record (a new deployment). It fails only when no
+// server answers. A ticketd told no layout adopts the record this way; then
+// EnsureDeployment checks it against every server.
+func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, err error) {
+	if p.closed.Load() {
+		return Deployment{}, false, ErrClosed
+	}
+	rows, errs := p.readDeployments(ctx)
+	reachable := 0
+	var got *deploymentRow
+	for i, r := range rows {
+		if errs[i] == nil {
+			reachable++
+		}
+		if r != nil && (got == nil || r.FirstStartMs < got.FirstStartMs) {
+			got = r
+		}
+	}
+	switch {
+	case reachable == 0:
+		return Deployment{}, false, fmt.Errorf("%w: reading the deployment record: %w", ErrNoServer, errors.Join(errs...))
+	case got == nil:
+		return Deployment{}, false, nil
+	}
+	return Deployment(*got), true, nil
+}

@@ -19,6 +19,9 @@ func TestEnsureDeployment(t *testing.T) {
 	p := openPair(t, mp)
 	ctx := context.Background()
 	first := Deployment{Layout: "41/5/5/12", EpochMs: 1288834974657, FirstStartMs: 1_700_000_000_000, CreatedBy: "host-a/1"}
+	if d, ok, err := p.RecordedDeployment(ctx); ok || err != nil {
+		t.Fatalf("RecordedDeployment of a new deployment = %+v, %v, %v; want none, no error", d, ok, err)
+	}
 	got, err := p.EnsureDeployment(ctx, first)
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +33,10 @@ func TestEnsureDeployment(t *testing.T) {
 		if row := s.Query(t, "SELECT layout, epoch_ms, first_start_ms FROM deployment"); row != "41/5/5/12\t1288834974657\t1700000000000" {
 			t.Fatalf("server %d deployment row = %q, want the first record", i+1, row)
 		}
+	}
+
+	if d, ok, err := p.RecordedDeployment(ctx); !ok || err != nil || d != first {
+		t.Fatalf("RecordedDeployment = %+v, %v, %v; want the first record", d, ok, err)
 	}
 
 	later := first
@@ -65,6 +72,9 @@ func TestEnsureDeployment(t *testing.T) {
 	// Server 2 lost its record (say, rebuilt while server 1 ran on): it gets the
 	// first record back, with the first start time, from server 1.
 	mp.Servers[1].Exec(t, "DELETE FROM tickets.deployment")
+	if d, ok, err := p.RecordedDeployment(ctx); !ok || err != nil || d != first {
+		t.Fatalf("RecordedDeployment with server 2's record gone = %+v, %v, %v; want server 1's", d, ok, err)
+	}
 	if got, err := p.EnsureDeployment(ctx, later); err != nil || got != first {
 		t.Fatalf("with server 2's record gone = %+v, %v; want %+v", got, err, first)
 	}
@@ -80,6 +90,9 @@ func TestEnsureDeployment(t *testing.T) {
 	mp.Servers[1].Stop(t)
 	if _, err := p.EnsureDeployment(ctx, later); !errors.Is(err, ErrNoServer) {
 		t.Fatalf("with both down = %v, want ErrNoServer", err)
+	}
+	if _, _, err := p.RecordedDeployment(ctx); !errors.Is(err, ErrNoServer) {
+		t.Fatalf("RecordedDeployment with both down = %v, want ErrNoServer", err)
 	}
 }
 
