@@ -384,7 +384,9 @@ func TestE2EFailover(t *testing.T) {
 }
 
 // TestE2ETwoDaemonsAndLayout: two ticketd on one pair get different worker
-// IDs; a third with another layout refuses to start and names both layouts.
+// IDs (the first records the new-deployment default, flat 41/0/10/12); a
+// third with another layout given explicitly refuses to start and names both
+// layouts.
 func TestE2ETwoDaemonsAndLayout(t *testing.T) {
 	p := mysqltest.StartPair(t)
 	a := startDaemon(t, p)
@@ -394,7 +396,7 @@ func TestE2ETwoDaemonsAndLayout(t *testing.T) {
 		t.Fatalf("both daemons hold worker %d", sa.Worker)
 	}
 
-	c := launch(t, p, "-layout", "flat")
+	c := launch(t, p, "-layout", "twitter")
 	select {
 	case <-c.done:
 	case <-time.After(20 * time.Second):

@@ -47,6 +47,10 @@ type serveOptions struct {
 	logFormat       string
 	logLevel        string
 	clockOffset     time.Duration
+	// Given explicitly (flag or environment), not left at their defaults:
+	// -epoch not given adopts the recorded epoch, -datacenter given picks
+	// the new-deployment layout that has datacenter bits.
+	epochGiven, datacenterGiven bool
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -74,8 +78,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&o.user, "user", "ticketd", "database user")
 	fs.StringVar(&o.passwordFile, "password-file", "var/ticketd.password", "file holding the database password (ignored when TICKETD_PASSWORD is set)")
 	fs.UintVar(&o.datacenter, "datacenter", 0, "datacenter ID of this ticketd")
-	fs.StringVar(&o.layout, "layout", "twitter", "ID bit layout: a preset (twitter, flat) or widths time/datacenter/worker/sequence like 41/5/5/12; the same for the whole deployment")
-	fs.Int64Var(&o.epoch, "epoch", snowflake.TwitterEpochMs, "ID epoch in Unix milliseconds; the same for the whole deployment")
+	fs.StringVar(&o.layout, "layout", layoutAuto, "ID bit layout, the same for the whole deployment: auto (the one recorded on the ticket servers; a new deployment records "+
+		newDeploymentLayout(false).String()+", or "+newDeploymentLayout(true).String()+" when -datacenter is given), a preset (twitter, flat) or widths time/datacenter/worker/sequence like 41/5/5/12")
+	fs.Int64Var(&o.epoch, "epoch", snowflake.TwitterEpochMs, "ID epoch in Unix milliseconds, the same for the whole deployment; when not given, the one recorded on the ticket servers (a new deployment records this default)")
 	fs.DurationVar(&o.callTimeout, "call-timeout", ticket.DefaultCallTimeout, "deadline of one call to one ticket server")
 	fs.DurationVar(&o.leaseOpTimeout, "lease-op-timeout", 0, fmt.Sprintf("deadline of one whole worker-lease operation (acquire, renew, release), which may call both servers; 0: %d × -call-timeout", worker.LeaseAttempts))
 	fs.DurationVar(&o.requestTimeout, "request-timeout", frontend.DefaultRequestTimeout, "deadline of an HTTP request that needs the ticket servers")
@@ -104,6 +109,10 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	if err := applyEnv(fs, getenv); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) { // flags set on the command line or from the environment
+		o.epochGiven = o.epochGiven || f.Name == "epoch"
+		o.datacenterGiven = o.datacenterGiven || f.Name == "datacenter"
+	})
 	if o.password = getenv("TICKETD_PASSWORD"); o.password == "" {
 		pw, err := readSecret(o.passwordFile)
 		if err != nil {
@@ -125,13 +134,19 @@ var errHelp = errors.New("help requested")
 // serveConfig turns options into the packages' configs, validating each so a
 // bad value is reported as a usage error naming the flag.
 type serveConfig struct {
-	layout   snowflake.Layout
-	pair     ticket.Config
-	keeper   worker.Config
-	frontend frontend.Config
-	listen   string
-	holder   string
-	logger   *slog.Logger
+	// layout is -layout, or with -layout auto the one a new deployment
+	// records, until serve has read the deployment record (settleDeployment).
+	layout snowflake.Layout
+	// layoutAuto: -layout auto; epochAuto: -epoch not given. Either adopts
+	// what the ticket servers recorded.
+	layoutAuto, epochAuto bool
+	datacenter            uint32
+	pair                  ticket.Config
+	keeper                worker.Config
+	frontend              frontend.Config
+	listen                string
+	holder                string
+	logger                *slog.Logger
 	// clock is the system clock, shifted by -clock-offset when set.
 	clock       snowflake.Clock
 	clockOffset time.Duration
@@ -153,10 +168,15 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		c.logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	}
 
-	layout, err := snowflake.ParseLayout(o.layout)
-	if err != nil {
-		return c, usagef("-layout: %v", err)
+	layout := newDeploymentLayout(o.datacenterGiven)
+	if c.layoutAuto = strings.EqualFold(strings.TrimSpace(o.layout), layoutAuto); !c.layoutAuto {
+		l, err := snowflake.ParseLayout(o.layout)
+		if err != nil {
+			return c, usagef("-layout: %v", err)
+		}
+		layout = l
 	}
+	c.epochAuto = !o.epochGiven
 	layout.EpochMs = o.epoch
 	if err := layout.Validate(); err != nil {
 		return c, usagef("-epoch: %v", err)
@@ -206,14 +226,23 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.holder = worker.DefaultHolder()
 	c.keeper = worker.DefaultConfig()
 	c.keeper.Layout = layout
-	if o.datacenter > uint(layout.MaxDatacenter()) {
+	if o.datacenter > uint(snowflake.Layout{DatacenterBits: snowflake.MaxNodeBits}.MaxDatacenter()) ||
+		(!c.layoutAuto && o.datacenter > uint(layout.MaxDatacenter())) {
 		return c, usagef("-datacenter %d: layout %s allows 0 to %d", o.datacenter, layout, layout.MaxDatacenter())
 	}
-	c.keeper.Datacenter = uint32(o.datacenter)
+	// With -layout auto the datacenter is checked against the layout once it
+	// is known (settleDeployment); until then the lease settings are checked
+	// with datacenter 0.
+	c.datacenter = uint32(o.datacenter)
+	if !c.layoutAuto {
+		c.keeper.Datacenter = c.datacenter
+	}
 	c.keeper.Holder = c.holder
 	c.keeper.Servers = len(c.pair.Servers)
 	c.keeper.TTL, c.keeper.RenewEvery, c.keeper.Reserve = o.leaseTTL, o.renewEvery, o.reserve
 	c.keeper.SwitchHeadroom = o.switchHeadroom
+	// No flags of their own: derived from -renew-every (the keeper's zero).
+	c.keeper.CapacityEvery, c.keeper.ShortRetry = 0, 0
 	switch {
 	case o.maxWait < 0:
 		return c, usagef("-max-wait %s is negative", o.maxWait)
@@ -285,12 +314,9 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 	if c.clockOffset != 0 {
 		log.Warn("this process's clock is shifted (-clock-offset): for failure testing only", "offset", c.clockOffset)
 	}
-	nowNs, _ := c.clock.Now()
-	dep, err := pair.EnsureDeployment(startCtx, ticket.Deployment{
-		Layout: c.layout.String(), EpochMs: c.layout.EpochMs, FirstStartMs: nowNs / 1e6, CreatedBy: c.holder,
-	})
+	dep, err := settleDeployment(startCtx, pair, &c)
 	if err != nil {
-		return fmt.Errorf("refusing to start: %w", err)
+		return err
 	}
 	// No ID is ever issued below the deployment's first start, and every
 	// fallback ticket must stay below the smallest ID that allows.
@@ -320,6 +346,11 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 			return fmt.Errorf("no worker ID: %w", err)
 		}
 		log.Warn("starting without a worker ID: /v1/id answers from the fallback sequence", "err", err)
+	}
+	// The worker IDs held, now: the first figures, and the warning if a
+	// ticket server's outage would leave ticketd without one.
+	if err := keeper.CheckCapacity(startCtx); err != nil {
+		log.Warn("could not count the worker IDs held at start; counted again in the background", "err", err)
 	}
 	keeper.Run()
 

@@ -30,10 +30,35 @@ func TestServeOptions(t *testing.T) {
 	}{
 		{name: "defaults", env: withPW, check: func(t *testing.T, c serveConfig) {
 			if c.listen != "127.0.0.1:8080" || c.pair.Password != "from-env" || len(c.pair.Servers) != 2 ||
-				c.layout.String() != "41/5/5/12" || c.frontend.Fallback {
-				t.Fatalf("got listen %s, %d servers, layout %s, fallback %v", c.listen, len(c.pair.Servers), c.layout, c.frontend.Fallback)
+				!c.layoutAuto || !c.epochAuto || c.layout.String() != "41/0/10/12" || c.frontend.Fallback {
+				t.Fatalf("got listen %s, %d servers, layout auto %v (new deployments %s), epoch auto %v, fallback %v",
+					c.listen, len(c.pair.Servers), c.layoutAuto, c.layout, c.epochAuto, c.frontend.Fallback)
 			}
 		}},
+		{name: "datacenter given: the new-deployment layout has datacenter bits", args: []string{"-datacenter", "0"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if !c.layoutAuto || c.layout.String() != "41/2/9/11" || c.datacenter != 0 {
+					t.Fatalf("layout auto %v, new deployments %s, datacenter %d; want auto, 41/2/9/11, 0", c.layoutAuto, c.layout, c.datacenter)
+				}
+			}},
+		{name: "explicit layout and epoch", args: []string{"-layout", "twitter", "-epoch", "1288834974657"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.layoutAuto || c.epochAuto || c.layout.String() != "41/5/5/12" || c.keeper.Layout != c.layout {
+					t.Fatalf("layout auto %v %s, epoch auto %v; want twitter given, epoch given", c.layoutAuto, c.layout, c.epochAuto)
+				}
+			}},
+		{name: "epoch from the environment is given", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_EPOCH": "1600000000000"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.epochAuto || c.layout.EpochMs != 1600000000000 {
+					t.Fatalf("epoch auto %v, epoch %d; want the environment's, given", c.epochAuto, c.layout.EpochMs)
+				}
+			}},
+		{name: "datacenter checked later with auto", args: []string{"-datacenter", "31"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.datacenter != 31 || c.keeper.Datacenter != 0 {
+					t.Fatalf("datacenter %d, keeper's %d; want 31 kept for when the layout is known", c.datacenter, c.keeper.Datacenter)
+				}
+			}},
 		{name: "password file", args: []string{"-password-file", pwFile}, check: func(t *testing.T, c serveConfig) {
 			if c.pair.Password != "s3cret" {
 				t.Fatalf("password from file: got %q, want %q", c.pair.Password, "s3cret")
@@ -54,7 +79,8 @@ func TestServeOptions(t *testing.T) {
 			}},
 		{name: "no password", args: []string{"-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no database password"},
 		{name: "bad env value", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_DATACENTER": "many"}, wantErr: "TICKETD_DATACENTER"},
-		{name: "datacenter too big", args: []string{"-datacenter", "32"}, env: withPW, wantErr: "-datacenter 32"},
+		{name: "datacenter too big", args: []string{"-datacenter", "32", "-layout", "twitter"}, env: withPW, wantErr: "-datacenter 32"},
+		{name: "datacenter beyond any layout", args: []string{"-datacenter", "4194304"}, env: withPW, wantErr: "-datacenter 4194304"},
 		{name: "bad layout", args: []string{"-layout", "41/5/5/13"}, env: withPW, wantErr: "-layout"},
 		{name: "bad epoch", args: []string{"-epoch", "-3"}, env: withPW, wantErr: "-epoch"},
 		{name: "bad listen", args: []string{"-listen", "nowhere"}, env: withPW, wantErr: "-listen"},
