@@ -126,10 +126,27 @@ func TestE2EOldDefaultLayoutKeepsWorking(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.getJSON("/v1/ids/"+itoa(id), &decoded)
-		if decoded.Worker != s.Lease.Worker {
-			t.Fatalf("%s: ID %d decodes to worker %d, want %d", d.addr, id, decoded.Worker, s.Lease.Worker)
+		if decoded.Worker != s.Lease.Worker || decoded.Datacenter != map[*daemon]uint32{a: 0, b: 7}[d] {
+			t.Fatalf("%s: ID %d decodes to datacenter %d worker %d, want worker %d of its datacenter", d.addr, id,
+				decoded.Datacenter, decoded.Worker, s.Lease.Worker)
 		}
 	}
+	// Each datacenter ID has a worker space of its own: each counts only its
+	// own lease (what lets a fleet grow by datacenter IDs).
+	waitFor(t, "each datacenter counting its own lease", 15*time.Second, func() bool {
+		for _, d := range []*daemon{a, b} {
+			var s struct {
+				WorkerIDs struct {
+					HeldTotal *int `json:"held_total"`
+				} `json:"worker_ids"`
+			}
+			d.getJSON("/v1/status", &s)
+			if s.WorkerIDs.HeldTotal == nil || *s.WorkerIDs.HeldTotal != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	for i, s := range p.Servers {
 		if got := s.Query(t, "SELECT layout, first_start_ms FROM deployment"); got != "41/5/5/12\t"+itoa(firstStart) {
 			t.Fatalf("server %d's record became %q: nothing may rewrite it", i+1, got)
