@@ -413,19 +413,22 @@ func (k *Keeper) Close(ctx context.Context) error {
 		k.lastMs = max(k.lastMs, g.Stop())
 	}
 	k.lastMs = max(k.lastMs, k.closedMs.Load())
+	// The lease first: its release records the last timestamp issued, which
+	// spares its next holder a wait. The standby never issued: if ctx runs out
+	// before its release, it merely expires.
 	var errs []error
-	if k.hasStandby {
-		k.hasStandby = false
-		if err := k.release(ctx, k.standby, unusedMs(k.standby)); err != nil {
-			errs = append(errs, fmt.Errorf("worker: releasing standby worker %d: %w", k.standby.Worker, err))
-		}
-	}
 	if k.held {
 		k.held = false
 		if err := k.release(ctx, k.lease, k.lastMs); err != nil {
 			errs = append(errs, fmt.Errorf("worker: releasing worker %d: %w", k.lease.Worker, err))
 		} else {
 			k.log.Info("released worker ID", "worker", k.lease.Worker, "server", k.lease.Server+1, "last_issued_ms", k.lastMs)
+		}
+	}
+	if k.hasStandby {
+		k.hasStandby = false
+		if err := k.release(ctx, k.standby, unusedMs(k.standby)); err != nil {
+			errs = append(errs, fmt.Errorf("worker: releasing standby worker %d: %w", k.standby.Worker, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -90,8 +90,7 @@ func TestStandbyReleasedWhenHealthy(t *testing.T) {
 }
 
 // TestLostLeaseTakesStandby: a renewal that finds the lease lost switches to
-// the standby at once, without acquiring; requests see no error. Close
-// releases both leases it holds.
+// the standby at once, without acquiring; requests see no error.
 func TestLostLeaseTakesStandby(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano()}
 	m := newMemLeaser(5)
@@ -149,5 +148,28 @@ func TestStandbyKeptWhileItsServerFails(t *testing.T) {
 	st := k.Status()
 	if st.Standby == nil || st.Standby.Worker == sb.Worker || st.Standbys != 2 {
 		t.Fatalf("after the standby was lost: %+v, %d standbys; want a second, other standby", st.Standby, st.Standbys)
+	}
+}
+
+// TestCloseReleasesStandby: Close releases the lease (with the last
+// timestamp issued) and then the standby (which never issued).
+func TestCloseReleasesStandby(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	m.setOut(k.Status().Server, true)
+	k.tick()
+	st := k.Status()
+	if st.Standby == nil {
+		t.Fatal("no standby")
+	}
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.released) != 2 || m.released[0].Worker != st.Worker || m.released[1].Worker != st.Standby.Worker {
+		t.Fatalf("released %+v, want worker %d then the standby %d", m.released, st.Worker, st.Standby.Worker)
+	}
+	if st := k.Status(); st.Held || st.Standby != nil {
+		t.Fatalf("after Close: held %v, standby %+v", st.Held, st.Standby)
 	}
 }
