@@ -193,6 +193,11 @@ func TestE2ECapacityFreeze(t *testing.T) {
 	for _, b := range on1 {
 		if s := b.d.leaseStatus(); s.Switches > 0 && s.Lease != nil && s.Lease.Server == 2 {
 			switched++
+			// The switch was seen coming (server 1 out of rotation, renewals
+			// failing): it went to a standby taken beforehand.
+			if s.Standbys == 0 || !strings.Contains(b.d.logs.String(), "lease=standby") {
+				t.Errorf("%s switched without a standby lease (%d taken):\n%s", b.d.addr, s.Standbys, b.d.logs)
+			}
 		}
 	}
 	if switched != len(on1)-int(predicted) {

@@ -20,6 +20,7 @@ type leaseStatus struct {
 	Switches  uint64 `json:"switches"`
 	Losses    uint64 `json:"losses"`
 	Acquires  uint64 `json:"acquires"`
+	Standbys  uint64 `json:"standbys"`
 	Waits     uint64 `json:"waits"`
 	Timeouts  uint64 `json:"wait_timeouts"`
 	Short     string `json:"short"`
