@@ -89,12 +89,13 @@ func TestE2ERestoreUnderLoad(t *testing.T) {
 			t.Errorf("%s = %v, want at least %v", name, m, atLeast)
 		}
 	}
-	if logs := d.logs.String(); !strings.Contains(logs, "worker lease lost") {
-		t.Errorf("no log of the lost lease:\n%s", logs)
+	gap, ok := logGap(d.logs.String(), "worker lease lost", "acquired worker ID")
+	if !ok {
+		t.Errorf("no log of the lost lease followed by the new one:\n%s", d.logs)
 	}
-	t.Logf("%d IDs from 8 clients, %d failed requests, no duplicate; max latency %s; %d requests waited for the replacement "+
-		"(%d past their deadline); worker %d v%d on server %d → worker %d v%d on server %d",
-		len(all), l.failed.Load(), time.Duration(l.maxLat.Load()), after.Waits, after.Timeouts, first.Lease.Worker, first.Lease.Version,
+	t.Logf("%d IDs from 8 clients, %d failed requests, no duplicate; max latency %s; lease lost → new lease in %s (log times); "+
+		"%d requests waited for the replacement (%d past their deadline); worker %d v%d on server %d → worker %d v%d on server %d",
+		len(all), l.failed.Load(), time.Duration(l.maxLat.Load()), gap, after.Waits, after.Timeouts, first.Lease.Worker, first.Lease.Version,
 		first.Lease.Server, after.Lease.Worker, after.Lease.Version, after.Lease.Server)
 }
 
@@ -165,3 +166,26 @@ func TestE2EOldDefaultLayoutKeepsWorking(t *testing.T) {
 }
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// logGap finds the first log line containing from, then the first later one
+// containing to, and returns the time between their time= fields.
+func logGap(logs, from, to string) (time.Duration, bool) {
+	var begin time.Time
+	for _, line := range strings.Split(logs, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "time=") {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time="))
+		if err != nil {
+			continue
+		}
+		switch {
+		case begin.IsZero() && strings.Contains(line, from):
+			begin = at
+		case !begin.IsZero() && strings.Contains(line, to):
+			return at.Sub(begin), true
+		}
+	}
+	return 0, false
+}
