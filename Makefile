@@ -53,6 +53,8 @@ fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzCount$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzDecodeID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzValidSequenceName$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
 # worker ID); `make db-down` stops the pair afterwards.
