@@ -243,3 +243,10 @@ func TestQuotaPerToken(t *testing.T) {
 		t.Fatalf("limited: 10 s of asks got %d, want about 500", granted)
 	}
 }
+
+func BenchmarkBucketTakeSerial(b *testing.B) {
+	bk := NewBucket(MaxRate, nil)
+	for b.Loop() {
+		bk.Take(1)
+	}
+}
