@@ -105,8 +105,9 @@ func (d *daemon) waitFor(t *testing.T, what string, check func() error) {
 }
 
 // TestImageRunsInAnEmptyRoot runs the image's entrypoint the way a
-// container runtime would, without one: in a root directory holding only
-// what the Containerfile copies in (and the password secret podman mounts),
+// container runtime would, without one: in a read-only root directory
+// holding only what the Containerfile copies in (and the password secret
+// podman mounts),
 // as the Containerfile's numeric user (a user namespace maps it), with the
 // Containerfile's environment plus the ticket servers' addresses. It must
 // become ready, issue an ID and stop cleanly on SIGTERM.
@@ -142,6 +143,14 @@ func TestImageRunsInAnEmptyRoot(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(pair.Password+"\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
+
+	// Read-only, as an image layer is: ticketd writes no file.
+	for _, d := range []string{filepath.Dir(secret), root} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.Chmod(root, 0o755); os.Chmod(filepath.Dir(secret), 0o755) })
 
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	env["TICKETD_LISTEN"] = addr // the test's loopback, not the container's 0.0.0.0:8080
@@ -335,6 +344,15 @@ func TestTicketServerUnitStarts(t *testing.T) {
 	want := fmt.Sprintf("2\t2\t%d\t1\t127.0.0.1\t%s/", port, state)
 	if got != want {
 		t.Fatalf("server settings: got %q, want %q (increment, offset, port, log_bin, bind_address, datadir)", got, want)
+	}
+	// Root logs in over the socket only: not over TCP, password or not.
+	tcp := exec.Command("mariadb", "--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P"+strconv.Itoa(port),
+		"-uroot", "--connect-timeout=10", "-e", "SELECT 1")
+	if out, err := tcp.CombinedOutput(); err == nil {
+		t.Fatalf("root logged in over TCP: %s", out)
+	} else if !strings.Contains(string(out), "1130") && !strings.Contains(string(out), "1045") {
+		// 1130: no account for that host; 1045: access denied.
+		t.Fatalf("root over TCP: want a refusal (1130 or 1045), got %v: %s", err, out)
 	}
 	schema, err := os.Open(filepath.Join(repoRoot(t), "schema.sql"))
 	if err != nil {

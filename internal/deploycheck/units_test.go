@@ -232,7 +232,7 @@ func TestTicketServerUnit(t *testing.T) {
 	u := unitFile(t, dbUnit)
 	svc := func(k string) string { return u.Value("Service", k) }
 	for k, want := range map[string]string{
-		"Type": "notify", "User": "mysql", "ProtectSystem": "strict", "NoNewPrivileges": "yes",
+		"Type": "notify", "User": "mysql", "ProtectSystem": "strict", "NoNewPrivileges": "yes", "SendSIGKILL": "no",
 		"StateDirectory": "ticketd-db%i", "RuntimeDirectory": "ticketd-db%i", "LogsDirectory": "ticketd-db%i",
 	} {
 		if got := svc(k); got != want {
