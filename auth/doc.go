@@ -68,6 +68,8 @@
 // (SIGHUP): requests in flight finish with the Set they loaded; a file that
 // does not parse on reload leaves the current Set in place. CheckFileMode
 // warns about a tokens file that others than its owner may read or write.
+// LoopbackOnly tells a listen address that only this machine reaches from
+// one that needs tokens.
 //
 // # Quotas
 //
