@@ -64,3 +64,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAuthenticate: any Authorization value is refused with one of the
+// three sentinels, or names the one token whose literal it carries. Never
+// a panic.
+func FuzzAuthenticate(f *testing.F) {
+	set, err := Parse([]byte("a "+tokA+" ids\nb "+sha(tokB)+" status\n"), Config{Clock: &fakeClock{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, h := range []string{"Bearer " + tokA, "bearer  " + tokB + "\t", "Basic x", "", "Bearer ", "Bearer " + tokA + "="} {
+		f.Add([]byte(h))
+	}
+	f.Fuzz(func(t *testing.T, h []byte) {
+		tok, err := set.Authenticate(h)
+		switch err {
+		case ErrNoToken, ErrMalformed, ErrUnknownToken:
+			if tok != nil {
+				t.Fatalf("%q: a token and an error", h)
+			}
+			return
+		case nil:
+		default:
+			t.Fatalf("%q: error %v is no sentinel", h, err)
+		}
+		want := map[string]string{"a": tokA, "b": tokB}[tok.Name]
+		if got := string(trimBlanks(h[len("bearer "):])); got != want {
+			t.Fatalf("%q authenticated as %s", h, tok.Name)
+		}
+	})
+}
