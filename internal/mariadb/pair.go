@@ -33,8 +33,9 @@ func StartPair() (*Pair, error) {
 // behind.
 func PreparePair() (*Pair, error) {
 	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword()}
+	repl := randomPassword()
 	for i := range p.Servers {
-		s, err := prepare(Options{Offset: i + 1, Increment: 2}, p.Password, p.AdminPassword)
+		s, err := prepare(Options{Offset: i + 1, Increment: 2}, passwords{p.Password, p.AdminPassword, repl})
 		if err != nil {
 			p.Close()
 			return nil, err
