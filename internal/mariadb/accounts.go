@@ -52,7 +52,7 @@ DEALLOCATE PREPARE drop_root;
 // MariaDB's PASSWORD() computes it: "*" and the upper-case hex of
 // SHA1(SHA1(pw)). `IDENTIFIED BY PASSWORD '<hash>'` sets a password without
 // the password itself ever reaching the server or its binary log. The empty
-// password has the empty hash (no password), as PASSWORD('') does.
+// password has the empty hash (no password), as MariaDB's PASSWORD does.
 func NativePasswordHash(pw string) string {
 	if pw == "" {
 		return ""
