@@ -14,10 +14,11 @@ type Pair struct {
 	AdminUser, AdminPassword string
 }
 
-// StartPair prepares and boots a pair (the two servers start concurrently).
-// The caller must Close it.
-func StartPair() (*Pair, error) {
-	p, err := PreparePair()
+// StartPair prepares and boots a pair (the two servers start concurrently),
+// extra going to both mariadbd (Options.ExtraArgs: TLS certificates, for
+// example). The caller must Close it.
+func StartPair(extra ...string) (*Pair, error) {
+	p, err := PreparePair(extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -29,13 +30,13 @@ func StartPair() (*Pair, error) {
 }
 
 // PreparePair prepares both servers of a pair (see Prepare), with one random
-// password per account; Boot then starts them. On error nothing is left
-// behind.
-func PreparePair() (*Pair, error) {
+// password per account and extra as both servers' Options.ExtraArgs; Boot
+// then starts them. On error nothing is left behind.
+func PreparePair(extra ...string) (*Pair, error) {
 	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword()}
 	repl := randomPassword()
 	for i := range p.Servers {
-		s, err := prepare(Options{Offset: i + 1, Increment: 2}, passwords{p.Password, p.AdminPassword, repl})
+		s, err := prepare(Options{Offset: i + 1, Increment: 2, ExtraArgs: extra}, passwords{p.Password, p.AdminPassword, repl})
 		if err != nil {
 			p.Close()
 			return nil, err
