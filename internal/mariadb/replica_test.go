@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,5 +206,50 @@ func TestNativePasswordHash(t *testing.T) {
 		if got := NativePasswordHash(pw); got != want {
 			t.Errorf("NativePasswordHash(%q) = %s, want %s", pw, got, want)
 		}
+	}
+}
+
+// TestPairPromote: the pair's server 2 is replaced by its replica, which
+// then serves its address and offset and is what Close closes.
+func TestPairPromote(t *testing.T) {
+	needsMariaDB(t)
+	t.Parallel()
+	p, err := StartPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	old := p.Servers[1]
+	db := open(t, old.DSN(p.User, p.Password))
+	last := takeN(t, db, 20)
+	other, err := p.Servers[0].StartReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := p.Promote(1, other); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("Promote(1, a replica of server 1): got %v, want ErrNotReplica", err)
+	}
+	r, err := old.StartReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitCaughtUp(30 * time.Second); err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	port, dir := old.Port, old.Dir
+	if err := p.Promote(1, r); err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	if p.Servers[1] != r || r.Port != port || old.Running() {
+		t.Fatalf("after Promote: server 2 is %p on :%d (old running %v), want the replica %p on :%d", p.Servers[1], p.Servers[1].Port, old.Running(), r, port)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the old server 2's folder %s: got %v, want it removed", dir, err)
+	}
+	if next := mustTicket(t, open(t, p.DSNs()[1])); next <= last || next%2 != 0 {
+		t.Fatalf("promoted server 2's first ticket: %d, want even and above %d", next, last)
 	}
 }
