@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The two local ticket servers: start, stop, show.
 #
-#   scripts/db.sh install  install MariaDB (server, client) and curl with apt-get if
-#                          missing (curl: the examples in README.md and docs/ use it)
+#   scripts/db.sh install  install MariaDB (server, client), curl and openssl with apt-get
+#                          if missing (curl: the examples in README.md and docs/ use it;
+#                          openssl: scripts/certs.sh)
 #   scripts/db.sh up       install MariaDB if missing, start both servers, load
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
@@ -78,18 +79,23 @@ sql() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# ensure_curl installs curl when missing and we may: the docs' examples use it,
-# and make test runs them (internal/doccheck). Without root it only says so.
+# ensure_curl installs curl and openssl when missing and we may: the docs' examples
+# use curl, and make test runs them (internal/doccheck); scripts/certs.sh (the TLS
+# tests' certificates) uses openssl. Without root it only says so.
 ensure_curl() {
-	command -v curl >/dev/null && return
+	local missing=() t
+	for t in curl openssl; do
+		command -v "$t" >/dev/null || missing+=("$t")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-		say "curl is missing: the examples in README.md and docs/ use it (sudo apt-get install curl)"
+		say "${missing[*]} missing: the examples in README.md and docs/ use curl, scripts/certs.sh openssl (sudo apt-get install ${missing[*]})"
 		return
 	fi
-	say "installing curl with apt-get"
+	say "installing ${missing[*]} with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || die "apt-get update failed"
-	apt-get install -y -qq --no-install-recommends curl >/dev/null || die "apt-get install curl failed"
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
 }
 
 ensure_installed() {
