@@ -10,6 +10,7 @@
 #   make db-status show whether each is up, its port, and its counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, junk; figures
+#   make image     the container image (deploy/Containerfile) with podman or buildah
 #
 # Ports, paths and the address ticketd listens on can be overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
@@ -83,6 +84,9 @@ fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzCount$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzDecodeID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzValidSequenceName$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
 # worker ID); `make db-down` stops the pair afterwards.
@@ -135,6 +139,15 @@ chaos: build db-install
 	$(GO) build -o $(BIN)/chaos ./cmd/chaos
 	$(BIN)/chaos -duration $(CHAOS_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
 		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd
+
+# The container image: a static binary (no libc, so it runs FROM scratch) and
+# deploy/Containerfile, built by podman or buildah; scripts/image.sh installs
+# podman with apt-get when neither is there. Run it as deploy/Containerfile says.
+IMAGE ?= localhost/ticketd:latest
+.PHONY: image
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/ticketd-static ./cmd/ticketd
+	scripts/image.sh $(IMAGE)
 
 clean: db-down
 	rm -rf $(BIN) $(VAR)

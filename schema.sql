@@ -186,9 +186,11 @@ CREATE TABLE IF NOT EXISTS high_water (
 --                  to move a rewound AUTO_INCREMENT forward.
 --
 -- The account 'ticketd'@'127.0.0.1' is created LOCKED and without a password;
--- `make db-up` (or the DBA) unlocks it with a password:
---   ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY '…' ACCOUNT UNLOCK;
--- For ticketd on other hosts: CREATE USER 'ticketd'@'10.%' IDENTIFIED BY '…';
+-- `make db-up` (or the DBA) unlocks it with the password's hash, never the password
+-- itself (account statements go to the binary log, which replicas receive):
+--   ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '*…' ACCOUNT UNLOCK;
+-- (the hash: scripts/db.sh hash < password-file). For ticketd on other hosts:
+--   CREATE USER 'ticketd'@'10.%' IDENTIFIED BY PASSWORD '*…' REQUIRE SSL;
 --   GRANT ticketd_app TO 'ticketd'@'10.%'; SET DEFAULT ROLE ticketd_app FOR 'ticketd'@'10.%';
 -- ---------------------------------------------------------------------------
 CREATE ROLE IF NOT EXISTS ticketd_app;

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The two local ticket servers: start, stop, show.
 #
-#   scripts/db.sh install  install MariaDB (server, client) and curl with apt-get if
-#                          missing (curl: the examples in README.md and docs/ use it)
+#   scripts/db.sh install  install MariaDB (server, client), curl and openssl with apt-get
+#                          if missing (curl: the examples in README.md and docs/ use it;
+#                          openssl: scripts/certs.sh)
 #   scripts/db.sh up       install MariaDB if missing, start both servers, load
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
 #   scripts/db.sh status   up/down, pid, port, increment/offset, Tickets64 counter;
 #                          exits 3 when a server is down
+#   scripts/db.sh hash     read a password on stdin, print its mysql_native_password
+#                          hash for ALTER USER … IDENTIFIED BY PASSWORD '<hash>'
 #
 # Environment (the Makefile sets these):
 #   VAR       folder for data, sockets, logs and passwords   (default: <repo>/var)
@@ -17,7 +20,9 @@
 # The servers run the repository's my.cnf (shared [mariadbd] group plus
 # [mariadbd.N]); the port and every path are passed on the command line, which
 # overrides the file, so VAR and the ports can move. Passwords are generated once
-# into $VAR/ticketd.password and $VAR/repair.password (mode 0600) and never printed.
+# into $VAR/ticketd.password, $VAR/repair.password and $VAR/repl.password (mode 0600)
+# and never printed. The servers only ever see their hashes (IDENTIFIED BY PASSWORD):
+# account statements go to the binary log, kept for a week and shipped to replicas.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -74,18 +79,23 @@ sql() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# ensure_curl installs curl when missing and we may: the docs' examples use it,
-# and make test runs them (internal/doccheck). Without root it only says so.
+# ensure_curl installs curl and openssl when missing and we may: the docs' examples
+# use curl, and make test runs them (internal/doccheck); scripts/certs.sh (the TLS
+# tests' certificates) uses openssl. Without root it only says so.
 ensure_curl() {
-	command -v curl >/dev/null && return
+	local missing=() t
+	for t in curl openssl; do
+		command -v "$t" >/dev/null || missing+=("$t")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
 	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-		say "curl is missing: the examples in README.md and docs/ use it (sudo apt-get install curl)"
+		say "${missing[*]} missing: the examples in README.md and docs/ use curl, scripts/certs.sh openssl (sudo apt-get install ${missing[*]})"
 		return
 	fi
-	say "installing curl with apt-get"
+	say "installing ${missing[*]} with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || die "apt-get update failed"
-	apt-get install -y -qq --no-install-recommends curl >/dev/null || die "apt-get install curl failed"
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
 }
 
 ensure_installed() {
@@ -117,6 +127,19 @@ secret() {
 	fi
 	chmod 600 "$f"
 	cat "$f"
+}
+
+# native_hash PASSWORD prints the mysql_native_password hash of PASSWORD, as MariaDB's
+# PASSWORD() computes it: '*' and the upper-case hex of SHA1(SHA1(password)). Computed
+# here, with coreutils, so the password itself never reaches a server (printf is a
+# shell builtin: the password is on no command line).
+native_hash() {
+	local hex
+	[ -n "$1" ] || die "native_hash: empty password"
+	hex=$(printf '%s' "$1" | sha1sum | cut -c1-40)
+	# The hex digits back to bytes (\xHH escapes), hashed again.
+	hex=$(printf "$(sed 's/../\\x&/g' <<<"$hex")" | sha1sum | cut -c1-40)
+	printf '*%s\n' "${hex^^}"
 }
 
 init_datadir() {
@@ -176,22 +199,28 @@ start_server() {
 # configure N loads schema.sql and sets up the accounts. Every step is idempotent,
 # so it runs on every `up`: a schema.sql that gained a table reaches running servers.
 configure() {
-	local n=$1 app repair
+	local n=$1 app repair repl
 	sql "$n" <"$REPO/schema.sql" || die "server $n: loading schema.sql failed"
-	app=$(secret "$VAR/ticketd.password")
-	repair=$(secret "$VAR/repair.password")
-	# Passwords go through stdin, never the command line (visible in ps).
+	app=$(native_hash "$(secret "$VAR/ticketd.password")")
+	repair=$(native_hash "$(secret "$VAR/repair.password")")
+	repl=$(native_hash "$(secret "$VAR/repl.password")")
+	# Hashes only: these statements are written to the binary log, which replicas
+	# receive and which is kept for a week. They go through stdin all the same.
 	sql "$n" <<-SQL || die "server $n: setting up accounts failed"
-		ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY '$app' ACCOUNT UNLOCK;
-		CREATE USER IF NOT EXISTS 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY '$repair';
-		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY '$repair' ACCOUNT UNLOCK;
+		ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '$app' ACCOUNT UNLOCK;
+		CREATE USER IF NOT EXISTS 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair';
+		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair' ACCOUNT UNLOCK;
 		GRANT ticketd_admin TO 'ticketd_repair'@'127.0.0.1';
 		SET DEFAULT ROLE ticketd_admin FOR 'ticketd_repair'@'127.0.0.1';
+		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
+		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
+		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
+		GRANT REPLICATION SLAVE ON *.* TO 'ticketd_repl'@'127.0.0.1';
 		-- mariadb-install-db also makes password-less root accounts for TCP (127.0.0.1,
 		-- ::1, the host name): drop them. root keeps the socket, which lives in a
 		-- folder only this user can enter.
 		DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1';
-		SET @drop = (SELECT CONCAT('DROP USER ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
+		SET @drop = (SELECT CONCAT('DROP USER IF EXISTS ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
 		             FROM mysql.user WHERE User = 'root' AND Host <> 'localhost');
 		SET @drop = IFNULL(@drop, 'DO 0');
 		PREPARE s FROM @drop;
@@ -222,7 +251,7 @@ cmd_up() {
 		fi
 		configure "$n"
 	done
-	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password"
+	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, replication's in $VAR/repl.password"
 	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
 }
 
@@ -278,8 +307,12 @@ install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
+hash)
+	IFS= read -r pw || [ -n "$pw" ] || die "hash: no password on stdin"
+	native_hash "$pw"
+	;;
 *)
-	echo "usage: $0 install|up|down|status   (env: VAR, DB1_PORT, DB2_PORT)" >&2
+	echo "usage: $0 install|up|down|status|hash   (env: VAR, DB1_PORT, DB2_PORT)" >&2
 	exit 2
 	;;
 esac

@@ -1,6 +1,7 @@
 package ticket
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +109,16 @@ type Config struct {
 	// Logger receives state changes (server down, rejoined, parity violations).
 	// Zero: slog.Default().
 	Logger *slog.Logger
+	// TLS, when not nil, encrypts every connection to the ticket servers:
+	// TLS 1.2 or later (a lower MinVersion is raised), each server's
+	// certificate verified against RootCAs (nil: the system's) and its name
+	// against ServerName or, when that is empty, the host of its Addr;
+	// Certificates holds the client certificate, if the accounts require one.
+	// A server whose certificate does not verify, or that offers no TLS, is
+	// refused (ErrTLS); there is no fallback to plain text. LoadTLS builds
+	// one from PEM files. Zero: plain text (for a pair on loopback or a
+	// private network).
+	TLS *tls.Config
 }
 
 // DefaultServers returns the local pair that `make db-up` starts.
@@ -208,6 +219,9 @@ func (c Config) Validate() error {
 	if c.Margin != 0 && (c.Margin < MinMargin || c.Margin > MaxMargin) {
 		bad("Margin %d outside [%d, %d]", c.Margin, MinMargin, uint64(MaxMargin))
 	}
+	if err := checkTLS(c.TLS); err != nil {
+		bad("%v", err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -244,8 +258,8 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d FlushInterval:%v CheckInterval:%v Margin:%d}",
-		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns, c.FlushInterval, c.CheckInterval, c.Margin)
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
+		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
 }
 
 // GoString implements fmt.GoStringer (%#v).
@@ -268,7 +282,21 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("flush_interval", c.FlushInterval),
 		slog.Duration("check_interval", c.CheckInterval),
 		slog.Uint64("margin", c.Margin),
+		slog.String("tls", tlsSummary(c.TLS)),
 	)
+}
+
+// tlsSummary says whether TLS is on, and what it verifies, for String and
+// LogValue (never a key).
+func tlsSummary(t *tls.Config) string {
+	switch {
+	case t == nil:
+		return "off"
+	case t.ServerName != "":
+		return fmt.Sprintf("on (server name %s, client certificate %v)", t.ServerName, len(t.Certificates) > 0)
+	default:
+		return fmt.Sprintf("on (server name: each server's host, client certificate %v)", len(t.Certificates) > 0)
+	}
 }
 
 func redacted(pw string) string {

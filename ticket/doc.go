@@ -15,6 +15,12 @@
 // rotation every ProbeInterval, and a server rejoins only when the same check
 // passes on a fresh connection.
 //
+// With Config.TLS set (LoadTLS reads the CA and an optional client certificate
+// from PEM files), every connection uses TLS 1.2 or later and verifies the
+// server's certificate and name; a server whose certificate does not verify, or
+// that offers no TLS, is refused like a misconfigured one (ErrTLS, also
+// ErrMisconfigured), never reached in plain text.
+//
 // # Taking a ticket
 //
 //	REPLACE INTO Tickets64 (stub) VALUES ('a')

@@ -21,8 +21,14 @@ var (
 	// AcquireRequest.Server) could not be reached or is out of rotation.
 	ErrServerDown = errors.New("ticket: ticket server down")
 	// ErrMisconfigured: a server's auto_increment settings do not match its place in
-	// the pair, or the servers disagree on a sequence's definition.
+	// the pair, the servers disagree on a sequence's definition, or a TLS link
+	// to a server was refused (then ErrTLS too).
 	ErrMisconfigured = errors.New("ticket: ticket server misconfigured")
+	// ErrTLS: Config.TLS is set and the link to a server could not be
+	// encrypted: its certificate does not verify (another CA, another name,
+	// expired), it refused ticketd's, or it offers no TLS. ticketd never falls
+	// back to plain text. Always wrapped together with ErrMisconfigured.
+	ErrTLS = errors.New("ticket: TLS refused")
 	// ErrParity: a server returned a ticket of the other servers' parity. That ticket
 	// was dropped, and the server taken out of rotation.
 	ErrParity = errors.New("ticket: ticket of the wrong parity")

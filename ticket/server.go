@@ -91,6 +91,7 @@ func newServer(cfg Config, idx int) (*server, error) {
 	mc.ClientFoundRows = true
 	// One round trip per statement instead of prepare + execute + close.
 	mc.InterpolateParams = true
+	mc.TLS = cfg.tlsFor(mc.Addr) // nil: plain text
 	mc.Timeout = cfg.CallTimeout
 	mc.ReadTimeout = ioTimeout(cfg.CallTimeout)
 	mc.WriteTimeout = ioTimeout(cfg.CallTimeout)
@@ -155,6 +156,10 @@ func (s *server) replacePool() error {
 func (s *server) check(ctx context.Context, db *sqlx.DB) (err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
+		if tlsRefused(err) {
+			// A wrong CA or name is not an outage: say so, and do not retry.
+			return fmt.Errorf("%w: %w: %s: %w", ErrMisconfigured, ErrTLS, s.name, err)
+		}
 		return fmt.Errorf("%w: %s: %w", ErrServerDown, s.name, err)
 	}
 	defer func() {

@@ -25,9 +25,10 @@ type repairOptions struct {
 	margin       uint64
 	dryRun       bool
 	callTimeout  time.Duration
+	tls          tlsOptions
 }
 
-const repairUsage = `usage: ticketd repair [-servers A,B] [-user U] [-password-file F] [-margin N] [-dry-run]
+const repairUsage = `usage: ticketd repair [-servers A,B] [-user U] [-password-file F] [-margin N] [-dry-run] [-tls-ca F …]
 
 After a ticket server was restored from a backup (or lost its data), moves
 every counter that is at or below its high-water mark (kept on the OTHER
@@ -59,6 +60,7 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 		ticket.DefaultMargin, ticket.DefaultMargin32))
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
 	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -92,6 +94,11 @@ func repairConfig(o repairOptions) (ticket.Config, error) {
 	cfg.User, cfg.Password = o.user, o.password
 	cfg.CallTimeout = o.callTimeout
 	cfg.Margin = o.margin
+	tlsCfg, err := o.tls.config()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TLS = tlsCfg
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("repair: -servers/-user/-margin/-call-timeout: %v", err)
 	}

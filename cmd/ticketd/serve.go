@@ -47,10 +47,13 @@ type serveOptions struct {
 	logFormat       string
 	logLevel        string
 	clockOffset     time.Duration
-	// Given explicitly (flag or environment), not left at their defaults:
-	// -epoch not given adopts the recorded epoch, -datacenter given picks
-	// the new-deployment layout that has datacenter bits.
+	// keeper: given explicitly (flag or environment), not left at their
+	// defaults: -epoch not given adopts the recorded epoch, -datacenter
+	// given picks the new-deployment layout that has datacenter bits.
 	epochGiven, datacenterGiven bool
+	// replicas: TLS to the ticket servers (-tls-ca, -tls-cert, -tls-key,
+	// -tls-server-name; tls.go).
+	tls tlsOptions
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -97,6 +100,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "for failure testing: shift this process's clock by this much (e.g. -10s); never in production")
+	// replicas: TLS to the ticket servers.
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -219,6 +224,12 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.pair.User, c.pair.Password = o.user, o.password
 	c.pair.CallTimeout = o.callTimeout
 	c.pair.Logger = c.logger
+	// replicas: TLS to the ticket servers.
+	tlsConfig, err := o.tls.config()
+	if err != nil {
+		return c, err
+	}
+	c.pair.TLS = tlsConfig
 	if err := c.pair.Validate(); err != nil {
 		return c, usagef("-servers/-user/-call-timeout: %v", err)
 	}

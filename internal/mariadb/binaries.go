@@ -75,3 +75,12 @@ func lookBinaries(look func(string) (string, error), dirs []string) (*binaries, 
 	}
 	return b, nil
 }
+
+// Installed reports whether the MariaDB programs and the repository's files
+// are found: nil, or an error naming what is missing with the Install hint.
+// For tests that drive MariaDB through something else (scripts/db.sh) and
+// must fail loudly, not skip, where it is missing.
+func Installed() error {
+	_, err := findBinaries()
+	return err
+}

@@ -71,11 +71,23 @@ func (s *Server) Resume() error {
 // Restart starts the server again on the same data directory and the same
 // port, and waits until it answers. A running server is stopped cleanly first.
 func (s *Server) Restart() error {
+	s.mu.Lock()
+	given := s.portGiven
+	s.mu.Unlock()
+	if given {
+		return fmt.Errorf("mariadb: restart: port %d now belongs to the replica promoted onto this server", s.Port)
+	}
 	if s.Running() {
 		if err := s.Stop(); err != nil {
 			return err
 		}
 	}
+	return s.startRetry()
+}
+
+// startRetry starts the server on s.Port, retrying for a few seconds while
+// another process holds the port.
+func (s *Server) startRetry() error {
 	// The port stays reserved in this process, but another process may hold
 	// it for a moment: retry for a few seconds before giving up.
 	deadline := time.Now().Add(5 * time.Second)

@@ -32,5 +32,11 @@
 // process.go (starting and waiting for mariadbd), control.go (kill, stop,
 // freeze, resume, restart by PID), sql.go (SQL through the mariadb client),
 // dump.go (backup and restore as a DBA does them), pair.go (the two ticket
-// servers) and sweep.go (folders of dead programs).
+// servers), replica.go (a replica of a server, made lagging or caught up,
+// promoted onto its dead primary's port, as docs/dba.md tells a DBA),
+// certs.go (TLS certificates made by scripts/certs.sh) and sweep.go (folders
+// of dead programs).
+//
+// Accounts get their passwords as mysql_native_password hashes (IDENTIFIED
+// BY PASSWORD), so no password reaches a server's binary log or its replicas.
 package mariadb

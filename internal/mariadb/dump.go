@@ -14,12 +14,14 @@ func (s *Server) Dump() (string, error) {
 	s.dumps++
 	path := filepath.Join(s.Dir, fmt.Sprintf("dump-%d.sql", s.dumps))
 	s.mu.Unlock()
-	args := []string{
-		"--no-defaults", "--protocol=socket", "--socket=" + s.socket(), "-uroot",
-		"--single-transaction", "--routines", "--triggers",
-		"--result-file=" + path, "--databases", "tickets",
-	}
-	if _, err := s.client(s.bins.dump, args, nil); err != nil {
+	return s.dumpTo(path, "--single-transaction", "--routines", "--triggers", "--databases", "tickets")
+}
+
+// dumpTo runs mariadb-dump as root with args into path.
+func (s *Server) dumpTo(path string, args ...string) (string, error) {
+	full := append([]string{"--no-defaults", "--protocol=socket", "--socket=" + s.socket(), "-uroot",
+		"--result-file=" + path}, args...)
+	if _, err := s.client(s.bins.dump, full, nil); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -34,11 +36,7 @@ func (s *Server) Restore(dumpPath string) error {
 		return fmt.Errorf("mariadb: restore: %w", err)
 	}
 	defer f.Close()
-	args := []string{
-		"--no-defaults", "--protocol=socket", "--socket=" + s.socket(), "-uroot",
-		"--batch", "--skip-column-names", "--default-character-set=utf8mb4",
-	}
-	if _, err := s.client(s.bins.client, args, f); err != nil {
+	if _, err := s.client(s.bins.client, s.rootArgs(), f); err != nil {
 		return fmt.Errorf("mariadb: restore %s: %w", dumpPath, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package mariadb
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -14,10 +15,11 @@ type Pair struct {
 	AdminUser, AdminPassword string
 }
 
-// StartPair prepares and boots a pair (the two servers start concurrently).
-// The caller must Close it.
-func StartPair() (*Pair, error) {
-	p, err := PreparePair()
+// StartPair prepares and boots a pair (the two servers start concurrently),
+// extra going to both mariadbd (Options.ExtraArgs: TLS certificates, for
+// example). The caller must Close it.
+func StartPair(extra ...string) (*Pair, error) {
+	p, err := PreparePair(extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -29,12 +31,13 @@ func StartPair() (*Pair, error) {
 }
 
 // PreparePair prepares both servers of a pair (see Prepare), with one random
-// password per account; Boot then starts them. On error nothing is left
-// behind.
-func PreparePair() (*Pair, error) {
+// password per account and extra as both servers' Options.ExtraArgs; Boot
+// then starts them. On error nothing is left behind.
+func PreparePair(extra ...string) (*Pair, error) {
 	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword()}
+	repl := randomPassword()
 	for i := range p.Servers {
-		s, err := prepare(Options{Offset: i + 1, Increment: 2}, p.Password, p.AdminPassword)
+		s, err := prepare(Options{Offset: i + 1, Increment: 2, ExtraArgs: extra}, passwords{p.Password, p.AdminPassword, repl})
 		if err != nil {
 			p.Close()
 			return nil, err
@@ -73,4 +76,28 @@ func (p *Pair) DSNs() [2]string {
 		p.Servers[0].DSN(p.User, p.Password),
 		p.Servers[1].DSN(p.User, p.Password),
 	}
+}
+
+// Promote puts replica r in the place of server i, as a DBA promoting a
+// replica onto a lost ticket server: server i is killed (kill -9) unless it
+// is already down, r is promoted onto its port (Server.Promote: relay log
+// applied if its applier runs, then restarted as server i), and replaces it
+// in p.Servers, so that Close closes r. The old server's folder is removed.
+// r must be a replica of server i (made by p.Servers[i].StartReplica).
+func (p *Pair) Promote(i int, r *Server) error {
+	if i < 0 || i >= len(p.Servers) {
+		return fmt.Errorf("mariadb: promote: no server %d in the pair", i+1)
+	}
+	old := p.Servers[i]
+	if r.Primary() != old {
+		return fmt.Errorf("%w: server :%d does not replicate from server %d (:%d)", ErrNotReplica, r.Port, i+1, old.Port)
+	}
+	if err := old.kill(); err != nil {
+		return err
+	}
+	if err := r.Promote(old); err != nil {
+		return err
+	}
+	p.Servers[i] = r
+	return old.Close()
 }

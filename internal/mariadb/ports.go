@@ -54,3 +54,11 @@ func releasePort(port int) {
 	delete(portsUsed, port)
 	portMu.Unlock()
 }
+
+// holdPort marks port as held by a server of this process (one that took
+// over another server's port) whether or not it was before.
+func holdPort(port int) {
+	portMu.Lock()
+	portsUsed[port] = true
+	portMu.Unlock()
+}

@@ -55,7 +55,8 @@ func (s *Server) args() []string {
 	if os.Geteuid() == 0 {
 		a = append(a, "--user=root")
 	}
-	return append(a, s.extra...)
+	a = append(a, s.extra...)
+	return append(a, s.replArgs...)
 }
 
 var errPortTaken = errors.New("port taken")

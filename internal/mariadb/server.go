@@ -41,14 +41,26 @@ type Server struct {
 	AppUser, AppPassword string
 	// The repair account ('ticketd_repair'@'127.0.0.1', role ticketd_admin).
 	AdminUser, AdminPassword string
+	// ReplPassword is the password of the replication account
+	// ('ticketd_repl'@'127.0.0.1', REPLICATION SLAVE), which a replica of
+	// this server connects with.
+	ReplPassword string
 
-	suffix string // my.cnf option group suffix: ".1" or ".2"
+	suffix string // my.cnf option group suffix: ".1", ".2", ".replica1", ".replica2"
 	extra  []string
-	bins   *binaries
+	// replArgs go after extra while the server is a replica (its server-id).
+	replArgs []string
+	bins     *binaries
+	// primary is the server this one replicates from (replica.go); nil for
+	// a primary, and again after Promote.
+	primary *Server
 
 	mu    sync.Mutex
 	proc  *proc
 	dumps int
+	// portGiven: a replica was promoted onto this (dead) server's port, which
+	// is now that replica's: Halt must not free it, Restart must not take it.
+	portGiven bool
 }
 
 // Start prepares and boots one server with schema.sql loaded and the ticketd
@@ -71,10 +83,13 @@ func Start(o Options) (*Server, error) {
 // left behind; otherwise the caller must Close the server (or Halt it and
 // remove Dir).
 func Prepare(o Options) (*Server, error) {
-	return prepare(o, randomPassword(), randomPassword())
+	return prepare(o, passwords{randomPassword(), randomPassword(), randomPassword()})
 }
 
-func prepare(o Options, appPassword, adminPassword string) (*Server, error) {
+// passwords of the accounts Boot sets up: ticketd, repair, replication.
+type passwords struct{ app, admin, repl string }
+
+func prepare(o Options, pw passwords) (*Server, error) {
 	if o.Increment == 0 {
 		o.Increment = 2
 	}
@@ -104,8 +119,8 @@ func prepare(o Options, appPassword, adminPassword string) (*Server, error) {
 	}
 	s := &Server{
 		Offset: o.Offset, Increment: o.Increment, Dir: dir,
-		AppUser: AppUser, AppPassword: appPassword,
-		AdminUser: AdminUser, AdminPassword: adminPassword,
+		AppUser: AppUser, AppPassword: pw.app,
+		AdminUser: AdminUser, AdminPassword: pw.admin, ReplPassword: pw.repl,
 		suffix: suffix, extra: append([]string(nil), o.ExtraArgs...), bins: bins,
 	}
 	if n := len(s.socket()); n >= 100 {
@@ -125,8 +140,26 @@ func (s *Server) logPath() string { return filepath.Join(s.Dir, "error.log") }
 func (s *Server) tmpDir() string { return filepath.Join(s.Dir, "tmp") }
 
 // Boot gives a prepared server its data directory, starts it on a free port,
-// loads schema.sql and unlocks the accounts.
+// loads schema.sql and unlocks the accounts. A prepared replica
+// (PrepareReplica) is seeded from its primary and starts replicating instead.
 func (s *Server) Boot() error {
+	if err := s.bootProcess(); err != nil {
+		return err
+	}
+	if s.primary != nil {
+		return s.seed()
+	}
+	if _, err := s.run("", schemaSQL()); err != nil {
+		return fmt.Errorf("mariadb: loading schema.sql: %w", err)
+	}
+	if _, err := s.run("", accountsSQL(s)); err != nil {
+		return fmt.Errorf("mariadb: setting up accounts: %w", err)
+	}
+	return nil
+}
+
+// bootProcess installs the data directory and starts mariadbd on a free port.
+func (s *Server) bootProcess() error {
 	if err := s.install(); err != nil {
 		return err
 	}
@@ -147,12 +180,6 @@ func (s *Server) Boot() error {
 			continue
 		}
 		return err
-	}
-	if _, err := s.run("", schemaSQL()); err != nil {
-		return fmt.Errorf("mariadb: loading schema.sql: %w", err)
-	}
-	if _, err := s.run("", accountsSQL(s)); err != nil {
-		return fmt.Errorf("mariadb: setting up accounts: %w", err)
 	}
 	return nil
 }
@@ -179,7 +206,12 @@ func (s *Server) install() error {
 // error.
 func (s *Server) Halt() error {
 	err := s.kill()
-	releasePort(s.Port)
+	s.mu.Lock()
+	given := s.portGiven
+	s.mu.Unlock()
+	if !given {
+		releasePort(s.Port)
+	}
 	return err
 }
 

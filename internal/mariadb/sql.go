@@ -24,10 +24,7 @@ func (s *Server) Run(sql string) (string, error) { return s.run("tickets", sql) 
 
 // run is Run with another default database ("" for none).
 func (s *Server) run(db, sql string) (string, error) {
-	args := []string{
-		"--no-defaults", "--protocol=socket", "--socket=" + s.socket(), "-uroot",
-		"--batch", "--skip-column-names", "--default-character-set=utf8mb4",
-	}
+	args := s.rootArgs()
 	if db != "" {
 		args = append(args, "--database="+db)
 	}

@@ -60,11 +60,12 @@ func (p *Pair) DSNs() [2]string {
 
 // StartPair starts two servers (offset 1 and 2, increment 2) with schema.sql
 // loaded and the ticketd and repair accounts unlocked with random passwords,
-// stopped and removed by t.Cleanup. The two start concurrently.
-func StartPair(t testing.TB) *Pair {
+// stopped and removed by t.Cleanup. The two start concurrently. extra goes
+// to both mariadbd (Options.ExtraArgs: TLS certificates, for example).
+func StartPair(t testing.TB, extra ...string) *Pair {
 	t.Helper()
 	skipShort(t)
-	mp, err := mariadb.PreparePair()
+	mp, err := mariadb.PreparePair(extra...)
 	if err != nil {
 		t.Fatal(err)
 	}

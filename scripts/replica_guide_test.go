@@ -1,0 +1,234 @@
+package scripts
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"ticketd/internal/doccheck"
+)
+
+// guideMarkerRE marks the shell blocks of docs/dba.md that
+// TestReplicaGuide runs, in the order a DBA would.
+var guideMarkerRE = regexp.MustCompile(`^\s*<!-- replica guide: (.+?) -->$`)
+
+// guideBlocks returns docs/dba.md's replica guide blocks by step name.
+func guideBlocks(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/dba.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := doccheck.Parse("docs/dba.md", string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]string{}
+	for i, line := range d.Lines {
+		m := guideMarkerRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		found := false
+		for _, blk := range d.Blocks {
+			if blk.Line > i+1 {
+				if blk.Lang != "sh" {
+					t.Fatalf("docs/dba.md:%d: the block after %q is %q, want sh", blk.Line, m[1], blk.Lang)
+				}
+				steps[m[1]] = strings.Join(blk.Body, "\n")
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("docs/dba.md:%d: marker %q precedes no block", i+1, m[1])
+		}
+	}
+	return steps
+}
+
+// TestReplicaGuide follows docs/dba.md's "Setting up a replica" and
+// "Promote a replica" as written, on a pair made by scripts/db.sh in a copy
+// of the repository's files (my.cnf's ports moved to free ones): server 1
+// issues tickets, gets a replica, is killed, and the replica is promoted onto
+// its address. The replica carries the accounts, the relay-log step and the
+// binary-log comparison agree that it caught up, and the promoted server is
+// server 1: its port, its server-id, writable, issuing tickets above every
+// ticket server 1 issued.
+func TestReplicaGuide(t *testing.T) {
+	needsMariaDB(t)
+	steps := guideBlocks(t)
+	for _, name := range []string{"set up", "apply the relay log", "compare", "take over"} {
+		if steps[name] == "" {
+			t.Fatalf("docs/dba.md has no replica guide step %q", name)
+		}
+	}
+
+	// A copy of the repository's files, with every port the guide names
+	// moved to a free one.
+	work := t.TempDir()
+	ports := strings.NewReplacer("3307", strconv.Itoa(freePort(t)), "3308", strconv.Itoa(freePort(t)),
+		"3317", strconv.Itoa(freePort(t)), "3318", strconv.Itoa(freePort(t)))
+	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "my.cnf" {
+			b = []byte(ports.Replace(string(b)))
+		}
+		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), b, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := func(p string) string { return ports.Replace(p) }
+	env := append(os.Environ(), "VAR="+filepath.Join(work, "var"), "DB1_PORT="+port("3307"), "DB2_PORT="+port("3308"))
+	sh := func(what, script string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+script)
+		cmd.Dir, cmd.Env = work, env
+		begin := time.Now()
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s: %v", what, time.Since(begin).Round(time.Millisecond))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\n--- the script:\n%s", what, err, out, script)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() {
+		sh("db.sh down", "scripts/db.sh down")
+		// The replica, if the test stopped before it was promoted.
+		if b, err := os.ReadFile(filepath.Join(work, "var", "replica1", "mariadbd.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	sh("db.sh up", "scripts/db.sh up")
+
+	pw, err := os.ReadFile(filepath.Join(work, "var", "ticketd.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(p string) *sql.DB {
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Passwd = "ticketd", strings.TrimSpace(string(pw))
+		cfg.Net, cfg.Addr, cfg.DBName = "tcp", "127.0.0.1:"+p, "tickets"
+		cfg.Timeout = 5 * time.Second
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(conn)
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	ticket := func(db *sql.DB) (int64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := db.ExecContext(ctx, "REPLACE INTO Tickets64 (stub) VALUES ('a')")
+		if err != nil {
+			return 0, err
+		}
+		return res.LastInsertId()
+	}
+	server1 := open(port("3307"))
+	var last int64
+	for range 50 {
+		if last, err = ticket(server1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sh("set up", steps["set up"])
+	root := func(group, q string) string {
+		return strings.TrimSpace(sh(q, fmt.Sprintf("mariadb --defaults-file=my.cnf --defaults-group-suffix=%s -uroot -N -e %q", group, q)))
+	}
+	want := root(".1", "SELECT @@gtid_binlog_pos")
+	deadline := time.Now().Add(30 * time.Second)
+	for root(".replica1", "SELECT @@gtid_slave_pos") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica has not applied %s within 30 s:\n%s", want, sh("status", "mariadb --defaults-file=my.cnf --defaults-group-suffix=.replica1 -uroot -e 'SHOW SLAVE STATUS\\G'"))
+		}
+		time.Sleep(100 * time.Millisecond) // polling, with the deadline above
+	}
+	if got := root(".replica1", "SELECT @@auto_increment_increment, @@auto_increment_offset, @@server_id, @@read_only"); got != "2\t1\t11\t1" {
+		t.Fatalf("replica: increment, offset, server-id, read_only = %q, want 2, 1, 11, 1", got)
+	}
+	// The accounts came with the seed: ticketd logs in, and is refused.
+	if _, err := ticket(open(port("3317"))); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a ticket from the replica as ticketd: %v, want a read-only refusal (an Access denied means the accounts are missing)", err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "var", "replica1", "seed.sql")); !os.IsNotExist(err) {
+		t.Errorf("the seed (with the accounts' hashes) is still there: %v", err)
+	}
+
+	// Server 1 is lost.
+	b, err := os.ReadFile(filepath.Join(work, "var", "db1", "mariadbd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+
+	applied := sh("apply the relay log", steps["apply the relay log"])
+	compared := sh("compare", steps["compare"])
+	pos := regexp.MustCompile(`\b0-1-[0-9]+\b`).FindString(applied)
+	if pos == "" || pos != want || !strings.Contains(compared, "GTID "+pos) {
+		t.Fatalf("caught up, yet the guide's steps disagree: the replica applied %q (want %s), server 1's binary log ends with %q\n%s", pos, want, compared, applied)
+	}
+	sh("take over", steps["take over"])
+
+	if got := root(".1", "SELECT @@port, @@server_id, @@read_only"); got != port("3307")+"\t1\t0" {
+		t.Fatalf("promoted: port, server-id, read_only = %q, want %s, 1, 0", got, port("3307"))
+	}
+	next, err := ticket(open(port("3307")))
+	if err != nil {
+		t.Fatalf("a ticket from the promoted server 1: %v", err)
+	}
+	if next <= last || next%2 != 1 {
+		t.Fatalf("the promoted server 1's first ticket is %d, want odd and above %d, the last one server 1 issued", next, last)
+	}
+	if out := sh("db.sh status", "scripts/db.sh status || true"); !strings.Contains(out, "server 1: up") {
+		t.Errorf("db.sh status does not show the promoted server as server 1:\n%s", out)
+	}
+}
+
+// waitGone waits until process pid has exited (a zombie counts: its parent,
+// the setsid'd shell, may be gone).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running 10 s after SIGKILL", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
+	}
+}
