@@ -19,8 +19,9 @@
 //     occurrence is logged at once again.
 //
 // So a kind costs at most one line at its first occurrence and one line per
-// period while it keeps happening, however often it happens. Close writes
-// what is pending and stops the goroutine that drives Flush.
+// period while it keeps happening, however often it happens. Flush runs on a
+// timer that is armed only while some kind is active: an idle Summary has no
+// goroutine at all. Close writes what is pending and disarms the timer.
 package logsum
 
 import (
@@ -41,13 +42,11 @@ type Summary struct {
 	log    *slog.Logger
 	period time.Duration
 
-	mu      sync.Mutex
-	kinds   map[string]*entry
-	closed  bool
-	started bool // New started the goroutine that Close stops
-
-	stop chan struct{}
-	done chan struct{}
+	mu     sync.Mutex
+	kinds  map[string]*entry
+	closed bool
+	manual bool        // tests call Flush themselves: no timer
+	timer  *time.Timer // armed while a kind is active
 }
 
 type entry struct {
@@ -59,8 +58,7 @@ type entry struct {
 }
 
 // New returns a Summary writing to log, with one summary line per kind and
-// period at most. A period <= 0 means DefaultPeriod. It starts one goroutine,
-// which Close stops.
+// period at most. A period <= 0 means DefaultPeriod.
 func New(log *slog.Logger, period time.Duration) *Summary {
 	if period <= 0 {
 		period = DefaultPeriod
@@ -68,34 +66,33 @@ func New(log *slog.Logger, period time.Duration) *Summary {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := newSummary(log, period)
-	s.started = true
-	go s.run()
+	return &Summary{log: log, period: period, kinds: map[string]*entry{}}
+}
+
+// newSummary is New without the timer: tests drive Flush themselves.
+func newSummary(log *slog.Logger, period time.Duration) *Summary {
+	s := New(log, period)
+	s.manual = true
 	return s
 }
 
-// newSummary is New without the goroutine: tests drive Flush themselves.
-func newSummary(log *slog.Logger, period time.Duration) *Summary {
-	return &Summary{
-		log:    log,
-		period: period,
-		kinds:  map[string]*entry{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+// armLocked starts the flush timer if it is not running. Called with s.mu held.
+func (s *Summary) armLocked() {
+	if s.manual || s.closed || s.timer != nil {
+		return
 	}
+	s.timer = time.AfterFunc(s.period, s.tick)
 }
 
-func (s *Summary) run() {
-	defer close(s.done)
-	t := time.NewTicker(s.period)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.Flush()
-		}
+// tick is the timer's flush; it re-arms while a kind is still active.
+func (s *Summary) tick() {
+	s.mu.Lock()
+	s.timer = nil
+	s.mu.Unlock()
+	if s.Flush() {
+		s.mu.Lock()
+		s.armLocked()
+		s.mu.Unlock()
 	}
 }
 
@@ -131,15 +128,16 @@ func (s *Summary) Note(kind string, attrs ...any) {
 		return
 	}
 	e.active = true
+	s.armLocked()
 	level := e.level
 	s.mu.Unlock()
 	s.log.Log(context.Background(), level, kind, attrs...)
 }
 
 // Flush writes one line for every kind that occurred since its last line,
-// and lets kinds that did not go quiet. The goroutine New starts calls it
-// every period.
-func (s *Summary) Flush() {
+// and lets kinds that did not go quiet. A timer calls it every period while
+// any kind is active. It reports whether a kind is still active.
+func (s *Summary) Flush() bool {
 	type line struct {
 		kind  string
 		level slog.Level
@@ -147,12 +145,14 @@ func (s *Summary) Flush() {
 		attrs []any
 	}
 	var out []line
+	active := false
 	s.mu.Lock()
 	for k, e := range s.kinds {
 		switch {
 		case e.pending > 0:
 			out = append(out, line{k, e.level, e.pending, e.last})
 			e.pending, e.last = 0, nil
+			active = true
 		case e.active:
 			e.active = false
 		}
@@ -171,6 +171,7 @@ func (s *Summary) Flush() {
 		attrs := append([]any{"repeated", l.n, "period", s.period.String()}, l.attrs...)
 		s.log.Log(context.Background(), l.level, l.kind+" (repeated; the last one's details follow)", attrs...)
 	}
+	return active
 }
 
 // Count returns how many times kind was noted.
@@ -194,9 +195,9 @@ func (s *Summary) Counts() map[string]uint64 {
 	return m
 }
 
-// Close writes what is pending and stops the Summary's goroutine. Notes
-// after Close are still counted, and a quiet kind is still logged once, but
-// no summary line follows. A second Close does nothing.
+// Close writes what is pending and disarms the timer. Notes after Close are
+// still counted, and a quiet kind is still logged once, but no summary line
+// follows. A second Close does nothing.
 func (s *Summary) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -204,11 +205,10 @@ func (s *Summary) Close() {
 		return
 	}
 	s.closed = true
-	started := s.started
-	s.mu.Unlock()
-	if started {
-		close(s.stop)
-		<-s.done
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
+	s.mu.Unlock()
 	s.Flush()
 }

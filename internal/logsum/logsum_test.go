@@ -142,7 +142,43 @@ func TestSummaryBounded(t *testing.T) {
 	}
 }
 
-// TestSummaryClose: Close writes what is pending and leaves no goroutine.
+// TestSummaryTimer: with the real timer, a burst is summarised within about
+// a period and the timer stops once the kind is quiet.
+func TestSummaryTimer(t *testing.T) {
+	rec := &recorder{}
+	s := New(slog.New(rec), 20*time.Millisecond)
+	defer s.Close()
+	for i := range 100 {
+		s.Note("k", "i", i)
+	}
+	deadline := time.Now().Add(10 * time.Second) // generous: the period is 20 ms
+	for len(rec.lines()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary 10 s after a burst: %q", rec.lines())
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with the deadline above
+	}
+	if got := rec.lines()[1]; !strings.Contains(got, "repeated=99") {
+		t.Fatalf("summary %q, want repeated=99", got)
+	}
+	for {
+		s.mu.Lock()
+		armed := s.timer != nil
+		s.mu.Unlock()
+		if !armed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timer is still armed 10 s after the last note")
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with the deadline above
+	}
+	if n := len(rec.lines()); n != 2 {
+		t.Fatalf("%d lines, want the first occurrence and one summary", n)
+	}
+}
+
+// TestSummaryClose: Close writes what is pending and leaves no timer.
 func TestSummaryClose(t *testing.T) {
 	rec := &recorder{}
 	s := New(slog.New(rec), time.Hour)
@@ -150,8 +186,14 @@ func TestSummaryClose(t *testing.T) {
 	s.Note("k", "i", 2)
 	s.Close()
 	s.Close()
-	if err := leaktest.Wait(5*time.Second, "logsum.(*Summary).run"); err != nil {
+	if err := leaktest.Wait(5*time.Second, "logsum.(*Summary).tick"); err != nil {
 		t.Fatal(err)
+	}
+	s.mu.Lock()
+	armed := s.timer != nil
+	s.mu.Unlock()
+	if armed {
+		t.Fatal("timer armed after Close")
 	}
 	got := rec.lines()
 	if len(got) != 2 || !strings.Contains(got[1], "repeated=1") {
