@@ -163,7 +163,9 @@ func TestKillServerMidRun(t *testing.T) {
 
 // TestFrozenServer: a SIGSTOPped server accepts connections but never answers.
 // Calls still succeed, each within its deadline: at most one CallTimeout is lost
-// to the frozen server before it leaves the rotation.
+// to the frozen server, which is tried after the other from its first timeout
+// on, and leaves the rotation by evidence over time (three timeouts in a row,
+// the prober's included, and no success for the slow window).
 func TestFrozenServer(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	const callTimeout = 250 * time.Millisecond
@@ -176,7 +178,14 @@ func TestFrozenServer(t *testing.T) {
 	}
 	mp.Servers[1].Freeze(t)
 	load := startLoad(p, 8, 2*time.Millisecond)
-	waitFor(t, 5*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
+	waitFor(t, 5*time.Second, "server 2 timing out, no longer preferred", func() bool {
+		h := p.Health()[1]
+		return h.SlowFailures > 0 && !h.Preferred
+	})
+	took := waitFor(t, p.slowWindow()+10*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
+	if took < p.slowWindow()/2 {
+		t.Errorf("out of rotation %v after the first timeout, want it to take about the slow window %v", took, p.slowWindow())
+	}
 	before := load.fromServer(0)
 	waitFor(t, 5*time.Second, "server 1 carrying the load", func() bool { return load.fromServer(0) > before+200 })
 	// The prober keeps knocking at the frozen server meanwhile; it must stay out.
