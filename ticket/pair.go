@@ -33,7 +33,7 @@ type Pair struct {
 	servers []*server
 	rr      atomic.Uint64 // round-robin cursor over servers
 
-	prefMu sync.Mutex // serialises preference updates (rotation.go)
+	prefMu sync.Mutex    // serialises preference updates (rotation.go)
 	panics atomic.Uint64 // calls that found no server in rotation and tried anyway
 	// warn aggregates repeated warnings (internal/logsum).
 	warn *logsum.Summary
