@@ -233,7 +233,7 @@ func (p *Pair) writeCopies(ctx context.Context, l Lease) {
 		}
 		if !q.up.Load() || q.copySlow.Load() || q.suspect() {
 			q.copyFailures.Add(1)
-			p.warn.Note(warnCopy, "server", q.idx+1, "worker", l.Worker, "why", "the server is out of rotation or timing out")
+			p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "why", "the server is out of rotation or timing out")
 			continue
 		}
 		wg.Go(func() {
@@ -246,7 +246,7 @@ func (p *Pair) writeCopies(ctx context.Context, l Lease) {
 				if classify(err) == kindSlow {
 					q.copySlow.Store(true)
 				}
-				p.warn.Note(warnCopy, "server", q.idx+1, "worker", l.Worker, "err", err)
+				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
 				return
 			}
 			p.leases.wrote(key, l.Holder, q.idx, l.ReservedUntilMs)
@@ -282,7 +282,7 @@ func (p *Pair) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 				`UPDATE reservation_copies SET reserved_until_ms = ?, updated_at = UTC_TIMESTAMP(3)
 				  WHERE datacenter = ? AND worker = ? AND holder = ?`,
 				reserved, l.Datacenter, l.Worker, l.Holder); err != nil {
-				p.warn.Note(warnCopy, "server", q.idx+1, "worker", l.Worker, "err", err)
+				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
 				return
 			}
 			p.leases.wrote(key, l.Holder, q.idx, reserved)

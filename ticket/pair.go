@@ -21,7 +21,6 @@ const (
 	warnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
 	warnCopy       = "reservation copy not written; it is written once the server answers again"
 	warnSeqRow     = "sequence row ignored"
-	warnDriver     = "ticket server misconfigured for a statement"
 )
 
 // Pair is a client of the ticket servers. It is safe for concurrent use. Close
@@ -92,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	p.checkGate, p.catalogGate = newGate(), newGate()
 	p.leases.init(len(cfg.Servers))
 	p.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
-	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow, warnDriver)
+	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow)
 	p.warn.Declare(slog.LevelInfo, warnIn)
 	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	p.raw64.marks = p.marks.table(p.raw64.info)

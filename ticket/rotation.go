@@ -71,7 +71,7 @@ func (p *Pair) takeOut(s *server, reason outReason, err error) {
 		if reason == outSlow {
 			how = fmt.Sprintf("%d request statements in a row ran out of time and none succeeded for %v", slowStreakOut, p.slowWindow())
 		}
-		p.warn.Note(warnOut, "server", s.idx+1, "addr", s.addr, "why", how, "err", err)
+		p.warn.NoteFor(warnOut, s.label, "server", s.idx+1, "addr", s.addr, "why", how, "err", err)
 	}
 }
 
@@ -88,10 +88,13 @@ func (p *Pair) markUp(s *server) {
 	if !s.up.Swap(true) {
 		p.prefer()
 		attrs := []any{"server", s.idx + 1, "addr", s.addr}
+		if v := s.version.Load(); v != nil {
+			attrs = append(attrs, "version", *v)
+		}
 		if !down.IsZero() {
 			attrs = append(attrs, "down_for", s.now().Sub(down).Round(time.Millisecond))
 		}
-		p.warn.Note(warnIn, attrs...)
+		p.warn.NoteFor(warnIn, s.label, attrs...)
 		p.nudgeCopies()
 	}
 }
@@ -248,5 +251,5 @@ func (p *Pair) preference(s *server) (bool, string) {
 	case len(farOnes) > 0:
 		return true, fmt.Sprintf("nearest (%s); %v used when it fails", ms(mine), farOnes)
 	}
-	return true, fmt.Sprintf("alternating: %s, within %.0f× or %v of the others", ms(mine), farRatio, farMargin)
+	return true, fmt.Sprintf("alternating: %s, within %.0fx or %v of the others", ms(mine), farRatio, farMargin)
 }

@@ -115,6 +115,7 @@ type server struct {
 	inc    uint64 // auto_increment_increment it must have (the pair's size)
 	addr   string
 	name   string // "server 1 (127.0.0.1:3307)", for logs and errors
+	label  string // "1": its number, the subject of its aggregated warnings
 	mcfg   *mysql.Config
 	conns  int
 	log    *slog.Logger
@@ -201,6 +202,7 @@ func newServer(cfg Config, idx int) (*server, error) {
 		inc:     uint64(len(cfg.Servers)),
 		addr:    mc.Addr,
 		name:    fmt.Sprintf("server %d (%s)", idx+1, mc.Addr),
+		label:   strconv.Itoa(idx + 1),
 		mcfg:    mc,
 		conns:   cfg.MaxOpenConns,
 		log:     cfg.Logger.With("server", idx+1, "addr", mc.Addr),

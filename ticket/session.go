@@ -203,7 +203,7 @@ func (p *Pair) outcome(ctx context.Context, ss *session, stmt, total time.Durati
 	default:
 		s.bgFailures.Add(1)
 		s.note(err, true)
-		p.warn.Note(warnBackground, "server", s.idx+1, "work", opNames[ss.o], "err", err)
+		p.warn.NoteFor(warnBackground, s.label, "server", s.idx+1, "work", opNames[ss.o], "err", err)
 		if k == kindDead && s.up.Load() {
 			// Not held against it; but a dead-looking server is checked by
 			// the prober at once rather than left until a request finds out.

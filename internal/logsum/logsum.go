@@ -25,9 +25,11 @@
 package logsum
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -43,11 +45,17 @@ type Summary struct {
 	period time.Duration
 
 	mu     sync.Mutex
-	kinds  map[string]*entry
+	kinds  map[string]*entry // by kind: counts
+	lines  map[key]*entry    // by kind and subject: what is logged
 	closed bool
 	manual bool        // tests call Flush themselves: no timer
 	timer  *time.Timer // armed while a kind is active
 }
+
+// key is what lines are aggregated by: a kind, and the subject it is about
+// (a server's number, say), so that one subject's events do not hide
+// another's.
+type key struct{ kind, subject string }
 
 type entry struct {
 	level   slog.Level
@@ -66,7 +74,7 @@ func New(log *slog.Logger, period time.Duration) *Summary {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Summary{log: log, period: period, kinds: map[string]*entry{}}
+	return &Summary{log: log, period: period, kinds: map[string]*entry{}, lines: map[key]*entry{}}
 }
 
 // newSummary is New without the timer: tests drive Flush themselves.
@@ -109,16 +117,33 @@ func (s *Summary) Declare(level slog.Level, kinds ...string) {
 		}
 		s.kinds[k] = &entry{level: level}
 	}
+	for k, e := range s.lines {
+		if c := s.kinds[k.kind]; c != nil {
+			e.level = c.level
+		}
+	}
 }
 
 // Note records one occurrence of kind with its attributes (slog key-value
 // pairs): logged now if the kind is quiet, summarised later otherwise.
-func (s *Summary) Note(kind string, attrs ...any) {
+func (s *Summary) Note(kind string, attrs ...any) { s.NoteFor(kind, "", attrs...) }
+
+// NoteFor is Note for events about one of a few subjects (a server's
+// number): lines are aggregated per kind and subject, counts per kind. The
+// subject, like the kind, must come from a small set the program knows.
+func (s *Summary) NoteFor(kind, subject string, attrs ...any) {
 	s.mu.Lock()
-	e := s.kinds[kind]
+	c := s.kinds[kind]
+	if c == nil {
+		c = &entry{level: slog.LevelWarn}
+		s.kinds[kind] = c
+	}
+	c.total++
+	k := key{kind, subject}
+	e := s.lines[k]
 	if e == nil {
-		e = &entry{level: slog.LevelWarn}
-		s.kinds[kind] = e
+		e = &entry{level: c.level}
+		s.lines[k] = e
 	}
 	e.total++
 	if e.active {
@@ -140,6 +165,7 @@ func (s *Summary) Note(kind string, attrs ...any) {
 func (s *Summary) Flush() bool {
 	type line struct {
 		kind  string
+		sub   string
 		level slog.Level
 		n     uint64
 		attrs []any
@@ -147,10 +173,10 @@ func (s *Summary) Flush() bool {
 	var out []line
 	active := false
 	s.mu.Lock()
-	for k, e := range s.kinds {
+	for k, e := range s.lines {
 		switch {
 		case e.pending > 0:
-			out = append(out, line{k, e.level, e.pending, e.last})
+			out = append(out, line{k.kind, k.subject, e.level, e.pending, e.last})
 			e.pending, e.last = 0, nil
 			active = true
 		case e.active:
@@ -159,13 +185,7 @@ func (s *Summary) Flush() bool {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b line) int {
-		if a.kind < b.kind {
-			return -1
-		}
-		if a.kind > b.kind {
-			return 1
-		}
-		return 0
+		return cmp.Or(strings.Compare(a.kind, b.kind), strings.Compare(a.sub, b.sub))
 	})
 	for _, l := range out {
 		attrs := append([]any{"repeated", l.n, "period", s.period.String()}, l.attrs...)

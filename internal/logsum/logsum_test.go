@@ -204,3 +204,25 @@ func TestSummaryClose(t *testing.T) {
 		t.Fatalf("Count after Close = %d, want 3", s.Count("k"))
 	}
 }
+
+// TestSummarySubjects: one subject's events do not hide another's; counts
+// are per kind.
+func TestSummarySubjects(t *testing.T) {
+	rec := &recorder{}
+	s := newSummary(slog.New(rec), time.Second)
+	s.Declare(slog.LevelInfo, "in")
+	s.NoteFor("in", "1", "server", 1)
+	s.NoteFor("in", "2", "server", 2)
+	s.NoteFor("in", "2", "server", 2)
+	got := rec.lines()
+	if len(got) != 2 || got[0] != "INFO in server=1" || got[1] != "INFO in server=2" {
+		t.Fatalf("lines %q, want one at once per subject", got)
+	}
+	s.Flush()
+	if got := rec.lines(); len(got) != 3 || !strings.Contains(got[2], "repeated=1") || !strings.HasSuffix(got[2], "server=2") {
+		t.Fatalf("lines %q, want a summary of subject 2 alone", got)
+	}
+	if c := s.Count("in"); c != 3 {
+		t.Fatalf("Count = %d, want 3 across subjects", c)
+	}
+}
