@@ -287,9 +287,10 @@ func (p *Pair) onEach(ctx context.Context, list []*server, o op, fn func(context
 
 // probeLoop is the prober. Every ProbeInterval it re-checks the servers out
 // of rotation (the only way back into rotation, so a server that broke parity
-// or runs with wrong settings stays out until the check passes again), and
-// tries the servers in rotation that are timing out, or that background work
-// found dead, with a request's own statement (doc.go, "Rotation").
+// or runs with wrong settings stays out until the check passes again), tries
+// the servers in rotation that are timing out, or that background work found
+// dead, with a request's own statement (doc.go, "Rotation"), and pings the far
+// ones to keep their latency current.
 //
 // Every catalogRefreshTicks ticks it also re-reads the sequence catalog from the
 // servers in rotation: a sequence the DBA has so far defined on one server only
@@ -314,6 +315,16 @@ func (p *Pair) probeLoop() {
 				wg.Go(func() { p.probe(s) })
 			case s.suspect() || s.checkSoon.Load():
 				wg.Go(func() { p.probeUp(s) })
+			case s.far.Load():
+				// No request goes to a far server while the near one
+				// answers: a ping keeps its latency current, so the pair
+				// alternates again once it is near (rotation.go, prefer).
+				wg.Go(func() {
+					ss := p.session(s, opCheck)
+					ss.long = false
+					defer ss.close()
+					_ = ss.ping(p.life)
+				})
 			}
 		}
 		wg.Wait()
