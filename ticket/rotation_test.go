@@ -179,7 +179,9 @@ func TestRotationEvidence(t *testing.T) {
 	s := p.servers[0]
 	ctx := context.Background()
 	fail := func(o op, err error) { p.outcome(ctx, &session{p: p, s: s, o: o, db: s.pool()}, 0, 0, err) }
-	ok := func(o op) { p.outcome(ctx, &session{p: p, s: s, o: o, db: s.pool()}, time.Millisecond, time.Millisecond, nil) }
+	ok := func(o op) {
+		p.outcome(ctx, &session{p: p, s: s, o: o, db: s.pool()}, time.Millisecond, time.Millisecond, nil)
+	}
 	slow := fmt.Errorf("server 1: REPLACE: %w", context.DeadlineExceeded)
 	dead := fmt.Errorf("server 1: REPLACE: connecting: dial tcp: connect: connection refused")
 
