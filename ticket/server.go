@@ -280,15 +280,27 @@ func (s *server) bgDeadline() time.Duration {
 const minBackgroundDeadline = 5 * time.Second
 
 // bounded returns query with its server-side bound: on MariaDB the
-// statement stops on the server too once d has passed (error 1969), so a
-// statement ticketd gave up on never runs on. d is rounded up to the
-// millisecond. MySQL's bound is a session setting (sessionParams); an unknown
-// server gets the query as it is.
+// statement stops on the server too (error 1969), so a statement ticketd
+// gave up on never runs on. The bound is d less one round trip (at least
+// d/2): the server then stops the statement, and its error comes back,
+// just before ticketd's own deadline would close the connection, so a slow
+// server costs timed-out statements but not the connections they ran on
+// (a new one costs four round trips), and the server holds no more
+// connections of ticketd than ticketd does. MySQL's bound is a session setting
+// (sessionParams); an unknown server gets the query as it is.
 func (s *server) bounded(query string, d time.Duration) string {
 	if flavour(s.flavour.Load()) != flavourMariaDB {
 		return query
 	}
-	return boundMariaDB(query, d)
+	return boundMariaDB(query, s.serverBound(d))
+}
+
+// serverBound is the server-side bound of a statement whose deadline is d:
+// d less a round trip and its deviation and 10 ms for scheduling, at least
+// d/2.
+func (s *server) serverBound(d time.Duration) time.Duration {
+	srtt, rttvar, _ := s.lat.estimate()
+	return max(d-srtt-rttvar-10*time.Millisecond, d/2)
 }
 
 func boundMariaDB(query string, d time.Duration) string {

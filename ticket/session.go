@@ -102,9 +102,16 @@ func (ss *session) do(ctx context.Context, what, query string, f func(ctx contex
 				break
 			}
 		}
+		// The server-side bound follows the shorter of the statement's
+		// deadline and the caller's: a statement the caller gives up on
+		// stops on the server then, not later.
+		bound := d
+		if cd, ok := ctx.Deadline(); ok {
+			bound = min(bound, time.Until(cd))
+		}
 		sctx, cancel := context.WithTimeout(ctx, d)
 		at := time.Now()
-		err = f(sctx, ss.c, s.bounded(query, d))
+		err = f(sctx, ss.c, s.bounded(query, bound))
 		stmt = time.Since(at)
 		cancel()
 		if err != nil && errors.Is(err, driver.ErrBadConn) && try < badConnRetries && ctx.Err() == nil {
