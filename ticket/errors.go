@@ -105,7 +105,16 @@ const (
 	erUnknownVariable   = 1193
 )
 
+// errInterrupted marks a REPLACE that MariaDB stopped at its server-side
+// bound while it waited for the table's AUTO_INCREMENT lock: the server
+// reports that as 1467, the same error as a counter at its column's maximum
+// (takeOn tells the two apart by reading the counter).
+var errInterrupted = errors.New("stopped at its bound while waiting for the AUTO_INCREMENT lock")
+
 func classify(err error) errKind {
+	if errors.Is(err, errInterrupted) {
+		return kindSlow
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {

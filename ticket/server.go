@@ -296,11 +296,12 @@ func (s *server) bounded(query string, d time.Duration) string {
 }
 
 // serverBound is the server-side bound of a statement whose deadline is d:
-// d less a round trip and its deviation and 10 ms for scheduling, at least
-// d/2.
+// d less a round trip, its deviation and 10 ms, and at most three quarters
+// of d (room for a busy server's timer and a busy client's scheduler), but
+// at least half of d.
 func (s *server) serverBound(d time.Duration) time.Duration {
 	srtt, rttvar, _ := s.lat.estimate()
-	return max(d-srtt-rttvar-10*time.Millisecond, d/2)
+	return max(min(d-srtt-rttvar-10*time.Millisecond, d*3/4), d/2)
 }
 
 func boundMariaDB(query string, d time.Duration) string {

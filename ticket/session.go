@@ -114,6 +114,12 @@ func (ss *session) do(ctx context.Context, what, query string, f func(ctx contex
 		err = f(sctx, ss.c, s.bounded(query, bound))
 		stmt = time.Since(at)
 		cancel()
+		if err != nil && isMySQLError(err, erAutoincReadFailed) && stmt >= s.serverBound(bound)/2 {
+			// 1467 after a long wait: stopped at the bound while waiting for
+			// the AUTO_INCREMENT lock, not a counter at its end (which
+			// fails at once).
+			err = fmt.Errorf("%w: %w", errInterrupted, err)
+		}
 		if err != nil && errors.Is(err, driver.ErrBadConn) && try < badConnRetries && ctx.Err() == nil {
 			_ = ss.c.Close() // the pool drops it
 			ss.c = nil
@@ -132,6 +138,7 @@ func (ss *session) do(ctx context.Context, what, query string, f func(ctx contex
 	ss.p.outcome(ctx, ss, stmt, time.Since(begin), err)
 	return err
 }
+
 
 func (ss *session) exec(ctx context.Context, what, query string, args ...any) (sql.Result, error) {
 	var res sql.Result

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Ticket is one raw ticket and the server that issued it.
@@ -30,11 +32,12 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 
 // take gets one ticket of q from the servers in rotation, nearest first
 // (order). A server that fails is passed over and the same call goes on to
-// the next one. With a deadline, servers that ran out of time are tried again,
-// with their longer backed-off deadlines, for as long as the caller's
-// deadline allows: two servers both slow at once (fsyncs queueing up on both)
-// cost time, not an error. When no server is in rotation the call tries the
-// others anyway, least recently failed first (panic mode).
+// the next one. Servers that ran out of time are tried again, with their
+// longer backed-off deadlines, for as long as the caller's deadline allows
+// (without one, for MaxCallTimeoutFactor × CallTimeout): two servers both
+// slow at once (fsyncs queueing up on both) cost time, not an error. When no
+// server is in rotation the call tries the others anyway, least recently
+// failed first (panic mode).
 func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	var bufA, bufB [MaxServers]*server
 	// A server refused for this table (rewound) is not even asked: its next
@@ -47,7 +50,11 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 			p.warn.Note(warnPanic, "sequence", q.info.Name, "servers", len(list))
 		}
 	}
-	_, hasDeadline := ctx.Deadline()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, MaxCallTimeoutFactor*p.cfg.CallTimeout)
+		defer cancel()
+	}
 	var last error
 	statementOnly := true
 	for round := 0; len(list) > 0; round++ {
@@ -74,9 +81,6 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 			if classify(err) == kindSlow && q.marks.rewound.Load()&(1<<s.idx) == 0 {
 				retry = append(retry, s)
 			}
-		}
-		if !hasDeadline {
-			break // no deadline to spend: one pass
 		}
 		list = retry
 	}
@@ -134,6 +138,10 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 			case kindStatement:
 				return 0, fmt.Errorf("%w: %w", ErrMisconfigured, err)
 			case kindExhausted:
+				if isMySQLError(err, erAutoincReadFailed) && !p.counterExhausted(ctx, ss, q) {
+					// Not the column's end: the lock wait was cut short.
+					return 0, fmt.Errorf("%w: %w: %w", ErrServerDown, errInterrupted, err)
+				}
 				return 0, p.exhaust(s, q, err)
 			default:
 				// The session has judged the server (session.go, outcome).
@@ -163,6 +171,22 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 		s.tickets.Add(1)
 		return t, nil
 	}
+}
+
+// counterExhausted reads q's counter on s after an ambiguous 1467: only a
+// counter past the last usable ticket is an exhausted sequence. A counter it
+// cannot read is taken for not exhausted, since exhaust is for good.
+func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) bool {
+	var c []uint64
+	err := ss.sel(ctx, "reading the counter of "+q.info.Table, &c,
+		`SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND AUTO_INCREMENT IS NOT NULL`,
+		p.cfg.Database, q.info.Table)
+	return err == nil && len(c) == 1 && c[0] > q.maxTicket
+}
+
+func isMySQLError(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
 }
 
 // exhaust records that q has no value left on s; the counter only moves up, so
