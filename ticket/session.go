@@ -139,7 +139,6 @@ func (ss *session) do(ctx context.Context, what, query string, f func(ctx contex
 	return err
 }
 
-
 func (ss *session) exec(ctx context.Context, what, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
 	err := ss.do(ctx, what, query, func(ctx context.Context, c *sqlx.Conn, q string) (err error) {
