@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Reservation copies: what keeps a worker lease safe when its owner is
@@ -145,13 +146,15 @@ func (b *leaseBook) pending(i int) int {
 	return n
 }
 
-// owned returns the live leases this Pair holds on server i.
-func (b *leaseBook) owned(i int) []Lease {
+// owned returns the live leases this Pair holds on server i: not released
+// or lost, and reserved beyond nowMs (a lease left behind by a switch stops
+// mattering once its reservation has passed).
+func (b *leaseBook) owned(i int, nowMs int64) []Lease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var list []Lease
 	for k, e := range b.m {
-		if e.owner == i && !e.done {
+		if e.owner == i && !e.done && e.reserved > nowMs {
 			list = append(list, Lease{Server: i, Datacenter: k.dc, Worker: k.worker, Holder: e.holder,
 				Version: e.version, ReservedUntilMs: e.reserved})
 		}
@@ -340,7 +343,7 @@ func (p *Pair) nudgeCopies() {
 func (p *Pair) checkLeaseRows(ctx context.Context, ss *session) error {
 	s := ss.s
 	rewound := false
-	for _, l := range p.leases.owned(s.idx) {
+	for _, l := range p.leases.owned(s.idx, time.Now().UnixMilli()) {
 		var rows []struct {
 			Version  uint64 `db:"version"`
 			Holder   string `db:"holder"`

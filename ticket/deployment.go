@@ -78,6 +78,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
 		// re-read below judges it.
 		p.onEach(ctx, missing, opCheck, func(ctx context.Context, ss *session) error {
+			ss.long = false // at start: a caller waits
 			_, err := ss.exec(ctx, "recording the deployment",
 				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
 				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
@@ -105,6 +106,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
 	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
 	errs := p.onEach(ctx, p.servers, opCheck, func(ctx context.Context, ss *session) error {
+		ss.long = false // at start: a caller waits
 		var r deploymentRow
 		err := ss.get(ctx, "reading deployment", &r,
 			`SELECT layout, epoch_ms, first_start_ms, created_by FROM deployment WHERE id = 1`)

@@ -381,8 +381,11 @@ func TestLeaseBook(t *testing.T) {
 	if got := b.behind(1); len(got) != 1 || got[0].reserved != 2000 {
 		t.Fatalf("behind = %+v, want the latest reservation 2000", got)
 	}
-	if got := b.owned(0); len(got) != 1 || got[0].ReservedUntilMs != 2000 || got[0].Version != 7 {
+	if got := b.owned(0, 1500); len(got) != 1 || got[0].ReservedUntilMs != 2000 || got[0].Version != 7 {
 		t.Fatalf("owned = %+v", got)
+	}
+	if got := b.owned(0, 2000); len(got) != 0 {
+		t.Fatalf("owned after its reservation passed = %+v, want none", got)
 	}
 	// Released: the copies may follow down to 1500; the peer holds 1000, so
 	// it still needs raising to 1500 before the entry goes.
@@ -390,7 +393,7 @@ func TestLeaseBook(t *testing.T) {
 	if got := b.behind(1); len(got) != 1 || got[0].reserved != 1500 {
 		t.Fatalf("behind after release = %+v, want 1500", got)
 	}
-	if got := b.owned(0); len(got) != 0 {
+	if got := b.owned(0, 0); len(got) != 0 {
 		t.Fatalf("a released lease is still owned: %+v", got)
 	}
 	b.wrote(key, "h", 1, 1500)

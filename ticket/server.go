@@ -305,7 +305,8 @@ func (s *server) serverBound(d time.Duration) time.Duration {
 }
 
 func boundMariaDB(query string, d time.Duration) string {
-	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	// At least 1 ms: max_statement_time=0 would mean no bound at all.
+	ms := max(int64((d+time.Millisecond-1)/time.Millisecond), 1)
 	b := make([]byte, 0, len("SET STATEMENT max_statement_time=.000 FOR ")+8+len(query))
 	b = append(b, "SET STATEMENT max_statement_time="...)
 	b = strconv.AppendInt(b, ms/1000, 10)
