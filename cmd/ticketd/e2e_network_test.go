@@ -137,9 +137,12 @@ func TestE2ENearestFirst(t *testing.T) {
 	ids, tix := tr.window(begin, end)
 	si, st := noFailures(t, "50 ms to server 2", ids, tix)
 	tr.unique(t)
+	// The far server also serves while the near one stalls (a timed-out
+	// REPLACE makes it the failover until the near one answers again),
+	// which a loaded machine causes now and then; alternation would give 50%.
 	share := float64(st.odd) / float64(max(st.n, 1))
-	if share < 0.95 {
-		t.Errorf("%.1f%% of tickets from server 1, the near one; want at least 95%%", 100*share)
+	if share < 0.8 {
+		t.Errorf("%.1f%% of tickets from server 1, the near one; want at least 80%%", 100*share)
 	}
 	servers := d.ticketServers()
 	if !servers[0].Preferred || servers[1].Preferred || servers[1].Preference == "" {
