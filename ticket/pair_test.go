@@ -156,6 +156,10 @@ func TestKillServerMidRun(t *testing.T) {
 	mp.Servers[1].Restart(t)
 	took := waitFor(t, 5*time.Second, "server 2 rejoining", func() bool { return p.Health()[1].Up })
 	t.Logf("rejoined %v after restart", took)
+	// The present only: healthy again, its outage is history.
+	if h := p.Health()[1]; h.LastError != "" || !h.LastErrorAt.IsZero() || h.PreviousError == "" || h.PreviousErrorAt.IsZero() || !h.DownSince.IsZero() {
+		t.Errorf("Health of the rejoined server = %+v, want no last error, the outage's as previous error, no down_since", h)
+	}
 	served := load.fromServer(1)
 	waitFor(t, 5*time.Second, "server 2 serving again", func() bool { return load.fromServer(1) > served+20 })
 	load.finish(t)
