@@ -68,8 +68,10 @@ type Pair struct {
 // it would hand out tickets that collide with its peer's. An unreachable server
 // does not (it may be down for maintenance): it is left out of rotation and the
 // prober re-checks it every ProbeInterval. If no server is reachable, Open fails
-// with ErrNoServer. Open takes at most about four CallTimeouts (the check, the
-// sequence catalog, the high-water marks, the counters). A server whose counter
+// with ErrNoServer. Open takes at most about ConnectTimeout and one statement
+// deadline for the check (a server that fails it is left to the prober), then
+// three statements on the servers that passed (the sequence catalog, the
+// high-water marks, the counters), within ctx. A server whose counter
 // is behind the marks its peers hold joins refused for that table (Health's
 // Rewound says so).
 func Open(ctx context.Context, cfg Config) (*Pair, error) {
