@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -425,4 +426,44 @@ func TestLeaseRowRewound(t *testing.T) {
 			t.Errorf("%s: rewound %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestGate: periodic work passes its gate one at a time, and a waiter gives up
+// when its context ends.
+func TestGate(t *testing.T) {
+	g := newGate()
+	var in, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 100 {
+				if !g.enter(context.Background()) {
+					t.Error("enter without a deadline gave up")
+					return
+				}
+				n := in.Add(1)
+				for {
+					m := most.Load()
+					if n <= m || most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				in.Add(-1)
+				g.leave()
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d holders at once, want 1", m)
+	}
+	if !g.enter(context.Background()) {
+		t.Fatal("enter on a free gate failed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if g.enter(ctx) {
+		t.Fatal("enter on a held gate with a cancelled context succeeded")
+	}
+	g.leave()
 }
