@@ -11,6 +11,7 @@
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, junk; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
+#   make toxiproxy install the fault proxy the network tests use (bin/)
 #
 # Ports, paths and the address ticketd listens on can be overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
@@ -70,8 +71,20 @@ short:
 check: fmt vet staticcheck tidy short
 
 # The integration tests start their own MariaDB servers: install it if missing.
-test: fmt vet staticcheck tidy db-install
+# The network-fault tests put toxiproxy between ticketd and the servers.
+test: fmt vet staticcheck tidy db-install toxiproxy
 	$(GO) test $(GOFLAGS_TEST) ./...
+
+# toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
+# through the Go module proxy. internal/toxiproxy finds it there (and
+# installs it the same way when a test runs without make).
+TOXIPROXY_VERSION ?= v2.5.0
+TOXIPROXY := $(CURDIR)/$(BIN)/toxiproxy-$(TOXIPROXY_VERSION)/server
+$(TOXIPROXY):
+	GOBIN=$(dir $@) $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+
+.PHONY: toxiproxy
+toxiproxy: $(TOXIPROXY)
 
 db-install:
 	@scripts/db.sh install

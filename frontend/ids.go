@@ -87,14 +87,14 @@ func (s *Server) fallbackID(cause error, deadline time.Time) (int64, bool) {
 	t, err := s.tickets.Ticket64(ctx)
 	cancel()
 	if err != nil {
-		s.log.Warn("fallback: no ticket for /v1/id", "cause", cause, "err", err)
+		s.warn.Note(warnFallbackNone, "cause", cause, "err", err)
 		return 0, false
 	}
 	if t.Value == 0 || t.Value >= uint64(s.cfg.FallbackCeiling) {
 		// Never returned: it could equal a snowflake ID. The ticket server's
 		// counter has reached the snowflake range, which a DBA must look at.
 		s.metrics.fallbackRefused.Inc()
-		s.log.Error("fallback: ticket refused: not in (0, ceiling)", "ticket", t.Value, "server", t.Server+1,
+		s.warn.Note(errFallbackRefused, "ticket", t.Value, "server", t.Server+1,
 			"ceiling", s.cfg.FallbackCeiling)
 		return 0, false
 	}
@@ -107,8 +107,7 @@ func (s *Server) fallbackID(cause error, deadline time.Time) (int64, bool) {
 // one integer comparison per request is cheap insurance against a duplicate.
 func (s *Server) belowCeiling(ctx *fasthttp.RequestCtx, id int64) {
 	s.metrics.snowflakeRefused.Inc()
-	s.log.Error("snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?",
-		"id", id, "ceiling", s.cfg.FallbackCeiling)
+	s.warn.Note(errSnowflakeLow, "id", id, "ceiling", s.cfg.FallbackCeiling)
 	fail(ctx, fasthttp.StatusInternalServerError, "internal error: an ID in the fallback range was refused")
 }
 

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
+	"strconv"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -193,10 +196,63 @@ func (s *Server) writeBackendMetrics(w io.Writer) {
 	perServer("ticketd_ticket_server_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].Failures) })
 	perServer("ticketd_ticket_server_parity_violations_total", "counter", func(i int) string { return fmt.Sprint(health[i].ParityViolations) })
 	perServer("ticketd_ticket_server_up", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Up)) })
-	perServer("ticketd_ticket_server_latency_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Latency.Seconds()) })
+	// The latency of servers in rotation only: a down server's last one says
+	// nothing about now (ticketd_ticket_server_down_seconds says how long).
+	upOnly := func(name, typ string, value func(i int) string) {
+		first := true
+		for i := range health {
+			if !health[i].Up {
+				continue
+			}
+			if first {
+				metrics.WriteMetadataIfNeeded(w, name, typ)
+				first = false
+			}
+			fmt.Fprintf(w, "%s{server=\"%d\"} %s\n", name, health[i].Index+1, value(i))
+		}
+	}
+	upOnly("ticketd_ticket_server_latency_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Latency.Seconds()) })
+	now := time.Now()
+	perServer("ticketd_ticket_server_down_seconds", "gauge", func(i int) string {
+		if health[i].Up || health[i].DownSince.IsZero() {
+			return "0"
+		}
+		return fmt.Sprint(now.Sub(health[i].DownSince).Seconds())
+	})
+	perServer("ticketd_ticket_server_deadline_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Deadline.Seconds()) })
+	perServer("ticketd_ticket_server_preferred", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Preferred)) })
+	perServer("ticketd_ticket_server_slow_failures", "gauge", func(i int) string { return fmt.Sprint(health[i].SlowFailures) })
+	perServer("ticketd_ticket_server_timeouts_total", "counter", func(i int) string { return fmt.Sprint(health[i].Timeouts) })
+	perServer("ticketd_ticket_server_background_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].BackgroundFailures) })
+	perServer("ticketd_reservation_copy_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].CopyFailures) })
+	perServer("ticketd_reservation_copies_pending", "gauge", func(i int) string { return fmt.Sprint(health[i].CopiesPending) })
+	perServer("ticketd_ticket_server_lease_rewound", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].LeaseRewound)) })
 	// How many ticket tables the server is refused for (rewound by a restore):
 	// 0 when healthy; /v1/status names them, with the fix.
 	perServer("ticketd_ticket_server_rewound", "gauge", func(i int) string { return fmt.Sprint(len(health[i].Rewound)) })
+
+	// Optional figures of the ticket side (*ticket.Pair has them; test
+	// fakes need not).
+	if pc, ok := s.tickets.(interface{ PanicCalls() uint64 }); ok {
+		counter("ticketd_ticket_panic_calls_total", pc.PanicCalls())
+	}
+	// Repeated warnings, aggregated in the log, counted here: this
+	// server's own and the ticket side's, by kind (the log message).
+	warnings := s.warn.Counts()
+	if wc, ok := s.tickets.(interface{ Warnings() map[string]uint64 }); ok {
+		for k, v := range wc.Warnings() {
+			warnings[k] += v
+		}
+	}
+	kinds := make([]string, 0, len(warnings))
+	for k := range warnings {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	metrics.WriteMetadataIfNeeded(w, "ticketd_warnings_total", "counter")
+	for _, k := range kinds {
+		fmt.Fprintf(w, "ticketd_warnings_total{kind=%s} %d\n", strconv.Quote(k), warnings[k])
+	}
 }
 
 func b2f(b bool) float64 {

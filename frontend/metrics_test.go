@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,7 +83,18 @@ func TestMetrics(t *testing.T) {
 		`ticketd_ticket_server_up{server="1"}`:                             "1",
 		`ticketd_ticket_server_up{server="2"}`:                             "0",
 		`ticketd_ticket_server_latency_seconds{server="1"}`:                "0.0015",
-		`ticketd_ticket_server_latency_seconds{server="2"}`:                "0",
+		`ticketd_ticket_server_down_seconds{server="1"}`:                   "0",
+		`ticketd_ticket_server_deadline_seconds{server="1"}`:               "0.5",
+		`ticketd_ticket_server_deadline_seconds{server="2"}`:               "1",
+		`ticketd_ticket_server_preferred{server="1"}`:                      "1",
+		`ticketd_ticket_server_preferred{server="2"}`:                      "0",
+		`ticketd_ticket_server_slow_failures{server="2"}`:                  "2",
+		`ticketd_ticket_server_timeouts_total{server="2"}`:                 "2",
+		`ticketd_ticket_server_background_failures_total{server="2"}`:      "3",
+		`ticketd_reservation_copy_failures_total{server="2"}`:              "4",
+		`ticketd_reservation_copies_pending{server="2"}`:                   "1",
+		`ticketd_ticket_server_lease_rewound{server="2"}`:                  "1",
+		`ticketd_warnings_total{kind="tickets: no server"}`:                "0",
 		`ticketd_ticket_server_parity_violations_total{server="1"}`:        "0",
 		`ticketd_ticket_server_parity_violations_total{server="2"}`:        "2",
 		`ticketd_ticket_server_failures_total{server="2"}`:                 "5",
@@ -93,6 +105,13 @@ func TestMetrics(t *testing.T) {
 		} else if got != v {
 			t.Errorf("%s: got %s, want %s", series, got, v)
 		}
+	}
+	// A down server shows how long it has been down, not a stale latency.
+	if got, ok := m[`ticketd_ticket_server_latency_seconds{server="2"}`]; ok {
+		t.Errorf("latency of the down server 2 exported (%s), want none", got)
+	}
+	if got, _ := strconv.ParseFloat(m[`ticketd_ticket_server_down_seconds{server="2"}`], 64); got < 1000 {
+		t.Errorf("ticketd_ticket_server_down_seconds{server=\"2\"} = %v, want the time since its DownSince", got)
 	}
 	// The scrape itself is counted once it has been answered.
 	if got := scrape(t, h)[`ticketd_requests_total{endpoint="/metrics",code="200"}`]; got != "1" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket"
 	"ticketd/worker"
 )
@@ -45,6 +46,10 @@ type Server struct {
 	ids     IDs
 	tickets Tickets
 	log     *slog.Logger
+	// warn aggregates the per-request warnings (a failed ticket request, a
+	// fallback that could not answer): a flood of failures is one line per
+	// kind every 10 s, and ticketd_warnings_total counts them all.
+	warn    *logsum.Summary
 	metrics *serverMetrics
 	hs      *fasthttp.Server
 
@@ -87,6 +92,9 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, ids: ids, tickets: tickets, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
+	s.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
+	s.warn.Declare(slog.LevelWarn, warnKinds...)
+	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(s)
 	s.hs = HTTPServer(cfg, s.serveHTTP)
@@ -172,6 +180,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, l := range lns {
 		l.Close()
 	}
+	// The warnings pending when the last request has ended are written out.
+	defer s.warn.Close()
 	if err := s.hs.ShutdownWithContext(ctx); err != nil {
 		s.force()
 		return fmt.Errorf("frontend: shutdown: %w", err)

@@ -121,16 +121,35 @@ type workerIDs struct {
 }
 
 type serverAnswer struct {
-	Index            int     `json:"index"`
-	Offset           int     `json:"offset"`
-	Addr             string  `json:"addr"`
-	Up               bool    `json:"up"`
-	LastError        string  `json:"last_error"`
-	LastErrorAt      string  `json:"last_error_at,omitempty"`
-	LatencyMs        float64 `json:"latency_ms"`
-	Tickets          uint64  `json:"tickets"`
-	Failures         uint64  `json:"failures"`
-	ParityViolations uint64  `json:"parity_violations"`
+	Index  int    `json:"index"`
+	Offset int    `json:"offset"`
+	Addr   string `json:"addr"`
+	Up     bool   `json:"up"`
+	// DownSince and DownForMs: only while out of rotation.
+	DownSince string `json:"down_since,omitempty"`
+	DownForMs *int64 `json:"down_for_ms,omitempty"`
+	// LastError is the present only: "" once the server is healthy again,
+	// when it moves to PreviousError (omitted until there is one).
+	LastError       string `json:"last_error"`
+	LastErrorAt     string `json:"last_error_at,omitempty"`
+	PreviousError   string `json:"previous_error,omitempty"`
+	PreviousErrorAt string `json:"previous_error_at,omitempty"`
+	// LatencyMs is null while the server is out of rotation (a latency
+	// from before it left says nothing about now).
+	LatencyMs          *float64 `json:"latency_ms"`
+	LatencyDevMs       float64  `json:"latency_dev_ms"`
+	DeadlineMs         float64  `json:"deadline_ms"`
+	Preferred          bool     `json:"preferred"`
+	Preference         string   `json:"preference"`
+	SlowFailures       int      `json:"slow_failures"`
+	Tickets            uint64   `json:"tickets"`
+	Failures           uint64   `json:"failures"`
+	Timeouts           uint64   `json:"timeouts"`
+	BackgroundFailures uint64   `json:"background_failures"`
+	CopyFailures       uint64   `json:"copy_failures"`
+	CopiesPending      int      `json:"copies_pending"`
+	LeaseRewound       bool     `json:"lease_rewound"`
+	ParityViolations   uint64   `json:"parity_violations"`
 	// WorkerIDsHeld: the datacenter's worker leases alive on it at its last
 	// count (null: never counted); ShortIfDown: ticketd that would be left
 	// without a worker ID if it stopped now (null until both are counted).
@@ -158,6 +177,9 @@ func fmtTime(t time.Time) string {
 }
 
 func fmtMs(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // handleStatus answers GET /v1/status.
 func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
@@ -209,19 +231,39 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 		a.FallbackCeiling = strconv.FormatInt(s.cfg.FallbackCeiling, 10)
 	}
 	a.Ready, a.NotReadyReason = s.readiness(st, health)
+	now := time.Now()
 	for i, h := range health {
 		a.TicketServers[i] = serverAnswer{
-			Index:            h.Index,
-			Offset:           h.Offset,
-			Addr:             h.Addr,
-			Up:               h.Up,
-			LastError:        h.LastError,
-			LastErrorAt:      fmtTime(h.LastErrorAt),
-			LatencyMs:        float64(h.Latency.Microseconds()) / 1000,
-			Tickets:          h.Tickets,
-			Failures:         h.Failures,
-			ParityViolations: h.ParityViolations,
-			Rewound:          make([]rewindAnswer, len(h.Rewound)),
+			Index:              h.Index,
+			Offset:             h.Offset,
+			Addr:               h.Addr,
+			Up:                 h.Up,
+			LastError:          h.LastError,
+			LastErrorAt:        fmtTime(h.LastErrorAt),
+			PreviousError:      h.PreviousError,
+			PreviousErrorAt:    fmtTime(h.PreviousErrorAt),
+			LatencyDevMs:       ms(h.LatencyDev),
+			DeadlineMs:         ms(h.Deadline),
+			Preferred:          h.Preferred,
+			Preference:         h.Preference,
+			SlowFailures:       h.SlowFailures,
+			Tickets:            h.Tickets,
+			Failures:           h.Failures,
+			Timeouts:           h.Timeouts,
+			BackgroundFailures: h.BackgroundFailures,
+			CopyFailures:       h.CopyFailures,
+			CopiesPending:      h.CopiesPending,
+			LeaseRewound:       h.LeaseRewound,
+			ParityViolations:   h.ParityViolations,
+			Rewound:            make([]rewindAnswer, len(h.Rewound)),
+		}
+		if h.Up {
+			l := ms(h.Latency)
+			a.TicketServers[i].LatencyMs = &l
+		} else if !h.DownSince.IsZero() {
+			down := now.Sub(h.DownSince).Milliseconds()
+			a.TicketServers[i].DownSince = fmtTime(h.DownSince)
+			a.TicketServers[i].DownForMs = &down
 		}
 		if j := h.Index; j >= 0 && j < len(c.Held) && c.Held[j] >= 0 {
 			a.TicketServers[i].WorkerIDsHeld = &c.Held[j]

@@ -30,6 +30,7 @@ func TestStatus(t *testing.T) {
 	}
 	var got statusAnswer
 	r.json(t, &got)
+	latency := 1.5
 	want := statusAnswer{
 		Layout: "41/5/5/12", EpochMs: 1288834974657, Epoch: "2010-11-04T01:42:54.657Z", EndOfLife: "2080-07-10T17:30:30.209Z",
 		Datacenter: 1,
@@ -39,16 +40,29 @@ func TestStatus(t *testing.T) {
 		Renewals: 11, RenewFailures: 2, Switches: 1, Losses: 0, Acquires: 2,
 		Fallback: true, FallbackCeiling: "1000", Ready: true,
 		TicketServers: []serverAnswer{
-			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: 1.5, Tickets: 42, Failures: 1, Rewound: []rewindAnswer{}},
-			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, LastError: "dial tcp: refused",
-				LastErrorAt: "2023-11-14T22:13:20.123Z", Tickets: 7, Failures: 5, ParityViolations: 2, Rewound: []rewindAnswer{}},
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: &latency, LatencyDevMs: 0.25, DeadlineMs: 500,
+				Preferred: true, Preference: "alternating", Tickets: 42, Failures: 1,
+				PreviousError: "context deadline exceeded", PreviousErrorAt: "2023-11-14T21:56:40.000Z", Rewound: []rewindAnswer{}},
+			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, DownSince: "2023-11-14T22:13:20.000Z", LastError: "dial tcp: refused",
+				LastErrorAt: "2023-11-14T22:13:20.123Z", DeadlineMs: 1000, Preference: "out of rotation", SlowFailures: 2,
+				Tickets: 7, Failures: 5, Timeouts: 2, BackgroundFailures: 3, CopyFailures: 4, CopiesPending: 1, LeaseRewound: true,
+				ParityViolations: 2, Rewound: []rewindAnswer{}},
 		},
+	}
+	// How long server 2 has been down depends on the clock: since its
+	// DownSince, and no latency shown for it (a down server's last one says
+	// nothing about now).
+	if d := got.TicketServers[1].DownForMs; d == nil || *d < time.Since(time.UnixMilli(1_700_000_000_000)).Milliseconds()-60_000 {
+		t.Errorf("server 2 down_for_ms = %v, want the time since its down_since", d)
+	} else {
+		want.TicketServers[1].DownForMs = d
 	}
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
 		t.Errorf("got\n%s\nwant\n%s", g, w)
 	}
 	// Field names as documented, checked on the raw body.
-	for _, key := range []string{`"fence_ms":`, `"headroom_ms":`, `"clock_skew_ms":`, `"end_of_life":`, `"parity_violations":`, `"last_error_at":`, `"latency_ms":`} {
+	for _, key := range []string{`"fence_ms":`, `"headroom_ms":`, `"clock_skew_ms":`, `"end_of_life":`, `"parity_violations":`, `"last_error_at":`, `"latency_ms":`,
+		`"latency_ms":null`, `"down_for_ms":`, `"previous_error":`, `"preferred":true`, `"deadline_ms":1000`} {
 		if !strings.Contains(r.body, key) {
 			t.Errorf("body lacks %s: %s", key, r.body)
 		}

@@ -65,9 +65,30 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
 // errShort: the Tickets side returned fewer values than asked without an error.
 var errShort = errors.New("frontend: short batch")
 
+// The kinds of per-request warnings (Server.warn): each is logged at once,
+// then at most once per 10 s with a count; ticketd_warnings_total{kind}
+// counts every one.
+const (
+	warnTicketDeadline = "tickets: deadline exceeded"
+	warnTicketNoServer = "tickets: no server"
+	warnTicketFailed   = "tickets: failed"
+	warnFallbackNone   = "fallback: no ticket for /v1/id"
+	errTicketExhausted = "tickets: sequence exhausted"
+	errTicketMisconf   = "tickets: sequence misconfigured"
+	errTicketShort     = "tickets: short batch"
+	errFallbackRefused = "fallback: ticket refused: not in (0, ceiling)"
+	errSnowflakeLow    = "snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?"
+)
+
+var (
+	warnKinds  = []string{warnTicketDeadline, warnTicketNoServer, warnTicketFailed, warnFallbackNone}
+	errorKinds = []string{errTicketExhausted, errTicketMisconf, errTicketShort, errFallbackRefused, errSnowflakeLow}
+)
+
 // ticketError answers a failed /v1/tickets call. The client gets a message of
 // ours, never the ticket package's, which names servers and addresses; the
-// full error goes to the log.
+// full error goes to the log, aggregated (Server.warn) so that a flood of
+// failures cannot flood the log.
 //
 // The order matters: an error can wrap several sentinels (no server left to
 // ask, one of them exhausted), and "retry later" wins over "gone for good".
@@ -79,27 +100,27 @@ func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
 	case errors.Is(err, ticket.ErrUnknownSequence):
 		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name))
 	case errors.Is(err, context.DeadlineExceeded):
-		s.log.Warn("tickets: deadline exceeded", "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
+		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
 		unavailable(ctx, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout))
 	case errors.Is(err, ticket.ErrNoServer), errors.Is(err, ticket.ErrServerDown),
 		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
-		s.log.Warn("tickets: no server", "sequence", name, "err", err)
+		s.warn.Note(warnTicketNoServer, "sequence", name, "err", err)
 		unavailable(ctx, "no ticket server is available")
 	case errors.Is(err, ticket.ErrSequenceExhausted):
 		// 410 Gone: permanent, so clients stop retrying. Cache-Control:
 		// no-store (set already) keeps caches from remembering it.
-		s.log.Error("tickets: sequence exhausted", "sequence", name, "err", err)
+		s.warn.Note(errTicketExhausted, "sequence", name, "err", err)
 		fail(ctx, fasthttp.StatusGone, fmt.Sprintf("sequence %q is exhausted: no value left within its bit width", name))
 	case errors.Is(err, ticket.ErrMisconfigured):
-		s.log.Error("tickets: sequence misconfigured", "sequence", name, "err", err)
+		s.warn.Note(errTicketMisconf, "sequence", name, "err", err)
 		fail(ctx, fasthttp.StatusInternalServerError, fmt.Sprintf("sequence %q is misconfigured on the ticket servers; the ticketd log says how", name))
 	case errors.Is(err, errShort):
-		s.log.Error("tickets: short batch", "sequence", name, "err", err)
+		s.warn.Note(errTicketShort, "sequence", name, "err", err)
 		fail(ctx, fasthttp.StatusInternalServerError, "internal error")
 	default:
 		// Anything else from the servers (a driver error, a parity
 		// violation) is theirs and passing: the next call may go elsewhere.
-		s.log.Warn("tickets: failed", "sequence", name, "err", err)
+		s.warn.Note(warnTicketFailed, "sequence", name, "err", err)
 		unavailable(ctx, "no ticket could be issued; retry")
 	}
 }

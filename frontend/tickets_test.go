@@ -2,7 +2,10 @@ package frontend
 
 import (
 	"fmt"
+	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +156,42 @@ func TestTicketsFromMemory(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("ticket-server calls = %d, want 1", calls)
 	}
+}
+
+// TestTicketFailuresDoNotFlood: a thousand failed ticket requests write a
+// line or two, not a thousand, and ticketd_warnings_total counts every one.
+func TestTicketFailuresDoNotFlood(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := testConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logs, &mu}, nil))
+	tk := newFakeTickets()
+	tk.err = fmt.Errorf("%w: %w", ticket.ErrNoServer, fmt.Errorf("%w: server 1: refused", ticket.ErrServerDown))
+	h := start(t, cfg, nil, tk)
+	const n = 1000
+	for range n {
+		if r := h.get(t, "/v1/tickets/orders"); r.status != 503 {
+			t.Fatalf("status %d, want 503", r.status)
+		}
+	}
+	if got := scrape(t, h)[`ticketd_warnings_total{kind="tickets: no server"}`]; got != strconv.Itoa(n) {
+		t.Errorf(`ticketd_warnings_total{kind="tickets: no server"} = %s, want %d`, got, n)
+	}
+	mu.Lock()
+	lines := strings.Count(logs.String(), "tickets: no server")
+	mu.Unlock()
+	if lines < 1 || lines > 2 {
+		t.Errorf("%d log lines for %d failed requests, want the first and at most one summary:\n%s", lines, n, logs.String())
+	}
+}
+
+type lockedWriter struct {
+	b  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }

@@ -19,7 +19,19 @@ const (
 	DefaultDatabase      = "tickets"
 	DefaultCallTimeout   = 500 * time.Millisecond
 	DefaultProbeInterval = time.Second
-	DefaultMaxOpenConns  = 16
+	// DefaultMaxOpenConns is each pool's cap: one ticketd never holds more
+	// than this many connections to one server (docs/dba.md gives the
+	// max_connections formula).
+	DefaultMaxOpenConns = 16
+	// DefaultWarmConns: connections to each server kept open and refreshed
+	// while idle, so a request after a quiet spell does not pay for a new
+	// connection (at 200 ms round trip, 0.7–1.1 s).
+	DefaultWarmConns = 2
+	// MaxCallTimeoutFactor caps the adaptive deadline of one statement at
+	// this many CallTimeouts, however slow a server has looked.
+	MaxCallTimeoutFactor = 8
+	// ConnectTimeoutFactor: a zero ConnectTimeout means this many CallTimeouts.
+	ConnectTimeoutFactor = 4
 	// DefaultFlushInterval: how often the high-water marks that grew are
 	// written to the other servers. Tickets handed out since the last flush are
 	// what the repair margin must cover (see DefaultMargin).
@@ -46,6 +58,7 @@ const (
 	MaxProbeInterval  = time.Minute
 	MinOpenConns      = 1
 	MaxOpenConnsLimit = 1024
+	MaxWarmConns      = 64
 	MinFlushInterval  = 10 * time.Millisecond
 	MaxFlushInterval  = time.Minute
 	MinCheckInterval  = 50 * time.Millisecond
@@ -83,18 +96,36 @@ type Config struct {
 	User, Password string
 	// Database holding schema.sql's tables. Zero: DefaultDatabase.
 	Database string
-	// CallTimeout bounds one attempt on one server, connecting included: a frozen
-	// server costs a caller at most this much before the next server is tried.
-	// A whole lease operation may take several attempts; worker.Keeper bounds
-	// it separately (worker.Config.LeaseOpTimeout). Zero: DefaultCallTimeout.
+	// CallTimeout is the floor of the deadline of one statement on one
+	// server (its first value, before any latency is known). Each statement
+	// gets max(CallTimeout, srtt + 4 × rttvar) of the server's measured
+	// latency, doubled after each timeout in a row, capped at
+	// MaxCallTimeoutFactor × CallTimeout and at what is left of the caller's
+	// deadline (doc.go, "Deadlines"). Connecting has its own budget
+	// (ConnectTimeout). A whole lease operation may take several statements;
+	// worker.Keeper bounds it separately (worker.Config.LeaseOpTimeout).
+	// Zero: DefaultCallTimeout.
 	CallTimeout time.Duration
+	// ConnectTimeout caps the time for getting a connection for a statement:
+	// waiting for a free one in the pool, or dialling and the handshake. The
+	// budget adapts like a statement's deadline: about six round trips of the
+	// server's measured latency, at least CallTimeout, at most this; all of
+	// it while no latency is known yet (at start). Zero:
+	// ConnectTimeoutFactor × CallTimeout (derived at Open, so it follows
+	// CallTimeout). At least CallTimeout.
+	ConnectTimeout time.Duration
 	// ProbeInterval is how often the prober re-checks servers that are out of
 	// rotation; a repaired server rejoins within about this long. Zero:
 	// DefaultProbeInterval.
 	ProbeInterval time.Duration
-	// MaxOpenConns bounds each server's connection pool. Zero:
-	// DefaultMaxOpenConns.
+	// MaxOpenConns bounds each server's connection pool: this Pair never
+	// holds more connections to one server (for a moment twice as many,
+	// when a parity violation replaces the pool). Zero: DefaultMaxOpenConns.
 	MaxOpenConns int
+	// WarmConns connections to each server are kept open and refreshed in
+	// the background while idle. Zero: DefaultWarmConns, or MaxOpenConns if
+	// that is smaller (derived at Open); negative: none.
+	WarmConns int
 	// FlushInterval is how often the high-water marks that grew are written to
 	// the other servers (and once more by Shutdown). Zero: DefaultFlushInterval.
 	FlushInterval time.Duration
@@ -107,6 +138,7 @@ type Config struct {
 	// for 32-bit ones.
 	Margin uint64
 	// Logger receives state changes (server down, rejoined, parity violations).
+	// Repeated warnings are aggregated (one line per kind every 10 s at most).
 	// Zero: slog.Default().
 	Logger *slog.Logger
 	// TLS, when not nil, encrypts every connection to the ticket servers:
@@ -119,6 +151,13 @@ type Config struct {
 	// one from PEM files. Zero: plain text (for a pair on loopback or a
 	// private network).
 	TLS *tls.Config
+	// Observe, if not nil, is called once per statement attempt on a server
+	// (connecting included) with the server's index, the kind of work
+	// ("ticket", "acquire", "renew", "release", "marks", "check", "copy",
+	// "catalog"), how long it took and its error (nil on success). It is
+	// called on the caller's goroutine and must be fast and safe for
+	// concurrent use. For metrics; nil costs nothing.
+	Observe func(server int, kind string, d time.Duration, err error)
 }
 
 // DefaultServers returns the local pair that `make db-up` starts.
@@ -204,11 +243,17 @@ func (c Config) Validate() error {
 	if c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout {
 		bad("CallTimeout %v outside [%v, %v]", c.CallTimeout, MinCallTimeout, MaxCallTimeout)
 	}
+	if ct := c.connectTimeout(); c.ConnectTimeout != 0 && (ct < c.CallTimeout || ct > MaxCallTimeout*ConnectTimeoutFactor) {
+		bad("ConnectTimeout %v outside [CallTimeout %v, %v]", ct, c.CallTimeout, MaxCallTimeout*ConnectTimeoutFactor)
+	}
 	if c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval {
 		bad("ProbeInterval %v outside [%v, %v]", c.ProbeInterval, MinProbeInterval, MaxProbeInterval)
 	}
 	if c.MaxOpenConns < MinOpenConns || c.MaxOpenConns > MaxOpenConnsLimit {
 		bad("MaxOpenConns %d outside [%d, %d]", c.MaxOpenConns, MinOpenConns, MaxOpenConnsLimit)
+	}
+	if c.WarmConns > min(c.MaxOpenConns, MaxWarmConns) {
+		bad("WarmConns %d above MaxOpenConns %d (or %d)", c.WarmConns, c.MaxOpenConns, MaxWarmConns)
 	}
 	if c.FlushInterval < MinFlushInterval || c.FlushInterval > MaxFlushInterval {
 		bad("FlushInterval %v outside [%v, %v]", c.FlushInterval, MinFlushInterval, MaxFlushInterval)
@@ -223,6 +268,25 @@ func (c Config) Validate() error {
 		bad("%v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// connectTimeout is ConnectTimeout, or its default derived from CallTimeout.
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout != 0 {
+		return c.ConnectTimeout
+	}
+	return ConnectTimeoutFactor * c.CallTimeout
+}
+
+// warmConns is WarmConns with its default (at most MaxOpenConns); 0 for none.
+func (c Config) warmConns() int {
+	switch {
+	case c.WarmConns < 0:
+		return 0
+	case c.WarmConns == 0:
+		return min(DefaultWarmConns, c.MaxOpenConns)
+	}
+	return c.WarmConns
 }
 
 // marginFor is the margin of a table of the given width.
@@ -258,8 +322,8 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ProbeInterval:%v MaxOpenConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
-		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ProbeInterval, c.MaxOpenConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
+		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
 }
 
 // GoString implements fmt.GoStringer (%#v).
@@ -277,8 +341,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("password", redacted(c.Password)),
 		slog.String("database", c.Database),
 		slog.Duration("call_timeout", c.CallTimeout),
+		slog.Duration("connect_timeout", c.ConnectTimeout),
 		slog.Duration("probe_interval", c.ProbeInterval),
 		slog.Int("max_open_conns", c.MaxOpenConns),
+		slog.Int("warm_conns", c.WarmConns),
 		slog.Duration("flush_interval", c.FlushInterval),
 		slog.Duration("check_interval", c.CheckInterval),
 		slog.Uint64("margin", c.Margin),

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/jmoiron/sqlx"
+	"time"
 )
 
 // Reservation copies: what keeps a worker lease safe when its owner is
@@ -15,18 +14,22 @@ import (
 // dump, that row shows the reservation it had at backup time, and a new holder
 // would start issuing timestamps the last holder already issued with the same
 // worker ID. So every reservation a holder is given (acquire) or confirmed
-// (renew) is also written, best effort, to table reservation_copies on every
-// other server in rotation; AcquireWorker honours the larger of the owner's row
-// and the copies it can read. A reservation therefore survives the loss of any
-// one server: the owner's row or the copies.
+// (renew) is also written to table reservation_copies on every other server;
+// AcquireWorker honours the larger of the owner's row and the copies it can
+// read. A reservation therefore survives the loss of any one server: the
+// owner's row or the copies.
 //
-// Best effort means: a copy that cannot be written (the peer is down) never
-// fails an acquire or a renewal, and a renewal extends the fence even then.
-// Refusing would stop the worker whenever the OTHER server is down for
-// maintenance, which must cost nothing; and while the peer is down the owner's
-// row is the only record anyway, as it was before copies existed. What is lost
-// is protection against a second failure (the owner restored while its peer
-// was down), and the next successful renewal writes the copy again.
+// A copy that cannot be written (the peer is out of rotation, timing out, or
+// fails) never fails an acquire or a renewal: refusing would stop the worker
+// whenever the OTHER server is down for maintenance, which must cost nothing.
+// Instead it catches up. The Pair keeps, per lease it holds (leaseBook), the
+// latest reservation and what each peer is known to hold; a peer that missed
+// one is counted (ServerHealth.CopyFailures, CopiesPending) and gets the
+// latest reservation as soon as it rejoins the rotation, or at the next
+// FlushInterval while it is in rotation (marksLoop). What remains is the
+// window while a peer is behind: if the owner is restored from a backup in
+// that window (a second failure), its reservation can go back to the last
+// copy the peer holds (docs/reliability.md).
 
 // copyRow is a reservation copy.
 type copyRow struct {
@@ -34,23 +37,154 @@ type copyRow struct {
 	Reserved int64  `db:"reserved_until_ms"`
 }
 
-// peersOf returns the servers in rotation other than owner: where its
-// reservations are copied to, and read back from.
-func (p *Pair) peersOf(owner *server) []*server {
-	var list []*server
-	for _, s := range p.servers {
-		if s != owner && s.up.Load() {
-			list = append(list, s)
+type leaseKey struct{ dc, worker uint32 }
+
+// heldLease is one lease this Pair acquired or renewed, and where its
+// reservation is known to be copied.
+type heldLease struct {
+	owner    int
+	holder   string
+	version  uint64
+	reserved int64 // the latest reservation, to be copied to every peer
+	// written[i]: the reservation server i is known to hold (0: none yet).
+	written [MaxServers]int64
+	// done: released or lost; the entry goes once every peer has caught up.
+	done bool
+}
+
+// leaseBook is the leases of this Pair, for the copies that catch up and for
+// the rewound-lease check. It holds a few entries (one lease, two around a
+// switch), so a mutex and linear scans are enough.
+type leaseBook struct {
+	mu sync.Mutex
+	n  int // servers in the pair
+	m  map[leaseKey]*heldLease
+}
+
+func (b *leaseBook) init(n int) { b.n, b.m = n, map[leaseKey]*heldLease{} }
+
+// update records l's latest reservation and returns a copy of its entry.
+func (b *leaseBook) update(l Lease) heldLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := leaseKey{l.Datacenter, l.Worker}
+	e := b.m[k]
+	if e == nil || e.holder != l.Holder || e.version != l.Version {
+		e = &heldLease{owner: l.Server}
+		b.m[k] = e
+	}
+	e.holder, e.version, e.done = l.Holder, l.Version, false
+	e.reserved = max(e.reserved, l.ReservedUntilMs)
+	return *e
+}
+
+// wrote records that server i now holds reserved for l's worker.
+func (b *leaseBook) wrote(l leaseKey, holder string, i int, reserved int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.m[l]; e != nil && e.holder == holder {
+		e.written[i] = max(e.written[i], reserved)
+		b.dropLocked(l, e)
+	}
+}
+
+// finish marks l's lease released (reserved: what the copies should now
+// hold at least) or lost (reserved 0: the latest stays).
+func (b *leaseBook) finish(l Lease, reserved int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := leaseKey{l.Datacenter, l.Worker}
+	e := b.m[k]
+	if e == nil || e.holder != l.Holder {
+		return
+	}
+	e.done = true
+	if reserved > 0 {
+		e.reserved = reserved
+	}
+	b.dropLocked(k, e)
+}
+
+func (b *leaseBook) lost(l Lease) { b.finish(l, 0) }
+
+// dropLocked forgets a finished lease once every peer holds its reservation.
+func (b *leaseBook) dropLocked(k leaseKey, e *heldLease) {
+	if !e.done {
+		return
+	}
+	for i := range b.n {
+		if i != e.owner && e.written[i] < e.reserved {
+			return
+		}
+	}
+	delete(b.m, k)
+}
+
+// behind returns the leases whose latest reservation server i lacks.
+func (b *leaseBook) behind(i int) []pendingCopy {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var list []pendingCopy
+	for k, e := range b.m {
+		if e.owner != i && e.written[i] < e.reserved {
+			list = append(list, pendingCopy{k, e.holder, e.reserved})
 		}
 	}
 	return list
 }
 
-// copyCtx bounds a copy statement by one CallTimeout, detached from the
-// caller's deadline: a copy is part of the reservation's safety, and the
-// caller may be about to give up just when its lease was written.
-func (p *Pair) copyCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallTimeout)
+// pending counts the leases whose latest reservation server i lacks.
+func (b *leaseBook) pending(i int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, e := range b.m {
+		if e.owner != i && e.written[i] < e.reserved {
+			n++
+		}
+	}
+	return n
+}
+
+// owned returns the live leases this Pair holds on server i: not released
+// or lost, and reserved beyond nowMs (a lease left behind by a switch stops
+// mattering once its reservation has passed).
+func (b *leaseBook) owned(i int, nowMs int64) []Lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var list []Lease
+	for k, e := range b.m {
+		if e.owner == i && !e.done && e.reserved > nowMs {
+			list = append(list, Lease{Server: i, Datacenter: k.dc, Worker: k.worker, Holder: e.holder,
+				Version: e.version, ReservedUntilMs: e.reserved})
+		}
+	}
+	return list
+}
+
+type pendingCopy struct {
+	key      leaseKey
+	holder   string
+	reserved int64
+}
+
+// copyTo is the statement that writes a copy: it never goes down
+// (GREATEST), whoever writes it.
+const copyTo = `INSERT INTO reservation_copies (datacenter, worker, holder, reserved_until_ms, updated_at)
+		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
+		 ON DUPLICATE KEY UPDATE reserved_until_ms = GREATEST(reserved_until_ms, VALUES(reserved_until_ms)),
+		                         holder = VALUES(holder), updated_at = UTC_TIMESTAMP(3)`
+
+// peersOf returns the servers in rotation other than owner that answer
+// (none timing out): where its reservations are read back from.
+func (p *Pair) peersOf(owner *server) []*server {
+	var list []*server
+	for _, s := range p.servers {
+		if s != owner && s.up.Load() && !s.suspect() {
+			list = append(list, s)
+		}
+	}
+	return list
 }
 
 // readCopies returns, per worker ID of owner's parity in datacenter dc, the
@@ -67,15 +201,12 @@ func (p *Pair) readCopies(ctx context.Context, owner *server, dc uint32, space u
 	var wg sync.WaitGroup
 	for k, q := range peers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-			defer cancel()
-			db := q.pool()
-			err := db.SelectContext(cctx, &found[k],
+			ss := p.session(q, opCopy)
+			ss.long = false // an acquire waits for it
+			defer ss.close()
+			_ = ss.sel(ctx, "reading reservation copies", &found[k],
 				`SELECT worker, reserved_until_ms FROM reservation_copies
 				  WHERE datacenter = ? AND worker < ? AND worker % ? = ?`, dc, space, n, owner.offset%n)
-			if err != nil {
-				p.copyFailed(ctx, q, db, fmt.Errorf("%s: reading reservation copies: %w", q.name, err))
-			}
 		})
 	}
 	wg.Wait()
@@ -88,15 +219,43 @@ func (p *Pair) readCopies(ctx context.Context, owner *server, dc uint32, space u
 	return copies
 }
 
-// writeCopies records l's reservation on every other server in rotation. The
-// copy never goes down (GREATEST), whoever writes it.
+// writeCopies records l's reservation on every other server. A server out of
+// rotation, or whose copies time out, is not waited for: it is counted behind
+// and catches up later (catchUp). The others are written in parallel, each
+// with a request statement's deadline, detached from the caller's own: a
+// copy is part of the reservation's safety, and the caller may be about to
+// give up just when its lease was written.
 func (p *Pair) writeCopies(ctx context.Context, l Lease) {
-	p.onPeers(ctx, p.servers[l.Server], "writing the reservation copy",
-		`INSERT INTO reservation_copies (datacenter, worker, holder, reserved_until_ms, updated_at)
-		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
-		 ON DUPLICATE KEY UPDATE reserved_until_ms = GREATEST(reserved_until_ms, VALUES(reserved_until_ms)),
-		                         holder = VALUES(holder), updated_at = UTC_TIMESTAMP(3)`,
-		l.Datacenter, l.Worker, l.Holder, l.ReservedUntilMs)
+	p.leases.update(l)
+	owner := p.servers[l.Server]
+	key := leaseKey{l.Datacenter, l.Worker}
+	var wg sync.WaitGroup
+	for _, q := range p.servers {
+		if q == owner {
+			continue
+		}
+		if !q.up.Load() || q.copySlow.Load() || q.suspect() {
+			q.copyFailures.Add(1)
+			p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "why", "the server is out of rotation or timing out")
+			continue
+		}
+		wg.Go(func() {
+			ss := p.session(q, opCopy)
+			ss.long = false
+			defer ss.close()
+			if _, err := execRetry(context.WithoutCancel(ctx), ss, "writing the reservation copy", copyTo,
+				l.Datacenter, l.Worker, l.Holder, l.ReservedUntilMs); err != nil {
+				q.copyFailures.Add(1)
+				if classify(err) == kindSlow {
+					q.copySlow.Store(true)
+				}
+				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
+				return
+			}
+			p.leases.wrote(key, l.Holder, q.idx, l.ReservedUntilMs)
+		})
+	}
+	wg.Wait()
 }
 
 // lowerCopies follows a successful release down: the copy takes the value
@@ -106,40 +265,124 @@ func (p *Pair) writeCopies(ctx context.Context, l Lease) {
 // as safe as the reservation it replaces; without it the next holder would
 // have to wait out (or skip) the released reservation, which is what release
 // is there to avoid. Only a copy still naming this holder is touched: one a
-// later holder wrote is theirs.
+// later holder wrote is theirs. A peer that cannot be lowered now keeps its
+// higher copy (safe; the next holder waits or skips), and is only raised to
+// the released value if it had fallen behind it.
 func (p *Pair) lowerCopies(ctx context.Context, l Lease, reserved int64) {
-	p.onPeers(ctx, p.servers[l.Server], "lowering the reservation copy after release",
-		`UPDATE reservation_copies SET reserved_until_ms = ?, updated_at = UTC_TIMESTAMP(3)
-		  WHERE datacenter = ? AND worker = ? AND holder = ?`,
-		reserved, l.Datacenter, l.Worker, l.Holder)
-}
-
-// onPeers runs one statement on every server in rotation other than owner, in
-// parallel, each bounded by copyCtx. Failures are logged, never returned.
-func (p *Pair) onPeers(ctx context.Context, owner *server, what, query string, args ...any) {
+	p.leases.finish(l, reserved)
+	owner := p.servers[l.Server]
+	key := leaseKey{l.Datacenter, l.Worker}
 	var wg sync.WaitGroup
-	for _, q := range p.peersOf(owner) {
+	for _, q := range p.servers {
+		if q == owner || !q.up.Load() || q.copySlow.Load() || q.suspect() {
+			continue
+		}
 		wg.Go(func() {
-			cctx, cancel := p.copyCtx(ctx)
-			defer cancel()
-			db := q.pool()
-			if _, err := execRetry(cctx, db, query, args...); err != nil {
-				p.copyFailed(ctx, q, db, fmt.Errorf("%s: %s: %w", q.name, what, err))
+			ss := p.session(q, opCopy)
+			ss.long = false
+			defer ss.close()
+			if _, err := execRetry(context.WithoutCancel(ctx), ss, "lowering the reservation copy after release",
+				`UPDATE reservation_copies SET reserved_until_ms = ?, updated_at = UTC_TIMESTAMP(3)
+				  WHERE datacenter = ? AND worker = ? AND holder = ?`,
+				reserved, l.Datacenter, l.Worker, l.Holder); err != nil {
+				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
 				return
 			}
-			q.copyWarned.Store(false)
+			p.leases.wrote(key, l.Holder, q.idx, reserved)
 		})
 	}
 	wg.Wait()
 }
 
-// copyFailed takes an unreachable peer out of rotation as any failed call
-// does, and logs a failure once until the next success.
-func (p *Pair) copyFailed(ctx context.Context, q *server, db *sqlx.DB, err error) {
-	if classify(err) == kindServer && p.blame(ctx) {
-		q.fail(db, err)
+// catchUp writes to every server in rotation the latest reservation of each
+// lease it missed. Run by marksLoop every FlushInterval and as soon as a
+// server rejoins; its statements are background work.
+func (p *Pair) catchUp(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, q := range p.servers {
+		if !q.up.Load() {
+			continue
+		}
+		list := p.leases.behind(q.idx)
+		if len(list) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			ss := p.session(q, opCopy)
+			defer ss.close()
+			for _, c := range list {
+				if _, err := execRetry(ctx, ss, "catching up the reservation copy", copyTo,
+					c.key.dc, c.key.worker, c.holder, c.reserved); err != nil {
+					return // the session has reported it; next round
+				}
+				q.copySlow.Store(false)
+				p.leases.wrote(c.key, c.holder, q.idx, c.reserved)
+			}
+		})
 	}
-	if !q.copyWarned.Swap(true) {
-		q.log.Warn("reservation copy failed: a restore of the owning server could then rewind this worker ID's reservation", "err", err)
+	wg.Wait()
+}
+
+// nudgeCopies asks marksLoop to catch up now, without waiting.
+func (p *Pair) nudgeCopies() {
+	if p.copyNow == nil {
+		return
 	}
+	select {
+	case p.copyNow <- struct{}{}:
+	default:
+	}
+}
+
+// checkLeaseRows looks at the rows of the leases this Pair holds on s: a row
+// with an older version than ours, or ours with a smaller reservation than
+// we confirmed (or no row at all), went back with a restore of s, and the
+// holder's next renewal will fail with ErrLeaseLost. ServerHealth.LeaseRewound
+// says so, so the holder can switch before that. A row with a newer version
+// is another holder's: that is a lost lease, not a rewind.
+func (p *Pair) checkLeaseRows(ctx context.Context, ss *session) error {
+	s := ss.s
+	rewound := false
+	for _, l := range p.leases.owned(s.idx, time.Now().UnixMilli()) {
+		var rows []struct {
+			Version  uint64 `db:"version"`
+			Holder   string `db:"holder"`
+			Reserved int64  `db:"reserved_until_ms"`
+		}
+		if err := ss.sel(ctx, fmt.Sprintf("reading the row of worker %d", l.Worker), &rows,
+			`SELECT version, holder, reserved_until_ms FROM worker_leases WHERE datacenter = ? AND worker = ?`,
+			l.Datacenter, l.Worker); err != nil {
+			return err
+		}
+		if leaseRowRewound(l, rows) {
+			rewound = true
+		}
+	}
+	s.mu.Lock()
+	was := s.leaseRewind
+	s.leaseRewind = rewound
+	s.mu.Unlock()
+	if rewound && !was {
+		s.log.Error("the row of a worker lease held by this ticketd went back (restored from a backup?): the lease must be replaced")
+	}
+	return nil
+}
+
+// leaseRowRewound: rows (zero or one) is l's row as read from its owner.
+func leaseRowRewound(l Lease, rows []struct {
+	Version  uint64 `db:"version"`
+	Holder   string `db:"holder"`
+	Reserved int64  `db:"reserved_until_ms"`
+}) bool {
+	if len(rows) == 0 {
+		return true // the row itself is gone
+	}
+	r := rows[0]
+	switch {
+	case r.Version < l.Version:
+		return true
+	case r.Version == l.Version && r.Holder == l.Holder && r.Reserved < l.ReservedUntilMs:
+		return true
+	}
+	return false
 }

@@ -77,8 +77,9 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if len(missing) > 0 {
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
 		// re-read below judges it.
-		p.onEach(ctx, missing, func(ctx context.Context, s *server) error {
-			_, err := s.pool().ExecContext(ctx,
+		p.onEach(ctx, missing, opCheck, func(ctx context.Context, ss *session) error {
+			ss.long = false // at start: a caller waits
+			_, err := ss.exec(ctx, "recording the deployment",
 				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
 				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
 			return err
@@ -104,17 +105,18 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 // the error of each server that could not be read.
 func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
 	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
-	errs := p.onEach(ctx, p.servers, func(ctx context.Context, s *server) error {
+	errs := p.onEach(ctx, p.servers, opCheck, func(ctx context.Context, ss *session) error {
+		ss.long = false // at start: a caller waits
 		var r deploymentRow
-		err := s.pool().GetContext(ctx, &r,
+		err := ss.get(ctx, "reading deployment", &r,
 			`SELECT layout, epoch_ms, first_start_ms, created_by FROM deployment WHERE id = 1`)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: reading deployment: %w", s.name, err)
+			return err
 		}
-		rows[s.idx] = &r
+		rows[ss.s.idx] = &r
 		return nil
 	})
 	return rows, errs

@@ -13,7 +13,7 @@
 // does not match its place (ErrMisconfigured). An unreachable server is left out
 // of rotation; the prober, one goroutine per Pair, re-checks servers out of
 // rotation every ProbeInterval, and a server rejoins only when the same check
-// passes on a fresh connection.
+// passes (see Rotation).
 //
 // With Config.TLS set (LoadTLS reads the CA and an optional client certificate
 // from PEM files), every connection uses TLS 1.2 or later and verifies the
@@ -30,12 +30,112 @@
 // separate SELECT LAST_INSERT_ID() is ever sent: through a pool it may run on
 // another connection and return another session's number.
 //
-// Calls round-robin over the servers in rotation. Each attempt on one server runs
-// under its own CallTimeout, so a frozen server costs a call at most one
-// CallTimeout, after which the server is out of rotation and the same call goes
-// on to the next server. InnoDB deadlocks (1213, frequent when
-// innodb_autoinc_lock_mode is not 0) are retried on the same server: a failed
-// REPLACE burns numbers but never repeats one.
+// Calls go to the servers in rotation, nearest first, alternating between
+// servers of similar latency (see Rotation). Each statement on one server has
+// its own deadline (see Deadlines); a server that fails the call is passed
+// over and the same call goes on to the next server, so one server out costs
+// a caller a deadline at most, and only until the server is known to be out
+// or slow. InnoDB deadlocks (1213, frequent when innodb_autoinc_lock_mode is
+// not 0) are retried on the same server: a failed REPLACE burns numbers but
+// never repeats one.
+//
+// # Deadlines
+//
+// The pair may sit in two datacenters, 100–200 ms apart, so no fixed timeout
+// fits: a deadline right for one place kills every call to the other. Per
+// server, a latency estimate is kept as TCP keeps its retransmission timer
+// (RFC 6298): from the duration of every successful statement, the smoothed
+// round trip srtt (gain 1/8) and its mean deviation rttvar (gain 1/4). A
+// statement's deadline is
+//
+//	max(CallTimeout, srtt + 4·rttvar) × 2^(timeouts in a row, at most 3)
+//
+// capped at MaxCallTimeoutFactor × CallTimeout and at what is left of the
+// caller's deadline. CallTimeout is thus the floor and the first value; a
+// timed-out statement is no sample (Karn), it doubles the next deadline
+// instead, and a success ends the doubling. Background statements (marks,
+// copies written later, the catalog, counter checks) get max(4 × that, 5 s):
+// nobody waits for them, and some (the counters of many tables) are slow.
+//
+// Getting a connection has its own budget: a free one from the pool, or a new
+// one (dial, greeting, authentication: about four round trips, 0.7–1.1 s
+// through a 200 ms round trip) within about six round trips of the server's
+// latency, at least CallTimeout, at most ConnectTimeout; all of ConnectTimeout
+// while no latency is known yet. Pools keep WarmConns connections open while
+// idle and ping them every third of the idle timeout (itself 2 minutes, or
+// three quarters of the server's wait_timeout when that is shorter), so a
+// request after a quiet spell does not pay for a connection; each pool holds at
+// most MaxOpenConns connections.
+//
+// Every statement is bounded on the server too, so that one ticketd gave up on
+// does not run on: on MariaDB it is sent as SET STATEMENT max_statement_time=S
+// FOR …, S its deadline (or the caller's, if sooner) less a round trip and its
+// deviation and 10 ms, at least half of it. The server then stops it just
+// before ticketd would, and the error (1969) comes back on a connection that
+// stays usable. On MySQL, where max_execution_time bounds SELECTs only, every
+// session sets max_execution_time to the cap, lock_wait_timeout and
+// innodb_lock_wait_timeout to the cap in seconds, and (MySQL 8)
+// information_schema_stats_expiry = 0, without which the counters read from
+// information_schema are up to a day old. The flavour is read from @@version
+// at the check. Periodic work never overlaps with itself: one goroutine flushes
+// marks, checks counters and catches up copies; counter checks and catalog
+// reads pass a gate one at a time.
+//
+// # Rotation
+//
+// A slow server is not a dead one. A failed statement is sorted (classify):
+//
+//   - dead: connection refused or reset, EOF under a statement or in the
+//     handshake, authentication refused (1045), any server error that is not
+//     a timeout, wrong settings (the check), a ticket of the wrong parity;
+//   - slow: a deadline or i/o timeout, the server's own statement or lock
+//     timeout (1969, 3024, 1205), no connection to spare (1040);
+//   - neither: a missing table or grant, a deadlock, an exhausted column: one
+//     statement's trouble, not the server's.
+//
+// What takes a server out of rotation, and only this:
+//
+//   - a dead failure of request work (a ticket, a lease acquire, renewal or
+//     release), or of the prober's check;
+//   - three request statements in a row that ran out of time, with no request
+//     success for max(5 s, 10 × CallTimeout) (the slow window);
+//   - a parity violation (its pool is replaced, too), or the check finding the
+//     wrong settings.
+//
+// Background work (marks, copies, the catalog, counter checks, warm pings)
+// never takes a server out: its failures are reported (ServerHealth's
+// BackgroundFailures and LastError, a log line aggregated per server). A dead
+// one makes the prober try the server at its next round, as a request would.
+// The caller giving up (its context ended) says nothing about the server.
+//
+// A server timing out stays in rotation but is tried after the others from its
+// first timeout on, so requests stop paying for it at once; the prober tries it
+// every ProbeInterval with a request's own statement (one REPLACE INTO
+// Tickets64, a ticket nobody receives), so that it leaves by evidence over time
+// even when no request goes to it, and is preferred again once it answers.
+//
+// What brings it back: the prober's check (reachable, the increment and offset
+// of its place, on a connection of its current pool), then its catalog and its
+// counters (see Restores); then it rejoins, its timeout streak cleared and its
+// last error moved to the history (ServerHealth.PreviousError).
+//
+// Panic mode: when no server is in rotation, a call does not fail at once. It
+// tries the servers that are out for being dead or slow (never one refused for
+// its settings or parity), least recently failed first, within its own
+// deadline; PanicCalls counts such calls, and a warning says so. With a
+// deadline, a call also tries again the servers that ran out of time, with
+// their longer deadlines, until its deadline is spent: two servers slow at once
+// (fsyncs queueing on both) cost a caller time, not an error.
+//
+// Nearest first: a server whose srtt is more than twice the nearest one's and
+// more than 20 ms above it is far; it is near again once within 1.5 × or 10 ms
+// of it (hysteresis: no flapping). Calls go to near servers first,
+// round-robin among them, then far ones, then those timing out; so the far
+// server of a pair in two places serves tickets and worker leases
+// (AcquireWorker with Server -1) only when the near one fails, and servers
+// equally far alternate. The prober pings far servers every ProbeInterval to
+// keep their latency current. Health says which server is preferred and why
+// (ServerHealth.Preference).
 //
 // Every ticket's parity is checked before anyone sees it: ticket mod N must equal
 // offset mod N. A session can change its own auto_increment variables, and a
@@ -115,22 +215,36 @@
 // account; Rewinds reports them.
 //
 // Reservation copies (copies.go). Every reservation acquired or renewed is
-// copied, best effort, to table reservation_copies on the other servers, and
-// AcquireWorker's floor is the larger of the row's and its copies'. A renewal
-// of a row that holds less than the renewer's confirmed reservation (a
-// restored row) fails with ErrLeaseLost.
+// copied to table reservation_copies on the other servers, and AcquireWorker's
+// floor is the larger of the row's and its copies'. A copy that cannot be
+// written (the peer is out or timing out) never fails the renewal; it is
+// counted (ServerHealth.CopyFailures, CopiesPending) and the latest
+// reservation is written as soon as the peer rejoins, or within FlushInterval
+// while it is in rotation. A renewal of a row that holds less than the
+// renewer's confirmed reservation (a restored row) fails with ErrLeaseLost; the
+// counter checks look at the rows of the leases this Pair holds first, and
+// ServerHealth.LeaseRewound reports a rewound one before its renewal fails.
 //
 // What remains: a ticket issued by another ticketd less than about
 // FlushInterval before the restore point (a backup restored within seconds of
 // being taken) can be unknown to the ticketd that next uses the restored
-// server; and restoring BOTH servers from backups while no running ticketd
-// remembers the marks restores the marks too.
+// server; restoring BOTH servers from backups while no running ticketd
+// remembers the marks restores the marks too; and a lease owner restored while
+// its peer lacks the latest copy (the peer was down, and has not caught up)
+// can rewind that reservation to the last copy the peer holds.
 //
 // # Deployment record
 //
 // EnsureDeployment writes the ID layout and epoch to every reachable server that
 // lacks them and compares every existing record: a ticketd with other settings
 // refuses to start (ErrDeploymentMismatch).
+//
+// # Logs and metrics
+//
+// Repeated warnings are aggregated (internal/logsum): the first of a kind (per
+// server) is logged at once, then at most one line per 10 s with the count;
+// Warnings returns the counts by kind. Config.Observe, when set, is called once
+// per statement attempt with its server, kind, duration and error.
 //
 // # Errors and secrets
 //

@@ -1,7 +1,10 @@
 package ticket
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -59,13 +62,20 @@ var (
 )
 
 // errKind sorts a failed call by what it says about the server, because that
-// decides whether the server leaves the rotation.
+// decides whether the server leaves the rotation (doc.go, "Rotation").
 type errKind int
 
 const (
-	// kindServer: transport failure, timeout, or a server-level refusal. The server
-	// is marked down and the prober must bring it back.
-	kindServer errKind = iota
+	// kindDead: the server cannot serve: connection refused or reset, the
+	// connection closed under a statement, authentication refused, a server
+	// shutting down, or any other failure that is not a timeout. One such
+	// failure on a request takes the server out of rotation.
+	kindDead errKind = iota
+	// kindSlow: the statement ran out of time (our deadline, an i/o timeout,
+	// the server's own statement or lock timeout) or the server had no
+	// connection to spare. A slow server is not a dead one: it leaves the
+	// rotation only after several in a row and no success for a while.
+	kindSlow
 	// kindDeadlock: InnoDB chose this REPLACE as a deadlock victim (1213). Retrying
 	// on the same server is safe: a failed REPLACE burns numbers, never repeats one.
 	kindDeadlock
@@ -78,7 +88,11 @@ const (
 	kindExhausted
 )
 
-// MariaDB error numbers the classification relies on.
+// serverFault reports whether a failure of kind k is about the server's
+// health (dead or slow) rather than about one statement.
+func serverFault(k errKind) bool { return k == kindDead || k == kindSlow }
+
+// MariaDB and MySQL error numbers the classification relies on.
 const (
 	erAutoincOutOfRange = 167  // HA_ERR_AUTOINC_ERANGE, seen on REPLACE at the column maximum
 	erDupEntry          = 1062 // the column maximum can also surface as a duplicate key
@@ -89,9 +103,24 @@ const (
 	erBadField          = 1054
 	erNoSuchTable       = 1146
 	erDeadlock          = 1213
+	erTooManyConns      = 1040 // the server is full, not gone
+	erLockWaitTimeout   = 1205
+	erQueryInterrupted  = 1317 // KILL QUERY, e.g. by a DBA's timeout script
+	erStatementTimeout  = 1969 // MariaDB max_statement_time
+	erMySQLExecTimeout  = 3024 // MySQL max_execution_time
+	erUnknownVariable   = 1193
 )
 
+// errInterrupted marks a REPLACE that MariaDB stopped at its server-side
+// bound while it waited for the table's AUTO_INCREMENT lock: the server
+// reports that as 1467, the same error as a counter at its column's maximum
+// (takeOn tells the two apart by reading the counter).
+var errInterrupted = errors.New("stopped at its bound while waiting for the AUTO_INCREMENT lock")
+
 func classify(err error) errKind {
+	if errors.Is(err, errInterrupted) {
+		return kindSlow
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
@@ -101,7 +130,20 @@ func classify(err error) errKind {
 			return kindStatement
 		case erAutoincOutOfRange, erWarnOutOfRange, erAutoincReadFailed, erDupEntry:
 			return kindExhausted
+		case erTooManyConns, erLockWaitTimeout, erQueryInterrupted, erStatementTimeout, erMySQLExecTimeout:
+			return kindSlow
 		}
+		return kindDead // 1045 access denied, 1049 unknown database, 1053 shutdown, …
 	}
-	return kindServer
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return kindSlow
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return kindSlow
+	}
+	// Refused, reset, EOF in the handshake (the driver's ErrInvalidConn),
+	// wrong settings (ErrMisconfigured), a parity violation, and anything
+	// unknown: the next server is a better bet.
+	return kindDead
 }

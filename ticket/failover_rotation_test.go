@@ -9,12 +9,13 @@ import (
 )
 
 // TestFailoverAcquireOutOfRotation: a failover lease (AcquireRequest.Server
-// >= 0) on a server that one failed call took out of rotation, and that
-// answers again, is granted at once rather than refused until the prober's
-// next round. Found by make chaos: a /v1/tickets REPLACE slower than the call
-// timeout took the only healthy server out of rotation just as the lease
-// owner was frozen, and every switch was refused until the fence was reached
-// (503s on /v1/id). A server that still does not answer is refused.
+// >= 0) on a server that a failed call took out of rotation, and that answers
+// again, is granted at once rather than refused until the prober's next round.
+// Found by make chaos: a /v1/tickets REPLACE slower than the call timeout took
+// the only healthy server out of rotation just as the lease owner was frozen,
+// and every switch was refused until the fence was reached (503s on /v1/id).
+// A server that still does not answer is refused. A frozen server (slow, not
+// dead) is refused too, but one timeout does not take it out of rotation.
 func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	// No prober round during the test: only the failover path can help.
@@ -25,9 +26,19 @@ func TestFailoverAcquireOutOfRotation(t *testing.T) {
 		t.Fatalf("AcquireWorker on a frozen server = %v, want ErrServerDown", err)
 	}
 	mp.Servers[1].Resume(t)
-	if p.Health()[1].Up {
-		t.Fatal("server 2 still in rotation after a failed call")
+	if h := p.Health()[1]; !h.Up || h.SlowFailures == 0 {
+		t.Fatalf("after one timeout: Health %+v, want server 2 still in rotation with a slow failure counted", h)
 	}
+
+	// A dead failure takes it out: the server stopped.
+	mp.Servers[1].Stop(t)
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("stopped", 5, 1)); !errors.Is(err, ErrServerDown) {
+		t.Fatalf("AcquireWorker on a stopped server = %v, want ErrServerDown", err)
+	}
+	if p.Health()[1].Up {
+		t.Fatal("server 2 still in rotation after a refused connection")
+	}
+	mp.Servers[1].Restart(t)
 
 	l, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("failover", 5, 1))
 	if err != nil {

@@ -2,7 +2,6 @@ package ticket
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -109,10 +108,10 @@ type hwRow struct {
 	Mark       uint64 `db:"mark"`
 }
 
-func readHighWater(ctx context.Context, s *server) ([]hwRow, error) {
+func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
 	var rows []hwRow
-	if err := s.pool().SelectContext(ctx, &rows, "SELECT table_name, peer_offset, mark FROM high_water"); err != nil {
-		return nil, fmt.Errorf("%s: reading high_water: %w", s.name, err)
+	if err := q.sel(ctx, "reading high_water", &rows, "SELECT table_name, peer_offset, mark FROM high_water"); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
@@ -127,8 +126,7 @@ type markWrite struct {
 // flushMarks writes to every server in rotation the marks for the OTHER servers
 // that grew since the last successful write there: one statement per server,
 // none when nothing grew. A failed write is retried at the next flush (the
-// marks stay in memory); a server that cannot be reached leaves the rotation as
-// after any failed call.
+// marks stay in memory); it is reported, never held against the server.
 func (p *Pair) flushMarks(ctx context.Context) {
 	tables := p.marks.all()
 	var dsts []*server
@@ -178,14 +176,10 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 	}
 	// GREATEST: a mark never goes down, whichever ticketd wrote last.
 	q.WriteString(" ON DUPLICATE KEY UPDATE mark = GREATEST(mark, VALUES(mark)), updated_at = UTC_TIMESTAMP(3)")
-	db := d.pool()
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	if _, err := execRetry(cctx, db, q.String(), args...); err != nil {
-		err = fmt.Errorf("%s: writing high-water marks: %w", d.name, err)
-		if classify(err) == kindServer && p.blame(ctx) {
-			d.fail(db, err)
-		} else if !d.marksWarned.Swap(true) {
+	ss := p.session(d, opMarks)
+	defer ss.close()
+	if _, err := execRetry(ctx, ss, "writing high-water marks", q.String(), args...); err != nil {
+		if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
 			// A missing table or grant (an old schema.sql): say so once.
 			d.log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
 		}
@@ -199,10 +193,12 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 	}
 }
 
-// marksLoop is the Pair's bookkeeper for restores: it flushes the marks every
-// FlushInterval, checks every server's counters every CheckInterval and
-// whenever a refused ticket asks for it (checkNow). Shutdown flushes once more
-// after it has returned.
+// marksLoop is the Pair's bookkeeper for restores: it flushes the marks and
+// catches up the reservation copies every FlushInterval, checks every
+// server's counters every CheckInterval and whenever a refused ticket asks for
+// it (checkNow), and catches up the copies as soon as a server rejoins
+// (copyNow). One goroutine does it all, so none of this overlaps with itself.
+// Shutdown flushes once more after it has returned.
 func (p *Pair) marksLoop() {
 	flush := time.NewTicker(p.cfg.FlushInterval)
 	defer flush.Stop()
@@ -214,6 +210,9 @@ func (p *Pair) marksLoop() {
 			return // Shutdown writes the marks one last time
 		case <-flush.C:
 			p.flushMarks(p.life)
+			p.catchUp(p.life)
+		case <-p.copyNow:
+			p.catchUp(p.life)
 		case <-check.C:
 			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))))
 		case <-p.checkNow:

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Bounds of lease requests.
@@ -127,7 +125,7 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 		s := p.servers[req.Server]
 		if !s.up.Load() {
 			// This is a failover: the caller's lease is running out and s is the
-			// way on. Out of rotation may mean one slow ticket call, so check s
+			// way on. Out of rotation may mean a few slow ticket calls, so check s
 			// now as the prober would for a lease (reachable, the settings of its
 			// place) instead of refusing until the prober's next round. The
 			// prober alone brings s back into rotation.
@@ -138,9 +136,14 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 		list = []*server{s}
 	} else {
 		var buf [MaxServers]*server
-		list = p.order(buf[:0], allServers(len(p.servers)))
-		if len(list) == 0 {
-			return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", ErrNoServer)
+		all := allServers(len(p.servers))
+		if list = p.order(buf[:0], all); len(list) == 0 {
+			// Panic mode: none in rotation, but one may still answer.
+			if list = p.panicOrder(buf[:0], all); len(list) == 0 {
+				return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", ErrNoServer)
+			}
+			p.panics.Add(1)
+			p.warn.Note(warnPanic, "work", "acquire", "servers", len(list))
 		}
 	}
 	var held, failed []error
@@ -176,9 +179,9 @@ func (p *Pair) recheck(ctx context.Context, s *server) error {
 	if s.reopen.Load() {
 		return errors.New("its sessions are to be replaced after a parity violation")
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	return s.check(cctx, s.pool())
+	ss := p.session(s, opProbe)
+	defer ss.close()
+	return s.check(ctx, ss)
 }
 
 // acquireOn tries to claim a worker ID of s's parity on s.
@@ -193,7 +196,7 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 	copies := p.readCopies(ctx, s, req.Datacenter, space)
 
 	for i := 0; i < ticketTries && uint64(len(tried)) < perServer; i++ {
-		t, err := p.takeOn(ctx, s, p.raw64, false)
+		t, err := p.takeOnAs(ctx, s, p.raw64, false, opAcquire)
 		if err != nil {
 			return Lease{}, err
 		}
@@ -240,19 +243,18 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 // "claimable": no row (never held), or expired, with a reservation (the larger
 // of the row's and its copies') we accept.
 func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
-	db := s.pool()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
+	ss := p.session(s, opAcquire)
+	defer ss.close()
 	var rows []struct {
 		Worker   uint32 `db:"worker"`
 		Expired  bool   `db:"expired"`
 		Reserved int64  `db:"reserved_until_ms"`
 	}
-	err := db.SelectContext(actx, &rows,
+	err := ss.sel(ctx, "scanning worker_leases", &rows,
 		`SELECT worker, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
 		   FROM worker_leases WHERE datacenter = ? AND worker < ?`, req.Datacenter, space)
 	if err != nil {
-		return nil, p.leaseErr(ctx, s, db, "scanning worker_leases", err)
+		return nil, leaseErr(err)
 	}
 	taken := make(map[uint32]bool, len(rows)+len(copies))
 	for w, c := range copies {
@@ -274,15 +276,14 @@ func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, s
 // is the larger of the row's reservation and copyMs, the largest copy of it on
 // the other servers (copies.go): a row restored from a backup may be behind.
 func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
-	db := s.pool()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	begin := time.Now()
+	ss := p.session(s, opAcquire)
+	defer ss.close()
+	what := fmt.Sprintf("claiming worker %d", w)
 	// A row that has never been held is created expired, so that the claim below
 	// is the same compare-and-set for new and old rows.
-	if _, err := db.ExecContext(actx,
+	if _, err := ss.exec(ctx, what,
 		`INSERT IGNORE INTO worker_leases (datacenter, worker) VALUES (?, ?)`, req.Datacenter, w); err != nil {
-		return Lease{}, p.claimErr(ctx, s, db, w, err)
+		return Lease{}, claimErr(w, err)
 	}
 	var row struct {
 		Version  uint64 `db:"version"`
@@ -290,10 +291,10 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 		Expired  bool   `db:"expired"`
 		Reserved int64  `db:"reserved_until_ms"`
 	}
-	if err := db.GetContext(actx, &row,
+	if err := ss.get(ctx, what, &row,
 		`SELECT version, holder, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
 		   FROM worker_leases WHERE datacenter = ? AND worker = ?`, req.Datacenter, w); err != nil {
-		return Lease{}, p.claimErr(ctx, s, db, w, err)
+		return Lease{}, claimErr(w, err)
 	}
 	if !row.Expired {
 		return Lease{}, fmt.Errorf("worker %d held by %q: %w", w, row.Holder, errNotFree)
@@ -304,7 +305,7 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 			w, floor, row.Reserved, copyMs, floor-req.NowMs, errNotFree)
 	}
 	reserved := max(req.NowMs, floor) + req.ReserveMs
-	res, err := db.ExecContext(actx,
+	res, err := ss.exec(ctx, what,
 		`UPDATE worker_leases
 		    SET holder = ?, version = version + 1,
 		        expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
@@ -313,12 +314,12 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 		  WHERE datacenter = ? AND worker = ? AND version = ? AND expires_at < UTC_TIMESTAMP(3)`,
 		req.Holder, req.TTL.Microseconds(), reserved, req.Datacenter, w, row.Version)
 	if err != nil {
-		return Lease{}, p.claimErr(ctx, s, db, w, err)
+		return Lease{}, claimErr(w, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return Lease{}, fmt.Errorf("worker %d claimed by someone else first: %w", w, errNotFree)
 	}
-	s.ok(time.Since(begin))
+	ss.close() // before the copies: one connection at a time
 	l := Lease{
 		Server:          s.idx,
 		Datacenter:      req.Datacenter,
@@ -354,11 +355,10 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 	// Tried even when s is out of rotation: that may be about its tickets only,
 	// and a renewal that could have succeeded must not be skipped.
 	s := p.servers[l.Server]
-	db := s.pool()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	begin := time.Now()
-	res, err := execRetry(actx, db,
+	ss := p.session(s, opRenew)
+	defer ss.close()
+	what := fmt.Sprintf("renewing worker %d", l.Worker)
+	res, err := execRetry(ctx, ss, what,
 		`UPDATE worker_leases
 		    SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
 		        reserved_until_ms = GREATEST(reserved_until_ms, ?),
@@ -367,12 +367,13 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 		    AND reserved_until_ms >= ?`,
 		ttl.Microseconds(), reserveUntilMs, l.Datacenter, l.Worker, l.Holder, l.Version, l.ReservedUntilMs)
 	if err != nil {
-		return l, p.leaseErr(ctx, s, db, fmt.Sprintf("renewing worker %d", l.Worker), err)
+		return l, leaseErr(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		p.leases.lost(l)
 		return l, lostErr(s, l)
 	}
-	s.ok(time.Since(begin))
+	ss.close() // before the copies: one connection at a time
 	l.ReservedUntilMs = max(l.ReservedUntilMs, reserveUntilMs)
 	p.writeCopies(ctx, l)
 	return l, nil
@@ -402,11 +403,10 @@ func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) e
 		return fmt.Errorf("%w: lastIssuedMs %d is not a Unix millisecond", ErrInvalidArgument, lastIssuedMs)
 	}
 	s := p.servers[l.Server]
-	db := s.pool()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-	begin := time.Now()
-	res, err := execRetry(actx, db,
+	ss := p.session(s, opRelease)
+	defer ss.close()
+	what := fmt.Sprintf("releasing worker %d", l.Worker)
+	res, err := execRetry(ctx, ss, what,
 		`UPDATE worker_leases
 		    SET version = version + 1,
 		        expires_at = '1970-01-01 00:00:01.000',
@@ -417,49 +417,45 @@ func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) e
 		    AND reserved_until_ms >= ?`,
 		lastIssuedMs+1, l.FloorMs, lastIssuedMs, l.Datacenter, l.Worker, l.Holder, l.Version, l.ReservedUntilMs)
 	if err != nil {
-		return p.leaseErr(ctx, s, db, fmt.Sprintf("releasing worker %d", l.Worker), err)
+		return leaseErr(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		p.leases.lost(l)
 		return lostErr(s, l)
 	}
-	s.ok(time.Since(begin))
+	ss.close()
 	p.lowerCopies(ctx, l, max(lastIssuedMs+1, l.FloorMs))
 	return nil
 }
 
 // claimErr sorts a failed claim statement: a deadlock between two claimers of
 // the same row is a lost race, anything else as leaseErr.
-func (p *Pair) claimErr(ctx context.Context, s *server, db *sqlx.DB, w uint32, err error) error {
+func claimErr(w uint32, err error) error {
 	if classify(err) == kindDeadlock {
 		return fmt.Errorf("worker %d: %w: %w", w, errNotFree, err)
 	}
-	return p.leaseErr(ctx, s, db, fmt.Sprintf("claiming worker %d", w), err)
+	return leaseErr(err)
 }
 
-// leaseErr sorts a failed lease statement: a missing table or grant is the DBA's;
-// anything else is the server's, which leaves the rotation.
-func (p *Pair) leaseErr(ctx context.Context, s *server, db *sqlx.DB, what string, err error) error {
-	switch classify(err) {
-	case kindStatement:
-		err = fmt.Errorf("%w: %s: %s: %w", ErrMisconfigured, s.name, what, err)
-		s.note(err)
-		return err
-	case kindServer:
-		err = fmt.Errorf("%w: %s: %s: %w", ErrServerDown, s.name, what, err)
-		if p.blame(ctx) {
-			s.fail(db, err)
-		}
-		return err
+// leaseErr gives a failed lease statement its sentinel: a missing table or
+// grant is the DBA's (ErrMisconfigured), a dead or slow server
+// ErrServerDown. The session has already judged the server (session.go).
+func leaseErr(err error) error {
+	switch k := classify(err); {
+	case k == kindStatement:
+		return fmt.Errorf("%w: %w", ErrMisconfigured, err)
+	case serverFault(k):
+		return fmt.Errorf("%w: %w", ErrServerDown, err)
 	default: // a deadlock execRetry gave up on: contention, not ill health
-		return fmt.Errorf("%s: %s: %w", s.name, what, err)
+		return err
 	}
 }
 
 // execRetry runs a single-row UPDATE, retrying if InnoDB picks it as a deadlock
 // victim: the victim was rolled back, so running it again changes nothing twice.
-func execRetry(ctx context.Context, db *sqlx.DB, query string, args ...any) (sql.Result, error) {
+func execRetry(ctx context.Context, ss *session, what, query string, args ...any) (sql.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := db.ExecContext(ctx, query, args...)
+		res, err := ss.exec(ctx, what, query, args...)
 		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {
 			return res, err
 		}

@@ -8,6 +8,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"ticketd/internal/logsum"
+)
+
+// The kinds of repeated warnings, aggregated by p.warn: each is logged at
+// once, then at most once per logsum.DefaultPeriod with a count.
+const (
+	warnOut        = "ticket server out of rotation"
+	warnIn         = "ticket server in rotation"
+	warnBackground = "background work failed on a ticket server (reported; not held against its place in the rotation)"
+	warnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
+	warnCopy       = "reservation copy not written; it is written once the server answers again"
+	warnSeqRow     = "sequence row ignored"
 )
 
 // Pair is a client of the ticket servers. It is safe for concurrent use. Close
@@ -19,12 +32,25 @@ type Pair struct {
 	servers []*server
 	rr      atomic.Uint64 // round-robin cursor over servers
 
+	prefMu sync.Mutex    // serialises preference updates (rotation.go)
+	panics atomic.Uint64 // calls that found no server in rotation and tried anyway
+	// warn aggregates repeated warnings (internal/logsum).
+	warn *logsum.Summary
+
 	// raw64 is Tickets64 taken as it is: Ticket64, and the tickets behind leases.
 	raw64 *sequence
 	cat   catalog
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
 	marks    markBook
 	checkNow chan struct{} // asks marksLoop for a counter check
+	// leases: the leases this Pair holds, for the copies that catch up and
+	// the rewound-lease check (copies.go); copyNow asks marksLoop to write
+	// the pending copies now (a server rejoined).
+	leases  leaseBook
+	copyNow chan struct{}
+	// checkGate and catalogGate keep the counter checks and the catalog
+	// reads from overlapping with themselves.
+	checkGate, catalogGate gate
 
 	// life is cancelled by Shutdown. Background work (the prober, block prefetches)
 	// runs under it, never under a caller's context, because it outlives callers.
@@ -42,8 +68,10 @@ type Pair struct {
 // it would hand out tickets that collide with its peer's. An unreachable server
 // does not (it may be down for maintenance): it is left out of rotation and the
 // prober re-checks it every ProbeInterval. If no server is reachable, Open fails
-// with ErrNoServer. Open takes at most about four CallTimeouts (the check, the
-// sequence catalog, the high-water marks, the counters). A server whose counter
+// with ErrNoServer. Open takes at most about ConnectTimeout and one statement
+// deadline for the check (a server that fails it is left to the prober), then
+// three statements on the servers that passed (the sequence catalog, the
+// high-water marks, the counters), within ctx. A server whose counter
 // is behind the marks its peers hold joins refused for that table (Health's
 // Rewound says so).
 func Open(ctx context.Context, cfg Config) (*Pair, error) {
@@ -61,6 +89,12 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	}
 	p.marks.init()
 	p.checkNow = make(chan struct{}, 1)
+	p.copyNow = make(chan struct{}, 1)
+	p.checkGate, p.catalogGate = newGate(), newGate()
+	p.leases.init(len(cfg.Servers))
+	p.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
+	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow)
+	p.warn.Declare(slog.LevelInfo, warnIn)
 	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	p.raw64.marks = p.marks.table(p.raw64.info)
 	p.raw64.servers.Store(allServers(len(cfg.Servers)))
@@ -68,19 +102,17 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	for i := range cfg.Servers {
 		s, err := newServer(cfg, i)
 		if err != nil {
-			p.closePools()
-			stop()
+			p.abort()
 			return nil, err
 		}
 		p.servers[i] = s
 	}
 
-	errs := p.onEach(ctx, p.servers, func(ctx context.Context, s *server) error {
-		return s.check(ctx, s.pool())
+	errs := p.onEach(ctx, p.servers, opProbe, func(ctx context.Context, ss *session) error {
+		return ss.s.check(ctx, ss)
 	})
 	if err := ctx.Err(); err != nil {
-		p.closePools()
-		stop()
+		p.abort()
 		return nil, fmt.Errorf("ticket: open: %w", err)
 	}
 	var misconf, down []error
@@ -93,20 +125,21 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		case errors.Is(err, ErrMisconfigured):
 			misconf = append(misconf, err)
 		default:
-			// onEach has recorded it in the server's health already.
+			s.note(err, false)
+			s.mu.Lock()
+			s.out, s.downSince, s.lastFail = outDead, s.now(), s.now()
+			s.mu.Unlock()
 			down = append(down, err)
 			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it",
 				"dsn", p.cfg.redactedDSN(i), "err", err)
 		}
 	}
 	if len(misconf) > 0 {
-		p.closePools()
-		stop()
+		p.abort()
 		return nil, errors.Join(misconf...)
 	}
 	if len(up) == 0 {
-		p.closePools()
-		stop()
+		p.abort()
 		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
 	}
 	// The catalog before the rotation: a sequence routes only to servers that
@@ -117,26 +150,49 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	checked := p.checkRewinds(ctx, up)
 	joined := 0
 	for k, s := range up {
-		if err := checked[k]; err != nil && classify(err) == kindServer {
+		if err := checked[k]; err != nil && classify(err) == kindDead {
 			continue // lost between the checks: the prober brings it back
 		}
-		s.markUp()
+		p.markUp(s)
 		joined++
 	}
 	if joined == 0 {
-		p.closePools()
-		stop()
+		p.abort()
 		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(checked...))
 	}
 	p.goBackground(p.probeLoop)
 	p.goBackground(p.marksLoop)
+	p.goBackground(p.warmLoop)
 	return p, nil
 }
 
-// CallTimeout returns the bound of one attempt on one server: Config.CallTimeout
-// with the default filled in. (worker.Keeper derives its lease-operation
-// timeout from it.)
+// abort undoes a failed Open.
+func (p *Pair) abort() {
+	p.closePools()
+	p.stop()
+	p.warn.Close()
+}
+
+// CallTimeout returns the floor of a statement's deadline on one server:
+// Config.CallTimeout with the default filled in. (worker.Keeper derives its
+// lease-operation timeout from it.)
 func (p *Pair) CallTimeout() time.Duration { return p.cfg.CallTimeout }
+
+// ServerUp reports whether server i (Config.Servers order) is in rotation.
+// It costs one atomic load, for callers that ask often (worker.Keeper, to
+// see its lease server leave before its renewals run out).
+func (p *Pair) ServerUp(i int) bool {
+	return i >= 0 && i < len(p.servers) && p.servers[i].up.Load()
+}
+
+// PanicCalls returns how many calls found no server in rotation and tried
+// the servers anyway (doc.go, "Rotation").
+func (p *Pair) PanicCalls() uint64 { return p.panics.Load() }
+
+// Warnings returns how often each kind of repeated warning was logged (or
+// aggregated), by kind: the log message. Every kind the Pair can log is
+// listed, with 0 until it happens.
+func (p *Pair) Warnings() map[string]uint64 { return p.warn.Counts() }
 
 // Close is Shutdown without a deadline of its own. It still cannot hang on a
 // frozen server: the last flush of the high-water marks is bounded by
@@ -169,6 +225,7 @@ func (p *Pair) Shutdown(ctx context.Context) error {
 		fctx, cancel := context.WithTimeout(ctx, 2*p.cfg.CallTimeout)
 		p.flushMarks(fctx)
 		cancel()
+		p.warn.Close()
 		done <- p.closePools()
 	}()
 	select {
@@ -207,35 +264,35 @@ func (p *Pair) Health() []ServerHealth {
 	for i, s := range p.servers {
 		h[i] = s.health()
 		h[i].Rewound = p.rewinds(i)
+		h[i].Preferred, h[i].Preference = p.preference(s)
+		h[i].CopiesPending = p.leases.pending(i)
 	}
 	return h
 }
 
-// onEach runs fn on every server of list in parallel, each under its own
-// CallTimeout, and returns the errors in list order. A server-level failure takes
-// the server out of rotation, as any failed call does.
-func (p *Pair) onEach(ctx context.Context, list []*server, fn func(context.Context, *server) error) []error {
+// onEach runs fn on every server of list in parallel, each in a session of
+// kind o, and returns the errors in list order. What a failure means for the
+// server is the session's to record (session.go, outcome).
+func (p *Pair) onEach(ctx context.Context, list []*server, o op, fn func(context.Context, *session) error) []error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, s := range list {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-			defer cancel()
-			db := s.pool()
-			err := fn(cctx, s)
-			if err != nil && p.blame(ctx) && !errors.Is(err, ErrMisconfigured) && classify(err) == kindServer {
-				s.fail(db, err)
-			}
-			errs[i] = err
+			ss := p.session(s, o)
+			defer ss.close()
+			errs[i] = fn(ctx, ss)
 		})
 	}
 	wg.Wait()
 	return errs
 }
 
-// probeLoop is the prober: every ProbeInterval it re-checks the servers out of
-// rotation. It is the only way back into rotation, so a server that broke parity
-// or runs with wrong settings stays out until the check passes again.
+// probeLoop is the prober. Every ProbeInterval it re-checks the servers out
+// of rotation (the only way back into rotation, so a server that broke parity
+// or runs with wrong settings stays out until the check passes again), tries
+// the servers in rotation that are timing out, or that background work found
+// dead, with a request's own statement (doc.go, "Rotation"), and pings the far
+// ones to keep their latency current.
 //
 // Every catalogRefreshTicks ticks it also re-reads the sequence catalog from the
 // servers in rotation: a sequence the DBA has so far defined on one server only
@@ -255,65 +312,106 @@ func (p *Pair) probeLoop() {
 		}
 		var wg sync.WaitGroup
 		for _, s := range p.servers {
-			if !s.up.Load() || s.reopen.Load() {
+			switch {
+			case !s.up.Load() || s.reopen.Load():
 				wg.Go(func() { p.probe(s) })
+			case s.suspect() || s.checkSoon.Load():
+				wg.Go(func() { p.probeUp(s) })
+			case s.far.Load():
+				// No request goes to a far server while the near one
+				// answers: a ping keeps its latency current, so the pair
+				// alternates again once it is near (rotation.go, prefer).
+				wg.Go(func() {
+					ss := p.session(s, opCheck)
+					ss.long = false
+					defer ss.close()
+					_ = ss.ping(p.life)
+				})
 			}
 		}
 		wg.Wait()
 	}
 }
 
+// probe checks a server out of rotation and, if it passes, puts it back.
 func (p *Pair) probe(s *server) {
 	if s.reopen.Swap(false) {
 		if err := s.replacePool(); err != nil {
 			s.reopen.Store(true)
-			s.note(err)
+			s.note(err, false)
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(p.life, p.cfg.CallTimeout)
-	err := s.check(ctx, s.pool())
-	cancel()
+	ss := p.session(s, opProbe)
+	err := s.check(p.life, ss)
+	ss.close()
 	if err != nil {
 		if p.life.Err() != nil {
 			return
 		}
-		if errors.Is(err, ErrMisconfigured) && s.health().LastError != err.Error() {
-			// Reachable and wrong: a DBA must act, and the log should say so once.
-			s.log.Error("ticket server refused: it stays out of rotation until its settings match its place", "err", err)
+		if errors.Is(err, ErrMisconfigured) {
+			s.mu.Lock()
+			first := s.out != outSettings
+			s.out = outSettings
+			s.mu.Unlock()
+			if first {
+				// Reachable and wrong: a DBA must act, and the log should say so once.
+				s.log.Error("ticket server refused: it stays out of rotation until its settings match its place", "err", err)
+			}
 		}
-		s.note(err)
+		s.mu.Lock()
+		s.lastFail = s.now()
+		s.mu.Unlock()
+		s.note(err, false)
 		return
 	}
 	// A server that was down at start, or restored, may define sequences
-	// differently: its catalog is read before it serves any. (onEach bounds it
-	// by its own CallTimeout.)
-	if errs := p.loadCatalogs(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindServer {
+	// differently: its catalog is read before it serves any.
+	if errs := p.loadCatalogs(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
 		return // unreachable again
 	}
 	// Restored while it was away? Its counters against the marks its peers
-	// hold, before it serves again.
-	if errs := p.checkRewinds(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindServer {
+	// hold, and the rows of the leases this Pair holds on it, before it
+	// serves again.
+	if errs := p.checkRewinds(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
 		return // unreachable again
 	}
 	// A catalog it refuses to show (a missing grant) costs it its sequences, not
 	// its place in the rotation: Tickets64 and leases do not need the catalog.
-	s.markUp()
+	p.markUp(s)
 }
 
-// order returns the servers to try for one call: those in rotation and in mask,
-// starting at the round-robin cursor, so load alternates between servers and a
-// failed server's share goes to the next one.
-func (p *Pair) order(buf []*server, mask uint64) []*server {
-	n := len(p.servers)
-	start := int(p.rr.Add(1) % uint64(n))
-	for i := range n {
-		s := p.servers[(start+i)%n]
-		if mask&(1<<s.idx) != 0 && s.up.Load() {
-			buf = append(buf, s)
+// probeUp tries a server in rotation that is timing out, or that background
+// work found dead, the way a request would: one REPLACE INTO Tickets64 (a
+// ticket nobody receives; numbers are burnt, never repeated), whose outcome
+// counts as a request's. So a frozen server leaves the rotation by evidence
+// over time even when no request goes to it any more, and one that answers
+// again is preferred again. A server refused for Tickets64 is checked with
+// the prober's settings check instead.
+func (p *Pair) probeUp(s *server) {
+	s.checkSoon.Store(false)
+	if p.raw64.marks.rewound.Load()&(1<<s.idx) == 0 {
+		_, _ = p.takeOn(p.life, s, p.raw64, true)
+		return
+	}
+	ss := p.session(s, opProbe)
+	err := s.check(p.life, ss)
+	ss.close()
+	switch {
+	case err == nil:
+		s.requestOK()
+	case p.life.Err() != nil:
+	case errors.Is(err, ErrMisconfigured):
+		p.takeOut(s, outSettings, err)
+	case classify(err) == kindDead:
+		p.takeOut(s, outDead, err)
+	default:
+		s.timeouts.Add(1)
+		s.lat.timedOut()
+		if s.slowFailed(p.slowWindow()) {
+			p.takeOut(s, outSlow, err)
 		}
 	}
-	return buf
 }
 
 func allServers(n int) uint64 { return 1<<n - 1 }

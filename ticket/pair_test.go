@@ -156,6 +156,10 @@ func TestKillServerMidRun(t *testing.T) {
 	mp.Servers[1].Restart(t)
 	took := waitFor(t, 5*time.Second, "server 2 rejoining", func() bool { return p.Health()[1].Up })
 	t.Logf("rejoined %v after restart", took)
+	// The present only: healthy again, its outage is history.
+	if h := p.Health()[1]; h.LastError != "" || !h.LastErrorAt.IsZero() || h.PreviousError == "" || h.PreviousErrorAt.IsZero() || !h.DownSince.IsZero() {
+		t.Errorf("Health of the rejoined server = %+v, want no last error, the outage's as previous error, no down_since", h)
+	}
 	served := load.fromServer(1)
 	waitFor(t, 5*time.Second, "server 2 serving again", func() bool { return load.fromServer(1) > served+20 })
 	load.finish(t)
@@ -163,9 +167,14 @@ func TestKillServerMidRun(t *testing.T) {
 
 // TestFrozenServer: a SIGSTOPped server accepts connections but never answers.
 // Calls still succeed, each within its deadline: at most one CallTimeout is lost
-// to the frozen server before it leaves the rotation.
+// to the frozen server, which is tried after the other from its first timeout
+// on, and leaves the rotation by evidence over time (three timeouts in a row,
+// the prober's included, and no success for the slow window).
 func TestFrozenServer(t *testing.T) {
-	mp := mysqltest.StartPair(t)
+	// Without per-commit fsyncs, so that the healthy server's own queueing
+	// (8 callers on one AUTO_INCREMENT lock) stays out of the figure: what
+	// is measured is what the frozen server costs.
+	mp := startPairFast(t)
 	const callTimeout = 250 * time.Millisecond
 	const margin = 400 * time.Millisecond // scheduling on a busy 2-core VM under -race
 	p := openPair(t, mp, func(c *Config) { c.CallTimeout = callTimeout })
@@ -176,7 +185,14 @@ func TestFrozenServer(t *testing.T) {
 	}
 	mp.Servers[1].Freeze(t)
 	load := startLoad(p, 8, 2*time.Millisecond)
-	waitFor(t, 5*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
+	waitFor(t, 5*time.Second, "server 2 timing out, no longer preferred", func() bool {
+		h := p.Health()[1]
+		return h.SlowFailures > 0 && !h.Preferred
+	})
+	took := waitFor(t, p.slowWindow()+10*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
+	if took < p.slowWindow()/2 {
+		t.Errorf("out of rotation %v after the first timeout, want it to take about the slow window %v", took, p.slowWindow())
+	}
 	before := load.fromServer(0)
 	waitFor(t, 5*time.Second, "server 1 carrying the load", func() bool { return load.fromServer(0) > before+200 })
 	// The prober keeps knocking at the frozen server meanwhile; it must stay out.

@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -99,7 +100,9 @@ func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 			defer cancel()
-			errs[i] = s.check(cctx, s.pool())
+			ss := &session{s: s, o: opCheck, db: s.pool()}
+			errs[i] = s.check(cctx, ss)
+			ss.close()
 		})
 	}
 	wg.Wait()
@@ -146,7 +149,7 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 		if err := s.pool().SelectContext(ctx, &catalogs[s.idx], "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
 			return fmt.Errorf("%s: reading sequences: %w", s.name, err)
 		}
-		rows, err := readHighWater(ctx, s)
+		rows, err := readHighWater(ctx, poolSelecter{s})
 		sv.marks[s.idx] = rows
 		if err != nil || !leases {
 			return err
@@ -175,7 +178,7 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 		}
 	}
 	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
-		c, err := readCounters(ctx, s, cfg.Database)
+		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
 		sv.counters[s.idx] = c
 		if err != nil || !leases {
 			return err
@@ -395,7 +398,7 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 				cfg.Database, f.datacenter, f.worker, f.to)}
 		if !dryRun {
 			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-			_, err := execRetry(cctx, s.pool(), c.Statement)
+			_, err := execRetryPool(cctx, s, c.Statement)
 			cancel()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: raising the reservation of worker %d (datacenter %d): %w", s.name, f.worker, f.datacenter, err))
@@ -421,7 +424,7 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 func alterCounter(ctx context.Context, cfg Config, s *server, table string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout) // ALTER waits for the table's metadata lock
 	defer cancel()
-	now, err := readCounters(ctx, s, cfg.Database)
+	now, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
 	if err != nil {
 		return 0, err
 	}
@@ -437,7 +440,7 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 		}
 		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
 	}
-	after, err := readCounters(ctx, s, cfg.Database)
+	after, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
 	if err != nil {
 		return 0, err
 	}
@@ -450,5 +453,15 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 func closeServers(servers []*server) {
 	for _, s := range servers {
 		s.pool().Close()
+	}
+}
+
+// execRetryPool is execRetry straight on s's pool, for repair.
+func execRetryPool(ctx context.Context, s *server, query string) (sql.Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := s.pool().ExecContext(ctx, query)
+		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {
+			return res, err
+		}
 	}
 }

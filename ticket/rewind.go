@@ -143,7 +143,7 @@ func (p *Pair) rewoundTicket(s *server, q *sequence, t, before uint64) error {
 	p.requestCheck()
 	err := fmt.Errorf("%w: %s returned ticket %d from %s, at or below %d, which it already issued: ticket dropped and %s refused for %s; fix: %s",
 		ErrRewound, s.name, t, q.info.Table, before, s.name, q.info.Table, r.Fix)
-	s.note(err)
+	s.note(err, false)
 	return err
 }
 
@@ -186,13 +186,17 @@ type counterRow struct {
 // has one and that the account may see. On MariaDB 10.11 information_schema
 // reads InnoDB's counter itself: it moves with every ticket, shows a restored
 // dump's value at once, and after a restart shows at most the next ticket.
-func readCounters(ctx context.Context, s *server, database string) (map[string]uint64, error) {
+//
+// On MySQL 8 information_schema caches AUTO_INCREMENT for up to a day by
+// default; every session of ticketd sets information_schema_stats_expiry = 0
+// there (server.go, sessionParams), so this reads the current counter.
+func readCounters(ctx context.Context, q selecter, database string) (map[string]uint64, error) {
 	var rows []counterRow
-	err := s.pool().SelectContext(ctx, &rows,
+	err := q.sel(ctx, "reading counters", &rows,
 		`SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
 		  WHERE TABLE_SCHEMA = ? AND AUTO_INCREMENT IS NOT NULL`, database)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading counters: %w", s.name, err)
+		return nil, err
 	}
 	m := make(map[string]uint64, len(rows))
 	for _, r := range rows {
@@ -202,8 +206,10 @@ func readCounters(ctx context.Context, s *server, database string) (map[string]u
 }
 
 // checkRewinds compares the counters of every server of check with the marks
-// for it, and refuses or readmits it per table. It returns each server's error,
-// in check order (nil: checked).
+// for it, and refuses or readmits it per table; and looks at the rows of the
+// leases this Pair holds on it (checkLeaseRows). It returns each server's
+// error, in check order (nil: checked). Checks never overlap: a second one
+// waits for the first (or gives up when ctx ends).
 //
 // Order matters, or a healthy server could look rewound: the marks are read
 // from the peers first, then the marks in memory, and only then the counter.
@@ -213,6 +219,14 @@ func (p *Pair) checkRewinds(ctx context.Context, check []*server) []error {
 	if len(check) == 0 {
 		return nil
 	}
+	if !p.checkGate.enter(ctx) {
+		errs := make([]error, len(check))
+		for i := range errs {
+			errs[i] = fmt.Errorf("ticket: counter check: %w", ctx.Err())
+		}
+		return errs
+	}
+	defer p.checkGate.leave()
 	sources := p.order(nil, allServers(len(p.servers)))
 	for _, s := range check {
 		if !containsServer(sources, s) {
@@ -220,14 +234,14 @@ func (p *Pair) checkRewinds(ctx context.Context, check []*server) []error {
 		}
 	}
 	var found [MaxServers][]hwRow // each goroutine writes its own server's slot
-	errs := p.onEach(ctx, sources, func(ctx context.Context, s *server) error {
-		rows, err := readHighWater(ctx, s)
-		found[s.idx] = rows
+	errs := p.onEach(ctx, sources, opCheck, func(ctx context.Context, ss *session) error {
+		rows, err := readHighWater(ctx, ss)
+		found[ss.s.idx] = rows
 		return err
 	})
 	for k, s := range sources {
 		if err := errs[k]; err != nil {
-			if classify(err) != kindServer && !s.checkWarned.Swap(true) {
+			if !serverFault(classify(err)) && !s.checkWarned.Swap(true) {
 				s.log.Warn("cannot read high-water marks: restores of the other servers may go undetected", "err", err)
 			}
 			continue
@@ -235,13 +249,14 @@ func (p *Pair) checkRewinds(ctx context.Context, check []*server) []error {
 		s.checkWarned.Store(false)
 		p.foldMarks(s, found[s.idx])
 	}
-	return p.onEach(ctx, check, func(ctx context.Context, s *server) error {
+	return p.onEach(ctx, check, opCheck, func(ctx context.Context, ss *session) error {
+		s := ss.s
 		tables := p.marks.all()
 		before := make([]uint64, len(tables))
 		for k, m := range tables {
 			before[k] = m.known[s.idx].Load()
 		}
-		counters, err := readCounters(ctx, s, p.cfg.Database)
+		counters, err := readCounters(ctx, ss, p.cfg.Database)
 		if err != nil {
 			return err
 		}
@@ -256,7 +271,7 @@ func (p *Pair) checkRewinds(ctx context.Context, check []*server) []error {
 				p.readmit(s, m, c, before[k])
 			}
 		}
-		return nil
+		return p.checkLeaseRows(ctx, ss)
 	})
 }
 

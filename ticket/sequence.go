@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"regexp"
@@ -170,24 +171,33 @@ type seqRow struct {
 }
 
 // loadCatalogs reads `sequences` from each server of list and merges what it
-// found. It returns each server's error, in list order.
+// found. It returns each server's error, in list order. Catalog reads never
+// overlap: a second one waits for the first (or gives up when ctx ends).
 func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
+	if !p.catalogGate.enter(ctx) {
+		errs := make([]error, len(list))
+		for i := range errs {
+			errs[i] = fmt.Errorf("ticket: reading sequences: %w", ctx.Err())
+		}
+		return errs
+	}
+	defer p.catalogGate.leave()
 	found := make([]map[string]SequenceInfo, len(list))
-	errs := p.onEach(ctx, list, func(ctx context.Context, s *server) error {
+	errs := p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
 		var rows []seqRow
-		if err := s.pool().SelectContext(ctx, &rows, "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
-			return fmt.Errorf("%s: reading sequences: %w", s.name, err)
+		if err := ss.sel(ctx, "reading sequences", &rows, "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
+			return err
 		}
 		m := make(map[string]SequenceInfo, len(rows))
 		for _, r := range rows {
 			si := SequenceInfo(r)
 			if err := checkInfo(si); err != nil {
-				s.log.Warn("sequence row ignored", "err", err)
+				p.warn.Note(warnSeqRow, "server", ss.s.idx+1, "err", err)
 				continue
 			}
 			m[si.Name] = si
 		}
-		found[slices.Index(list, s)] = m
+		found[slices.Index(list, ss.s)] = m
 		return nil
 	})
 	ok := 0
@@ -195,7 +205,6 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 	defer p.cat.mu.Unlock()
 	for i, s := range list {
 		if errs[i] != nil {
-			s.note(errs[i])
 			continue
 		}
 		p.cat.perServer[s.idx] = found[i]
@@ -349,8 +358,16 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 		}
 		select {
 		case <-f.done:
-			if f.err != nil {
+			if f.err == nil {
+				continue
+			}
+			if !retryable(f.err) || ctx.Err() != nil {
 				return n, f.err
+			}
+			// The background fetch gave up, but this caller still has time:
+			// fetch in the foreground, bounded by the caller's deadline.
+			if err := p.fetchNow(ctx, q); err != nil {
+				return n, err
 			}
 		case <-ctx.Done():
 			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.info.Name, ctx.Err())
@@ -419,6 +436,9 @@ func (p *Pair) startFetch(q *sequence) {
 	q.fetch = f
 }
 
+// fetchBlock is the background fetch: one pass over the servers (the fetch
+// has no caller's deadline to spend; a waiting caller retries in the
+// foreground with its own, see fill).
 func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 	t, err := p.take(p.life, q)
 	if err != nil && p.life.Err() != nil {
@@ -440,6 +460,37 @@ func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 	f.err = err
 	q.mu.Unlock()
 	close(f.done)
+}
+
+// retryable: a failed fetch that another try, within the caller's deadline,
+// may get past (a server that was slow or down), unlike a sequence that is
+// exhausted or misconfigured, or a closed Pair.
+func retryable(err error) bool {
+	return (errors.Is(err, ErrNoServer) || errors.Is(err, ErrServerDown)) &&
+		!errors.Is(err, ErrSequenceExhausted) && !errors.Is(err, ErrClosed)
+}
+
+// fetchNow takes a block in the caller's goroutine and installs it where
+// there is room (the current block when it is empty, else the next); a block
+// with no room left is burnt, which costs density, never uniqueness.
+func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
+	t, err := p.take(ctx, q)
+	if err != nil {
+		return err
+	}
+	b, ok := blockFor(t.Value, q.info.BlockSize, q.limit)
+	if !ok {
+		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.cur.remaining() == 0:
+		q.cur = b
+	case !q.hasNext:
+		q.next, q.hasNext = b, true
+	}
+	return nil
 }
 
 // Sequences re-reads the catalog from every server in rotation and returns what

@@ -1,11 +1,16 @@
 package ticket
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -198,10 +203,24 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1146}, kindStatement},
 		{&mysql.MySQLError{Number: 1142}, kindStatement},
 		{&mysql.MySQLError{Number: 167}, kindExhausted},
-		{&mysql.MySQLError{Number: 1045}, kindServer}, // access denied: the account, not the statement
-		{&mysql.MySQLError{Number: 1290}, kindServer}, // --read-only
-		{mysql.ErrInvalidConn, kindServer},
-		{errors.New("dial tcp: connection refused"), kindServer},
+		{&mysql.MySQLError{Number: 1045}, kindDead}, // access denied: the account, not the statement
+		{&mysql.MySQLError{Number: 1290}, kindDead}, // --read-only
+		{&mysql.MySQLError{Number: 1049}, kindDead}, // unknown database: wrong settings
+		{mysql.ErrInvalidConn, kindDead},            // EOF or reset under a statement or in the handshake
+		{driver.ErrBadConn, kindDead},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, kindDead},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, kindDead},
+		{errors.New("dial tcp: connection refused"), kindDead},
+		{ErrMisconfigured, kindDead},
+		{ErrParity, kindDead},
+		{context.DeadlineExceeded, kindSlow},
+		{fmt.Errorf("server 1: REPLACE: %w", context.DeadlineExceeded), kindSlow},
+		{os.ErrDeadlineExceeded, kindSlow},                                // an i/o timeout
+		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, kindSlow}, // dial timeout
+		{&mysql.MySQLError{Number: 1969}, kindSlow},                       // MariaDB max_statement_time
+		{&mysql.MySQLError{Number: 3024}, kindSlow},                       // MySQL max_execution_time
+		{&mysql.MySQLError{Number: 1205}, kindSlow},                       // lock wait timeout
+		{&mysql.MySQLError{Number: 1040}, kindSlow},                       // too many connections: full, not gone
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {

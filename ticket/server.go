@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,20 +21,62 @@ type ServerHealth struct {
 	Index  int    // position in Config.Servers
 	Offset int    // the auto_increment_offset it must run with (Index+1)
 	Addr   string // host:port
-	// Up: in rotation. A server leaves on a failed call and rejoins only after the
-	// prober has reached it and re-checked its auto_increment settings.
+	// Up: in rotation. doc.go ("Rotation") says what takes a server out and
+	// what brings it back.
 	Up bool
+	// DownSince is when it left the rotation; zero while Up.
+	DownSince time.Time
+	// SlowFailures: request statements that ran out of time in a row since
+	// its last success. While above zero the server is tried after the
+	// others; three or more and no success for a while take it out.
+	SlowFailures int
+	// LastSuccess is when a request statement last succeeded on it.
+	LastSuccess time.Time
 	// ParityViolations counts tickets of the wrong parity it returned (each one
 	// dropped, never handed out).
 	ParityViolations uint64
-	LastError        string
-	LastErrorAt      time.Time
-	// Latency is an exponentially weighted mean of successful calls.
-	Latency time.Duration
-	// Tickets is how many tickets it handed to this Pair; Failures how many calls
-	// on it failed.
+	// LastError is what is wrong now, and when it happened; both are cleared
+	// (moved to PreviousError) once the server is healthy again.
+	LastError   string
+	LastErrorAt time.Time
+	// PreviousError is the last error that has since been cleared, kept as
+	// history with its time.
+	PreviousError   string
+	PreviousErrorAt time.Time
+	// Latency is the smoothed round trip of its successful statements
+	// (srtt), LatencyDev their mean deviation (rttvar); zero before the
+	// first success.
+	Latency, LatencyDev time.Duration
+	// Deadline is the deadline its next request statement gets (doc.go,
+	// "Deadlines").
+	Deadline time.Duration
+	// Preferred: requests and worker leases try it first. Preference says
+	// why (or why not) in words.
+	Preferred  bool
+	Preference string
+	// Tickets is how many tickets it handed to this Pair; Failures how many
+	// request statements on it failed for its own sake (dead or slow);
+	// Timeouts how many of those ran out of time.
 	Tickets  uint64
 	Failures uint64
+	Timeouts uint64
+	// BackgroundFailures counts failed background statements (high-water
+	// marks, reservation copies, the catalog, counter checks, keeping
+	// connections warm): reported, never held against its place in the
+	// rotation.
+	BackgroundFailures uint64
+	// CopyFailures counts reservation copies that could not be written to it
+	// when a lease was acquired or renewed; CopiesPending how many leases'
+	// latest reservations it still lacks (written as soon as it is back).
+	CopyFailures  uint64
+	CopiesPending int
+	// LeaseRewound: a worker lease this Pair holds on this server has a row
+	// that went back (restored from a backup: an older version, or a smaller
+	// reservation than this Pair confirmed). Its next renewal will fail with
+	// ErrLeaseLost; the holder should switch now.
+	LeaseRewound bool
+	// Version is the server's version string (SELECT @@version), once read.
+	Version string
 	// Rewound lists the ticket tables the server is refused for, because its
 	// counter is at or below the highest ticket it is known to have issued
 	// (restored from a backup, or its data lost). It stays Up for its other
@@ -40,6 +84,27 @@ type ServerHealth struct {
 	// fixes it; `ticketd repair` runs them.
 	Rewound []Rewind
 }
+
+// flavour is the kind of server, which decides how statements are bounded on
+// the server side (doc.go, "Deadlines").
+type flavour uint32
+
+const (
+	flavourUnknown flavour = iota
+	flavourMariaDB         // SET STATEMENT max_statement_time=S FOR …, per statement
+	flavourMySQL           // session max_execution_time (SELECT only), lock timeouts
+)
+
+// outReason is why a server left the rotation.
+type outReason uint32
+
+const (
+	outNone     outReason = iota
+	outDead               // a dead failure on a request or a probe
+	outSlow               // timeouts in a row and no success for a while
+	outSettings           // the check found the wrong auto_increment settings
+	outParity             // it returned a ticket of the wrong parity
+)
 
 // server is one member of the pair: its pool, its health and its identity. The
 // pool sits behind an atomic pointer because a parity violation replaces it: the
@@ -50,32 +115,68 @@ type server struct {
 	inc    uint64 // auto_increment_increment it must have (the pair's size)
 	addr   string
 	name   string // "server 1 (127.0.0.1:3307)", for logs and errors
+	label  string // "1": its number, the subject of its aggregated warnings
 	mcfg   *mysql.Config
 	conns  int
 	log    *slog.Logger
+	now    func() time.Time
+
+	// Deadlines (doc.go, "Deadlines").
+	floor, ceiling, connect time.Duration
 
 	db     atomic.Pointer[sqlx.DB]
 	up     atomic.Bool
 	reopen atomic.Bool // the pool must be replaced before the next check
 	warned atomic.Bool // innodb_autoinc_lock_mode warning given
-	// marksWarned, checkWarned, copyWarned: a failure to write marks, read
-	// marks, or write reservation copies was logged; reset on success.
-	marksWarned, checkWarned, copyWarned atomic.Bool
+	// marksWarned, checkWarned: a statement error (a missing table or grant)
+	// writing or reading marks was logged; reset on success.
+	marksWarned, checkWarned atomic.Bool
 
-	tickets, failures, parity atomic.Uint64
-	latencyNs                 atomic.Int64
+	flavour     atomic.Uint32 // a flavour
+	version     atomic.Pointer[string]
+	idleTimeout atomic.Int64 // the pool's ConnMaxIdleTime (ns), from wait_timeout
 
-	mu        sync.Mutex // guards lastErr and lastErrAt
-	lastErr   string
-	lastErrAt time.Time
+	lat latency
+	// srttNs mirrors lat's srtt for lock-free reads (preference); far is the
+	// preference's hysteresis state (rotation.go).
+	srttNs atomic.Int64
+	far    atomic.Bool
+
+	// checkSoon: a background statement failed as if the server were dead;
+	// the prober checks it at its next round.
+	checkSoon atomic.Bool
+	// copySlow: a reservation copy to it timed out; copies wait for the
+	// catch-up (copies.go) instead of holding up renewals, until one succeeds.
+	copySlow atomic.Bool
+
+	tickets, failures, timeouts, parity, bgFailures, copyFailures atomic.Uint64
+
+	mu          sync.Mutex // guards the fields below
+	slowStreak  int
+	lastSuccess time.Time
+	lastFail    time.Time
+	downSince   time.Time
+	out         outReason
+	lastErr     string
+	lastErrAt   time.Time
+	lastErrBg   bool // lastErr came from background work
+	prevErr     string
+	prevErrAt   time.Time
+	hasErr      atomic.Bool // lastErr != "", read without the lock on every success
+	leaseRewind bool
 }
 
 // ioTimeout bounds every single read or write on a connection. Contexts already
 // bound our calls; this is the backstop for anything that runs without one (the
 // driver's own housekeeping), so a frozen server cannot hold a connection forever.
-func ioTimeout(call time.Duration) time.Duration {
-	return max(3*time.Second, 2*call)
+func ioTimeout(ceiling, connect time.Duration) time.Duration {
+	return max(3*time.Second, 2*ceiling, connect)
 }
+
+// defaultIdleTime is how long an idle connection is kept (less if the
+// server's wait_timeout is shorter); the warm connections are refreshed
+// well within it.
+const defaultIdleTime = 2 * time.Minute
 
 func newServer(cfg Config, idx int) (*server, error) {
 	mc := mysql.NewConfig()
@@ -92,20 +193,35 @@ func newServer(cfg Config, idx int) (*server, error) {
 	// One round trip per statement instead of prepare + execute + close.
 	mc.InterpolateParams = true
 	mc.TLS = cfg.tlsFor(mc.Addr) // nil: plain text
-	mc.Timeout = cfg.CallTimeout
-	mc.ReadTimeout = ioTimeout(cfg.CallTimeout)
-	mc.WriteTimeout = ioTimeout(cfg.CallTimeout)
+	ceiling := MaxCallTimeoutFactor * cfg.CallTimeout
+	mc.Timeout = cfg.connectTimeout()
+	mc.ReadTimeout = ioTimeout(ceiling, cfg.connectTimeout())
+	mc.WriteTimeout = mc.ReadTimeout
 	s := &server{
-		idx:    idx,
-		offset: uint64(idx + 1),
-		inc:    uint64(len(cfg.Servers)),
-		addr:   mc.Addr,
-		name:   fmt.Sprintf("server %d (%s)", idx+1, mc.Addr),
-		mcfg:   mc,
-		conns:  cfg.MaxOpenConns,
-		log:    cfg.Logger.With("server", idx+1, "addr", mc.Addr),
+		idx:     idx,
+		offset:  uint64(idx + 1),
+		inc:     uint64(len(cfg.Servers)),
+		addr:    mc.Addr,
+		name:    fmt.Sprintf("server %d (%s)", idx+1, mc.Addr),
+		label:   strconv.Itoa(idx + 1),
+		mcfg:    mc,
+		conns:   cfg.MaxOpenConns,
+		log:     cfg.Logger.With("server", idx+1, "addr", mc.Addr),
+		now:     time.Now,
+		floor:   cfg.CallTimeout,
+		ceiling: ceiling,
+		connect: cfg.connectTimeout(),
 	}
+	s.idleTimeout.Store(int64(defaultIdleTime))
 	mc.Logger = driverLogger{s.log}
+	// Every new connection gets the session settings of the server's
+	// flavour, once the check has found it out (sessionParams).
+	if err := mc.Apply(mysql.BeforeConnect(func(_ context.Context, c *mysql.Config) error {
+		c.Params = s.sessionParams()
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
 	db, err := s.newPool()
 	if err != nil {
 		return nil, err
@@ -123,11 +239,12 @@ func (s *server) newPool() (*sqlx.DB, error) {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	db := sqlx.NewDb(sql.OpenDB(conn), "mysql")
+	// The cap: never more connections to this server than this.
 	db.SetMaxOpenConns(s.conns)
 	// As many idle as open: under load, a pool that may keep only 2 idle
 	// connections closes and redials on almost every call.
 	db.SetMaxIdleConns(s.conns)
-	db.SetConnMaxIdleTime(time.Minute)
+	db.SetConnMaxIdleTime(time.Duration(s.idleTimeout.Load()))
 	return db, nil
 }
 
@@ -149,32 +266,145 @@ func (s *server) replacePool() error {
 	return old.Close()
 }
 
+// deadline is the deadline of s's next request statement (latency.go).
+func (s *server) deadline() time.Duration { return s.lat.deadline(s.floor, s.ceiling) }
+
+// bgDeadline is the deadline of a background statement: background work is
+// not waited for by any request, and some of it (the counters of many
+// tables) takes longer than a ticket.
+func (s *server) bgDeadline() time.Duration {
+	return max(4*s.deadline(), minBackgroundDeadline)
+}
+
+// minBackgroundDeadline: reading information_schema's counters of 5,000
+// tables took about 1 s on MariaDB 10.11.
+const minBackgroundDeadline = 5 * time.Second
+
+// bounded returns query with its server-side bound: on MariaDB the
+// statement stops on the server too (error 1969), so a statement ticketd
+// gave up on never runs on. The bound is d less one round trip (at least
+// d/2): the server then stops the statement, and its error comes back,
+// just before ticketd's own deadline would close the connection, so a slow
+// server costs timed-out statements but not the connections they ran on
+// (a new one costs four round trips), and the server holds no more
+// connections of ticketd than ticketd does. MySQL's bound is a session setting
+// (sessionParams); an unknown server gets the query as it is.
+func (s *server) bounded(query string, d time.Duration) string {
+	if flavour(s.flavour.Load()) != flavourMariaDB {
+		return query
+	}
+	return boundMariaDB(query, s.serverBound(d))
+}
+
+// serverBound is the server-side bound of a statement whose deadline is d:
+// d less a round trip, its deviation and 10 ms, and at most three quarters
+// of d (room for a busy server's timer and a busy client's scheduler), but
+// at least half of d.
+func (s *server) serverBound(d time.Duration) time.Duration {
+	srtt, rttvar, _ := s.lat.estimate()
+	return max(min(d-srtt-rttvar-10*time.Millisecond, d*3/4), d/2)
+}
+
+func boundMariaDB(query string, d time.Duration) string {
+	// At least 1 ms: max_statement_time=0 would mean no bound at all.
+	ms := max(int64((d+time.Millisecond-1)/time.Millisecond), 1)
+	b := make([]byte, 0, len("SET STATEMENT max_statement_time=.000 FOR ")+8+len(query))
+	b = append(b, "SET STATEMENT max_statement_time="...)
+	b = strconv.AppendInt(b, ms/1000, 10)
+	b = append(b, '.')
+	frac := ms % 1000
+	b = append(b, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	b = append(b, " FOR "...)
+	b = append(b, query...)
+	return string(b)
+}
+
+// sessionParams are the session variables every new connection sets (one
+// SET, sent by the driver right after the handshake): none on MariaDB, whose
+// statements carry their own bound; on MySQL the bound of SELECTs
+// (max_execution_time, ms, the statement cap), lock waits bounded to the
+// cap, and, on MySQL 8, information_schema_stats_expiry = 0 so that the
+// counters read from information_schema are current, not up to a day old.
+func (s *server) sessionParams() map[string]string {
+	if flavour(s.flavour.Load()) != flavourMySQL {
+		return nil
+	}
+	capMs := s.ceiling.Milliseconds()
+	capS := (capMs + 999) / 1000
+	p := map[string]string{
+		"lock_wait_timeout":        strconv.FormatInt(capS, 10),
+		"innodb_lock_wait_timeout": strconv.FormatInt(capS, 10),
+	}
+	v := ""
+	if vp := s.version.Load(); vp != nil {
+		v = *vp
+	}
+	major, minor := versionOf(v)
+	if major > 5 || (major == 5 && minor >= 7) {
+		p["max_execution_time"] = strconv.FormatInt(capMs, 10)
+	}
+	if major >= 8 {
+		p["information_schema_stats_expiry"] = "0"
+	}
+	return p
+}
+
+// versionOf parses the major and minor numbers of a version string such as
+// "8.0.36" or "10.11.6-MariaDB-log"; zeros when it cannot.
+func versionOf(v string) (major, minor int) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0
+	}
+	major, _ = strconv.Atoi(parts[0])
+	digits := parts[1]
+	for i, c := range digits {
+		if c < '0' || c > '9' {
+			digits = digits[:i]
+			break
+		}
+	}
+	minor, _ = strconv.Atoi(digits)
+	return major, minor
+}
+
+// flavourOf tells MariaDB from MySQL by the version string.
+func flavourOf(version string) flavour {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return flavourMariaDB
+	}
+	return flavourMySQL
+}
+
 // check verifies that the server is reachable and runs with the increment and
-// offset of its place in the pair. It runs on one dedicated connection, which is
-// discarded unless it passed: a connection opened while the global variables
-// were wrong keeps the wrong values for its whole life.
-func (s *server) check(ctx context.Context, db *sqlx.DB) (err error) {
-	conn, err := db.Conn(ctx)
-	if err != nil {
+// offset of its place in the pair, and finds out what server it is (the
+// flavour decides how statements are bounded). It runs on the session's
+// dedicated connection, which is discarded unless it passed: a connection
+// opened while the global variables were wrong keeps the wrong values for its
+// whole life.
+func (s *server) check(ctx context.Context, ss *session) (err error) {
+	defer func() {
+		if err != nil {
+			ss.discard()
+		}
+	}()
+	var row struct {
+		Inc     uint64 `db:"inc"`
+		Off     uint64 `db:"off"`
+		Lock    int    `db:"lock_mode"`
+		Version string `db:"version"`
+		Wait    int64  `db:"wait_timeout"`
+	}
+	if err := ss.get(ctx, "checking its settings", &row, "SELECT @@auto_increment_increment AS inc, @@auto_increment_offset AS off, "+
+		"@@innodb_autoinc_lock_mode AS lock_mode, @@version AS version, @@wait_timeout AS wait_timeout"); err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
 			return fmt.Errorf("%w: %w: %s: %w", ErrMisconfigured, ErrTLS, s.name, err)
 		}
 		return fmt.Errorf("%w: %s: %w", ErrServerDown, s.name, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		_ = conn.Close()
-	}()
-	var inc, off uint64
-	var lockMode int
-	row := conn.QueryRowContext(ctx,
-		"SELECT @@auto_increment_increment, @@auto_increment_offset, @@innodb_autoinc_lock_mode")
-	if err := row.Scan(&inc, &off, &lockMode); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrServerDown, s.name, err)
-	}
+	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
+	inc, off, lockMode := row.Inc, row.Off, row.Lock
 	if inc != s.inc || off != s.offset {
 		return fmt.Errorf("%w: %s has auto_increment_increment=%d auto_increment_offset=%d, want %d and %d (its place in the pair)",
 			ErrMisconfigured, s.name, inc, off, s.inc, s.offset)
@@ -186,63 +416,106 @@ func (s *server) check(ctx context.Context, db *sqlx.DB) (err error) {
 	return nil
 }
 
-// fail takes the server out of rotation after a failed call on db. A failure on a
-// pool that has since been replaced says nothing about the server any more.
-func (s *server) fail(db *sqlx.DB, err error) {
-	if db != s.pool() {
-		return
+// learn records what the check found out about the server: its version and
+// flavour, and its wait_timeout, which bounds how long an idle connection may
+// be kept. A MySQL server seen for the first time gets its session settings
+// on the check's own connection too, which was opened before they were known.
+func (s *server) learn(ctx context.Context, ss *session, version string, waitTimeout time.Duration) {
+	if old := s.version.Load(); old == nil || *old != version {
+		s.version.Store(&version)
 	}
-	s.failures.Add(1)
-	s.note(err)
-	if s.up.Swap(false) {
-		s.log.Warn("ticket server out of rotation", "err", err)
+	f := flavourOf(version)
+	if flavour(s.flavour.Swap(uint32(f))) != f && f == flavourMySQL {
+		if p := s.sessionParams(); len(p) > 0 {
+			var set strings.Builder
+			for k, v := range p {
+				if set.Len() == 0 {
+					set.WriteString("SET ")
+				} else {
+					set.WriteString(", ")
+				}
+				set.WriteString(k + " = " + v)
+			}
+			_, _ = ss.exec(ctx, "setting the session variables", set.String())
+		}
 	}
+	if waitTimeout > 0 {
+		idle := min(defaultIdleTime, waitTimeout*3/4)
+		if s.idleTimeout.Swap(int64(idle)) != int64(idle) {
+			s.pool().SetConnMaxIdleTime(idle)
+		}
+	}
+}
+
+// warmEvery is how often the warm connections are refreshed: well within
+// the time an idle connection is kept.
+func (s *server) warmEvery() time.Duration {
+	return max(time.Duration(s.idleTimeout.Load())/3, time.Second)
 }
 
 // note records an error in the health report without changing the rotation.
-func (s *server) note(err error) {
+// bg says it came from background work.
+func (s *server) note(err error, bg bool) {
 	s.mu.Lock()
 	s.lastErr = err.Error()
-	s.lastErrAt = time.Now()
+	s.lastErrAt = s.now()
+	s.lastErrBg = bg
+	s.hasErr.Store(true)
 	s.mu.Unlock()
 }
 
-func (s *server) markUp() {
-	if !s.up.Swap(true) {
-		s.log.Info("ticket server in rotation")
+// clearErr moves the current error to the history: the server is healthy
+// again. A background success clears only an error of background work.
+func (s *server) clearErr(bg bool) {
+	if !s.hasErr.Load() {
+		return
 	}
-}
-
-// ok records a successful call's latency into an EWMA with weight 1/8: recent
-// enough to show a slow server within a few calls, smooth enough to read.
-func (s *server) ok(d time.Duration) {
-	for {
-		old := s.latencyNs.Load()
-		next := int64(d)
-		if old != 0 {
-			next = old + (int64(d)-old)/8
-		}
-		if s.latencyNs.CompareAndSwap(old, next) {
-			return
-		}
+	s.mu.Lock()
+	if s.lastErr != "" && (!bg || s.lastErrBg) {
+		s.prevErr, s.prevErrAt = s.lastErr, s.lastErrAt
+		s.lastErr, s.lastErrAt = "", time.Time{}
+		s.hasErr.Store(false)
 	}
+	s.mu.Unlock()
 }
 
 func (s *server) health() ServerHealth {
+	srtt, rttvar, _ := s.lat.estimate()
+	h := ServerHealth{
+		Index:              s.idx,
+		Offset:             int(s.offset),
+		Addr:               s.addr,
+		Up:                 s.up.Load(),
+		ParityViolations:   s.parity.Load(),
+		Latency:            srtt,
+		LatencyDev:         rttvar,
+		Deadline:           s.deadline(),
+		Tickets:            s.tickets.Load(),
+		Failures:           s.failures.Load(),
+		Timeouts:           s.timeouts.Load(),
+		BackgroundFailures: s.bgFailures.Load(),
+		CopyFailures:       s.copyFailures.Load(),
+	}
+	if v := s.version.Load(); v != nil {
+		h.Version = *v
+	}
 	s.mu.Lock()
-	lastErr, lastAt := s.lastErr, s.lastErrAt
+	h.LastError, h.LastErrorAt = s.lastErr, s.lastErrAt
+	h.PreviousError, h.PreviousErrorAt = s.prevErr, s.prevErrAt
+	h.SlowFailures, h.LastSuccess = s.slowStreak, s.lastSuccess
+	h.LeaseRewound = s.leaseRewind
+	if !h.Up {
+		h.DownSince = s.downSince
+	}
 	s.mu.Unlock()
-	return ServerHealth{
-		Index:            s.idx,
-		Offset:           int(s.offset),
-		Addr:             s.addr,
-		Up:               s.up.Load(),
-		ParityViolations: s.parity.Load(),
-		LastError:        lastErr,
-		LastErrorAt:      lastAt,
-		Latency:          time.Duration(s.latencyNs.Load()),
-		Tickets:          s.tickets.Load(),
-		Failures:         s.failures.Load(),
+	return h
+}
+
+// discard marks the session's connection bad, so the pool closes it instead
+// of keeping it.
+func (ss *session) discard() {
+	if ss.c != nil {
+		_ = ss.c.Raw(func(any) error { return driver.ErrBadConn })
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Ticket is one raw ticket and the server that issued it.
@@ -28,35 +30,61 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 	return p.take(ctx, p.raw64)
 }
 
-// take gets one ticket of q from the servers in rotation, round-robin. A server
-// that fails is taken out of rotation and the same call goes on to the next one,
-// so one server down costs a caller at most one CallTimeout, and only while the
-// failure is being discovered.
+// take gets one ticket of q from the servers in rotation, nearest first
+// (order). A server that fails is passed over and the same call goes on to
+// the next one. Servers that ran out of time are tried again, with their
+// longer backed-off deadlines, for as long as the caller's deadline allows
+// (without one, for MaxCallTimeoutFactor × CallTimeout): two servers both
+// slow at once (fsyncs queueing up on both) cost time, not an error. When no
+// server is in rotation the call tries the others anyway, least recently
+// failed first (panic mode).
 func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
-	var buf [MaxServers]*server
+	var bufA, bufB [MaxServers]*server
 	// A server refused for this table (rewound) is not even asked: its next
 	// tickets would be refused too.
-	list := p.order(buf[:0], q.servers.Load()&^q.exhausted.Load()&^q.marks.rewound.Load())
+	mask := q.servers.Load() &^ q.exhausted.Load() &^ q.marks.rewound.Load()
+	list := p.order(bufA[:0], mask)
+	if len(list) == 0 && mask != 0 {
+		if list = p.panicOrder(bufA[:0], mask); len(list) > 0 {
+			p.panics.Add(1)
+			p.warn.Note(warnPanic, "sequence", q.info.Name, "servers", len(list))
+		}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, MaxCallTimeoutFactor*p.cfg.CallTimeout)
+		defer cancel()
+	}
 	var last error
 	statementOnly := true
-	for _, s := range list {
-		v, err := p.takeOn(ctx, s, q, true)
-		if err == nil {
-			return Ticket{Value: v, Server: s.idx}, nil
+	for round := 0; len(list) > 0; round++ {
+		retry := bufB[:0]
+		if round%2 == 1 {
+			retry = bufA[:0]
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			if !errors.Is(err, cerr) {
-				err = fmt.Errorf("%w: %w", cerr, err)
+		for _, s := range list {
+			v, err := p.takeOn(ctx, s, q, true)
+			if err == nil {
+				return Ticket{Value: v, Server: s.idx}, nil
 			}
-			return Ticket{}, err
+			if cerr := ctx.Err(); cerr != nil {
+				if !errors.Is(err, cerr) {
+					err = fmt.Errorf("%w: %w", cerr, err)
+				}
+				return Ticket{}, err
+			}
+			if p.closed.Load() {
+				return Ticket{}, ErrClosed
+			}
+			last = err
+			statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
+			if classify(err) == kindSlow && q.marks.rewound.Load()&(1<<s.idx) == 0 {
+				retry = append(retry, s)
+			}
 		}
-		if p.closed.Load() {
-			return Ticket{}, ErrClosed
-		}
-		last = err
-		statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
+		list = retry
 	}
-	mask := q.servers.Load()
+	mask = q.servers.Load()
 	rewound := q.marks.rewound.Load() & mask
 	switch {
 	case mask != 0 && q.exhausted.Load()&mask == mask:
@@ -75,21 +103,24 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	}
 }
 
-// takeOn runs one REPLACE of q on s under one CallTimeout, retrying deadlocks,
-// and checks the ticket before anyone sees it: its parity, and (guard) that s
-// has not issued it before. Lease candidates are taken unguarded (see
-// rewind.go): a repeated candidate only proposes a worker ID again.
+// takeOn runs one REPLACE of q on s, retrying deadlocks, and checks the
+// ticket before anyone sees it: its parity, and (guard) that s has not issued
+// it before. Lease candidates are taken unguarded (see rewind.go): a repeated
+// candidate only proposes a worker ID again.
 func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (uint64, error) {
-	db := s.pool()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
+	return p.takeOnAs(ctx, s, q, guard, opTicket)
+}
+
+func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool, o op) (uint64, error) {
+	ss := p.session(s, o)
+	defer ss.close()
 	// The highest ticket s is known to have issued for this table, loaded
 	// BEFORE the REPLACE is sent: every value in it came back from a REPLACE
 	// that had completed by now, so ours must return more (ticketRepeats).
 	before := q.marks.known[s.idx].Load()
-	begin := time.Now()
+	what := "REPLACE INTO " + q.info.Table
 	for attempt := 0; ; attempt++ {
-		res, err := db.ExecContext(actx, q.query)
+		res, err := ss.exec(ctx, what, q.query)
 		var id int64
 		if err == nil {
 			// The ticket from the OK packet of this very statement. A separate
@@ -99,32 +130,29 @@ func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (
 		if err != nil {
 			switch classify(err) {
 			case kindDeadlock:
-				if attempt < maxDeadlockRetries && backoff(actx, attempt) {
+				if attempt < maxDeadlockRetries && backoff(ctx, attempt) {
 					continue
 				}
 				// Contention, not ill health: the server stays in rotation.
-				err = fmt.Errorf("%s: REPLACE INTO %s deadlocked %d times: %w", s.name, q.info.Table, attempt+1, err)
-				s.note(err)
-				return 0, err
+				return 0, fmt.Errorf("deadlocked %d times: %w", attempt+1, err)
 			case kindStatement:
-				err = fmt.Errorf("%w: %s: REPLACE INTO %s: %w", ErrMisconfigured, s.name, q.info.Table, err)
-				s.note(err)
-				return 0, err
+				return 0, fmt.Errorf("%w: %w", ErrMisconfigured, err)
 			case kindExhausted:
-				return 0, p.exhaust(s, q, fmt.Errorf("%s: REPLACE INTO %s: %w", s.name, q.info.Table, err))
-			default:
-				err = fmt.Errorf("%w: %s: REPLACE INTO %s: %w", ErrServerDown, s.name, q.info.Table, err)
-				if p.blame(ctx) {
-					s.fail(db, err)
+				if isMySQLError(err, erAutoincReadFailed) && !p.counterExhausted(ctx, ss, q) {
+					// Not the column's end: the lock wait was cut short.
+					return 0, fmt.Errorf("%w: %w: %w", ErrServerDown, errInterrupted, err)
 				}
-				return 0, err
+				return 0, p.exhaust(s, q, err)
+			default:
+				// The session has judged the server (session.go, outcome).
+				return 0, fmt.Errorf("%w: %w", ErrServerDown, err)
 			}
 		}
 		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
 		if t == 0 {
 			// No AUTO_INCREMENT on the table: nothing was issued.
 			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", ErrMisconfigured, s.name, q.info.Table)
-			s.note(err)
+			s.note(err, false)
 			return 0, err
 		}
 		if t%s.inc != s.offset%s.inc {
@@ -141,9 +169,24 @@ func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (
 				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
 		}
 		s.tickets.Add(1)
-		s.ok(time.Since(begin))
 		return t, nil
 	}
+}
+
+// counterExhausted reads q's counter on s after an ambiguous 1467: only a
+// counter past the last usable ticket is an exhausted sequence. A counter it
+// cannot read is taken for not exhausted, since exhaust is for good.
+func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) bool {
+	var c []uint64
+	err := ss.sel(ctx, "reading the counter of "+q.info.Table, &c,
+		`SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND AUTO_INCREMENT IS NOT NULL`,
+		p.cfg.Database, q.info.Table)
+	return err == nil && len(c) == 1 && c[0] > q.maxTicket
+}
+
+func isMySQLError(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
 }
 
 // exhaust records that q has no value left on s; the counter only moves up, so
@@ -165,10 +208,10 @@ func (p *Pair) parityViolation(s *server, q *sequence, t uint64) error {
 		ErrParity, s.name, t, q.info.Table, s.offset%s.inc, s.inc)
 	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "table", q.info.Table)
 	s.failures.Add(1)
-	s.note(err)
+	s.note(err, false)
 	// reopen before down: the prober must not check the old pool and let it rejoin.
 	s.reopen.Store(true)
-	s.up.Store(false)
+	p.takeOut(s, outParity, err)
 	return err
 }
 

@@ -104,7 +104,12 @@ var fastLeases = []string{
 // answers 200.
 func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
-	d := launch(t, p, args...)
+	return waitReady(t, launch(t, p, args...))
+}
+
+// waitReady waits until d's /readyz answers 200.
+func waitReady(t *testing.T, d *daemon) *daemon {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		select {
@@ -129,9 +134,15 @@ func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 // launch starts ticketd without waiting for it.
 func launch(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
+	return launchOn(t, p, p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
+}
+
+// launchOn starts ticketd on the pair's account, reaching the servers at
+// servers (through a proxy, say), without waiting for it.
+func launchOn(t *testing.T, p *mysqltest.Pair, servers string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, done: make(chan struct{})}
-	full := append([]string{"serve", "-listen", d.addr,
-		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr()}, args...)
+	full := append([]string{"serve", "-listen", d.addr, "-servers", servers}, args...)
 	d.cmd = exec.Command(ticketdBinary(t), full...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs

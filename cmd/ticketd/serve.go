@@ -54,6 +54,10 @@ type serveOptions struct {
 	// replicas: TLS to the ticket servers (-tls-ca, -tls-cert, -tls-key,
 	// -tls-server-name; tls.go).
 	tls tlsOptions
+
+	// rotation: deadlines and pools of the ticket servers (issue 16).
+	connectTimeout time.Duration
+	maxDBConns     int
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -84,7 +88,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&o.layout, "layout", layoutAuto, "ID bit layout, the same for the whole deployment: auto (the one recorded on the ticket servers; a new deployment records "+
 		newDeploymentLayout(false).String()+", or "+newDeploymentLayout(true).String()+" when -datacenter is given), a preset (twitter, flat) or widths time/datacenter/worker/sequence like 41/5/5/12")
 	fs.Int64Var(&o.epoch, "epoch", snowflake.TwitterEpochMs, "ID epoch in Unix milliseconds, the same for the whole deployment; when not given, the one recorded on the ticket servers (a new deployment records this default)")
-	fs.DurationVar(&o.callTimeout, "call-timeout", ticket.DefaultCallTimeout, "deadline of one call to one ticket server")
+	fs.DurationVar(&o.callTimeout, "call-timeout", ticket.DefaultCallTimeout, "least deadline of one statement on one ticket server; a slower server gets more (its smoothed round trip + 4 deviations), up to 8 × this")
 	fs.DurationVar(&o.leaseOpTimeout, "lease-op-timeout", 0, fmt.Sprintf("deadline of one whole worker-lease operation (acquire, renew, release), which may call both servers; 0: %d × -call-timeout", worker.LeaseAttempts))
 	fs.DurationVar(&o.requestTimeout, "request-timeout", frontend.DefaultRequestTimeout, "deadline of an HTTP request that needs the ticket servers")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", def.TTL, "worker lease time to live (database clock)")
@@ -102,6 +106,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "for failure testing: shift this process's clock by this much (e.g. -10s); never in production")
 	// replicas: TLS to the ticket servers.
 	o.tls.register(fs)
+	// rotation: deadlines and pools of the ticket servers.
+	fs.DurationVar(&o.connectTimeout, "connect-timeout", 0, fmt.Sprintf("most time for a new connection to a ticket server (dial and handshake); 0: %d × -call-timeout", ticket.ConnectTimeoutFactor))
+	fs.IntVar(&o.maxDBConns, "max-db-conns", ticket.DefaultMaxOpenConns, "most connections to each ticket server (the pool's cap; see docs/dba.md for max_connections)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -230,8 +237,19 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, err
 	}
 	c.pair.TLS = tlsConfig
+	// rotation: deadlines and pools.
+	switch {
+	case o.connectTimeout < 0:
+		return c, usagef("-connect-timeout %s is negative", o.connectTimeout)
+	case o.connectTimeout > 0 && o.connectTimeout < o.callTimeout:
+		return c, usagef("-connect-timeout %s is below -call-timeout %s", o.connectTimeout, o.callTimeout)
+	case o.maxDBConns <= 0:
+		return c, usagef("-max-db-conns must be positive")
+	}
+	c.pair.ConnectTimeout = o.connectTimeout
+	c.pair.MaxOpenConns = o.maxDBConns
 	if err := c.pair.Validate(); err != nil {
-		return c, usagef("-servers/-user/-call-timeout: %v", err)
+		return c, usagef("-servers/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}
 
 	c.holder = worker.DefaultHolder()

@@ -84,6 +84,16 @@ func TestServeOptions(t *testing.T) {
 		{name: "bad layout", args: []string{"-layout", "41/5/5/13"}, env: withPW, wantErr: "-layout"},
 		{name: "bad epoch", args: []string{"-epoch", "-3"}, env: withPW, wantErr: "-epoch"},
 		{name: "bad listen", args: []string{"-listen", "nowhere"}, env: withPW, wantErr: "-listen"},
+		{name: "connect timeout and pool cap", args: []string{"-connect-timeout", "3s", "-max-db-conns", "4"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.pair.ConnectTimeout != 3*time.Second || c.pair.MaxOpenConns != 4 {
+					t.Fatalf("connect timeout %s, pool cap %d; want 3s and 4", c.pair.ConnectTimeout, c.pair.MaxOpenConns)
+				}
+			}},
+		{name: "connect timeout below call timeout", args: []string{"-connect-timeout", "100ms"}, env: withPW, wantErr: "-connect-timeout 100ms is below -call-timeout"},
+		{name: "negative connect timeout", args: []string{"-connect-timeout", "-1s"}, env: withPW, wantErr: "-connect-timeout -1s is negative"},
+		{name: "no pool", args: []string{"-max-db-conns", "0"}, env: withPW, wantErr: "-max-db-conns must be positive"},
+		{name: "pool too big", args: []string{"-max-db-conns", "5000"}, env: withPW, wantErr: "MaxOpenConns 5000"},
 		{name: "bad servers", args: []string{"-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
 		{name: "bad lease timing", args: []string{"-renew-every", "20s"}, env: withPW, wantErr: "renew period"},
 		{name: "bad batch", args: []string{"-max-batch", "0"}, env: withPW, wantErr: "-max-batch"},

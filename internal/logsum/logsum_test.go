@@ -1,0 +1,228 @@
+package logsum
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ticketd/internal/leaktest"
+)
+
+// recorder keeps every record a logger wrote.
+type recorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.recs {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
+		rec.Attrs(func(a slog.Attr) bool {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+			return true
+		})
+		out = append(out, b.String())
+	}
+	return out
+}
+
+func TestSummaryAggregates(t *testing.T) {
+	rec := &recorder{}
+	s := newSummary(slog.New(rec), 10*time.Second)
+	s.Declare(slog.LevelError, "exhausted")
+
+	// A burst of 1000: one line now, one line at the next flush.
+	for i := range 1000 {
+		s.Note("no server", "n", i)
+	}
+	if got := rec.lines(); len(got) != 1 || got[0] != "WARN no server n=0" {
+		t.Fatalf("after a burst: %q, want the first occurrence alone", got)
+	}
+	s.Flush()
+	got := rec.lines()
+	if len(got) != 2 || got[1] != "WARN no server (repeated; the last one's details follow) repeated=999 period=10s n=999" {
+		t.Fatalf("after the flush: %q, want one summary of the other 999", got)
+	}
+
+	// Still active: the next occurrence waits for the next flush.
+	s.Note("no server", "n", 1000)
+	if n := len(rec.lines()); n != 2 {
+		t.Fatalf("an occurrence within the period was logged at once (%d lines)", n)
+	}
+	s.Flush()
+	s.Flush() // a quiet period: the kind goes quiet
+	s.Note("no server", "n", 1001)
+	got = rec.lines()
+	want := []string{
+		"WARN no server (repeated; the last one's details follow) repeated=1 period=10s n=1000",
+		"WARN no server n=1001",
+	}
+	if len(got) != 4 || got[2] != want[0] || got[3] != want[1] {
+		t.Fatalf("lines %q, want the summary then, after a quiet period, the occurrence at once: %q", got, want)
+	}
+
+	// Declared kinds keep their level and are counted from zero.
+	if c := s.Counts(); c["exhausted"] != 0 || c["no server"] != 1002 {
+		t.Fatalf("Counts = %v, want exhausted 0 and no server 1002", c)
+	}
+	s.Note("exhausted", "seq", "a")
+	if got := rec.lines(); got[len(got)-1] != "ERROR exhausted seq=a" {
+		t.Fatalf("declared kind logged as %q, want ERROR", got[len(got)-1])
+	}
+	if c := s.Count("exhausted"); c != 1 {
+		t.Fatalf("Count(exhausted) = %d, want 1", c)
+	}
+	if c := s.Count("never"); c != 0 {
+		t.Fatalf("Count(never) = %d, want 0", c)
+	}
+}
+
+// TestSummaryBounded: however many notes arrive, the lines per kind are at
+// most one per flush plus one.
+func TestSummaryBounded(t *testing.T) {
+	rec := &recorder{}
+	s := newSummary(slog.New(rec), time.Second)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5000 {
+				s.Note("kind-"+fmt.Sprint(g%2), "i", i)
+			}
+		})
+	}
+	flushes := 0
+	for range 5 {
+		s.Flush()
+		flushes++
+	}
+	wg.Wait()
+	s.Flush()
+	flushes++
+	lines := rec.lines()
+	// Per kind: one line at once per quiet spell (at most flushes+1) and one
+	// summary per flush.
+	if max := 2 * (2*flushes + 1); len(lines) > max {
+		t.Fatalf("%d lines for 2 kinds and %d flushes, want at most %d", len(lines), flushes, max)
+	}
+	if total := s.Count("kind-0") + s.Count("kind-1"); total != 40000 {
+		t.Fatalf("counted %d, want 40000", total)
+	}
+	// Every occurrence is accounted for in the lines: the first ones plus
+	// the repeated= counts.
+	var seen uint64
+	for _, l := range lines {
+		if i := strings.Index(l, "repeated="); i >= 0 {
+			var n uint64
+			fmt.Sscanf(l[i:], "repeated=%d", &n)
+			seen += n
+		} else {
+			seen++
+		}
+	}
+	if seen != 40000 {
+		t.Fatalf("lines account for %d occurrences, want 40000:\n%s", seen, strings.Join(lines, "\n"))
+	}
+}
+
+// TestSummaryTimer: with the real timer, a burst is summarised within about
+// a period and the timer stops once the kind is quiet.
+func TestSummaryTimer(t *testing.T) {
+	rec := &recorder{}
+	s := New(slog.New(rec), 20*time.Millisecond)
+	defer s.Close()
+	for i := range 100 {
+		s.Note("k", "i", i)
+	}
+	deadline := time.Now().Add(10 * time.Second) // generous: the period is 20 ms
+	for len(rec.lines()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary 10 s after a burst: %q", rec.lines())
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with the deadline above
+	}
+	if got := rec.lines()[1]; !strings.Contains(got, "repeated=99") {
+		t.Fatalf("summary %q, want repeated=99", got)
+	}
+	for {
+		s.mu.Lock()
+		armed := s.timer != nil
+		s.mu.Unlock()
+		if !armed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timer is still armed 10 s after the last note")
+		}
+		time.Sleep(5 * time.Millisecond) // polling, with the deadline above
+	}
+	if n := len(rec.lines()); n != 2 {
+		t.Fatalf("%d lines, want the first occurrence and one summary", n)
+	}
+}
+
+// TestSummaryClose: Close writes what is pending and leaves no timer.
+func TestSummaryClose(t *testing.T) {
+	rec := &recorder{}
+	s := New(slog.New(rec), time.Hour)
+	s.Note("k", "i", 1)
+	s.Note("k", "i", 2)
+	s.Close()
+	s.Close()
+	if err := leaktest.Wait(5*time.Second, "logsum.(*Summary).tick"); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	armed := s.timer != nil
+	s.mu.Unlock()
+	if armed {
+		t.Fatal("timer armed after Close")
+	}
+	got := rec.lines()
+	if len(got) != 2 || !strings.Contains(got[1], "repeated=1") {
+		t.Fatalf("lines %q, want the first and a summary of the second written by Close", got)
+	}
+	s.Note("k", "i", 3) // counted, no panic
+	if s.Count("k") != 3 {
+		t.Fatalf("Count after Close = %d, want 3", s.Count("k"))
+	}
+}
+
+// TestSummarySubjects: one subject's events do not hide another's; counts
+// are per kind.
+func TestSummarySubjects(t *testing.T) {
+	rec := &recorder{}
+	s := newSummary(slog.New(rec), time.Second)
+	s.Declare(slog.LevelInfo, "in")
+	s.NoteFor("in", "1", "server", 1)
+	s.NoteFor("in", "2", "server", 2)
+	s.NoteFor("in", "2", "server", 2)
+	got := rec.lines()
+	if len(got) != 2 || got[0] != "INFO in server=1" || got[1] != "INFO in server=2" {
+		t.Fatalf("lines %q, want one at once per subject", got)
+	}
+	s.Flush()
+	if got := rec.lines(); len(got) != 3 || !strings.Contains(got[2], "repeated=1") || !strings.HasSuffix(got[2], "server=2") {
+		t.Fatalf("lines %q, want a summary of subject 2 alone", got)
+	}
+	if c := s.Count("in"); c != 3 {
+		t.Fatalf("Count = %d, want 3 across subjects", c)
+	}
+}
