@@ -185,6 +185,20 @@ func (p *Pair) ServerUp(i int) bool {
 	return i >= 0 && i < len(p.servers) && p.servers[i].up.Load()
 }
 
+// LeaseRewound reports whether the row of a worker lease this Pair holds on
+// server i was found rewound (ServerHealth.LeaseRewound): its holder's next
+// renewal there will fail with ErrLeaseLost. worker.Keeper asks it to prepare
+// a replacement first. It takes the server's small lock, never waits for I/O.
+func (p *Pair) LeaseRewound(i int) bool {
+	if i < 0 || i >= len(p.servers) {
+		return false
+	}
+	s := p.servers[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaseRewind
+}
+
 // PanicCalls returns how many calls found no server in rotation and tried
 // the servers anyway (doc.go, "Rotation").
 func (p *Pair) PanicCalls() uint64 { return p.panics.Load() }

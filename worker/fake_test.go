@@ -19,6 +19,8 @@ type memLeaser struct {
 	// out: the server is out of rotation (ServerUp false) though it may
 	// still answer, as after one slow ticket call.
 	out [2]bool
+	// rewound: LeaseRewound(i) says the row of a lease on server i went back.
+	rewound [2]bool
 	// acquireCalls counts AcquireWorker calls.
 	acquireCalls int
 	released     []ticket.Lease
@@ -77,6 +79,29 @@ func (m *memLeaser) ServerUp(i int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return !m.down[i] && !m.out[i]
+}
+
+// LeaseRewound makes memLeaser a RewindWatcher.
+func (m *memLeaser) LeaseRewound(i int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rewound[i]
+}
+
+func (m *memLeaser) setRewound(server int, rewound bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rewound[server] = rewound
+}
+
+// rewind puts worker w's row back to an older version, as a restore from a
+// backup does: the holder's next renewal finds the lease lost.
+func (m *memLeaser) rewind(w uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.rows[w]; r != nil {
+		r.version--
+	}
 }
 
 // HeldWorkers makes memLeaser a HeldCounter: rows held and not released, per

@@ -42,6 +42,14 @@ type Rotation interface {
 	ServerUp(i int) bool
 }
 
+// RewindWatcher says whether the row of a worker lease held on server i went
+// back (the server was restored from a backup, or a lagging replica was
+// promoted in its place): the next renewal there will find the lease lost.
+// *ticket.Pair does. Like Rotation, it must not wait.
+type RewindWatcher interface {
+	LeaseRewound(i int) bool
+}
+
 // HeldCounter counts the worker IDs of a datacenter held on each server
 // (*ticket.Pair does): held[i] is -1 for a server that did not answer.
 type HeldCounter interface {
@@ -58,8 +66,9 @@ type HeldCounter interface {
 type Keeper struct {
 	cfg     Config
 	leaser  Leaser
-	rot     Rotation    // nil: the Leaser does not say
-	counter HeldCounter // nil: the Leaser cannot count
+	rot     Rotation      // nil: the Leaser does not say
+	rewinds RewindWatcher // nil: the Leaser does not say
+	counter HeldCounter   // nil: the Leaser cannot count
 	log     *slog.Logger
 
 	gen atomic.Pointer[snowflake.Generator] // nil while no lease is held
@@ -135,6 +144,7 @@ func New(cfg Config, leaser Leaser) (*Keeper, error) {
 	k := &Keeper{cfg: cfg, leaser: leaser, log: cfg.Logger, lastMs: cfg.FloorMs - 1, shortFrom: -1,
 		lk: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	k.rot, _ = leaser.(Rotation)
+	k.rewinds, _ = leaser.(RewindWatcher)
 	k.counter, _ = leaser.(HeldCounter)
 	k.life, k.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -206,6 +216,10 @@ func (k *Keeper) nowMs() int64 {
 
 // serverUp: is server i in rotation, as far as the Leaser says?
 func (k *Keeper) serverUp(i int) bool { return k.rot == nil || k.rot.ServerUp(i) }
+
+// leaseRewound: has the row of our lease on server i gone back? The lease
+// is then about to be lost, so a standby is prepared before it is.
+func (k *Keeper) leaseRewound(i int) bool { return k.rewinds != nil && k.rewinds.LeaseRewound(i) }
 
 // Acquire takes a lease on any server (server -1) or on the given one, and
 // starts a generator on it. It replaces a lease already held only when

@@ -10,7 +10,9 @@ import (
 
 // A standby lease is a worker ID of another server, acquired and renewed but
 // not issuing, held while the lease server looks unwell: out of rotation (a
-// failed call) or failing renewals. A switch to it is instant: no ticket
+// failed call), failing renewals, or the row of our lease found rewound when
+// the server rejoined (a restore, a promoted lagging replica: the next
+// renewal will find the lease lost). A switch to it is instant: no ticket
 // server is asked when it happens. At most one is held; it is released once
 // the lease server is in rotation again and a renewal has succeeded.
 //
@@ -20,7 +22,7 @@ import (
 
 // wantStandbyLocked: should a standby be held now?
 func (k *Keeper) wantStandbyLocked() bool {
-	return k.held && k.cfg.Servers > 1 && (k.failing || !k.serverUp(k.lease.Server))
+	return k.held && k.cfg.Servers > 1 && (k.failing || !k.serverUp(k.lease.Server) || k.leaseRewound(k.lease.Server))
 }
 
 // tendStandbyLocked takes, renews or releases the standby as the lease

@@ -60,6 +60,49 @@ func TestStandbyPreparedAndUsed(t *testing.T) {
 	}
 }
 
+// TestStandbyOnRewoundRow: the lease server is in rotation and answers, but
+// the row of our lease was found rewound (a restore, a promoted lagging
+// replica). The keeper prepares a standby before the renewal fails; when it
+// does (ErrLeaseLost), the worker stops and the standby takes over without a
+// lease call, so requests never see an error.
+func TestStandbyOnRewoundRow(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	first := k.Status()
+	other := 1 - first.Server
+
+	m.setRewound(first.Server, true)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st := k.Status()
+	if st.Standby == nil || st.Standby.Server != other {
+		t.Fatalf("lease row rewound: standby %+v; want one on server %d before the lease is lost", st.Standby, other)
+	}
+	standby := *st.Standby
+	before, err := k.NextWait(far())
+	if err != nil {
+		t.Fatalf("NextWait before the loss: %v", err)
+	}
+
+	m.rewind(first.Worker)
+	calls := m.acquireCount()
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st = k.Status()
+	if st.Losses != 1 || st.Worker != standby.Worker || st.Server != other {
+		t.Fatalf("after the renewal found the row rewound: %d losses, worker %d on server %d; want 1 loss and the standby (worker %d on server %d) issuing",
+			st.Losses, st.Worker, st.Server, standby.Worker, other)
+	}
+	if got := m.acquireCount(); got != calls {
+		t.Fatalf("%d lease acquisitions when the lease was lost, want none: the standby was ready", got-calls)
+	}
+	after, err := k.NextWait(far())
+	if err != nil || after <= before {
+		t.Fatalf("NextWait after the loss = %d, %v; want an ID above %d", after, err, before)
+	}
+}
+
 // TestStandbyReleasedWhenHealthy: once the lease server is back in rotation
 // and renewals succeed, the standby is released.
 func TestStandbyReleasedWhenHealthy(t *testing.T) {
