@@ -64,6 +64,9 @@ func BenchmarkHandler(b *testing.B) {
 	}{
 		{"bare", bare, "/v1/id"},
 		{"id", benchServer(b, &counterIDs{}).Handler(), "/v1/id"},
+		// The same request read from the wire: the framing check reads its
+		// header block.
+		{"id-forwarded", benchServer(b, &counterIDs{}).Handler(), ""},
 		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json"},
 		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id"},
 		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100"},
@@ -71,6 +74,9 @@ func BenchmarkHandler(b *testing.B) {
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			ctx := newRequestCtx(tt.uri)
+			if tt.uri == "" {
+				ctx = rawRequestCtx(forwardedRequest)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx.Response.Reset()
