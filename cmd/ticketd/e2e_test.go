@@ -104,7 +104,12 @@ var fastLeases = []string{
 // answers 200.
 func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
-	d := launch(t, p, args...)
+	return waitReady(t, launch(t, p, args...))
+}
+
+// waitReady waits until d's /readyz answers 200.
+func waitReady(t *testing.T, d *daemon) *daemon {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		select {
@@ -126,11 +131,19 @@ func startDaemon(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	}
 }
 
-// launch starts ticketd without waiting for it.
+// launch starts ticketd on a free port without waiting for it.
 func launch(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, done: make(chan struct{})}
-	full := append([]string{"serve", "-listen", d.addr,
+	return launchAt(t, p, fmt.Sprintf("127.0.0.1:%d", freePort(t)), args...)
+}
+
+// launchAt starts ticketd listening on addr without waiting for it. Its
+// drain delay is short (args may set another): only the balancer tests
+// need one.
+func launchAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}, done: make(chan struct{})}
+	full := append([]string{"serve", "-listen", d.addr, "-drain-delay", "100ms",
 		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr()}, args...)
 	d.cmd = exec.Command(ticketdBinary(t), full...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
