@@ -51,6 +51,12 @@ const (
 	// stay below this (deploy/haproxy/haproxy.cfg sets maxconn 500).
 	DefaultMaxConnsPerIP = 1_000
 
+	// DefaultDrainDelay is how long ticketd serve keeps serving after Drain
+	// before Shutdown: longer than HAProxy's default checks take to see
+	// /readyz fail (inter 2s, fall 3: 6 s), a Kubernetes endpoint update,
+	// and the shipped deploy/haproxy/haproxy.cfg (1.5 s).
+	DefaultDrainDelay = 10 * time.Second
+
 	// maxRequestBody: every endpoint is a GET, so a body is never read; a
 	// small limit keeps a client from making the server buffer megabytes.
 	maxRequestBody = 4 << 10

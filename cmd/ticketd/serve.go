@@ -102,7 +102,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "for failure testing: shift this process's clock by this much (e.g. -10s); never in production")
 	// Behind a load balancer: draining, connection limits, the admin listener.
-	fs.DurationVar(&o.drainDelay, "drain-delay", defaultDrainDelay, "on SIGTERM, serve on this long with /readyz answering 503 before closing the listener; longer than the balancer's check interval × fall count; a second SIGTERM cuts it short")
+	fs.DurationVar(&o.drainDelay, "drain-delay", frontend.DefaultDrainDelay, "on SIGTERM, serve on this long with /readyz answering 503 before closing the listener; longer than the balancer's check interval × fall count; a second SIGTERM cuts it short")
 	fs.IntVar(&o.maxConns, "max-conns", frontend.DefaultMaxConns, "most HTTP connections open at once; beyond it a new one gets 503 and is closed")
 	fs.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", frontend.DefaultMaxConnsPerIP, "most HTTP connections open at once from one client address (a balancer is one); beyond it 429")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", frontend.DefaultIdleTimeout, "close a keep-alive connection idle this long; longer than the balancer's idle timeout towards ticketd")

@@ -30,11 +30,6 @@ import (
 // requests still in flight are cut off. Step 3 has its own bound
 // (-lease-op-timeout).
 
-// defaultDrainDelay suits HAProxy's default checks (inter 2s, fall 3: down
-// within 6 s of the first 503), a Kubernetes endpoint update, and the
-// shipped deploy/haproxy/haproxy.cfg (inter 1s fall 2).
-const defaultDrainDelay = 10 * time.Second
-
 // stop runs steps 1 and 2 on api.
 func stop(log *slog.Logger, api *frontend.Server, hurry <-chan struct{}, drainDelay, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
