@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+)
+
+// rssKiB reads a process's resident set size.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no VmRSS in /proc/PID/status")
+	return 0
+}
+
+// openIdle opens n connections to addr, each answered one GET /v1/id and
+// then left open and idle.
+func openIdle(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	const workers = 8
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+				if err == nil {
+					c.SetDeadline(time.Now().Add(30 * time.Second))
+					_, err = io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: ticketd\r\n\r\n")
+				}
+				var resp *http.Response
+				if err == nil {
+					resp, err = http.ReadResponse(bufio.NewReader(c), nil)
+				}
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				mu.Lock()
+				if err != nil && first == nil {
+					first = fmt.Errorf("connection %d: %w", i, err)
+				}
+				conns[i] = c
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	})
+	if first != nil {
+		t.Fatal(first)
+	}
+	return conns
+}
+
+// TestE2EIdleBurst: 5000 idle keep-alive connections, then closed: ticketd's
+// RSS comes back within 2× its idle value (it stayed at the burst's
+// 95 MB before ticketd gave memory back), and /metrics shows the reclaim.
+func TestE2EIdleBurst(t *testing.T) {
+	const burst = 5000
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < burst+500 {
+		t.Fatalf("the open-file limit %d (%v) is below the %d connections this test opens: raise it (ulimit -n)", lim.Cur, err, burst+500)
+	}
+	p := mysqltest.StartPair(t)
+	d := startDaemon(t, p, "-max-conns", "6000", "-max-conns-per-ip", "6000")
+	pid := d.cmd.Process.Pid
+
+	// Ordinary use first: 32 keep-alive connections, 100 requests each.
+	warm := openIdle(t, d.addr, 32)
+	for range 99 {
+		for _, c := range warm {
+			if _, err := io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: ticketd\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range warm {
+			// Answers are short: one read each, checked only for a status.
+			buf := make([]byte, 512)
+			if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+				t.Fatalf("warm-up: %q %v", buf[:n], err)
+			}
+		}
+	}
+	for _, c := range warm {
+		c.Close()
+	}
+	idle := rssKiB(t, pid)
+
+	conns := openIdle(t, d.addr, burst)
+	open := rssKiB(t, pid)
+	for _, c := range conns {
+		c.Close()
+	}
+	begin := time.Now()
+	// ticketd gives the memory back 3 s after the burst has ended.
+	waitFor(t, "ticketd_memory_reclaims_total ≥ 1 after the burst", 30*time.Second, func() bool {
+		return d.metric("ticketd_memory_reclaims_total") >= 1
+	})
+	took := time.Since(begin)
+	after := rssKiB(t, pid)
+	t.Logf("RSS: %d KiB idle, %d KiB with %d idle keep-alive connections, %d KiB (%.2f × idle) %s after they closed",
+		idle, open, burst, after, float64(after)/float64(idle), took.Round(100*time.Millisecond))
+	if after > 2*idle {
+		t.Errorf("RSS %d KiB after the burst, want at most %d (2 × the idle %d KiB)", after, 2*idle, idle)
+	}
+}
