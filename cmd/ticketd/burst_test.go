@@ -140,3 +140,37 @@ func TestE2EIdleBurst(t *testing.T) {
 		t.Errorf("RSS %d KiB after the burst, want at most %d (2 × the idle %d KiB)", after, 2*idle, idle)
 	}
 }
+
+// TestE2EJunkNotLogged: the binary at -log-level debug, sent malformed
+// requests carrying a marker, logs their kind in summary and never their
+// bytes.
+func TestE2EJunkNotLogged(t *testing.T) {
+	const marker = "QzJunkMarker7"
+	p := mysqltest.StartPair(t)
+	d := startDaemon(t, p, "-log-level", "debug")
+	for _, raw := range []string{
+		marker + " GARBAGE\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\n" + marker + "\r\n\r\n",
+		"GET /v1/id HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + marker + "\r\n\r\n",
+		"GET /v1/id HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nX-M: " + marker + "\r\n\r\n0\r\n\r\n",
+	} {
+		c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, raw)
+		io.Copy(io.Discard, c) // every one of these is answered 400 and closed
+		c.Close()
+	}
+	d.stop()
+	logs := d.logs.String()
+	if strings.Contains(strings.ToLower(logs), strings.ToLower(marker)) {
+		t.Fatalf("the log holds bytes a client sent:\n%s", logs)
+	}
+	for _, want := range []string{"connection error: unreadable_request", "connection error: bad_framing", "refused a request: ambiguous message framing"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no %q line in the log:\n%s", want, logs)
+		}
+	}
+}
