@@ -137,6 +137,11 @@ func TestNginxConfig(t *testing.T) {
 	if d := duration(t, setting(t, cfg, "keepalive_timeout")); d >= frontend.DefaultIdleTimeout {
 		t.Errorf("keepalive_timeout %v: want it below ticketd's -idle-timeout %v", d, frontend.DefaultIdleTimeout)
 	}
+	for _, m := range regexp.MustCompile(`fail_timeout=(\S+);`).FindAllStringSubmatch(cfg, -1) {
+		if d := duration(t, m[1]); d >= frontend.DefaultDrainDelay {
+			t.Errorf("fail_timeout %v: want it below ticketd's -drain-delay %v, or a rolling restart can leave nginx no server", d, frontend.DefaultDrainDelay)
+		}
+	}
 	if d := duration(t, setting(t, cfg, "proxy_read_timeout")); d <= frontend.DefaultRequestTimeout {
 		t.Errorf("proxy_read_timeout %v: want it above ticketd's -request-timeout %v", d, frontend.DefaultRequestTimeout)
 	}

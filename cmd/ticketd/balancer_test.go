@@ -171,6 +171,108 @@ func (b *balancer) waitState(server, state string) {
 	}
 }
 
+// nginxBinary finds nginx: installed, or unpacked into bin/nginx/ by
+// scripts/nginx.sh install (make test runs it).
+func nginxBinary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/sbin/nginx", filepath.Join("..", "..", "bin", "nginx", "usr", "sbin", "nginx")} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	t.Fatal("nginx is missing: scripts/nginx.sh install (make test runs it)")
+	return ""
+}
+
+// testNginxConfig is deploy/nginx/ticketd.conf with this test's addresses,
+// inside a main configuration that keeps every file in dir.
+func testNginxConfig(t *testing.T, dir, front string, servers []string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nginx", "ticketd.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(b)
+	replace := func(re, with string) {
+		t.Helper()
+		r := regexp.MustCompile(re)
+		if n := len(r.FindAllStringIndex(cfg, -1)); n != 1 {
+			t.Fatalf("deploy/nginx/ticketd.conf: %d matches of %q, want 1", n, re)
+		}
+		cfg = r.ReplaceAllLiteralString(cfg, with)
+	}
+	replace(`listen 8080;`, "listen "+front+";")
+	// As for HAProxy, the test's timing is faster: fail_timeout below the
+	// test's 2 s drain delay.
+	if n := strings.Count(cfg, "fail_timeout=5s"); n != len(servers) {
+		t.Fatalf("deploy/nginx/ticketd.conf: %d fail_timeout=5s, want one per server", n)
+	}
+	cfg = strings.ReplaceAll(cfg, "fail_timeout=5s", "fail_timeout=1s")
+	for i, s := range servers {
+		replace(fmt.Sprintf(`server 10\.0\.0\.1%d:8080`, i+1), "server "+s)
+	}
+	snippet := filepath.Join(dir, "ticketd.conf")
+	if err := os.WriteFile(snippet, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main := "worker_processes 1;\ndaemon off;\npid " + filepath.Join(dir, "nginx.pid") + ";\nerror_log stderr warn;\n" +
+		"events { worker_connections 1024; }\nhttp {\n    access_log off;\n"
+	for _, p := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		main += "    " + p + "_temp_path " + filepath.Join(dir, p) + ";\n"
+	}
+	return main + "    include " + snippet + ";\n}\n"
+}
+
+// startNginx runs nginx in front of servers, in the foreground, until the
+// test ends (SIGTERM by PID: the master stops its workers), and waits until
+// it answers.
+func startNginx(t *testing.T, servers []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755) // nginx's workers run as nobody under root
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(testNginxConfig(t, dir, addr, servers)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(nginxBinary(t), "-p", dir, "-c", conf)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("nginx output:\n%s", logs)
+		}
+	})
+	c := &http.Client{Timeout: 2 * time.Second}
+	waitFor(t, "nginx answering", 20*time.Second, func() bool {
+		select {
+		case <-done:
+			t.Fatalf("nginx exited: %v\n%s", cmd.ProcessState, logs)
+		default:
+		}
+		_, err := getID(c, addr)
+		return err == nil
+	})
+	c.CloseIdleConnections()
+	return addr
+}
+
 // balancedLoad is keep-alive clients requesting /v1/id through a balancer
 // until stopped, or for at most maxLoad. Each client speaks HTTP/1.1 on its
 // own connection and never retries: Go's http.Transport would resend a GET
@@ -290,13 +392,16 @@ func (l *balancedLoad) end(all map[int64]bool) (requests, failed, dups int64) {
 }
 
 // TestE2EBalancer: three ticketd behind a real HAProxy running the shipped
-// deploy/haproxy/haproxy.cfg (no retry-on; checks made faster for the test),
-// under keep-alive load from 32 clients.
+// deploy/haproxy/haproxy.cfg (no retry-on; checks made faster for the test)
+// and a real nginx running deploy/nginx/ticketd.conf, under keep-alive load
+// from 16 clients through each.
 //
 // Rolling restart: each ticketd in turn gets SIGTERM; its /readyz answers 503
 // at once while it still serves /v1/id (with Connection: close); HAProxy
 // takes it out before its listener closes; it exits 0 and is started again
-// on the same address. Zero failed requests, zero duplicate IDs.
+// on the same address. Zero failed requests, zero duplicate IDs, through
+// either balancer (nginx, which never reads /readyz, sees the listener close
+// and passes the refused connection to the next ticketd).
 //
 // Then one ticketd is killed with -9: the requests it had received fail, and
 // so do those HAProxy sends on its dead keep-alive connections before its
@@ -312,12 +417,14 @@ func TestE2EBalancer(t *testing.T) {
 		daemons[i] = waitReady(t, launchAt(t, p, addrs[i], args...))
 	}
 	b := startBalancer(t, addrs)
+	ngx := startNginx(t, addrs)
 	all := map[int64]bool{}
 	direct := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-	l := startBalancedLoad(b.addr, 32)
+	lh, ln := startBalancedLoad(b.addr, 16), startBalancedLoad(ngx, 16)
 	begin := time.Now()
-	l.waitIDs(t, 2000)
+	lh.waitIDs(t, 1000)
+	ln.waitIDs(t, 1000)
 	for i, d := range daemons {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		// Draining: /readyz 503 at once, /v1/id served and told to close.
@@ -360,34 +467,52 @@ func TestE2EBalancer(t *testing.T) {
 		}
 		daemons[i] = waitReady(t, launchAt(t, p, d.addr, args...))
 		b.waitState(b.names[i], "UP")
-		l.waitIDs(t, 1000)
+		lh.waitIDs(t, 1000)
+		ln.waitIDs(t, 1000)
 	}
-	requests, failed, dups := l.end(all)
-	t.Logf("rolling restart of 3 ticketd behind HAProxy (no retry-on), 32 keep-alive clients, %s: %d requests, %d failed, %d duplicate IDs",
-		time.Since(begin).Round(time.Second), requests, failed, dups)
-	if failed != 0 {
-		t.Errorf("rolling restart: %d of %d requests failed, want 0; first: %v", failed, requests, l.errs)
-	}
-	if dups != 0 {
-		t.Errorf("rolling restart: %d duplicate IDs", dups)
+	took := time.Since(begin).Round(time.Second)
+	for _, r := range []struct {
+		name string
+		l    *balancedLoad
+	}{{"HAProxy", lh}, {"nginx", ln}} {
+		requests, failed, dups := r.l.end(all)
+		t.Logf("rolling restart of 3 ticketd behind %s, 16 keep-alive clients, %s: %d requests, %d failed, %d duplicate IDs",
+			r.name, took, requests, failed, dups)
+		if failed != 0 {
+			t.Errorf("rolling restart behind %s: %d of %d requests failed, want 0; first: %v", r.name, failed, requests, r.l.errs)
+		}
+		if dups != 0 {
+			t.Errorf("rolling restart behind %s: %d duplicate IDs", r.name, dups)
+		}
 	}
 
 	// kill -9: what no drain can save.
-	l = startBalancedLoad(b.addr, 32)
-	l.waitIDs(t, 2000)
+	lh, ln = startBalancedLoad(b.addr, 16), startBalancedLoad(ngx, 16)
+	lh.waitIDs(t, 1000)
+	ln.waitIDs(t, 1000)
 	victim := daemons[1]
 	victim.cmd.Process.Kill()
 	<-victim.done
 	b.waitState(b.names[1], "DOWN")
-	l.waitIDs(t, 2000)
+	lh.waitIDs(t, 1000)
+	ln.waitIDs(t, 1000)
 	daemons[1] = waitReady(t, launchAt(t, p, victim.addr, args...))
 	b.waitState(b.names[1], "UP")
-	l.waitIDs(t, 1000)
-	requests, failed, dups = l.end(all)
-	t.Logf("kill -9 of 1 of 3 ticketd behind HAProxy (no retry-on): %d requests, %d failed (requests it had received, and requests HAProxy sent on its dead keep-alive connections before its checks saw it gone), %d duplicate IDs; first failures: %v",
-		requests, failed, dups, l.errs)
-	if dups != 0 {
-		t.Errorf("kill -9: %d duplicate IDs", dups)
+	lh.waitIDs(t, 500)
+	ln.waitIDs(t, 500)
+	for _, r := range []struct {
+		name, why string
+		l         *balancedLoad
+	}{
+		{"HAProxy", "requests it had received, and requests HAProxy sent on its dead keep-alive connections before its checks saw it gone", lh},
+		{"nginx", "nginx passes a GET that failed on a dead ticketd to the next one", ln},
+	} {
+		requests, failed, dups := r.l.end(all)
+		t.Logf("kill -9 of 1 of 3 ticketd behind %s: %d requests, %d failed (%s), %d duplicate IDs; first failures: %v",
+			r.name, requests, failed, r.why, dups, r.l.errs)
+		if dups != 0 {
+			t.Errorf("kill -9 behind %s: %d duplicate IDs", r.name, dups)
+		}
 	}
 	for _, d := range daemons {
 		d.stop()
