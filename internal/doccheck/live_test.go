@@ -296,7 +296,8 @@ func sameDefault(f Flag, doc string) error {
 		}
 		same = doc == printed
 	default:
-		same = doc == printed
+		// An empty string is written "" in the table.
+		same = doc == printed || (doc == `""` && printed == "")
 	}
 	if !same {
 		return fmt.Errorf("documented default %q, ticketd's is %q", doc, printed)
