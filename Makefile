@@ -28,7 +28,7 @@ GOFLAGS_TEST ?= -race -count=1 -p 1 -timeout 9m
 
 export VAR DB1_PORT DB2_PORT LISTEN
 
-.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install nginx-install db-up db-down db-status clean
+.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status clean
 
 all: build
 
@@ -69,16 +69,16 @@ short:
 check: fmt vet staticcheck tidy short
 
 # The integration tests start their own MariaDB servers: install it if missing.
-# deploy/ checks the nginx example with nginx -t: an nginx binary is unpacked
-# into bin/nginx/ if none is installed (no service is installed or started).
-test: fmt vet staticcheck tidy db-install nginx-install
+# The balancer tests need haproxy (installed with apt-get when root) and nginx
+# (a binary unpacked into bin/nginx/ if none is installed); no service starts.
+test: fmt vet staticcheck tidy db-install balancers-install
 	$(GO) test $(GOFLAGS_TEST) ./...
 
 db-install:
 	@scripts/db.sh install
 
-nginx-install:
-	@scripts/nginx.sh install
+balancers-install:
+	@scripts/balancers.sh install
 
 # Short fuzzing passes over every parser (seed corpora live in testdata/fuzz).
 FUZZTIME ?= 20s

@@ -107,7 +107,7 @@ func TestNginxConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nginx := tool(t, "nginx", "scripts/nginx.sh install", filepath.Join(root, "bin", "nginx", "usr", "sbin", "nginx"))
+	nginx := tool(t, "nginx", "scripts/balancers.sh install", filepath.Join(root, "bin", "nginx", "usr", "sbin", "nginx"))
 	snippet, err := filepath.Abs(filepath.Join("nginx", "ticketd.conf"))
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func (b *balancer) waitState(server, state string) {
 }
 
 // nginxBinary finds nginx: installed, or unpacked into bin/nginx/ by
-// scripts/nginx.sh install (make test runs it).
+// scripts/balancers.sh install (make test runs it).
 func nginxBinary(t *testing.T) string {
 	t.Helper()
 	for _, p := range []string{"/usr/sbin/nginx", filepath.Join("..", "..", "bin", "nginx", "usr", "sbin", "nginx")} {
@@ -183,7 +183,7 @@ func nginxBinary(t *testing.T) string {
 	if p, err := exec.LookPath("nginx"); err == nil {
 		return p
 	}
-	t.Fatal("nginx is missing: scripts/nginx.sh install (make test runs it)")
+	t.Fatal("nginx is missing: scripts/balancers.sh install (make test runs it)")
 	return ""
 }
 
