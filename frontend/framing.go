@@ -45,10 +45,9 @@ const (
 	kindFraming   = "refused a request: ambiguous message framing (answered 400, connection closed)"
 )
 
-var (
-	keyContentLength    = []byte("content-length")
-	keyTransferEncoding = []byte("transfer-encoding")
-	valChunked          = []byte("chunked")
+const (
+	keyContentLength    = "content-length"
+	keyTransferEncoding = "transfer-encoding"
 )
 
 // badFraming returns why a request with header block raw (as
@@ -87,7 +86,7 @@ func badFraming(raw []byte) string {
 			if v, ok := headerValue(line, keyTransferEncoding); ok {
 				te++
 				framingLine = true
-				chunked = bytes.EqualFold(v, valChunked)
+				chunked = len(v) == len("chunked") && asciiLowerEqual(v, "chunked")
 			}
 		}
 	}
@@ -105,16 +104,45 @@ func badFraming(raw []byte) string {
 }
 
 // headerValue returns the value of line if its name is key (lower case),
-// without surrounding spaces and tabs.
-func headerValue(line, key []byte) ([]byte, bool) {
-	if len(line) <= len(key) || !bytes.EqualFold(line[:len(key)], key) {
+// without surrounding spaces and tabs. It compares by hand: bytes.EqualFold
+// is several times slower on these short ASCII names.
+func headerValue(line []byte, key string) ([]byte, bool) {
+	if len(line) <= len(key) || !asciiLowerEqual(line, key) {
 		return nil, false
 	}
-	rest := bytes.TrimLeft(line[len(key):], " \t")
+	rest := line[len(key):]
+	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+		rest = rest[1:]
+	}
 	if len(rest) == 0 || rest[0] != ':' {
 		return nil, false
 	}
-	return bytes.Trim(rest[1:], " \t"), true
+	v := rest[1:]
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v, true
+}
+
+// asciiLowerEqual reports whether b, lower-cased, starts with s (lower
+// case ASCII).
+func asciiLowerEqual(b []byte, s string) bool {
+	if len(b) < len(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // fmtFraming is the message of a framing refusal.

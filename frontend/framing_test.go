@@ -114,3 +114,89 @@ func TestFramingOverTCP(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBadFraming: the framing check alone, on the header block of a
+// request as a load balancer forwards it (forwardedRequest: 6 headers).
+func BenchmarkBadFraming(b *testing.B) {
+	raw := rawRequestCtx(forwardedRequest).Request.Header.RawHeaders()
+	b.ReportAllocs()
+	for b.Loop() {
+		if badFraming(raw) != "" {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// framingOracle is badFraming written independently, with the strings
+// package: which framing headers a header block holds, and what that makes.
+func framingOracle(raw string) string {
+	var cl, te int
+	chunked, prevFraming := false, false
+	for _, line := range strings.Split(raw, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if line == "" {
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if prevFraming {
+				return framingFolded
+			}
+			continue
+		}
+		prevFraming = false
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		name = strings.TrimRight(name, " \t")
+		// Only ASCII case-folding counts: strings.EqualFold would also fold
+		// the Kelvin sign into a k.
+		switch lower := asciiLower(name); lower {
+		case keyContentLength:
+			cl++
+			prevFraming = true
+		case keyTransferEncoding:
+			te++
+			prevFraming = true
+			chunked = asciiLower(strings.Trim(value, " \t")) == "chunked"
+		}
+	}
+	switch {
+	case cl > 0 && te > 0:
+		return framingBoth
+	case cl > 1:
+		return framingManyCL
+	case te > 1:
+		return framingManyTE
+	case te == 1 && !chunked:
+		return framingTE
+	}
+	return ""
+}
+
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// FuzzBadFraming: badFraming agrees with the oracle on any header block,
+// and never panics.
+func FuzzBadFraming(f *testing.F) {
+	for _, raw := range []string{
+		"Host: x\r\n\r\n", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", "Transfer-Encoding: identity\r\n\r\n",
+		"Content-Length: 1\r\nContent-Length: 1\r\n\r\n", "Transfer-Encoding: chunked\r\n , gzip\r\n\r\n", "content-length : 3\n",
+		"Transfer-Encoding:chunked", "TRANSFER-ENCODING: CHUNKED\r\n", "Transfer-Encoding", ":\r\n", "\r\n \r\n",
+	} {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if got, want := badFraming([]byte(raw)), framingOracle(raw); got != want {
+			t.Fatalf("badFraming(%q) = %q, the oracle says %q", raw, got, want)
+		}
+	})
+}
