@@ -101,19 +101,32 @@ func TestE2EIdleBurst(t *testing.T) {
 	d := startDaemon(t, p, "-max-conns", "6000", "-max-conns-per-ip", "6000")
 	pid := d.cmd.Process.Pid
 
-	// Ordinary use first: 32 keep-alive connections, 100 requests each.
+	// Ordinary use first, as make bench loads it: 32 keep-alive connections,
+	// each asking for 100 single IDs and 20 batches of 1000.
 	warm := openIdle(t, d.addr, 32)
-	for range 99 {
+	readers := make([]*bufio.Reader, len(warm))
+	for i, c := range warm {
+		readers[i] = bufio.NewReader(c)
+	}
+	for round := range 120 {
+		path := "/v1/id"
+		if round%6 == 5 {
+			path = "/v1/ids?n=1000"
+		}
 		for _, c := range warm {
-			if _, err := io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: ticketd\r\n\r\n"); err != nil {
+			if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: ticketd\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, c := range warm {
-			// Answers are short: one read each, checked only for a status.
-			buf := make([]byte, 512)
-			if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
-				t.Fatalf("warm-up: %q %v", buf[:n], err)
+		for _, br := range readers {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("warm-up %s: %v", path, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("warm-up %s: status %d", path, resp.StatusCode)
 			}
 		}
 	}
