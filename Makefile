@@ -30,7 +30,7 @@ GOFLAGS_TEST ?= -race -count=1 -p 1 -timeout 9m
 
 export VAR DB1_PORT DB2_PORT LISTEN
 
-.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install db-up db-down db-status clean
+.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status clean
 
 all: build
 
@@ -71,8 +71,10 @@ short:
 check: fmt vet staticcheck tidy short
 
 # The integration tests start their own MariaDB servers: install it if missing.
-# The network-fault tests put toxiproxy between ticketd and the servers.
-test: fmt vet staticcheck tidy db-install toxiproxy
+# The network-fault tests put toxiproxy between ticketd and the servers. The
+# balancer tests need haproxy (installed with apt-get when root) and nginx (a
+# binary unpacked into bin/nginx/ if none is installed); no service starts.
+test: fmt vet staticcheck tidy db-install toxiproxy balancers-install
 	$(GO) test $(GOFLAGS_TEST) ./...
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
@@ -89,6 +91,9 @@ toxiproxy: $(TOXIPROXY)
 db-install:
 	@scripts/db.sh install
 
+balancers-install:
+	@scripts/balancers.sh install
+
 # Short fuzzing passes over every parser (seed corpora live in testdata/fuzz).
 FUZZTIME ?= 20s
 fuzz:
@@ -100,6 +105,7 @@ fuzz:
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzValidSequenceName$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzBadFraming$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
 # worker ID); `make db-down` stops the pair afterwards.

@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"bufio"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -14,6 +16,21 @@ func newRequestCtx(uri string, headers ...[2]string) *fasthttp.RequestCtx {
 	ctx.Request.SetRequestURI(uri)
 	for _, h := range headers {
 		ctx.Request.Header.Set(h[0], h[1])
+	}
+	return ctx
+}
+
+// forwardedRequest is a /v1/id request as a load balancer passes it on,
+// with the headers the framing check reads through.
+const forwardedRequest = "GET /v1/id HTTP/1.1\r\nHost: ids.example.com\r\nUser-Agent: Go-http-client/1.1\r\n" +
+	"Accept: */*\r\nAccept-Encoding: gzip\r\nX-Forwarded-For: 10.1.2.3\r\nContent-Length: 0\r\n\r\n"
+
+// rawRequestCtx returns a RequestCtx read from raw bytes, as fasthttp reads
+// one from a connection (its raw header block kept).
+func rawRequestCtx(raw string) *fasthttp.RequestCtx {
+	ctx := new(fasthttp.RequestCtx)
+	if err := ctx.Request.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		panic(err)
 	}
 	return ctx
 }
@@ -50,6 +67,7 @@ func TestIDAllocs(t *testing.T) {
 		{"format=json", newRequestCtx("/v1/id?format=json")},
 		{"Accept json", newRequestCtx("/v1/id", [2]string{"Accept", "application/json"})},
 		{"healthz", newRequestCtx("/healthz")},
+		{"read from the wire", rawRequestCtx(forwardedRequest)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -69,6 +70,9 @@ func BenchmarkHandler(b *testing.B) {
 	}{
 		{"bare", bare, "/v1/id"},
 		{"id", benchServer(b, &counterIDs{}).Handler(), "/v1/id"},
+		// The same request read from the wire: the framing check reads its
+		// header block.
+		{"id-forwarded", benchServer(b, &counterIDs{}).Handler(), ""},
 		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json"},
 		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id"},
 		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100"},
@@ -76,6 +80,9 @@ func BenchmarkHandler(b *testing.B) {
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			ctx := newRequestCtx(tt.uri)
+			if tt.uri == "" {
+				ctx = rawRequestCtx(forwardedRequest)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx.Response.Reset()
@@ -89,21 +96,33 @@ func BenchmarkHandler(b *testing.B) {
 }
 
 // BenchmarkServe runs requests through fasthttp's server and client over an
-// in-memory listener, the API against the bare handler, in parallel.
+// in-memory listener, in parallel: the bare handler and the API handler on a
+// plain fasthttp.Server, and the whole Server (its listener, connection
+// accounting and framing checks included) through Server.Serve. Divide ns/op
+// of id and server by bare.
 func BenchmarkServe(b *testing.B) {
 	tests := []struct {
-		name string
-		h    fasthttp.RequestHandler
+		name  string
+		h     fasthttp.RequestHandler
+		whole bool // serve through Server.Serve rather than a plain fasthttp.Server
 	}{
-		{"bare", bare},
-		{"id", benchServer(b, &counterIDs{}).Handler()},
+		{"bare", bare, false},
+		{"id", benchServer(b, &counterIDs{}).Handler(), false},
+		{"server", nil, true},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			ln := fasthttputil.NewInmemoryListener()
-			srv := &fasthttp.Server{Handler: tt.h}
-			go srv.Serve(ln) //nolint:errcheck // ends with Shutdown below
-			defer srv.Shutdown()
+			if tt.whole {
+				s := benchServer(b, &counterIDs{})
+				s.SetReady(true)
+				go s.Serve(ln) //nolint:errcheck // ends with Shutdown below
+				defer s.Shutdown(context.Background())
+			} else {
+				srv := &fasthttp.Server{Handler: tt.h}
+				go srv.Serve(ln) //nolint:errcheck // ends with Shutdown below
+				defer srv.Shutdown()
+			}
 			c := &fasthttp.HostClient{Addr: "bench", Dial: func(string) (net.Conn, error) { return ln.Dial() }, MaxConns: 64}
 			defer c.CloseIdleConnections()
 			b.ReportAllocs()

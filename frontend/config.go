@@ -46,6 +46,16 @@ const (
 	DefaultMaxConns = 10_000
 	MinMaxConns     = 1
 	MaxMaxConns     = 1_000_000
+	// DefaultMaxConnsPerIP leaves most of DefaultMaxConns to other clients.
+	// A load balancer is one address: its connections to one ticketd must
+	// stay below this (deploy/haproxy/haproxy.cfg sets maxconn 500).
+	DefaultMaxConnsPerIP = 1_000
+
+	// DefaultDrainDelay is how long ticketd serve keeps serving after Drain
+	// before Shutdown: longer than HAProxy's default checks take to see
+	// /readyz fail (inter 2s, fall 3: 6 s), a Kubernetes endpoint update,
+	// and the shipped deploy/haproxy/haproxy.cfg (1.5 s).
+	DefaultDrainDelay = 10 * time.Second
 
 	// maxRequestBody: every endpoint is a GET, so a body is never read; a
 	// small limit keeps a client from making the server buffer megabytes.
@@ -87,10 +97,20 @@ type Config struct {
 	// the request line plus headers; larger requests get 431. Zero:
 	// DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
-	// MaxConns bounds concurrent connections (fasthttp's Concurrency); beyond
-	// it new connections get a plain 503 and are closed. Zero:
-	// DefaultMaxConns.
+	// MaxConns bounds the connections open at once, over every listener
+	// Serve was given. Beyond it a new connection gets a JSON 503 with
+	// Retry-After and is closed, before any request is read; the connections
+	// already open are not disturbed. Zero: DefaultMaxConns.
 	MaxConns int
+	// MaxConnsPerIP bounds the connections open at once from one client
+	// address (TCP listeners only); beyond it a new connection gets a JSON
+	// 429 and is closed. Values above MaxConns act as MaxConns, which turns
+	// the per-address limit off. Zero: DefaultMaxConnsPerIP.
+	MaxConnsPerIP int
+	// Admin moves /metrics and /v1/status off the API: they are served only
+	// by ServeAdmin, with the profiling endpoints, and the API answers 404
+	// for them. Zero: both on the API, and no profiling endpoints anywhere.
+	Admin bool
 	// Logger receives panics, refused fallback IDs and backend failures.
 	// Zero: slog.Default().
 	Logger *slog.Logger
@@ -126,6 +146,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.IdleTimeout, DefaultIdleTimeout)
 	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&c.MaxConns, DefaultMaxConns)
+	setInt(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	return c
 }
 
@@ -164,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConns < MinMaxConns || c.MaxConns > MaxMaxConns {
 		bad("MaxConns %d outside [%d, %d]", c.MaxConns, MinMaxConns, MaxMaxConns)
+	}
+	if c.MaxConnsPerIP < MinMaxConns || c.MaxConnsPerIP > MaxMaxConns {
+		bad("MaxConnsPerIP %d outside [%d, %d]", c.MaxConnsPerIP, MinMaxConns, MaxMaxConns)
 	}
 	switch {
 	case c.FallbackCeiling < 0:

@@ -23,6 +23,7 @@ func TestDefaultConfigValid(t *testing.T) {
 		Layout: snowflake.DefaultLayout(), MaxBatch: DefaultMaxBatch, MaxTicketBatch: DefaultMaxTicketBatch,
 		RequestTimeout: DefaultRequestTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
 		IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConns: DefaultMaxConns,
+		MaxConnsPerIP: DefaultMaxConnsPerIP,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -34,8 +35,10 @@ func TestDefaultConfigValid(t *testing.T) {
 	if got := s.cfg; got.Logger == nil || got.MaxBatch != DefaultMaxBatch || got.IdleTimeout != DefaultIdleTimeout {
 		t.Fatalf("New(Config{}) runs with %+v, want the defaults and a logger", got)
 	}
-	if hs := HTTPServer(Config{}, nil); hs.IdleTimeout != DefaultIdleTimeout || hs.Concurrency != DefaultMaxConns {
-		t.Fatalf("HTTPServer(Config{}): idle timeout %v, concurrency %d; want the defaults", hs.IdleTimeout, hs.Concurrency)
+	// fasthttp's own connection limit stays above MaxConns: the Server's
+	// listener enforces MaxConns, with a JSON answer.
+	if hs := HTTPServer(Config{}, nil); hs.IdleTimeout != DefaultIdleTimeout || hs.Concurrency != 2*DefaultMaxConns {
+		t.Fatalf("HTTPServer(Config{}): idle timeout %v, concurrency %d; want the default and 2 × DefaultMaxConns", hs.IdleTimeout, hs.Concurrency)
 	}
 }
 
@@ -75,6 +78,9 @@ func TestConfigValidate(t *testing.T) {
 		{"MaxHeaderBytes 2 MiB", func(c *Config) { c.MaxHeaderBytes = 2 << 20 }, "MaxHeaderBytes 2097152"},
 		{"MaxConns 0: the default", func(c *Config) { c.MaxConns = 0 }, ""},
 		{"MaxConns -5", func(c *Config) { c.MaxConns = -5 }, "MaxConns -5 outside"},
+		{"MaxConnsPerIP 0: the default", func(c *Config) { c.MaxConnsPerIP = 0 }, ""},
+		{"MaxConnsPerIP above MaxConns", func(c *Config) { c.MaxConns, c.MaxConnsPerIP = 10, 20 }, ""},
+		{"MaxConnsPerIP -1", func(c *Config) { c.MaxConnsPerIP = -1 }, "MaxConnsPerIP -1 outside"},
 		{"negative ceiling", func(c *Config) { c.FallbackCeiling = -1 }, "FallbackCeiling -1 is negative"},
 		{"fallback without ceiling", func(c *Config) { c.Fallback = true }, "FallbackCeiling is 0"},
 		{"fallback, ceiling of yesterday", func(c *Config) { c.Fallback, c.FallbackCeiling = true, yesterday }, ""},

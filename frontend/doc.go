@@ -35,8 +35,10 @@
 //
 // Every error is JSON {"error":"..."}:
 //
-//	400  bad n, format, ID or sequence name; a request fasthttp cannot parse
-//	404  no such path; a sequence the DBA has not defined
+//	400  bad n, format, ID or sequence name; a request fasthttp cannot parse;
+//	     a request with ambiguous framing (connection closed: framing.go)
+//	404  no such path; a sequence the DBA has not defined; /metrics and
+//	     /v1/status with Config.Admin (they are on ServeAdmin's listener)
 //	405  wrong method (Allow: GET, or GET, HEAD)
 //	408  request not received within ReadTimeout
 //	410  the sequence is exhausted: no value left within its bit width
@@ -45,9 +47,11 @@
 //	431  request line and headers over MaxHeaderBytes
 //	500  a panic (recovered, logged, counted), a sequence misconfigured on
 //	     the ticket servers, or a snowflake ID below FallbackCeiling
+//	429  a connection over MaxConnsPerIP, answered before it is read
 //	503  no ID or ticket can be issued now (Retry-After: 1): no usable worker
 //	     lease and no fallback, no ticket server answered within
-//	     RequestTimeout, or not ready (/readyz)
+//	     RequestTimeout, or not ready (/readyz); or a connection over
+//	     MaxConns, answered before it is read (conns.go)
 //
 // Messages never carry the ticket package's errors, which name servers and
 // addresses; those go to the log. /v1/status, meant for operators, does show
@@ -81,10 +85,10 @@
 //
 // # Readiness
 //
-// /readyz is 200 when SetReady(true) was called, Shutdown has not begun, and
-// an ID can be issued: the keeper holds a lease with headroom left, or the
-// fallback is on and some ticket server is up. A keeper short of worker IDs
-// (worker.Status.Short) adds why to the reason.
+// /readyz is 200 when SetReady(true) was called, neither Drain nor Shutdown
+// has begun, and an ID can be issued: the keeper holds a lease with headroom
+// left, or the fallback is on and some ticket server is up. A keeper short of
+// worker IDs (worker.Status.Short) adds why to the reason.
 //
 // # Hot path
 //
@@ -96,11 +100,23 @@
 //
 // # Lifecycle
 //
-// Serve blocks until Shutdown and then returns nil. Shutdown turns /readyz
-// to 503 first, stops accepting, and waits for requests in flight; if its
-// context ends first it cancels the MySQL calls in flight and closes every
-// connection. No goroutine outlives Shutdown by more than about a second
-// (fasthttp's idle-worker cleaner). Calls to the ticket servers run under a
-// context derived from the Server's lifetime with RequestTimeout, never from
-// the fasthttp RequestCtx, which is not a request-scoped context.
+// Serve blocks until Shutdown and then returns nil. Drain, called first by
+// a graceful stop, turns /readyz to 503 and makes every answer carry
+// Connection: close, while requests are still served, so that load
+// balancers move away before the listener closes. Shutdown turns /readyz to
+// 503 (if Drain has not), stops accepting, and waits for requests in flight;
+// if its context ends first it cancels the MySQL calls in flight and closes
+// every connection. No goroutine outlives Shutdown by more than about a
+// second (fasthttp's idle-worker cleaner). ServeAdmin (optional) serves
+// /metrics, /v1/status and net/http/pprof on a second listener, which
+// Shutdown closes last. Calls to the ticket servers run under a context
+// derived from the Server's lifetime with RequestTimeout, never from the
+// fasthttp RequestCtx, which is not a request-scoped context.
+//
+// # Limits and logs
+//
+// Connections are admitted below fasthttp, within MaxConns and
+// MaxConnsPerIP (conns.go); memory held by a burst of them is given back
+// once it has ended (reclaim.go). Connection errors are counted by kind and
+// logged in summary, never with the bytes a client sent (connlog.go).
 package frontend

@@ -103,6 +103,11 @@ type serverMetrics struct {
 	// snowflakeRefused counts snowflake IDs below FallbackCeiling, which a
 	// correctly wired keeper never issues.
 	snowflakeRefused *metrics.Counter
+	// badFraming counts requests refused for ambiguous framing (framing.go),
+	// whether fasthttp or serveHTTP found it.
+	badFraming *metrics.Counter
+	// reclaims counts memory given back after a burst (reclaim.go).
+	reclaims *metrics.Counter
 }
 
 func requestsName(ep endpoint, code int) string {
@@ -121,6 +126,9 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.panics = m.set.NewCounter(`ticketd_panics_total`)
 	m.fallbackRefused = m.set.NewCounter(`ticketd_fallback_ids_refused_total`)
 	m.snowflakeRefused = m.set.NewCounter(`ticketd_snowflake_ids_refused_total`)
+	m.badFraming = m.set.NewCounter(`ticketd_bad_framing_total`)
+	m.reclaims = m.set.NewCounter(`ticketd_memory_reclaims_total`)
+	m.set.RegisterMetricsWriter(s.writeConnMetrics)
 	// The keeper's and the ticket servers' figures are read once per scrape,
 	// from one snapshot each, rather than by a callback per series.
 	m.set.RegisterMetricsWriter(s.writeBackendMetrics)
@@ -291,4 +299,21 @@ func (s *Server) writeCapacityMetrics(w io.Writer, st worker.Status) {
 	one("ticketd_worker_ids_held_total", c.HeldTotal)
 	perServer("ticketd_worker_ids_short_if_down", c.ShortIfDown)
 	one("ticketd_worker_outage_headroom", c.OutageHeadroom)
+}
+
+// writeConnMetrics writes the connection figures: open connections, refusals
+// by limit, and connection errors by kind, counted by the event summary.
+func (s *Server) writeConnMetrics(w io.Writer) {
+	open, addrs := s.openConns()
+	metrics.WriteGaugeUint64(w, "ticketd_connections_open", uint64(open))
+	metrics.WriteGaugeUint64(w, "ticketd_connection_addresses", uint64(addrs))
+	metrics.WriteMetadataIfNeeded(w, "ticketd_connections_refused_total", "counter")
+	for _, r := range []string{refusedMaxConns, refusedMaxConnsPerIP} {
+		fmt.Fprintf(w, "ticketd_connections_refused_total{reason=%q} %d\n", r, s.events.Count(refusalKinds[r]))
+	}
+	metrics.WriteCounterUint64(w, "ticketd_accept_errors_total", s.events.Count(kindAcceptError))
+	metrics.WriteMetadataIfNeeded(w, "ticketd_connection_errors_total", "counter")
+	for _, k := range connErrorKinds {
+		fmt.Fprintf(w, "ticketd_connection_errors_total{kind=%q} %d\n", k, s.events.Count(connErrorEvents[k]))
+	}
 }

@@ -23,8 +23,23 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 		if r := recover(); r != nil {
 			s.recovered(ctx, ep, r)
 		}
+		if s.draining.Load() {
+			// Go elsewhere next time: this instance is stopping (Drain).
+			ctx.SetConnectionClose()
+		}
 		s.metrics.count(ep, ctx.Response.StatusCode())
 	}()
+
+	// Before anything reads the request: a body framed two ways may hide a
+	// second request (framing.go).
+	if why := badFraming(ctx.Request.Header.RawHeaders()); why != "" {
+		ep = epInvalid
+		s.metrics.badFraming.Inc()
+		s.events.Note(kindFraming, "why", why)
+		fail(ctx, fasthttp.StatusBadRequest, fmtFraming(why))
+		ctx.SetConnectionClose()
+		return
+	}
 
 	// ctx.Path is the decoded, normalised path ("/v1/./id" is "/v1/id").
 	// A switch on string(b) compares without allocating.
@@ -42,7 +57,9 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 		}
 	case "/v1/status":
 		ep = epStatus
-		if s.allow(ctx, false) {
+		if s.cfg.Admin {
+			s.adminOnly(ctx, &ep)
+		} else if s.allow(ctx, false) {
 			s.handleStatus(ctx)
 		}
 	case "/healthz":
@@ -58,7 +75,9 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 		}
 	case "/metrics":
 		ep = epMetrics
-		if s.allow(ctx, false) {
+		if s.cfg.Admin {
+			s.adminOnly(ctx, &ep)
+		} else if s.allow(ctx, false) {
 			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
 			s.metrics.set.WritePrometheus(ctx)
 		}
@@ -80,6 +99,13 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 		}
 		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no such path %.64q: see /v1/id, /v1/ids?n=N, /v1/ids/{id}, /v1/tickets/{name}, /v1/status, /healthz, /readyz, /metrics", path))
 	}
+}
+
+// adminOnly answers 404 for an endpoint moved to the admin listener
+// (Config.Admin), and counts the request as one for no such path.
+func (s *Server) adminOnly(ctx *fasthttp.RequestCtx, ep *endpoint) {
+	*ep = epUnknown
+	fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("%s is served on the admin listener only", ctx.Path()))
 }
 
 // allow answers 405 unless the method is GET, or HEAD on an endpoint that
@@ -105,22 +131,29 @@ func (s *Server) allow(ctx *fasthttp.RequestCtx, issues bool) bool {
 }
 
 // recovered turns a panic into a 500 and a log line. The process and every
-// other request go on.
+// other request go on. The line names the endpoint, not the path: a log
+// never carries what a client sent.
 func (s *Server) recovered(ctx *fasthttp.RequestCtx, ep endpoint, r any) {
 	s.metrics.panics.Inc()
 	s.log.Error("panic in handler; answered 500", "endpoint", endpointNames[ep],
-		"path", string(ctx.Path()), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	ctx.Response.Reset()
 	fail(ctx, fasthttp.StatusInternalServerError, "internal error")
 }
 
 // errorHandler answers requests fasthttp could not read, as JSON like every
-// other error. fasthttp closes the connection afterwards.
+// other error. fasthttp closes the connection afterwards, and reports err to
+// connLogger, which counts and summarises it: nothing is logged here, and
+// err, which may quote the request, is never printed.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	status, msg := fasthttp.StatusBadRequest, "malformed request"
 	var small *fasthttp.ErrSmallBuffer
 	var timeout interface{ Timeout() bool }
+	why, framing := fasthttpFraming(err)
 	switch {
+	case framing:
+		s.metrics.badFraming.Inc()
+		msg = fmtFraming(why)
 	case errors.As(err, &small):
 		status = fasthttp.StatusRequestHeaderFieldsTooLarge
 		msg = fmt.Sprintf("request line and headers exceed %d bytes", s.cfg.MaxHeaderBytes)
@@ -130,7 +163,6 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	case errors.As(err, &timeout) && timeout.Timeout():
 		status, msg = fasthttp.StatusRequestTimeout, "request not received in time"
 	}
-	s.log.Debug("unreadable request", "status", status, "err", err)
 	fail(ctx, status, msg)
 	s.metrics.count(epInvalid, status)
 }

@@ -19,6 +19,8 @@ func (s *Server) readiness(st worker.Status, health []ticket.ServerHealth) (bool
 	switch {
 	case s.closing.Load():
 		return false, "shutting down"
+	case s.draining.Load():
+		return false, "draining before shutdown: requests are still served, send new ones elsewhere"
 	case !s.ready.Load():
 		return false, "not ready yet: starting (no worker lease acquired so far)"
 	case st.Held && st.Headroom > 0:
@@ -182,7 +184,10 @@ func fmtMs(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // handleStatus answers GET /v1/status.
-func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
+func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) { writeJSON(ctx, s.status()) }
+
+// status builds the answer of /v1/status, on the API or the admin listener.
+func (s *Server) status() statusAnswer {
 	st := s.ids.Status()
 	health := s.tickets.Health()
 	l := s.cfg.Layout
@@ -277,5 +282,5 @@ func (s *Server) handleStatus(ctx *fasthttp.RequestCtx) {
 				Mark: strconv.FormatUint(r.Mark, 10), Fix: r.Fix}
 		}
 	}
-	writeJSON(ctx, a)
+	return a
 }

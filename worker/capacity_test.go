@@ -181,7 +181,12 @@ func TestShortRetriesWhenFreed(t *testing.T) {
 	}
 	k.Run()
 	m.release(other)
-	waitUntil(t, "the switch once the other worker ID was freed", func() bool { return k.Status().Switches == 1 })
+	// Switches is an atomic counter, the rest of Status a snapshot published
+	// when the switch has finished: wait for both.
+	waitUntil(t, "the switch once the other worker ID was freed", func() bool {
+		st := k.Status()
+		return st.Switches == 1 && st.Short == ""
+	})
 	st = k.Status()
 	if st.Short != "" || st.Worker != other {
 		t.Fatalf("after the switch: short %q, worker %d; want not short, worker %d", st.Short, st.Worker, other)

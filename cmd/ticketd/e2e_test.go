@@ -131,18 +131,32 @@ func waitReady(t *testing.T, d *daemon) *daemon {
 	}
 }
 
-// launch starts ticketd without waiting for it.
+// launch starts ticketd on a free port without waiting for it.
 func launch(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
-	return launchOn(t, p, p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
+	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", freePort(t)), p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
 }
 
 // launchOn starts ticketd on the pair's account, reaching the servers at
 // servers (through a proxy, say), without waiting for it.
 func launchOn(t *testing.T, p *mysqltest.Pair, servers string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), logs: &lockedBuffer{}, done: make(chan struct{})}
-	full := append([]string{"serve", "-listen", d.addr, "-servers", servers}, args...)
+	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", freePort(t)), servers, args...)
+}
+
+// launchAt starts ticketd listening on addr without waiting for it.
+func launchAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *daemon {
+	t.Helper()
+	return launchWith(t, p, addr, p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
+}
+
+// launchWith starts ticketd listening on addr and reaching the servers at
+// servers, without waiting for it. Its drain delay is short (args may set
+// another): only the balancer tests need one.
+func launchWith(t *testing.T, p *mysqltest.Pair, addr, servers string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}, done: make(chan struct{})}
+	full := append([]string{"serve", "-listen", d.addr, "-drain-delay", "100ms", "-servers", servers}, args...)
 	d.cmd = exec.Command(ticketdBinary(t), full...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs

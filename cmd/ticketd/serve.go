@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,6 +59,14 @@ type serveOptions struct {
 	// rotation: deadlines and pools of the ticket servers (issue 16).
 	connectTimeout time.Duration
 	maxDBConns     int
+
+	// Behind a load balancer: draining, connection limits, the admin listener.
+	drainDelay       time.Duration
+	maxConns         int
+	maxConnsPerIP    int
+	idleTimeout      time.Duration
+	adminListen      string
+	adminAllowRemote bool
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -100,7 +109,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.IntVar(&o.maxTicketBatch, "max-ticket-batch", frontend.DefaultMaxTicketBatch, "largest n for /v1/tickets (a block-size-1 sequence costs one REPLACE per value)")
 	fs.BoolVar(&o.fallback, "fallback", false, "answer /v1/id from the Tickets64 sequence when no worker lease is held")
 	fs.DurationVar(&o.startupTimeout, "startup-timeout", 10*time.Second, "how long to try to reach the ticket servers and lease a worker ID at start")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests and release the lease at shutdown")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long a stop may take from SIGTERM until the requests in flight have ended: the -drain-delay, then draining (the lease release has its own -lease-op-timeout)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.clockOffset, "clock-offset", 0, "for failure testing: shift this process's clock by this much (e.g. -10s); never in production")
@@ -109,6 +118,13 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	// rotation: deadlines and pools of the ticket servers.
 	fs.DurationVar(&o.connectTimeout, "connect-timeout", 0, fmt.Sprintf("most time for a new connection to a ticket server (dial and handshake); 0: %d × -call-timeout", ticket.ConnectTimeoutFactor))
 	fs.IntVar(&o.maxDBConns, "max-db-conns", ticket.DefaultMaxOpenConns, "most connections to each ticket server (the pool's cap; see docs/dba.md for max_connections)")
+	// Behind a load balancer: draining, connection limits, the admin listener.
+	fs.DurationVar(&o.drainDelay, "drain-delay", frontend.DefaultDrainDelay, "on SIGTERM, serve on this long with /readyz answering 503 before closing the listener; longer than the balancer's check interval × fall count; a second SIGTERM cuts it short")
+	fs.IntVar(&o.maxConns, "max-conns", frontend.DefaultMaxConns, "most HTTP connections open at once; beyond it a new one gets 503 and is closed")
+	fs.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", frontend.DefaultMaxConnsPerIP, "most HTTP connections open at once from one client address (a balancer is one); beyond it 429")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", frontend.DefaultIdleTimeout, "close a keep-alive connection idle this long; longer than the balancer's idle timeout towards ticketd")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "serve /metrics, /v1/status and /debug/pprof/ on this address (loopback), and /metrics and /v1/status no longer on -listen; empty: no admin listener, no pprof")
+	fs.BoolVar(&o.adminAllowRemote, "admin-allow-remote", false, "allow an -admin-listen address other than loopback (it has no authentication)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -163,8 +179,14 @@ type serveConfig struct {
 	clock       snowflake.Clock
 	clockOffset time.Duration
 	// startupTimeout bounds reaching the servers and leasing a worker ID;
-	// shutdownTimeout bounds draining requests and releasing the lease.
+	// shutdownTimeout bounds the stop from SIGTERM until the requests in
+	// flight have ended, drainDelay included.
 	startupTimeout, shutdownTimeout time.Duration
+	drainDelay                      time.Duration
+	// adminListen is the admin listener's address, "" for none;
+	// adminAllowRemote lets it be other than loopback.
+	adminListen      string
+	adminAllowRemote bool
 }
 
 func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
@@ -202,6 +224,19 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, usagef("-startup-timeout %s and -shutdown-timeout %s must be positive", o.startupTimeout, o.shutdownTimeout)
 	}
 	c.startupTimeout, c.shutdownTimeout = o.startupTimeout, o.shutdownTimeout
+	if o.drainDelay < 0 || o.drainDelay >= o.shutdownTimeout {
+		return c, usagef("-drain-delay %s must be at least 0 and shorter than -shutdown-timeout %s, which bounds the whole stop", o.drainDelay, o.shutdownTimeout)
+	}
+	c.drainDelay = o.drainDelay
+	if o.adminListen != "" {
+		if err := checkAdminAddr(o.adminListen, o.adminAllowRemote); err != nil {
+			return c, err
+		}
+		if o.adminListen == o.listen {
+			return c, usagef("-admin-listen %s is -listen's address: give the admin listener its own", o.adminListen)
+		}
+	}
+	c.adminListen, c.adminAllowRemote = o.adminListen, o.adminAllowRemote
 	if o.clockOffset < -maxClockOffset || o.clockOffset > maxClockOffset {
 		return c, usagef("-clock-offset %s outside [-%s, %s]", o.clockOffset, maxClockOffset, maxClockOffset)
 	}
@@ -217,6 +252,7 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		{"-call-timeout", int64(o.callTimeout)}, {"-request-timeout", int64(o.requestTimeout)},
 		{"-lease-ttl", int64(o.leaseTTL)}, {"-renew-every", int64(o.renewEvery)}, {"-reserve", int64(o.reserve)},
 		{"-switch-headroom", int64(o.switchHeadroom)}, {"-max-batch", int64(o.maxBatch)}, {"-max-ticket-batch", int64(o.maxTicketBatch)},
+		{"-max-conns", int64(o.maxConns)}, {"-max-conns-per-ip", int64(o.maxConnsPerIP)}, {"-idle-timeout", int64(o.idleTimeout)},
 	} {
 		if f.v <= 0 {
 			return c, usagef("%s must be positive", f.name)
@@ -305,8 +341,10 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.frontend.Fallback = o.fallback
 	c.frontend.FallbackCeiling = 1 // set for real once the deployment's first start is known
 	c.frontend.Logger = c.logger
+	c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout = o.maxConns, o.maxConnsPerIP, o.idleTimeout
+	c.frontend.Admin = o.adminListen != ""
 	if err := c.frontend.Validate(); err != nil {
-		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout: %v", err)
+		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
 	}
 	return c, nil
 }
@@ -323,14 +361,42 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return serve(ctx, c, nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, hurry, release := stopSignals(sigs)
+	defer release()
+	return serve(ctx, hurry, c, nil)
 }
 
-// serve runs ticketd until ctx is done. ready, if not nil, receives the
-// listening address once requests are served (for tests).
-func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
+// stopSignals turns the first signal on sigs into the end of ctx (stop
+// gracefully) and the second into closing hurry (cut the drain short).
+// release ends its goroutine.
+func stopSignals(sigs <-chan os.Signal) (ctx context.Context, hurry <-chan struct{}, release func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer cancel()
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		cancel()
+		select {
+		case <-sigs:
+			close(h)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, h, func() { once.Do(func() { close(done) }) }
+}
+
+// serve runs ticketd until ctx is done, then stops it (stop.go). A close of
+// hurry (may be nil) cuts the drain delay short. ready, if not nil, receives
+// the listening address once requests are served (for tests).
+func serve(ctx context.Context, hurry <-chan struct{}, c serveConfig, ready chan<- string) error {
 	log := c.logger
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
@@ -391,28 +457,45 @@ func serve(ctx context.Context, c serveConfig, ready chan<- string) error {
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
-	served := make(chan error, 1)
+	var adminLn net.Listener
+	if c.adminListen != "" {
+		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	warnFileLimit(log, c.frontend.MaxConns)
+	served, serving := make(chan error, 2), 1
 	go func() { served <- api.Serve(ln) }()
+	if adminLn != nil {
+		serving++
+		go func() { served <- api.ServeAdmin(adminLn) }()
+	}
 	api.SetReady(true)
 	st := keeper.Status()
 	log.Info("ticketd serving", "listen", ln.Addr().String(), "layout", c.layout.String(), "epoch_ms", c.layout.EpochMs,
 		"datacenter", st.Datacenter, "worker", st.Worker, "lease_held", st.Held, "fallback", c.frontend.Fallback)
+	if adminLn != nil {
+		log.Info("admin listener: /metrics, /v1/status, /debug/pprof/", "admin_listen", adminLn.Addr().String())
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 
 	select {
 	case err := <-served:
+		sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+		defer cancel()
+		api.Shutdown(sctx) // the other listener, if any
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining requests, then releasing the worker ID")
-	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
-	defer cancel()
-	if err := api.Shutdown(sctx); err != nil {
-		log.Warn("draining requests", "err", err)
+	stop(log, api, hurry, c.drainDelay, c.shutdownTimeout)
+	for range serving {
+		<-served
 	}
-	<-served
+	// The deferred keeper.Close releases the worker lease: no request is in
+	// flight any more, so no ID is issued after it.
 	return nil
 }
 

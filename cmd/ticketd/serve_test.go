@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"ticketd/internal/leaktest"
 	"ticketd/ticket"
 	"ticketd/worker"
 )
@@ -117,6 +119,44 @@ func TestServeOptions(t *testing.T) {
 			}
 		}},
 		{name: "negative max wait", args: []string{"-max-wait", "-1s"}, env: withPW, wantErr: "-max-wait -1s"},
+		{name: "balancer defaults", env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.drainDelay != 10*time.Second || c.shutdownTimeout != 20*time.Second || c.adminListen != "" || c.frontend.Admin ||
+				c.frontend.MaxConns != 10_000 || c.frontend.MaxConnsPerIP != 1_000 || c.frontend.IdleTimeout != time.Minute {
+				t.Fatalf("got drain %s, shutdown %s, admin %q/%v, conns %d/%d, idle %s", c.drainDelay, c.shutdownTimeout,
+					c.adminListen, c.frontend.Admin, c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout)
+			}
+		}},
+		{name: "balancer flags", env: withPW, args: []string{"-drain-delay", "0", "-max-conns", "50", "-max-conns-per-ip", "5",
+			"-idle-timeout", "90s", "-admin-listen", "127.0.0.1:9090"}, check: func(t *testing.T, c serveConfig) {
+			if c.drainDelay != 0 || c.adminListen != "127.0.0.1:9090" || !c.frontend.Admin ||
+				c.frontend.MaxConns != 50 || c.frontend.MaxConnsPerIP != 5 || c.frontend.IdleTimeout != 90*time.Second {
+				t.Fatalf("got drain %s, admin %q/%v, conns %d/%d, idle %s", c.drainDelay, c.adminListen, c.frontend.Admin,
+					c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout)
+			}
+		}},
+		{name: "drain delay as long as the stop", args: []string{"-drain-delay", "20s"}, env: withPW, wantErr: "shorter than -shutdown-timeout 20s"},
+		{name: "negative drain delay", args: []string{"-drain-delay", "-1s"}, env: withPW, wantErr: "-drain-delay -1s"},
+		{name: "no connections", args: []string{"-max-conns", "0"}, env: withPW, wantErr: "-max-conns must be positive"},
+		{name: "no idle time", args: []string{"-idle-timeout", "0"}, env: withPW, wantErr: "-idle-timeout must be positive"},
+		{name: "admin on every address", args: []string{"-admin-listen", ":9090"}, env: withPW, wantErr: "not a loopback address"},
+		{name: "admin on a public address", args: []string{"-admin-listen", "10.1.2.3:9090"}, env: withPW, wantErr: "-admin-allow-remote"},
+		{name: "admin on a public address, allowed", args: []string{"-admin-listen", "10.1.2.3:9090", "-admin-allow-remote"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.adminListen != "10.1.2.3:9090" || !c.adminAllowRemote {
+					t.Fatalf("got admin %q, allow remote %v", c.adminListen, c.adminAllowRemote)
+				}
+			}},
+		{name: "admin on IPv6 loopback", args: []string{"-admin-listen", "[::1]:9090"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.adminListen != "[::1]:9090" {
+				t.Fatalf("admin listen %q", c.adminListen)
+			}
+		}},
+		{name: "admin on localhost", args: []string{"-admin-listen", "localhost:9090"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.adminListen != "localhost:9090" {
+				t.Fatalf("admin listen %q", c.adminListen)
+			}
+		}},
+		{name: "admin on the API's address", args: []string{"-admin-listen", "127.0.0.1:8080"}, env: withPW, wantErr: "its own"},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
 		{name: "stray argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
 	}
@@ -154,5 +194,43 @@ func TestServeExitStatus(t *testing.T) {
 	_, errOut, code = runCmd("serve", "-h")
 	if code != 0 || !strings.Contains(errOut, "TICKETD_CALL_TIMEOUT") || !strings.Contains(errOut, "-fallback") {
 		t.Fatalf("serve -h: exit %d, output %q; want 0 and the documented flags", code, errOut)
+	}
+}
+
+// TestStopSignals: the first signal ends the context (a graceful stop), the
+// second closes hurry (cut the drain short); release ends the goroutine.
+func TestStopSignals(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	ctx, hurry, release := stopSignals(sigs)
+	select {
+	case <-ctx.Done():
+		t.Fatal("stopping before any signal")
+	case <-hurry:
+		t.Fatal("hurrying before any signal")
+	default:
+	}
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	select {
+	case <-hurry:
+		t.Fatal("hurrying after one signal")
+	default:
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case <-hurry:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second signal did not close hurry")
+	}
+	release()
+	release()
+	if err := leaktest.Wait(5*time.Second, "main.stopSignals"); err != nil {
+		t.Fatal(err)
+	}
+	// Released before any signal: the goroutine ends too.
+	_, _, release = stopSignals(make(chan os.Signal))
+	release()
+	if err := leaktest.Wait(5*time.Second, "main.stopSignals"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -39,7 +39,7 @@ func TestStartKeepsTryingTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	err = serve(context.Background(), c, nil)
+	err = serve(context.Background(), nil, c, nil)
 	took := time.Since(begin)
 	if !errors.Is(err, ticket.ErrNoServer) {
 		t.Fatalf("serve = %v, want ErrNoServer", err)

@@ -140,7 +140,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 		return nil, err
 	}
 	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", Layout,
-		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-log-level", "info"}
+		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", "1s", "-log-level", "info"}
 	args = append(args, leaseFlags...)
 	if offset != 0 {
 		args = append(args, "-clock-offset", offset.String())
