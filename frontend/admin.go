@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +19,11 @@ import (
 //	GET /v1/status            the same JSON as the API's
 //	/debug/pprof/...          Go's profiling endpoints (net/http/pprof)
 //
-// over net/http, whose pprof handlers it uses as they are. It has no
-// authentication: serve it on loopback (ticketd serve refuses any other
-// address unless told).
+// over net/http, whose pprof handlers it uses as they are. With
+// Config.Tokens it asks for tokens like the API (access.go: metrics for
+// /metrics, status for /v1/status, both for /debug/pprof/); without, it has
+// no authentication, and ticketd serve keeps it on loopback unless told.
+// With Config.TLS it is HTTPS, with the API's certificate.
 
 // kindAdminError: net/http's own error lines on the admin listener (TLS
 // handshakes, bad requests). Their text is never printed: it may quote the
@@ -45,7 +48,7 @@ func (s *Server) ServeAdmin(ln net.Listener) error {
 		return errors.New("frontend: ServeAdmin called twice")
 	}
 	s.admin = &http.Server{
-		Handler:           s.adminHandler(),
+		Handler:           s.adminAccess(s.adminHandler()),
 		ReadHeaderTimeout: s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
@@ -57,6 +60,9 @@ func (s *Server) ServeAdmin(ln net.Listener) error {
 	s.serving.Add(1)
 	s.mu.Unlock()
 	defer s.serving.Done()
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	if err := admin.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("frontend: admin listener: %w", err)
 	}

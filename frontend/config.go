@@ -1,11 +1,13 @@
 package frontend
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"ticketd/auth"
 	"ticketd/snowflake"
 )
 
@@ -56,6 +58,10 @@ const (
 	// /readyz fail (inter 2s, fall 3: 6 s), a Kubernetes endpoint update,
 	// and the shipped deploy/haproxy/haproxy.cfg (1.5 s).
 	DefaultDrainDelay = 10 * time.Second
+
+	// MinTLSVersion is the oldest TLS version Config.TLS allows: a lower
+	// MinVersion is raised to it.
+	MinTLSVersion = tls.VersionTLS12
 
 	// maxRequestBody: every endpoint is a GET, so a body is never read; a
 	// small limit keeps a client from making the server buffer megabytes.
@@ -111,6 +117,18 @@ type Config struct {
 	// by ServeAdmin, with the profiling endpoints, and the API answers 404
 	// for them. Zero: both on the API, and no profiling endpoints anywhere.
 	Admin bool
+	// Tokens, when not nil, is the access control of both listeners
+	// (access.go): every endpoint but /healthz and /readyz needs a bearer
+	// token of the store with the endpoint's scope, and the issuing ones
+	// take n from the token's quota. Reload it with Server.ReloadTokens.
+	// Zero: no access control, for a listener only this machine reaches
+	// (ticketd serve refuses any other without -insecure-listen).
+	Tokens *auth.Store
+	// TLS, when not nil, makes both listeners HTTPS: TLS 1.2 or later (a
+	// lower MinVersion is raised), with the certificate of Certificates or
+	// GetCertificate (which may swap it while serving, for a reload).
+	// Zero: plain HTTP.
+	TLS *tls.Config
 	// Logger receives panics, refused fallback IDs and backend failures.
 	// Zero: slog.Default().
 	Logger *slog.Logger
@@ -188,6 +206,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP < MinMaxConns || c.MaxConnsPerIP > MaxMaxConns {
 		bad("MaxConnsPerIP %d outside [%d, %d]", c.MaxConnsPerIP, MinMaxConns, MaxMaxConns)
+	}
+	if t := c.TLS; t != nil {
+		switch {
+		case len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil:
+			bad("TLS has no certificate: set Certificates or GetCertificate")
+		case t.MaxVersion != 0 && t.MaxVersion < MinTLSVersion:
+			bad("TLS.MaxVersion %s is below TLS 1.2", tls.VersionName(t.MaxVersion))
+		}
 	}
 	switch {
 	case c.FallbackCeiling < 0:

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -194,6 +195,11 @@ func (s *Server) refuse(c net.Conn, reason string) {
 	default:
 		c.Close() // too many refusals in progress: no answer
 		return
+	}
+	if s.tls != nil {
+		// The answer goes through the handshake, or the client could not
+		// read it.
+		c = tls.Server(c, s.tls)
 	}
 	s.refusing.Add(1)
 	go func() {

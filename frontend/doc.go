@@ -37,6 +37,10 @@
 //
 //	400  bad n, format, ID or sequence name; a request fasthttp cannot parse;
 //	     a request with ambiguous framing (connection closed: framing.go)
+//	401  with Config.Tokens: no bearer token, or a malformed or unknown one
+//	     (WWW-Authenticate: Bearer realm="ticketd"[, error="invalid_token"])
+//	403  with Config.Tokens: the token lacks the endpoint's scope
+//	     (WWW-Authenticate: Bearer …, error="insufficient_scope", scope="…")
 //	404  no such path; a sequence the DBA has not defined; /metrics and
 //	     /v1/status with Config.Admin (they are on ServeAdmin's listener)
 //	405  wrong method (Allow: GET, or GET, HEAD)
@@ -47,7 +51,9 @@
 //	431  request line and headers over MaxHeaderBytes
 //	500  a panic (recovered, logged, counted), a sequence misconfigured on
 //	     the ticket servers, or a snowflake ID below FallbackCeiling
-//	429  a connection over MaxConnsPerIP, answered before it is read
+//	429  over the token's quota (Retry-After in whole seconds; none when n
+//	     alone is above the quota's rate); a connection over
+//	     MaxConnsPerIP, answered before it is read
 //	503  no ID or ticket can be issued now (Retry-After: 1): no usable worker
 //	     lease and no fallback, no ticket server answered within
 //	     RequestTimeout, or not ready (/readyz); or a connection over
@@ -56,6 +62,22 @@
 // Messages never carry the ticket package's errors, which name servers and
 // addresses; those go to the log. /v1/status, meant for operators, does show
 // each server's address and last error.
+//
+// # Access
+//
+// With Config.Tokens (an auth.Store), every endpoint but /healthz and
+// /readyz needs Authorization: Bearer TOKEN of a token holding its scope:
+// ids for /v1/id, /v1/ids and /v1/ids/{id}, tickets:{name} or tickets:* for
+// /v1/tickets/{name}, status for /v1/status, metrics for /metrics (on the
+// admin listener too, where /debug/pprof/ needs status and metrics both). A
+// path that is no endpoint is a 404 to anyone. /v1/id, /v1/ids and
+// /v1/tickets then take n from the token's quota (auth.Token.TakeIDs,
+// TakeTickets) before issuing; refusals are counted per token in
+// ticketd_quota_rejections_total{token}. ReloadTokens swaps the tokens
+// while requests run. Logs name a token by its NAME, never the token.
+//
+// With Config.TLS both listeners speak HTTPS only (TLS 1.2 or later); a
+// connection over the limits is answered through the handshake too.
 //
 // # Waiting for a worker lease
 //
@@ -92,7 +114,8 @@
 //
 // # Hot path
 //
-// /v1/id allocates nothing per request (see TestIDAllocs): the ID is
+// /v1/id allocates nothing per request, with a token and a quota too (see
+// TestIDAllocs, TestAccessAllocs): the ID is
 // formatted with strconv.AppendInt into a stack buffer, headers are set from
 // byte slices made once, the path is switched on without a copy, and request
 // counters are created up front for every endpoint and status code, so

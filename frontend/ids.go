@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ticketd/auth"
 	"ticketd/snowflake"
 	"ticketd/worker"
 )
@@ -17,10 +18,13 @@ import (
 // handleID answers GET /v1/id. This is the hot path: it allocates nothing.
 // The ID is written with strconv.AppendInt into a buffer on the stack, and
 // headers are set from byte slices made once.
-func (s *Server) handleID(ctx *fasthttp.RequestCtx) {
+func (s *Server) handleID(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	q, problem := readQuery(ctx)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	if !s.takeQuota(ctx, tok, quotaIDs, 1) {
 		return
 	}
 	src, issued := srcSnowflake, s.metrics.idsSnowflake
@@ -150,7 +154,7 @@ func putBatch(b *batch) {
 // handleIDs answers GET /v1/ids?n=N. With no usable lease it answers 503 even
 // when the fallback is on: each fallback ID costs a MySQL round trip, and a
 // batch of them would tie up the ticket servers the fallback depends on.
-func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
+func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	q, problem := readQuery(ctx)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
@@ -159,6 +163,9 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx) {
 	n, problem := q.count(0, s.cfg.MaxBatch)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	if !s.takeQuota(ctx, tok, quotaIDs, n) {
 		return
 	}
 	b := getBatch()

@@ -47,20 +47,20 @@ var endpointNames = [numEndpoints]string{
 // trackedCodes are the status codes the API answers with. Counters for every
 // endpoint × code pair that can occur are created up front, so counting a
 // request is an array index and an atomic add: no map lookup, no label string.
-var trackedCodes = [...]int{200, 400, 404, 405, 408, 410, 413, 431, 500, 503}
+var trackedCodes = [...]int{200, 400, 401, 403, 404, 405, 408, 410, 413, 429, 431, 500, 503}
 
 const numCodes = len(trackedCodes)
 
 // endpointCodes lists, per endpoint, the codes it can answer with.
 var endpointCodes = [numEndpoints][]int{
-	epID:      {200, 400, 405, 500, 503},
-	epIDs:     {200, 400, 405, 500, 503},
-	epDecode:  {200, 400, 405, 500},
-	epTickets: {200, 400, 404, 405, 410, 500, 503},
-	epStatus:  {200, 405, 500},
+	epID:      {200, 400, 401, 403, 405, 429, 500, 503},
+	epIDs:     {200, 400, 401, 403, 405, 429, 500, 503},
+	epDecode:  {200, 400, 401, 403, 405, 500},
+	epTickets: {200, 400, 401, 403, 404, 405, 410, 429, 500, 503},
+	epStatus:  {200, 401, 403, 405, 500},
 	epHealthz: {200, 405, 500},
 	epReadyz:  {200, 405, 500, 503},
-	epMetrics: {200, 405, 500},
+	epMetrics: {200, 401, 403, 405, 500},
 	epUnknown: {404, 500},
 	epInvalid: {400, 408, 413, 431},
 }
@@ -71,22 +71,28 @@ func codeIndex(code int) int {
 		return 0
 	case 400:
 		return 1
-	case 404:
+	case 401:
 		return 2
-	case 405:
+	case 403:
 		return 3
-	case 408:
+	case 404:
 		return 4
-	case 410:
+	case 405:
 		return 5
-	case 413:
+	case 408:
 		return 6
-	case 431:
+	case 410:
 		return 7
-	case 500:
+	case 413:
 		return 8
-	case 503:
+	case 429:
 		return 9
+	case 431:
+		return 10
+	case 500:
+		return 11
+	case 503:
+		return 12
 	}
 	return -1
 }

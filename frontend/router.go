@@ -42,70 +42,93 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 	}
 
 	// ctx.Path is the decoded, normalised path ("/v1/./id" is "/v1/id").
-	// A switch on string(b) compares without allocating.
 	path := ctx.Path()
-	switch string(path) {
-	case "/v1/id":
-		ep = epID
+	var rest []byte
+	ep, rest = s.route(path)
+	// Access (access.go): a token with the endpoint's scope, when
+	// Config.Tokens is set. Before the method check, so that a client
+	// without a token learns nothing but that it needs one.
+	tok, ok := s.authorize(ctx, ep, rest)
+	if !ok {
+		return
+	}
+	switch ep {
+	case epID:
 		if s.allow(ctx, true) {
-			s.handleID(ctx)
+			s.handleID(ctx, tok)
 		}
-	case "/v1/ids":
-		ep = epIDs
+	case epIDs:
 		if s.allow(ctx, true) {
-			s.handleIDs(ctx)
+			s.handleIDs(ctx, tok)
 		}
-	case "/v1/status":
-		ep = epStatus
-		if s.cfg.Admin {
-			s.adminOnly(ctx, &ep)
-		} else if s.allow(ctx, false) {
+	case epDecode:
+		if s.allow(ctx, false) {
+			s.handleDecode(ctx, rest)
+		}
+	case epTickets:
+		if s.allow(ctx, true) {
+			s.handleTickets(ctx, rest, tok)
+		}
+	case epStatus:
+		if s.allow(ctx, false) {
 			s.handleStatus(ctx)
 		}
-	case "/healthz":
-		ep = epHealthz
+	case epHealthz:
 		if s.allow(ctx, false) {
 			ctx.Response.Header.SetContentTypeBytes(ctText)
 			ctx.SetBody(bodyOK)
 		}
-	case "/readyz":
-		ep = epReadyz
+	case epReadyz:
 		if s.allow(ctx, false) {
 			s.handleReadyz(ctx)
 		}
-	case "/metrics":
-		ep = epMetrics
-		if s.cfg.Admin {
-			s.adminOnly(ctx, &ep)
-		} else if s.allow(ctx, false) {
+	case epMetrics:
+		if s.allow(ctx, false) {
 			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
 			s.metrics.set.WritePrometheus(ctx)
 		}
 	default:
-		// One path segment after the prefix; anything deeper is no resource.
-		if rest, ok := bytes.CutPrefix(path, prefixDecode); ok && bytes.IndexByte(rest, '/') < 0 {
-			ep = epDecode
-			if s.allow(ctx, false) {
-				s.handleDecode(ctx, rest)
-			}
-			return
-		}
-		if rest, ok := bytes.CutPrefix(path, prefixTickets); ok && bytes.IndexByte(rest, '/') < 0 {
-			ep = epTickets
-			if s.allow(ctx, true) {
-				s.handleTickets(ctx, rest)
-			}
+		if s.cfg.Admin && (string(path) == "/metrics" || string(path) == "/v1/status") {
+			fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("%s is served on the admin listener only", path))
 			return
 		}
 		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no such path %.64q: see /v1/id, /v1/ids?n=N, /v1/ids/{id}, /v1/tickets/{name}, /v1/status, /healthz, /readyz, /metrics", path))
 	}
 }
 
-// adminOnly answers 404 for an endpoint moved to the admin listener
-// (Config.Admin), and counts the request as one for no such path.
-func (s *Server) adminOnly(ctx *fasthttp.RequestCtx, ep *endpoint) {
-	*ep = epUnknown
-	fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("%s is served on the admin listener only", ctx.Path()))
+// route names the endpoint of path, and the segment after the prefix of
+// /v1/ids/{id} and /v1/tickets/{name}. /metrics and /v1/status are no
+// endpoint of the API with Config.Admin (they are on the admin listener).
+// A switch on string(b) compares without allocating.
+func (s *Server) route(path []byte) (endpoint, []byte) {
+	switch string(path) {
+	case "/v1/id":
+		return epID, nil
+	case "/v1/ids":
+		return epIDs, nil
+	case "/v1/status":
+		if s.cfg.Admin {
+			return epUnknown, nil
+		}
+		return epStatus, nil
+	case "/healthz":
+		return epHealthz, nil
+	case "/readyz":
+		return epReadyz, nil
+	case "/metrics":
+		if s.cfg.Admin {
+			return epUnknown, nil
+		}
+		return epMetrics, nil
+	}
+	// One path segment after the prefix; anything deeper is no resource.
+	if rest, ok := bytes.CutPrefix(path, prefixDecode); ok && bytes.IndexByte(rest, '/') < 0 {
+		return epDecode, rest
+	}
+	if rest, ok := bytes.CutPrefix(path, prefixTickets); ok && bytes.IndexByte(rest, '/') < 0 {
+		return epTickets, rest
+	}
+	return epUnknown, nil
 }
 
 // allow answers 405 unless the method is GET, or HEAD on an endpoint that

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"ticketd/internal/logsum"
@@ -91,6 +93,14 @@ type Server struct {
 	reclaimAfter int
 	refuseTotal  []byte // the whole answer to a connection over MaxConns
 	refusePerIP  []byte // the whole answer to a connection over MaxConnsPerIP
+
+	// tls is Config.TLS at TLS 1.2 or later; nil for plain HTTP.
+	tls *tls.Config
+	// quota holds each token's ticketd_quota_rejections_total counter, by
+	// name, made when the tokens are loaded (access.go); tokensMu
+	// serialises ReloadTokens.
+	quota    atomic.Pointer[map[string]*metrics.Counter]
+	tokensMu sync.Mutex
 }
 
 // workerIdle: how long an idle fasthttp worker goroutine lives, and so how
@@ -131,6 +141,13 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(s)
+	if cfg.Tokens != nil {
+		s.quotaCounters(cfg.Tokens.Load())
+	}
+	if cfg.TLS != nil {
+		s.tls = cfg.TLS.Clone()
+		s.tls.MinVersion = max(s.tls.MinVersion, MinTLSVersion)
+	}
 	s.hs = HTTPServer(cfg, s.serveHTTP)
 	s.hs.ErrorHandler = s.errorHandler
 	s.hs.ConnState = s.connState
@@ -221,7 +238,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer s.serving.Done()
 	defer l.Close()
-	err := s.hs.Serve(&limitListener{Listener: l, s: s})
+	var admitted net.Listener = &limitListener{Listener: l, s: s}
+	if s.tls != nil {
+		// What fasthttp's ServeTLS does, around the connection limits: a
+		// connection is admitted before its handshake costs anything.
+		admitted = tls.NewListener(admitted, s.tls)
+	}
+	err := s.hs.Serve(admitted)
 	if s.closing.Load() {
 		return nil
 	}

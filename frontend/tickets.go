@@ -7,11 +7,12 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ticketd/auth"
 	"ticketd/ticket"
 )
 
 // handleTickets answers GET /v1/tickets/{name}?n=N (n defaults to 1).
-func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
+func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte, tok *auth.Token) {
 	q, problem := readQuery(ctx)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
@@ -20,6 +21,9 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte) {
 	n, problem := q.count(1, s.cfg.MaxTicketBatch)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	if !s.takeQuota(ctx, tok, quotaTickets, n) {
 		return
 	}
 	name := string(seg) // the Tickets side keeps it past this request
