@@ -94,6 +94,16 @@ type Config struct {
 	// never appears in an error: no DSN string is ever built from it. Zero
 	// User: DefaultUser. Zero Password: none (it belongs to the deployment).
 	User, Password string
+	// PasswordSource, if not nil, is asked for the password again when a
+	// server refuses the account while a connection is made (error 1045,
+	// access denied): if it answers another password, the Pair takes it
+	// for every new connection and tries that connection again with it, so
+	// a password changed on the servers and in the source (a file) needs
+	// no restart and fails no statement (password.go). It is called once at
+	// a time, only after a refusal; its error is logged, never a password.
+	// Pair.SetPassword takes a new one without waiting for a refusal. Zero:
+	// a refused connection fails.
+	PasswordSource func() (string, error)
 	// Database holding schema.sql's tables. Zero: DefaultDatabase.
 	Database string
 	// CallTimeout is the floor of the deadline of one statement on one
@@ -322,8 +332,8 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
-		addrs, c.User, redacted(c.Password), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s PasswordSource:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
+		addrs, c.User, redacted(c.Password), isSet(c.PasswordSource != nil), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
 }
 
 // GoString implements fmt.GoStringer (%#v).
@@ -339,6 +349,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("servers", addrs),
 		slog.String("user", c.User),
 		slog.String("password", redacted(c.Password)),
+		slog.String("password_source", isSet(c.PasswordSource != nil)),
 		slog.String("database", c.Database),
 		slog.Duration("call_timeout", c.CallTimeout),
 		slog.Duration("connect_timeout", c.ConnectTimeout),
@@ -363,6 +374,13 @@ func tlsSummary(t *tls.Config) string {
 	default:
 		return fmt.Sprintf("on (server name: each server's host, client certificate %v)", len(t.Certificates) > 0)
 	}
+}
+
+func isSet(set bool) string {
+	if set {
+		return "set"
+	}
+	return "none"
 }
 
 func redacted(pw string) string {

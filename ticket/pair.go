@@ -30,6 +30,7 @@ type Pair struct {
 	cfg     Config
 	log     *slog.Logger
 	servers []*server
+	cred    *credential   // the password of new connections (password.go)
 	rr      atomic.Uint64 // round-robin cursor over servers
 
 	prefMu sync.Mutex    // serialises preference updates (rotation.go)
@@ -87,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		life:    life,
 		stop:    stop,
 	}
+	p.cred = newCredential(cfg)
 	p.marks.init()
 	p.checkNow = make(chan struct{}, 1)
 	p.copyNow = make(chan struct{}, 1)
@@ -100,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	p.raw64.servers.Store(allServers(len(cfg.Servers)))
 	p.cat.init(len(cfg.Servers))
 	for i := range cfg.Servers {
-		s, err := newServer(cfg, i)
+		s, err := newServer(cfg, i, p.cred)
 		if err != nil {
 			p.abort()
 			return nil, err

@@ -86,8 +86,9 @@ func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
 			}
 		}
 	}
+	cred := newCredential(cfg)
 	for i := range cfg.Servers {
-		s, err := newServer(cfg, i)
+		s, err := newServer(cfg, i, cred)
 		if err != nil {
 			closeAll()
 			return nil, err

@@ -47,7 +47,7 @@ func offlinePair(t *testing.T, n int) (*Pair, *fakeClock) {
 	p := &Pair{cfg: cfg, log: cfg.Logger, servers: make([]*server, n), warn: logsum.New(cfg.Logger, time.Hour)}
 	p.leases.init(n)
 	for i := range n {
-		s, err := newServer(cfg, i)
+		s, err := newServer(cfg, i, newCredential(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}

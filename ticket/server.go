@@ -117,6 +117,7 @@ type server struct {
 	name   string // "server 1 (127.0.0.1:3307)", for logs and errors
 	label  string // "1": its number, the subject of its aggregated warnings
 	mcfg   *mysql.Config
+	cred   *credential
 	conns  int
 	log    *slog.Logger
 	now    func() time.Time
@@ -178,7 +179,7 @@ func ioTimeout(ceiling, connect time.Duration) time.Duration {
 // well within it.
 const defaultIdleTime = 2 * time.Minute
 
-func newServer(cfg Config, idx int) (*server, error) {
+func newServer(cfg Config, idx int, cred *credential) (*server, error) {
 	mc := mysql.NewConfig()
 	mc.Net = "tcp"
 	mc.Addr = cfg.Servers[idx].Addr
@@ -205,6 +206,7 @@ func newServer(cfg Config, idx int) (*server, error) {
 		name:    fmt.Sprintf("server %d (%s)", idx+1, mc.Addr),
 		label:   strconv.Itoa(idx + 1),
 		mcfg:    mc,
+		cred:    cred,
 		conns:   cfg.MaxOpenConns,
 		log:     cfg.Logger.With("server", idx+1, "addr", mc.Addr),
 		now:     time.Now,
@@ -215,9 +217,11 @@ func newServer(cfg Config, idx int) (*server, error) {
 	s.idleTimeout.Store(int64(defaultIdleTime))
 	mc.Logger = driverLogger{s.log}
 	// Every new connection gets the session settings of the server's
-	// flavour, once the check has found it out (sessionParams).
-	if err := mc.Apply(mysql.BeforeConnect(func(_ context.Context, c *mysql.Config) error {
+	// flavour, once the check has found it out (sessionParams), and the
+	// password of the moment (password.go).
+	if err := mc.Apply(mysql.BeforeConnect(func(ctx context.Context, c *mysql.Config) error {
 		c.Params = s.sessionParams()
+		c.Passwd = cred.passwordFor(ctx)
 		return nil
 	})); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -238,7 +242,7 @@ func (s *server) newPool() (*sqlx.DB, error) {
 		// The driver's config errors name options, never their values.
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	db := sqlx.NewDb(sql.OpenDB(conn), "mysql")
+	db := sqlx.NewDb(sql.OpenDB(credConnector{inner: conn, cred: s.cred}), "mysql")
 	// The cap: never more connections to this server than this.
 	db.SetMaxOpenConns(s.conns)
 	// As many idle as open: under load, a pool that may keep only 2 idle
