@@ -1,0 +1,332 @@
+package ticket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The grants check: does the ticketd account hold more than the role
+// ticketd_app gives (schema.sql)? More is not an error (ticketd works), but
+// it is what an attacker who reads the password file gets, so ticketd serve
+// warns at start, naming each privilege beyond the role.
+//
+// On each server it reads SHOW GRANTS FOR CURRENT_USER (the account's own
+// privileges and its roles), SHOW GRANTS FOR ticketd_app, and SHOW GRANTS
+// FOR each other role the account holds (readable only with SELECT on
+// mysql: otherwise the role is named whole), then names every privilege of the
+// account or of its other roles that ticketd_app's do not cover: a
+// privilege covers the same one on the same object or inside it (db.* covers
+// db.t; *.* covers all), ALL PRIVILEGES covers any, a table privilege
+// covers its columns. WITH GRANT OPTION and WITH ADMIN OPTION count as
+// privileges of their own. Nothing of a grant line but privileges, objects
+// and role names is kept: the IDENTIFIED BY PASSWORD clause of the USAGE
+// line (a password hash) never leaves this file.
+
+// AppRole is the role that holds what ticketd needs (schema.sql).
+const AppRole = "ticketd_app"
+
+// ExtraPrivileges is what the account holds on one server beyond AppRole.
+type ExtraPrivileges struct {
+	Server int // index in Config.Servers
+	// Extra names each privilege beyond the role, as "ALTER ON
+	// tickets.Tickets64", "RELOAD ON *.*", "GRANT OPTION ON *.*", "role
+	// ticketd_admin: ALTER ON tickets.Tickets32".
+	Extra []string
+	// Unchecked says why the comparison could not be made (the account does
+	// not have the role, say); "" when it was.
+	Unchecked string
+}
+
+// ExtraPrivileges compares the account's privileges with AppRole's on every
+// server in rotation. A server it could not ask is left out, and its error
+// joined into err.
+func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
+	var list []*server
+	for _, s := range p.servers {
+		if s.up.Load() {
+			list = append(list, s)
+		}
+	}
+	out := make([]ExtraPrivileges, len(list))
+	errs := p.onEach(ctx, list, opCheck, func(ctx context.Context, ss *session) error {
+		show := func(what, stmt string) ([]string, error) {
+			var lines []string
+			// SHOW statements take no server-side bound (q is ignored).
+			err := ss.do(ctx, what, stmt, func(ctx context.Context, c *sqlx.Conn, _ string) error {
+				return c.SelectContext(ctx, &lines, stmt)
+			})
+			return lines, err
+		}
+		e := ExtraPrivileges{Server: ss.s.idx}
+		own, err := show("reading the account's grants", "SHOW GRANTS FOR CURRENT_USER()")
+		if err != nil {
+			return err
+		}
+		var app []string
+		roles := map[string][]string{}
+		readsRoles := linesSet(own).covers("SELECT", "mysql.roles_mapping")
+		for _, r := range grantedRoles(own) {
+			if r == AppRole {
+				// Readable only as the current role (the default one), or
+				// with SELECT on mysql.
+				if !readsRoles && !slices.Contains(own, "SET DEFAULT ROLE "+quoteIdent(AppRole)+" FOR "+grantee(own)) {
+					e.Unchecked = fmt.Sprintf("the account has the role %s but not as its default role (SET DEFAULT ROLE %s FOR …), so ticketd does not use it", AppRole, AppRole)
+					continue
+				}
+				if app, err = show("reading the grants of role "+AppRole, "SHOW GRANTS FOR "+quoteIdent(AppRole)); err != nil {
+					return err
+				}
+				continue
+			}
+			// An account may read only the grants of its current role, or
+			// of any with SELECT on mysql: a role it cannot read is named
+			// whole, without asking (a refusal would be counted against
+			// the server as a failed statement).
+			if !readsRoles {
+				roles[r] = nil
+				continue
+			}
+			lines, err := show("reading the grants of role "+r, "SHOW GRANTS FOR "+quoteIdent(r))
+			if err != nil {
+				return err
+			}
+			roles[r] = lines
+		}
+		if app == nil && e.Unchecked == "" {
+			e.Unchecked = fmt.Sprintf("the account does not have the role %s (schema.sql, docs/dba.md): every privilege it holds is listed", AppRole)
+		}
+		e.Extra = extraPrivileges(own, app, roles)
+		out[indexOf(list, ss.s)] = e
+		return nil
+	})
+	var res []ExtraPrivileges
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		res = append(res, out[i])
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("ticket: reading the account's grants: %w", errors.Join(failed...))
+	}
+	return res, nil
+}
+
+func indexOf(list []*server, s *server) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// grantee is the account as its grant lines name it ("`ticketd`@`127.0.0.1`").
+func grantee(lines []string) string {
+	for _, l := range lines {
+		if i := topLevel(l, " TO "); i >= 0 && strings.HasPrefix(l, "GRANT ") {
+			g := l[i+len(" TO "):]
+			if j := strings.IndexByte(g, ' '); j >= 0 {
+				g = g[:j]
+			}
+			return g
+		}
+	}
+	return ""
+}
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// grant is one parsed GRANT line.
+type grant struct {
+	roles  []string // GRANT role[, role] TO …
+	privs  []string // GRANT priv[, priv] ON object TO …, upper case, "UPDATE (c)" with columns
+	object string   // "*.*", "db.*", "db.t", "PROCEDURE db.p", without backquotes
+	option bool     // WITH GRANT OPTION, or WITH ADMIN OPTION for roles
+}
+
+// parseGrant reads one line of SHOW GRANTS; ok is false for other lines
+// (SET DEFAULT ROLE).
+func parseGrant(line string) (g grant, ok bool) {
+	rest, found := strings.CutPrefix(line, "GRANT ")
+	if !found {
+		return g, false
+	}
+	// Split at the top-level " ON " and " TO " (outside backquotes,
+	// quotes and parentheses).
+	on, to := topLevel(rest, " ON "), topLevel(rest, " TO ")
+	if to < 0 {
+		return g, false
+	}
+	tail := rest[to:]
+	g.option = strings.Contains(tail, " WITH GRANT OPTION") || strings.Contains(tail, " WITH ADMIN OPTION")
+	if on < 0 || on > to {
+		for _, r := range splitTop(rest[:to]) {
+			g.roles = append(g.roles, unquote(r))
+		}
+		return g, true
+	}
+	for _, p := range splitTop(rest[:on]) {
+		g.privs = append(g.privs, strings.ToUpper(unquote(p)))
+	}
+	g.object = unquote(strings.TrimSpace(rest[on+len(" ON ") : to]))
+	return g, true
+}
+
+// topLevel is the index of sep in s outside quotes and parentheses, or -1.
+func topLevel(s, sep string) int {
+	depth, quote := 0, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '`' || c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], sep):
+			return i
+		}
+	}
+	return -1
+}
+
+// splitTop splits s at top-level commas and trims each part.
+func splitTop(s string) []string {
+	var parts []string
+	for {
+		i := topLevel(s, ",")
+		if i < 0 {
+			return append(parts, strings.TrimSpace(s))
+		}
+		parts = append(parts, strings.TrimSpace(s[:i]))
+		s = s[i+1:]
+	}
+}
+
+// unquote drops the backquotes of identifiers, and a role's host part of
+// "`role`@`%`" stays as it is written.
+func unquote(s string) string { return strings.ReplaceAll(s, "`", "") }
+
+// grantedRoles lists the roles granted in lines.
+func grantedRoles(lines []string) []string {
+	var roles []string
+	for _, l := range lines {
+		if g, ok := parseGrant(l); ok {
+			roles = append(roles, g.roles...)
+		}
+	}
+	return roles
+}
+
+// linesSet is the privileges of lines (roles left out).
+func linesSet(lines []string) privSet {
+	ps := privSet{}
+	for _, l := range lines {
+		if g, ok := parseGrant(l); ok && g.roles == nil {
+			ps.add(g)
+		}
+	}
+	return ps
+}
+
+// privSet is privileges by object.
+type privSet map[string]map[string]bool
+
+func (ps privSet) add(g grant) {
+	if ps[g.object] == nil {
+		ps[g.object] = map[string]bool{}
+	}
+	for _, p := range g.privs {
+		ps[g.object][p] = true
+	}
+}
+
+// covers reports whether ps grants priv on object.
+func (ps privSet) covers(priv, object string) bool {
+	name, _, _ := strings.Cut(priv, " (") // a column privilege: the table's covers it
+	name = strings.TrimSpace(name)
+	for _, o := range enclosing(object) {
+		set := ps[o]
+		if set[priv] || set[name] || set["ALL PRIVILEGES"] || set["ALL"] {
+			return true
+		}
+	}
+	return false
+}
+
+// enclosing lists object and the objects that contain it.
+func enclosing(object string) []string {
+	if strings.Contains(object, " ") { // PROCEDURE db.p, FUNCTION db.f: only itself and *.*
+		return []string{object, "*.*"}
+	}
+	db, _, found := strings.Cut(object, ".")
+	if !found || object == "*.*" || db == "*" {
+		return []string{object, "*.*"}
+	}
+	return []string{object, db + ".*", "*.*"}
+}
+
+// extraPrivileges names what own (the account's lines) and roles (the lines
+// of each other role it holds) grant beyond app (AppRole's lines), sorted.
+func extraPrivileges(own, app []string, roles map[string][]string) []string {
+	base := linesSet(app)
+	seen := map[string]bool{}
+	var extra []string
+	note := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			extra = append(extra, s)
+		}
+	}
+	check := func(prefix string, lines []string) {
+		for _, l := range lines {
+			g, ok := parseGrant(l)
+			if !ok {
+				continue
+			}
+			if g.roles != nil {
+				if g.option {
+					note(prefix + "ADMIN OPTION on role " + strings.Join(g.roles, ", "))
+				}
+				continue
+			}
+			for _, p := range g.privs {
+				if p != "USAGE" && !base.covers(p, g.object) {
+					note(prefix + p + " ON " + g.object)
+				}
+			}
+			if g.option {
+				note(prefix + "GRANT OPTION ON " + g.object)
+			}
+		}
+	}
+	check("", own)
+	names := make([]string, 0, len(roles))
+	for r := range roles {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	for _, r := range names {
+		if roles[r] == nil {
+			note("role " + r + " (its privileges are not readable from this account)")
+			continue
+		}
+		check("role "+r+": ", roles[r])
+	}
+	sort.Strings(extra)
+	return extra
+}
