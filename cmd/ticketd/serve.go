@@ -67,6 +67,12 @@ type serveOptions struct {
 	idleTimeout      time.Duration
 	adminListen      string
 	adminAllowRemote bool
+
+	// access: tokens, HTTPS, listening off loopback (access.go).
+	access accessOptions
+	// passwordFromFile: the password was read from -password-file (not
+	// TICKETD_PASSWORD), so SIGHUP reads it again.
+	passwordFromFile bool
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -124,7 +130,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", frontend.DefaultMaxConnsPerIP, "most HTTP connections open at once from one client address (a balancer is one); beyond it 429")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", frontend.DefaultIdleTimeout, "close a keep-alive connection idle this long; longer than the balancer's idle timeout towards ticketd")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "serve /metrics, /v1/status and /debug/pprof/ on this address (loopback), and /metrics and /v1/status no longer on -listen; empty: no admin listener, no pprof")
-	fs.BoolVar(&o.adminAllowRemote, "admin-allow-remote", false, "allow an -admin-listen address other than loopback (it has no authentication)")
+	fs.BoolVar(&o.adminAllowRemote, "admin-allow-remote", false, "allow an -admin-listen address other than loopback without -tokens-file (then it has no authentication; -insecure-listen allows it too)")
+	// access: tokens, HTTPS, listening off loopback.
+	o.access.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -146,7 +154,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 		if err != nil {
 			return o, usagef("no database password: set TICKETD_PASSWORD or -password-file (%v)", err)
 		}
-		o.password = pw
+		o.password, o.passwordFromFile = pw, true
 	}
 	switch o.logFormat {
 	case "text", "json":
@@ -187,6 +195,8 @@ type serveConfig struct {
 	// adminAllowRemote lets it be other than loopback.
 	adminListen      string
 	adminAllowRemote bool
+	// access: tokens, certificate, password file (access.go).
+	access access
 }
 
 func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
@@ -228,15 +238,27 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, usagef("-drain-delay %s must be at least 0 and shorter than -shutdown-timeout %s, which bounds the whole stop", o.drainDelay, o.shutdownTimeout)
 	}
 	c.drainDelay = o.drainDelay
+	// The admin listener may leave loopback when it asks for tokens, or
+	// when told to serve without.
+	adminRemote := o.adminAllowRemote || o.access.tokensFile != "" || o.access.insecureListen
 	if o.adminListen != "" {
-		if err := checkAdminAddr(o.adminListen, o.adminAllowRemote); err != nil {
+		if err := checkAdminAddr(o.adminListen, adminRemote); err != nil {
 			return c, err
 		}
 		if o.adminListen == o.listen {
 			return c, usagef("-admin-listen %s is -listen's address: give the admin listener its own", o.adminListen)
 		}
 	}
-	c.adminListen, c.adminAllowRemote = o.adminListen, o.adminAllowRemote
+	c.adminListen, c.adminAllowRemote = o.adminListen, adminRemote
+	// access: tokens, HTTPS, listening off loopback.
+	acc, err := o.access.build(o.listen, o.adminListen)
+	if err != nil {
+		return c, err
+	}
+	if o.passwordFromFile {
+		acc.passwordFile = o.passwordFile
+	}
+	c.access = acc
 	if o.clockOffset < -maxClockOffset || o.clockOffset > maxClockOffset {
 		return c, usagef("-clock-offset %s outside [-%s, %s]", o.clockOffset, maxClockOffset, maxClockOffset)
 	}
@@ -265,6 +287,7 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		c.pair.Servers = append(c.pair.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
 	}
 	c.pair.User, c.pair.Password = o.user, o.password
+	c.pair.PasswordSource = c.access.passwordSource()
 	c.pair.CallTimeout = o.callTimeout
 	c.pair.Logger = c.logger
 	// replicas: TLS to the ticket servers.
@@ -343,6 +366,7 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.frontend.Logger = c.logger
 	c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout = o.maxConns, o.maxConnsPerIP, o.idleTimeout
 	c.frontend.Admin = o.adminListen != ""
+	c.access.apply(&c.frontend)
 	if err := c.frontend.Validate(); err != nil {
 		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
 	}
@@ -364,9 +388,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// SIGHUP reloads (access.go) and never stops ticketd: from here on it is
+	// caught, even while ticketd is still starting (it is then handled once
+	// serving).
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 	ctx, hurry, release := stopSignals(sigs)
 	defer release()
-	return serve(ctx, hurry, c, nil)
+	return serve(ctx, hurry, hups, c, nil)
 }
 
 // stopSignals turns the first signal on sigs into the end of ctx (stop
@@ -394,10 +424,37 @@ func stopSignals(sigs <-chan os.Signal) (ctx context.Context, hurry <-chan struc
 }
 
 // serve runs ticketd until ctx is done, then stops it (stop.go). A close of
-// hurry (may be nil) cuts the drain delay short. ready, if not nil, receives
-// the listening address once requests are served (for tests).
-func serve(ctx context.Context, hurry <-chan struct{}, c serveConfig, ready chan<- string) error {
+// hurry (may be nil) cuts the drain delay short; a signal on hups (may be
+// nil) reloads the tokens, the certificate and the password file
+// (access.go). ready, if not nil, receives the listening address once
+// requests are served (for tests).
+func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c serveConfig, ready chan<- string) error {
 	log := c.logger
+	// The listeners first: a taken address is reported before anything is
+	// leased. Connections made while ticketd starts wait in the backlog.
+	ln, err := listenNamed("-listen", c.listen)
+	if err != nil {
+		return err
+	}
+	var adminLn net.Listener
+	if c.adminListen != "" {
+		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	serving := false // the listeners are frontend's to close once served
+	defer func() {
+		if !serving {
+			ln.Close()
+			if adminLn != nil {
+				adminLn.Close()
+			}
+		}
+	}()
+	c.access.log = log
+	c.access.logAtStart()
+
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
 	pair, err := openAtStart(startCtx, c.pair)
@@ -405,6 +462,8 @@ func serve(ctx context.Context, hurry <-chan struct{}, c serveConfig, ready chan
 		return fmt.Errorf("opening the ticket servers: %w", err)
 	}
 	defer pair.Close()
+	c.access.pair = pair
+	warnPrivileges(startCtx, log, pair)
 
 	if c.clockOffset != 0 {
 		log.Warn("this process's clock is shifted (-clock-offset): for failure testing only", "offset", c.clockOffset)
@@ -453,22 +512,15 @@ func serve(ctx context.Context, hurry <-chan struct{}, c serveConfig, ready chan
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("listening: %w", err)
-	}
-	var adminLn net.Listener
-	if c.adminListen != "" {
-		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
-			ln.Close()
-			return err
-		}
-	}
 	warnFileLimit(log, c.frontend.MaxConns)
-	served, serving := make(chan error, 2), 1
+	stopReload := make(chan struct{})
+	defer close(stopReload)
+	go reloadLoop(hups, stopReload, func() { c.access.reload(api) })
+	serving = true
+	served, listeners := make(chan error, 2), 1
 	go func() { served <- api.Serve(ln) }()
 	if adminLn != nil {
-		serving++
+		listeners++
 		go func() { served <- api.ServeAdmin(adminLn) }()
 	}
 	api.SetReady(true)
@@ -491,7 +543,7 @@ func serve(ctx context.Context, hurry <-chan struct{}, c serveConfig, ready chan
 	case <-ctx.Done():
 	}
 	stop(log, api, hurry, c.drainDelay, c.shutdownTimeout)
-	for range serving {
+	for range listeners {
 		<-served
 	}
 	// The deferred keeper.Close releases the worker lease: no request is in

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ticketd/internal/leaktest"
+	"ticketd/internal/testcert"
 	"ticketd/ticket"
 	"ticketd/worker"
 )
@@ -23,6 +24,17 @@ func TestServeOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	withPW := map[string]string{"TICKETD_PASSWORD": "from-env"}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("app 0123456789abcdef0123456789abcdef ids\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badTokens := filepath.Join(dir, "bad-tokens")
+	if err := os.WriteFile(badTokens, []byte("app 0123456789abcdef0123456789abcdef idz\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := testcert.NewCA(t)
+	leaf, other := ca.Issue("server", "127.0.0.1"), ca.Issue("other", "127.0.0.1")
 	tests := []struct {
 		name    string
 		args    []string
@@ -157,6 +169,55 @@ func TestServeOptions(t *testing.T) {
 			}
 		}},
 		{name: "admin on the API's address", args: []string{"-admin-listen", "127.0.0.1:8080"}, env: withPW, wantErr: "its own"},
+		{name: "off loopback without tokens", args: []string{"-listen", "0.0.0.0:8080"}, env: withPW, wantErr: "no -tokens-file"},
+		{name: "every address without tokens", args: []string{"-listen", ":8080"}, env: withPW, wantErr: "-insecure-listen"},
+		{name: "a host name without tokens", args: []string{"-listen", "ticketd.example:8080"}, env: withPW, wantErr: "no -tokens-file"},
+		{name: "off loopback, insecure", args: []string{"-listen", "0.0.0.0:8080", "-insecure-listen"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.frontend.Tokens != nil || len(c.access.offLoopback) != 1 {
+					t.Fatalf("tokens %v, off loopback %q; want none and the listener", c.frontend.Tokens, c.access.offLoopback)
+				}
+			}},
+		{name: "127.0.0.0/8 is loopback", args: []string{"-listen", "127.0.0.2:8080"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if len(c.access.offLoopback) != 0 {
+				t.Fatalf("off loopback %q", c.access.offLoopback)
+			}
+		}},
+		{name: "tokens", args: []string{"-listen", "0.0.0.0:8080", "-tokens-file", tokens, "-admin-listen", "10.1.2.3:9090"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if c.frontend.Tokens == nil || c.frontend.Tokens.Load().Len() != 1 || !c.adminAllowRemote {
+					t.Fatalf("tokens %v, admin remote %v; want the file's token, and the admin listener allowed off loopback", c.frontend.Tokens, c.adminAllowRemote)
+				}
+			}},
+		{name: "tokens from the environment", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_TOKENS_FILE": tokens},
+			check: func(t *testing.T, c serveConfig) {
+				if c.frontend.Tokens == nil {
+					t.Fatal("TICKETD_TOKENS_FILE: no tokens")
+				}
+			}},
+		{name: "bad tokens file", args: []string{"-tokens-file", badTokens}, env: withPW, wantErr: "line 1: unknown scope"},
+		{name: "missing tokens file", args: []string{"-tokens-file", filepath.Join(dir, "none")}, env: withPW, wantErr: "no such file"},
+		{name: "https", args: []string{"-https-cert", leaf.CertFile, "-https-key", leaf.KeyFile}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.frontend.TLS == nil || c.access.cert == nil {
+				t.Fatal("no TLS")
+			}
+		}},
+		{name: "https without a key", args: []string{"-https-cert", leaf.CertFile}, env: withPW, wantErr: "go together"},
+		{name: "certificate and key that do not match", args: []string{"-https-cert", leaf.CertFile, "-https-key", other.KeyFile}, env: withPW,
+			wantErr: "the key does not match the certificate"},
+		{name: "password file: reread", args: []string{"-password-file", pwFile}, check: func(t *testing.T, c serveConfig) {
+			if c.pair.PasswordSource == nil || c.access.passwordFile != pwFile {
+				t.Fatal("a password from a file has no source to read it again")
+			}
+			if pw, err := c.pair.PasswordSource(); pw != "s3cret" || err != nil {
+				t.Fatalf("PasswordSource: %q, %v", pw, err)
+			}
+		}},
+		{name: "password from the environment: nothing to reread", env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.pair.PasswordSource != nil || c.access.passwordFile != "" {
+				t.Fatal("a password from TICKETD_PASSWORD has a file to read again")
+			}
+		}},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
 		{name: "stray argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
 	}

@@ -29,7 +29,7 @@ func TestStartKeepsTryingTheServers(t *testing.T) {
 		addrs = append(addrs, ln.Addr().String())
 		ln.Close()
 	}
-	o, err := parseServe([]string{"-servers", strings.Join(addrs, ","), "-call-timeout", "100ms", "-startup-timeout", "700ms"},
+	o, err := parseServe([]string{"-listen", "127.0.0.1:0", "-servers", strings.Join(addrs, ","), "-call-timeout", "100ms", "-startup-timeout", "700ms"},
 		io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestStartKeepsTryingTheServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	err = serve(context.Background(), nil, c, nil)
+	err = serve(context.Background(), nil, nil, c, nil)
 	took := time.Since(begin)
 	if !errors.Is(err, ticket.ErrNoServer) {
 		t.Fatalf("serve = %v, want ErrNoServer", err)

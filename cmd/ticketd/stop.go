@@ -53,7 +53,8 @@ func stop(log *slog.Logger, api *frontend.Server, hurry <-chan struct{}, drainDe
 }
 
 // checkAdminAddr refuses an admin address that is not loopback, unless
-// allowRemote: the admin listener has no authentication.
+// allowRemote: -tokens-file (then it asks for tokens), -admin-allow-remote
+// or -insecure-listen.
 func checkAdminAddr(addr string, allowRemote bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -65,16 +66,16 @@ func checkAdminAddr(addr string, allowRemote bool) error {
 	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
 		return nil
 	}
-	return usagef("-admin-listen %q is not a loopback address, and /metrics, /v1/status and /debug/pprof/ have no authentication: "+
-		"use 127.0.0.1:PORT, or add -admin-allow-remote if only a private network reaches it", addr)
+	return usagef("-admin-listen %q is not a loopback address, and without -tokens-file /metrics, /v1/status and /debug/pprof/ have no authentication: "+
+		"use 127.0.0.1:PORT, give -tokens-file, or add -admin-allow-remote if only a private network reaches it", addr)
 }
 
 // listenAdmin opens the admin listener, and checks the address it got is
 // loopback unless allowRemote ("localhost" could resolve elsewhere).
 func listenAdmin(addr string, allowRemote bool) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenNamed("-admin-listen", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listener: %w", err)
+		return nil, err
 	}
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && !allowRemote && !a.IP.IsLoopback() {
 		ln.Close()
