@@ -39,9 +39,10 @@ import (
 // ticketd_quota_rejections_total counter is made when its tokens file is
 // loaded or reloaded (quotaCounters).
 
-// The summarised log kinds of refusals (Server.events): a flood of bad
-// requests is one line per kind every 10 s, with a count. The token's name,
-// never the token, is logged.
+// The summarised log kinds of refusals (Server.events), at INFO: a client's
+// mistake, not the server's. A flood of them is one line per kind (and per
+// token) every 10 s, with a count. The token's name, never the token, is
+// logged.
 const (
 	kindUnauthorized = "refused a request: no or unknown bearer token (401)"
 	kindForbidden    = "refused a request: the token lacks the endpoint's scope (403)"
@@ -90,7 +91,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, ep endpoint, seq []byte) (*
 	if ep == epTickets {
 		// string(seq) stays on the stack for names of up to 32 bytes.
 		if !tok.AllowsTickets(string(seq)) {
-			s.forbid(ctx, tok, "tickets:"+string(seq))
+			s.forbid(ctx, tok, "tickets:"+sequenceWord(seq))
 			return nil, false
 		}
 	} else if !tok.Allows(need) {
@@ -110,11 +111,22 @@ func unauthorizedMessage(err error) string {
 	return "unknown bearer token"
 }
 
-// forbid answers 403 to tok, which lacks scope.
+// sequenceWord is the sequence name of a request path as a scope names it,
+// or a placeholder for a name no sequence can have: the log never carries
+// what a client sent beyond a valid name.
+func sequenceWord(seq []byte) string {
+	if !auth.ValidSequenceName(string(seq)) {
+		return "(not a sequence name)"
+	}
+	return string(seq)
+}
+
+// forbid answers 403 to tok, which lacks scope. Refusals are summarised in
+// the log per token (a token's NAME is from the tokens file, a bounded set).
 func (s *Server) forbid(ctx *fasthttp.RequestCtx, tok *auth.Token, scope string) {
-	s.events.Note(kindForbidden, "token", tok.Name, "scope", fmt.Sprintf("%.64q", scope))
+	s.events.NoteFor(kindForbidden, tok.Name, "token", tok.Name, "scope", scope)
 	ctx.Response.Header.SetCanonical(hdrWWWAuthenticate, []byte(auth.ScopeChallenge(scope)))
-	fail(ctx, fasthttp.StatusForbidden, fmt.Sprintf("token %s lacks scope %.64q (it holds %s)", tok.Name, scope, tok.Scopes()))
+	fail(ctx, fasthttp.StatusForbidden, fmt.Sprintf("token %s lacks scope %s (it holds %s)", tok.Name, scope, tok.Scopes()))
 }
 
 // What a quota counts, for takeQuota.
@@ -154,7 +166,7 @@ func (s *Server) overQuota(ctx *fasthttp.RequestCtx, tok *auth.Token, kind quota
 	if kind == quotaTickets {
 		word, rate, what = "tickets", tok.TicketQuota().Rate(), "values of named sequences"
 	}
-	s.events.Note(kindOverQuota, "token", tok.Name, "quota", word)
+	s.events.NoteFor(kindOverQuota, tok.Name, "token", tok.Name, "quota", word)
 	if retry <= 0 {
 		// n alone is above the bucket: no wait would ever let it through.
 		fail(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf(
@@ -232,7 +244,7 @@ func (s *Server) adminAccess(next http.Handler) http.Handler {
 			return
 		}
 		if !tok.Allows(need) {
-			s.events.Note(kindForbidden, "token", tok.Name, "scope", need.String(), "listener", "admin")
+			s.events.NoteFor(kindForbidden, tok.Name, "token", tok.Name, "scope", need.String(), "listener", "admin")
 			w.Header().Set("WWW-Authenticate", auth.ScopeChallenge(need.String()))
 			adminFail(w, http.StatusForbidden, fmt.Sprintf("token %s lacks scope %s (it holds %s)", tok.Name, need, tok.Scopes()))
 			return

@@ -139,6 +139,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)
+	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(s)
 	if cfg.Tokens != nil {

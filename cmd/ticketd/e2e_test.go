@@ -155,10 +155,17 @@ func launchAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *dae
 // another): only the balancer tests need one.
 func launchWith(t *testing.T, p *mysqltest.Pair, addr, servers string, args ...string) *daemon {
 	t.Helper()
+	return launchEnv(t, addr, []string{"TICKETD_PASSWORD=" + p.Password, "TICKETD_USER=" + p.User}, append([]string{"-servers", servers}, args...)...)
+}
+
+// launchEnv starts ticketd listening on addr with env added to this
+// process's environment, without waiting for it.
+func launchEnv(t *testing.T, addr string, env []string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}, done: make(chan struct{})}
-	full := append([]string{"serve", "-listen", d.addr, "-drain-delay", "100ms", "-servers", servers}, args...)
+	full := append([]string{"serve", "-listen", d.addr, "-drain-delay", "100ms"}, args...)
 	d.cmd = exec.Command(ticketdBinary(t), full...)
-	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

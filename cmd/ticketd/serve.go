@@ -430,6 +430,8 @@ func stopSignals(sigs <-chan os.Signal) (ctx context.Context, hurry <-chan struc
 // requests are served (for tests).
 func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c serveConfig, ready chan<- string) error {
 	log := c.logger
+	c.access.log = log
+	c.access.logAtStart()
 	// The listeners first: a taken address is reported before anything is
 	// leased. Connections made while ticketd starts wait in the backlog.
 	ln, err := listenNamed("-listen", c.listen)
@@ -452,8 +454,6 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 			}
 		}
 	}()
-	c.access.log = log
-	c.access.logAtStart()
 
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
