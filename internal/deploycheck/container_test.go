@@ -61,8 +61,10 @@ func TestContainerfile(t *testing.T) {
 	if expose := one("EXPOSE").Args; expose != port+"/tcp" {
 		t.Errorf("EXPOSE %s, but ticketd listens on port %s", expose, port)
 	}
-	if pw := env["TICKETD_PASSWORD_FILE"]; !strings.HasPrefix(pw, "/run/secrets/") {
-		t.Errorf("ENV TICKETD_PASSWORD_FILE=%q, want the path podman and docker mount secrets at, /run/secrets/NAME", pw)
+	for _, k := range []string{"TICKETD_PASSWORD_FILE", "TICKETD_TOKENS_FILE"} {
+		if v := env[k]; !strings.HasPrefix(v, "/run/secrets/") {
+			t.Errorf("ENV %s=%q, want the path podman and docker mount secrets at, /run/secrets/NAME", k, v)
+		}
 	}
 	// A HEALTHCHECK would need a program to run in the image, and the
 	// only one, ticketd, has no health-check command: probes go over HTTP.
@@ -157,18 +159,28 @@ func TestDeployEnvNamesFlags(t *testing.T) {
 		}
 	}
 
-	// Run ticketd serve with ticketd.env's settings (the password file
-	// swapped for one that exists here), bounded to one second of trying
-	// to reach the example servers, which do not answer on this machine.
-	pw := t.TempDir() + "/db.password"
-	if err := os.WriteFile(pw, []byte("not-used\n"), 0o600); err != nil {
-		t.Fatal(err)
+	// Run ticketd serve with ticketd.env's settings (the password and
+	// tokens files swapped for ones that exist here, the listen address
+	// for a free one of this machine: the example's is another host's),
+	// bounded to one second of trying to reach the example servers, which
+	// do not answer on this machine.
+	dir := t.TempDir()
+	swap := map[string]string{
+		"TICKETD_PASSWORD_FILE": dir + "/db.password",
+		"TICKETD_TOKENS_FILE":   dir + "/tokens",
+		"TICKETD_LISTEN":        net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
+	}
+	for path, text := range map[string]string{swap["TICKETD_PASSWORD_FILE"]: "not-used\n",
+		swap["TICKETD_TOKENS_FILE"]: "lb 0123456789abcdef0123456789abcdef ids\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = []string{"TICKETD_STARTUP_TIMEOUT=1s", "TICKETD_CALL_TIMEOUT=200ms"}
 	for k, v := range fileEnv {
-		if k == "TICKETD_PASSWORD_FILE" {
-			v = pw
+		if s, ok := swap[k]; ok {
+			v = s
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -106,8 +106,8 @@ func (d *daemon) waitFor(t *testing.T, what string, check func() error) {
 
 // TestImageRunsInAnEmptyRoot runs the image's entrypoint the way a
 // container runtime would, without one: in a read-only root directory
-// holding only what the Containerfile copies in (and the password secret
-// podman mounts),
+// holding only what the Containerfile copies in (and the password and tokens
+// secrets podman mounts),
 // as the Containerfile's numeric user (a user namespace maps it), with the
 // Containerfile's environment plus the ticket servers' addresses. It must
 // become ready, issue an ID and stop cleanly on SIGTERM.
@@ -143,6 +143,14 @@ func TestImageRunsInAnEmptyRoot(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(pair.Password+"\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
+	const token = "image-0123456789abcdef0123456789abcdef"
+	tokens := filepath.Join(root, env["TICKETD_TOKENS_FILE"])
+	if filepath.Dir(tokens) != filepath.Dir(secret) {
+		t.Fatalf("the tokens file %s is not among the secrets (%s)", env["TICKETD_TOKENS_FILE"], filepath.Dir(env["TICKETD_PASSWORD_FILE"]))
+	}
+	if err := os.WriteFile(tokens, []byte("app "+token+" ids\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
 
 	// Read-only, as an image layer is: ticketd writes no file.
 	for _, d := range []string{filepath.Dir(secret), root} {
@@ -175,7 +183,12 @@ func TestImageRunsInAnEmptyRoot(t *testing.T) {
 		}
 	}()
 	get := func(path string) (int, string, error) {
-		resp, err := http.Get("http://" + addr + path)
+		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, "", err
 		}

@@ -207,8 +207,10 @@ func TestTicketdUnit(t *testing.T) {
 	if stop < shutdown+5*time.Second {
 		t.Errorf("TimeoutStopSec %v is not well above the shutdown timeout %v: systemd would SIGKILL a clean stop", stop, shutdown)
 	}
-	if pw := env["TICKETD_PASSWORD_FILE"]; !strings.HasPrefix(pw, "/etc/ticketd/") {
-		t.Errorf("TICKETD_PASSWORD_FILE=%q, want a file in /etc/ticketd (readable under ProtectSystem=strict)", pw)
+	for _, k := range []string{"TICKETD_PASSWORD_FILE", "TICKETD_TOKENS_FILE"} {
+		if v := env[k]; !strings.HasPrefix(v, "/etc/ticketd/") {
+			t.Errorf("%s=%q, want a file in /etc/ticketd (readable under ProtectSystem=strict)", k, v)
+		}
 	}
 	if _, ok := env["TICKETD_PASSWORD"]; ok {
 		t.Errorf("%s sets TICKETD_PASSWORD: the password belongs in a file only the service reads", envFile)
