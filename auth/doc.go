@@ -47,13 +47,14 @@
 //
 // # Scopes in ticketd
 //
-// What a scope opens is the server's choice. The mapping ticketd serve is
-// to use (this package is not wired into it yet):
+// What a scope opens is the server's choice. ticketd serve's (frontend,
+// access.go; -tokens-file):
 //
 //	/v1/id, /v1/ids, /v1/ids/{id}   ids
 //	/v1/tickets/{name}              tickets:{name} or tickets:*
 //	/v1/status                      status
 //	/metrics                        metrics
+//	/debug/pprof/ (admin listener)  status and metrics both
 //	/healthz, /readyz               no token (load balancers probe them)
 //
 // # Lookups

@@ -68,8 +68,17 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	servers := [2]string{pair.Servers[0].Addr(), pair.Servers[1].Addr()}
 	addr := startTicketd(t, work, bin, servers)
+	// A second one with a tokens file, for the series that exist only with
+	// tokens (ticketd_quota_rejections_total{token}).
+	tokens := filepath.Join(work, "var", "tokens")
+	if err := os.WriteFile(tokens, []byte("doccheck "+docToken+" ids,metrics ids=1000/s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withTokens := startTicketd(t, work, bin, servers, "-tokens-file", tokens)
 
-	t.Run("metrics", func(t *testing.T) { checkMetrics(t, root, all, addr) })
+	t.Run("metrics", func(t *testing.T) {
+		checkMetrics(t, root, all, []scrape{{addr: addr}, {addr: withTokens, token: docToken}})
+	})
 	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, "docs/api.md"), addr) })
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
@@ -143,11 +152,11 @@ func (l *lockedBuffer) String() string {
 // from var/ticketd.password, every other flag at its default) on a free port
 // and the given servers, waits until /readyz answers 200, and stops it with
 // SIGTERM at the end of the test, expecting a clean exit.
-func startTicketd(t *testing.T, work, bin string, servers [2]string) string {
+func startTicketd(t *testing.T, work, bin string, servers [2]string, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	logs := &lockedBuffer{}
-	cmd := exec.Command(bin, "serve", "-listen", addr, "-servers", servers[0]+","+servers[1])
+	cmd := exec.Command(bin, append([]string{"serve", "-listen", addr, "-servers", servers[0] + "," + servers[1]}, args...)...)
 	cmd.Dir = work
 	cmd.Env = cleanEnv()
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -369,31 +378,24 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 
 var metricRE = regexp.MustCompile(`\bticketd_[a-z0-9_]+`)
 
+// docToken is the bearer token of the ticketd started with a tokens file.
+const docToken = "doccheck-0123456789abcdef0123456789abcdef"
+
+// scrape is a ticketd's address and the token its /metrics needs ("": none).
+type scrape struct{ addr, token string }
+
 // checkMetrics: every ticketd_ metric the docs name is one ticketd exports,
-// and the table of docs/api.md lists every series it exports. Names defined
-// in schema.sql and scripts/db.sh (roles and accounts) are not metrics.
-func checkMetrics(t *testing.T, root string, all []*Doc, addr string) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+// and the table of docs/api.md lists every series it exports, over every
+// ticketd scraped. Names defined in schema.sql and scripts/db.sh (roles and
+// accounts) are not metrics.
+func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 	exported := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	for _, sc := range scrapes {
+		before := len(exported)
+		readMetricNames(t, sc, exported)
+		if len(exported) == before {
+			t.Fatalf("/metrics of %s exported nothing new", sc.addr)
 		}
-		name, _, _ := strings.Cut(line, " ")
-		name, _, _ = strings.Cut(name, "{")
-		exported[name] = true
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(exported) == 0 {
-		t.Fatal("/metrics exported nothing")
 	}
 	notMetrics := map[string]bool{}
 	for _, f := range []string{"schema.sql", "scripts/db.sh"} {
@@ -434,6 +436,39 @@ func checkMetrics(t *testing.T, root string, all []*Doc, addr string) {
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("docs/api.md: the metrics table lacks %s (GET /metrics has them)", strings.Join(missing, ", "))
+	}
+}
+
+// readMetricNames adds the names of the series sc's /metrics exports.
+func readMetricNames(t *testing.T, sc scrape, exported map[string]bool) {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+sc.addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.token != "" {
+		req.Header.Set("Authorization", "Bearer "+sc.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics of %s: %s", sc.addr, resp.Status)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		line := lines.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
+		exported[name] = true
+	}
+	if err := lines.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 
