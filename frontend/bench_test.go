@@ -2,7 +2,11 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"ticketd/auth"
 	"ticketd/snowflake"
 	"ticketd/worker"
 )
@@ -53,6 +58,34 @@ func benchServer(b *testing.B, ids IDs) *Server {
 	return s
 }
 
+// benchToken is the i-th token of tokenServer's file.
+func benchToken(i int) string { return fmt.Sprintf("bench-%04d-0123456789abcdef0123456789abcdef", i) }
+
+// tokenServer is a Server whose tokens file holds n tokens with scope ids
+// and quota (may be "").
+func tokenServer(b *testing.B, n int, quota string) *Server {
+	b.Helper()
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf("t%d %s ids %s", i, benchToken(i), quota))
+	}
+	path := filepath.Join(b.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	st, err := auth.Open(path, auth.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Tokens = st
+	s, err := New(cfg, &counterIDs{}, newFakeTickets())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkHandler compares the API handler with a bare fasthttp handler on
 // one reused RequestCtx, the way fasthttp calls them: run the sub-benchmarks
 // together and divide ns/op of id by bare.
@@ -63,23 +96,33 @@ func BenchmarkHandler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	auth8 := tokenServer(b, 8, "")
 	tests := []struct {
-		name string
-		h    fasthttp.RequestHandler
-		uri  string
+		name  string
+		h     fasthttp.RequestHandler
+		uri   string
+		token string // sent as Authorization: Bearer
 	}{
-		{"bare", bare, "/v1/id"},
-		{"id", benchServer(b, &counterIDs{}).Handler(), "/v1/id"},
+		{"bare", bare, "/v1/id", ""},
+		{"id", benchServer(b, &counterIDs{}).Handler(), "/v1/id", ""},
 		// The same request read from the wire: the framing check reads its
 		// header block.
-		{"id-forwarded", benchServer(b, &counterIDs{}).Handler(), ""},
-		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json"},
-		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id"},
-		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100"},
+		{"id-forwarded", benchServer(b, &counterIDs{}).Handler(), "", ""},
+		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json", ""},
+		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id", ""},
+		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100", ""},
+		// Access control: a token looked up among 8 or 1024 (auth.MaxTokens;
+		// a lookup compares with every one), with and without a quota.
+		{"id-token-8", auth8.Handler(), "/v1/id", benchToken(0)},
+		{"id-token-8-quota", tokenServer(b, 8, "ids=10000000/s").Handler(), "/v1/id", benchToken(0)},
+		{"id-token-1024", tokenServer(b, 1024, "").Handler(), "/v1/id", benchToken(0)},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			ctx := newRequestCtx(tt.uri)
+			if tt.token != "" {
+				ctx = newRequestCtx(tt.uri, [2]string{"Authorization", "Bearer " + tt.token})
+			}
 			if tt.uri == "" {
 				ctx = rawRequestCtx(forwardedRequest)
 			}
