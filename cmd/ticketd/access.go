@@ -199,6 +199,17 @@ func reloadLoop(hups <-chan os.Signal, stop <-chan struct{}, reload func()) {
 	}
 }
 
+// probeListen checks that addr can be listened on, and closes the listener
+// again: serve asks before it leases anything, and listens for real once it
+// can serve.
+func probeListen(flagName, addr string) error {
+	ln, err := listenNamed(flagName, addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
 // listenNamed opens a listener, and says what to do when the address is
 // taken or not this host's.
 func listenNamed(flagName, addr string) (net.Listener, error) {

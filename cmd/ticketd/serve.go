@@ -432,28 +432,18 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	log := c.logger
 	c.access.log = log
 	c.access.logAtStart()
-	// The listeners first: a taken address is reported before anything is
-	// leased. Connections made while ticketd starts wait in the backlog.
-	ln, err := listenNamed("-listen", c.listen)
-	if err != nil {
+	// A taken address is named before anything is leased. The listeners
+	// open for real only once ticketd can serve: until then a connection is
+	// refused, which a load balancer retries elsewhere, rather than left
+	// waiting on a process that may yet fail to start.
+	if err := probeListen("-listen", c.listen); err != nil {
 		return err
 	}
-	var adminLn net.Listener
 	if c.adminListen != "" {
-		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
-			ln.Close()
+		if err := probeListen("-admin-listen", c.adminListen); err != nil {
 			return err
 		}
 	}
-	serving := false // the listeners are frontend's to close once served
-	defer func() {
-		if !serving {
-			ln.Close()
-			if adminLn != nil {
-				adminLn.Close()
-			}
-		}
-	}()
 
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
@@ -512,11 +502,21 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	if err != nil {
 		return err
 	}
+	ln, err := listenNamed("-listen", c.listen)
+	if err != nil {
+		return err
+	}
+	var adminLn net.Listener
+	if c.adminListen != "" {
+		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	warnFileLimit(log, c.frontend.MaxConns)
 	stopReload := make(chan struct{})
 	defer close(stopReload)
 	go reloadLoop(hups, stopReload, func() { c.access.reload(api) })
-	serving = true
 	served, listeners := make(chan error, 2), 1
 	go func() { served <- api.Serve(ln) }()
 	if adminLn != nil {
