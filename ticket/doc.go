@@ -252,4 +252,10 @@
 // is built: pools are opened from a mysql.Config through a connector, and Config
 // prints its password as [redacted], so a password cannot reach a log line or an
 // error message.
+//
+// The password can change while a Pair runs (password.go): SetPassword gives
+// new connections another one, and Config.PasswordSource is asked again when a
+// server refuses the account (1045), the refused connection then tried once
+// more; connections already open stay until they are recycled. ExtraPrivileges
+// names what the account holds beyond the role ticketd_app (grants.go).
 package ticket
