@@ -225,28 +225,36 @@ func (s *Server) adminAccess(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var need auth.Scope
+		ep := epUnknown // the profiling endpoints are not counted
 		switch p := r.URL.Path; {
 		case p == "/metrics":
-			need = auth.ScopeMetrics
+			need, ep = auth.ScopeMetrics, epMetrics
 		case p == "/v1/status":
-			need = auth.ScopeStatus
+			need, ep = auth.ScopeStatus, epStatus
 		case strings.HasPrefix(p, "/debug/pprof/"):
 			need = auth.ScopeStatus | auth.ScopeMetrics
 		default:
 			next.ServeHTTP(w, r) // 404
 			return
 		}
+		refused := func(code int) {
+			if ep != epUnknown {
+				s.metrics.count(ep, code)
+			}
+		}
 		tok, err := s.cfg.Tokens.Authenticate([]byte(r.Header.Get("Authorization")))
 		if err != nil {
 			s.events.Note(kindUnauthorized, "why", err.Error(), "listener", "admin")
 			w.Header().Set("WWW-Authenticate", auth.Challenge(err))
 			adminFail(w, http.StatusUnauthorized, unauthorizedMessage(err))
+			refused(http.StatusUnauthorized)
 			return
 		}
 		if !tok.Allows(need) {
 			s.events.NoteFor(kindForbidden, tok.Name, "token", tok.Name, "scope", need.String(), "listener", "admin")
 			w.Header().Set("WWW-Authenticate", auth.ScopeChallenge(need.String()))
 			adminFail(w, http.StatusForbidden, fmt.Sprintf("token %s lacks scope %s (it holds %s)", tok.Name, need, tok.Scopes()))
+			refused(http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

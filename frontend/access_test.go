@@ -335,6 +335,17 @@ func TestAdminAccess(t *testing.T) {
 			t.Errorf("admin %s with %.8q: got %d %.100q, want %d", tt.path, tt.token, code, body, tt.want)
 		}
 	}
+	m := metricsOf(t, h.s)
+	for series, want := range map[string]string{
+		`ticketd_requests_total{endpoint="/metrics",code="401"}`:    "2",
+		`ticketd_requests_total{endpoint="/metrics",code="403"}`:    "1",
+		`ticketd_requests_total{endpoint="/v1/status",code="403"}`: "1",
+		`ticketd_requests_total{endpoint="/v1/status",code="200"}`: "1",
+	} {
+		if m[series] != want {
+			t.Errorf("%s: got %q, want %s", series, m[series], want)
+		}
+	}
 }
 
 // TestAccessAllocs: the authorised hot path allocates nothing: a token
