@@ -337,8 +337,8 @@ func TestAdminAccess(t *testing.T) {
 	}
 	m := metricsOf(t, h.s)
 	for series, want := range map[string]string{
-		`ticketd_requests_total{endpoint="/metrics",code="401"}`:    "2",
-		`ticketd_requests_total{endpoint="/metrics",code="403"}`:    "1",
+		`ticketd_requests_total{endpoint="/metrics",code="401"}`:   "2",
+		`ticketd_requests_total{endpoint="/metrics",code="403"}`:   "1",
 		`ticketd_requests_total{endpoint="/v1/status",code="403"}`: "1",
 		`ticketd_requests_total{endpoint="/v1/status",code="200"}`: "1",
 	} {
