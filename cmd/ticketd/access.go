@@ -158,7 +158,21 @@ func (a access) checkMode() {
 
 // reload is what SIGHUP does.
 func (a access) reload(api *frontend.Server) {
-	a.log.Info("SIGHUP: reloading the tokens file, the certificate and the password file")
+	var what []string
+	if a.tokens != nil {
+		what = append(what, "the tokens file")
+	}
+	if a.cert != nil {
+		what = append(what, "the HTTPS certificate")
+	}
+	if a.passwordFile != "" && a.pair != nil {
+		what = append(what, "the database password file")
+	}
+	if len(what) == 0 {
+		a.log.Info("SIGHUP: nothing to reload (no -tokens-file, no -https-cert, and the password is not from -password-file)")
+		return
+	}
+	a.log.Info("SIGHUP: reloading " + strings.Join(what, ", "))
 	if a.tokens != nil {
 		if set, err := api.ReloadTokens(); err != nil {
 			a.log.Error("tokens file NOT reloaded: the previous tokens stay in force", "err", err)
