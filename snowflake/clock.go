@@ -16,6 +16,16 @@ type Clock interface {
 	Wait(d time.Duration)
 }
 
+// MonotonicClock is a Clock that can also read its monotonic clock alone,
+// which costs less than a wall and monotonic reading together. A generator
+// whose clock implements it reads only the monotonic clock on most calls, and
+// both once per millisecond (see the package comment). Mono must return
+// readings on the same origin as Now's.
+type MonotonicClock interface {
+	Clock
+	Mono() time.Duration
+}
+
 // SystemClock is the real clock: time.Now's wall and monotonic readings.
 type SystemClock struct{}
 
@@ -28,12 +38,17 @@ func (SystemClock) Now() (int64, time.Duration) {
 	return t.UnixNano(), t.Sub(processStart)
 }
 
+// Mono implements MonotonicClock. time.Since on a time that carries a
+// monotonic reading reads only the monotonic clock: about a third of the cost
+// of time.Now here, which reads both.
+func (SystemClock) Mono() time.Duration { return time.Since(processStart) }
+
 // Wait yields the processor until d has passed. It does not sleep: on Linux a
 // time.Sleep shorter than a millisecond takes about a millisecond, and the
 // generator only ever waits for the rest of the current millisecond.
 func (SystemClock) Wait(d time.Duration) {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
+	start := time.Now()
+	for time.Since(start) < d {
 		runtime.Gosched()
 	}
 }

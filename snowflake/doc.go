@@ -31,6 +31,13 @@
 //   - When the wall clock is found ahead of that estimate (NTP slewing it
 //     forward, a step forward), the generator moves forward to it. It never
 //     moves back.
+//   - Reading the wall clock costs: time.Now reads both clocks, about 65 ns
+//     on a virtual machine against about 30 ns for the monotonic one alone.
+//     With a [MonotonicClock] (SystemClock is one) the generator reads only
+//     the monotonic clock on a call that stays in the millisecond of its
+//     last full reading, and both clocks on the first call of a later
+//     millisecond: a wall clock that jumps ahead is followed within a
+//     millisecond. Any other Clock is read in full on every call.
 //   - When a millisecond's sequence numbers are used up, the generator waits
 //     for the next millisecond: a yielding wait bounded by that millisecond
 //     (sleeps on Linux round up to about a millisecond, which would cost a
@@ -39,6 +46,24 @@
 //     for example the reservation of a worker ID's previous holder. While the
 //     clock is behind the floor the generator counts up from the floor rather
 //     than wait for the clock.
+//
+// # Sharing a worker
+//
+// One worker issues at most 2^SequenceBits IDs per millisecond (4096 in the
+// default layout). [Generator.NextN] takes at most one millisecond's
+// sequence numbers at a time and waits for the next millisecond without
+// holding the generator, so a batch of any size never makes a single
+// [Generator.Next] (or Now, Last, ClockSkew, Stop) wait behind it. A batch
+// that starts a millisecond while Next callers wait for it leaves one
+// sequence number of that millisecond to each of them (up to a quarter of
+// the millisecond).
+//
+// At saturation, when callers ask for more than the ceiling, they share it:
+// a Next waits for at most about one millisecond (the rest of the current
+// one) plus scheduling, whatever batches are in flight; batches get what
+// single calls leave, a millisecond at a time, so a batch of N takes at
+// least N/4096 ms and longer when others share the worker. Nothing fails at
+// saturation: calls wait.
 //
 // # Fence
 //

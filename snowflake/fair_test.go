@@ -1,0 +1,399 @@
+package snowflake
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestWallReadOncePerMillisecond: with a MonotonicClock the generator reads
+// the wall clock once per millisecond, not once per ID, and still follows a
+// wall clock found ahead as soon as the next millisecond begins.
+func TestWallReadOncePerMillisecond(t *testing.T) {
+	clk := newFakeClock(t2026)
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	before := clk.Nows()
+	for range 1000 {
+		if _, err := g.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := clk.Nows() - before; got != 0 {
+		t.Fatalf("1000 IDs in the millisecond New read: %d wall clock readings, want 0", got)
+	}
+	clk.Advance(time.Millisecond)
+	for range 1000 {
+		if _, err := g.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := clk.Nows() - before; got != 1 {
+		t.Fatalf("1000 IDs in the next millisecond: %d wall clock readings in all, want 1", got)
+	}
+
+	// A wall clock stepped ahead is followed from the next millisecond on.
+	clk.StepWall(time.Hour)
+	clk.Advance(time.Millisecond)
+	id, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := g.Layout().Decompose(id)
+	if want := clk.wall / 1e6; p.UnixMs != want {
+		t.Fatalf("after the wall clock jumped an hour ahead: ID at %d ms, want %d", p.UnixMs, want)
+	}
+}
+
+// gateClock is a fake clock whose Wait blocks until the test lets that very
+// caller go: a caller waiting for the next millisecond stays "in flight" for
+// as long as the test needs. Wait does not move time; the test does, with
+// Advance.
+type gateClock struct {
+	*fakeClock
+	waits chan gate // a caller entered Wait; close its gate to let it go
+}
+
+type gate chan struct{}
+
+func newGateClock() *gateClock {
+	return &gateClock{fakeClock: newFakeClock(t2026), waits: make(chan gate)}
+}
+
+func (c *gateClock) Wait(time.Duration) {
+	g := make(gate)
+	c.waits <- g
+	<-g
+}
+
+// within fails the test unless ch delivers within a generous deadline: the
+// point is progress (a deadlock fails), not speed.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no progress in 10 s", what)
+		panic("unreachable")
+	}
+}
+
+type batchResult struct {
+	n   int
+	err error
+}
+
+// TestBatchDoesNotStarveNext holds a batch in flight (it has used up a
+// millisecond and waits for the next) and shows that a single Next on the
+// same generator gets an ID of the next millisecond before the batch does
+// any more: the batch leaves it a sequence number, and it never waited
+// behind the batch's lock.
+func TestBatchDoesNotStarveNext(t *testing.T) {
+	clk := newGateClock()
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	t0 := t2026.UnixMilli()
+	batch := make([]int64, 3*4096)
+	batchDone := make(chan batchResult, 1)
+	go func() {
+		n, err := g.NextN(batch)
+		batchDone <- batchResult{n, err}
+	}()
+	batchGate := within(t, clk.waits, "batch waiting after its first millisecond")
+
+	// The batch used up millisecond 0 and waits; a single Next finds the
+	// millisecond used up and waits too. Under a batch that held the
+	// generator across its wait, this Next would block on the lock instead.
+	single := make(chan int64, 1)
+	singleErr := make(chan error, 1)
+	go func() {
+		id, err := g.Next()
+		if err != nil {
+			singleErr <- err
+			return
+		}
+		single <- id
+	}()
+	singleGate := within(t, clk.waits, "single Next waiting for the next millisecond")
+
+	// Millisecond 1 begins; the batch is let go first and takes its share.
+	clk.Advance(time.Millisecond)
+	close(batchGate)
+	batchGate = within(t, clk.waits, "batch waiting after its second millisecond")
+	// Now the single Next: it must find a sequence number left in
+	// millisecond 1 and finish without any further wait.
+	close(singleGate)
+	var id int64
+	select {
+	case id = <-single:
+	case err := <-singleErr:
+		t.Fatalf("single Next: %v", err)
+	case <-clk.waits:
+		t.Fatalf("single Next found millisecond 1 used up by the batch: it must leave one sequence number")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("single Next made no progress in 10 s")
+	}
+	p, _ := g.Layout().Decompose(id)
+	if p.UnixMs != t0+1 || p.Sequence != 4095 {
+		t.Fatalf("single Next got %+v, want millisecond +1, sequence 4095 (the one the batch left)", p)
+	}
+
+	// Let the batch finish: milliseconds 2 and 3.
+	for {
+		clk.Advance(time.Millisecond)
+		close(batchGate)
+		select {
+		case batchGate = <-clk.waits:
+		case r := <-batchDone:
+			finishBatch(t, g, batch, r, id)
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatalf("batch made no progress in 10 s")
+		}
+	}
+}
+
+func finishBatch(t *testing.T, g *Generator, batch []int64, r batchResult, single int64) {
+	t.Helper()
+	if r.err != nil || r.n != len(batch) {
+		t.Fatalf("NextN = %d, %v; want %d, nil", r.n, r.err, len(batch))
+	}
+	checkIncreasing(t, batch)
+	// The batch's IDs of millisecond 1 are below the single one, the rest above.
+	below := 0
+	for _, id := range batch {
+		if id == single {
+			t.Fatalf("the batch and the single Next both got %d", id)
+		}
+		if id < single {
+			below++
+		}
+	}
+	if below != 4096+4095 {
+		t.Fatalf("%d of the batch's IDs are below the single Next's, want %d (milliseconds 0 and 1 less the one left)", below, 4096+4095)
+	}
+}
+
+// TestBatchInFlightDoesNotBlockOthers: while a batch waits for the next
+// millisecond, what lease renewals and /v1/status call (Now, Last, Fence,
+// ClockSkew) answers, and Stop takes effect at once: the batch stops at the
+// millisecond it had, and every ID it issued is within Stop's answer.
+func TestBatchInFlightDoesNotBlockOthers(t *testing.T) {
+	clk := newGateClock()
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	t0 := t2026.UnixMilli()
+	batch := make([]int64, 2*4096)
+	batchDone := make(chan batchResult, 1)
+	go func() {
+		n, err := g.NextN(batch)
+		batchDone <- batchResult{n, err}
+	}()
+	batchGate := within(t, clk.waits, "batch waiting after its first millisecond")
+
+	answered := make(chan int64, 1)
+	go func() {
+		g.ClockSkew()
+		g.Fence()
+		answered <- g.Now() + 0*g.Last()
+	}()
+	if now := within(t, answered, "Now, Last and ClockSkew during a batch"); now != t0 {
+		t.Fatalf("Now = %d, want %d", now, t0)
+	}
+	stopped := make(chan int64, 1)
+	go func() { stopped <- g.Stop() }()
+	if last := within(t, stopped, "Stop during a batch"); last != t0 {
+		t.Fatalf("Stop() = %d, want %d (the batch's millisecond)", last, t0)
+	}
+	clk.Advance(time.Millisecond)
+	close(batchGate)
+	r := within(t, batchDone, "batch after Stop")
+	if !errors.Is(r.err, ErrStopped) || r.n != 4096 {
+		t.Fatalf("NextN after Stop = %d, %v; want 4096, ErrStopped", r.n, r.err)
+	}
+	checkIncreasing(t, batch[:r.n])
+	if p, _ := g.Layout().Decompose(batch[r.n-1]); p.UnixMs != t0 {
+		t.Fatalf("the batch's last ID is at %d ms, want %d", p.UnixMs, t0)
+	}
+	for _, id := range batch[r.n:] {
+		if id != 0 {
+			t.Fatalf("NextN wrote past what it returned")
+		}
+	}
+}
+
+// TestBatchesShareMilliseconds: a second batch started while a long one is
+// in flight does not wait behind the long one's lock: it reaches the wait for
+// the next millisecond at once, and then the two take whole milliseconds in
+// turn (which of them gets a millisecond is up to the race for the lock).
+func TestBatchesShareMilliseconds(t *testing.T) {
+	clk := newGateClock()
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	long, short := make([]int64, 3*4096), make([]int64, 4096)
+	done := make(chan string, 2)
+	run := func(name string, dst []int64) {
+		n, err := g.NextN(dst)
+		if err != nil || n != len(dst) {
+			t.Errorf("%s: NextN = %d, %v", name, n, err)
+		}
+		done <- name
+	}
+	go run("long", long)
+	gates := []gate{within(t, clk.waits, "the long batch waiting after its first millisecond")}
+	go run("short", short)
+	gates = append(gates, within(t, clk.waits, "the short batch waiting: millisecond 0 is used up"))
+	finished := map[string]bool{}
+	for len(finished) < 2 {
+		clk.Advance(time.Millisecond)
+		released := gates
+		gates = nil
+		for _, g := range released {
+			close(g)
+		}
+		for range released {
+			select {
+			case g := <-clk.waits:
+				gates = append(gates, g)
+			case name := <-done:
+				finished[name] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no progress in 10 s")
+			}
+		}
+	}
+	checkIncreasing(t, long)
+	checkIncreasing(t, short)
+	first, _ := g.Layout().Decompose(short[0])
+	last, _ := g.Layout().Decompose(short[len(short)-1])
+	if first.UnixMs != last.UnixMs || first.UnixMs == t2026.UnixMilli() {
+		t.Fatalf("the short batch spans +%d..+%d ms, want one millisecond after the first",
+			first.UnixMs-t2026.UnixMilli(), last.UnixMs-t2026.UnixMilli())
+	}
+	seen := map[int64]bool{}
+	for _, id := range append(append([]int64{}, long...), short...) {
+		if seen[id] {
+			t.Fatalf("duplicate ID %d", id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestConcurrentBatchesAndSingles: batches and single calls on the real
+// clock, racing on the fast and the slow path: no ID twice, and each caller
+// sees its IDs increase.
+func TestConcurrentBatchesAndSingles(t *testing.T) {
+	g := mustNew(t, Settings{Unfenced: true})
+	const singles, perSingle, batches, perBatch, batchLen = 4, 30_000, 2, 10, 10_000
+	results := make([][]int64, singles+batches)
+	done := make(chan struct{})
+	for i := range singles + batches {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			var ids []int64
+			if i < singles {
+				for range perSingle {
+					id, err := g.Next()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ids = append(ids, id)
+				}
+			} else {
+				buf := make([]int64, batchLen)
+				for range perBatch {
+					if n, err := g.NextN(buf); err != nil || n != batchLen {
+						t.Errorf("NextN = %d, %v", n, err)
+						return
+					}
+					ids = append(ids, buf...)
+				}
+			}
+			results[i] = ids
+		}()
+	}
+	for range singles + batches {
+		within(t, done, "callers finishing")
+	}
+	seen := map[int64]bool{}
+	for i, ids := range results {
+		for j, id := range ids {
+			if j > 0 && id <= ids[j-1] {
+				t.Fatalf("caller %d: ID %d after %d", i, id, ids[j-1])
+			}
+			if seen[id] {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			seen[id] = true
+		}
+	}
+	if want := singles*perSingle + batches*perBatch*batchLen; len(seen) != want {
+		t.Fatalf("%d IDs, want %d", len(seen), want)
+	}
+}
+
+// TestStopUnderLoad: Stop while callers issue on both paths. Every ID
+// issued is at or below the millisecond Stop returns, so a successor whose
+// floor is above it issues only greater IDs; and after Stop every call fails.
+func TestStopUnderLoad(t *testing.T) {
+	g := mustNew(t, Settings{Unfenced: true})
+	const callers = 4
+	results := make([][]int64, callers)
+	done := make(chan struct{})
+	started := make(chan struct{}, callers)
+	for i := range callers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			buf := make([]int64, 300)
+			var ids []int64
+			for k := 0; ; k++ {
+				if k == 100 {
+					started <- struct{}{}
+				}
+				if i == 0 { // one caller takes batches
+					n, err := g.NextN(buf)
+					ids = append(ids, buf[:n]...)
+					if err != nil {
+						break
+					}
+					continue
+				}
+				id, err := g.Next()
+				if err != nil {
+					break
+				}
+				ids = append(ids, id)
+			}
+			results[i] = ids
+		}()
+	}
+	for range callers {
+		within(t, started, "callers issuing")
+	}
+	last := g.Stop()
+	for range callers {
+		within(t, done, "callers stopping")
+	}
+	if _, err := g.Next(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Next after Stop: %v, want ErrStopped", err)
+	}
+	succ := mustNew(t, Settings{Unfenced: true, FloorMs: last + 1, Worker: 1})
+	next, err := succ.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for _, ids := range results {
+		for _, id := range ids {
+			p, _ := g.Layout().Decompose(id)
+			if p.UnixMs > last {
+				t.Fatalf("ID at %d ms issued, Stop returned %d", p.UnixMs, last)
+			}
+			if id >= next {
+				t.Fatalf("ID %d is not below the successor's first ID %d", id, next)
+			}
+			if seen[id] {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			seen[id] = true
+		}
+	}
+}
