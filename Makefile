@@ -53,6 +53,7 @@ fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzCount$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzDecodeID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
 # worker ID); `make db-down` stops the pair afterwards.
