@@ -1,0 +1,180 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// endpoint is one ticketd, as the client sees it. Fields are guarded by
+// Client.emu.
+type endpoint struct {
+	base     string
+	up       bool
+	lastErr  error
+	requests uint64 // batches asked for
+	failures uint64 // of those, and of probes, failed
+	probes   uint64
+}
+
+// pick returns the endpoints a refill should try, in order: the current one
+// first (the client stays with one ticketd while it works, so that its IDs
+// increase), then the others that are up, in Config order.
+func (c *Client) pick(dst []int) []int {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	dst = dst[:0]
+	if c.eps[c.cur].up {
+		dst = append(dst, c.cur)
+	}
+	for i, e := range c.eps {
+		if i != c.cur && e.up {
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// anyUp reports whether some endpoint is believed able to answer.
+func (c *Client) anyUp() bool {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	for _, e := range c.eps {
+		if e.up {
+			return true
+		}
+	}
+	return false
+}
+
+// succeeded records a batch from endpoint i, which becomes the current one.
+func (c *Client) succeeded(i int) {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	c.eps[i].requests++
+	c.cur = i
+}
+
+// failed records a failed call to endpoint i. Unless ticketd only refused
+// the request (ErrRejected: asking elsewhere would not help), the endpoint
+// is skipped until a probe finds it ready again.
+func (c *Client) failed(i int, err error) {
+	c.emu.Lock()
+	e := c.eps[i]
+	e.requests++
+	e.failures++
+	e.lastErr = err
+	down := !errors.Is(err, ErrRejected) && e.up
+	if down {
+		e.up = false
+	}
+	c.emu.Unlock()
+	if down {
+		select {
+		case c.probeNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unavailable is the error of a call that found nothing buffered and no
+// endpoint able to issue: it names each endpoint's last failure.
+func (c *Client) unavailable() error {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	var b strings.Builder
+	for i, e := range c.eps {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		state := "down"
+		if e.up {
+			state = "up"
+		}
+		fmt.Fprintf(&b, "%s (%s): ", e.base, state)
+		if e.lastErr != nil {
+			b.WriteString(e.lastErr.Error())
+		} else {
+			b.WriteString("no error yet")
+		}
+	}
+	errs := []error{ErrUnavailable}
+	for _, e := range c.eps {
+		if e.lastErr != nil {
+			errs = append(errs, e.lastErr)
+		}
+	}
+	return &unavailableError{msg: "client: no ticketd could issue: " + b.String(), errs: errs}
+}
+
+// unavailableError wraps ErrUnavailable and every endpoint's last error, so
+// errors.Is finds context.DeadlineExceeded or ErrBadAnswer as well.
+type unavailableError struct {
+	msg  string
+	errs []error
+}
+
+func (e *unavailableError) Error() string   { return e.msg }
+func (e *unavailableError) Unwrap() []error { return e.errs }
+
+// probeLoop re-probes the endpoints that are down, every ProbeEvery (at once
+// after a failure), and lets them rejoin when they answer /readyz with 200.
+func (c *Client) probeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.probeNow:
+		case <-c.clk.after(c.cfg.ProbeEvery):
+		}
+		c.probeDown()
+	}
+}
+
+// probeDown probes every endpoint that is down, concurrently (a frozen one
+// costs CallTimeout, not a round of them), and wakes the streams when one
+// rejoins.
+func (c *Client) probeDown() {
+	c.emu.Lock()
+	var down []int
+	for i, e := range c.eps {
+		if !e.up {
+			down = append(down, i)
+		}
+	}
+	c.emu.Unlock()
+	if len(down) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(down))
+	for k, i := range down {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.CallTimeout)
+			defer cancel()
+			errs[k] = c.tr.probe(ctx, c.eps[i].base)
+		}()
+	}
+	wg.Wait()
+	rejoined := false
+	c.emu.Lock()
+	for k, i := range down {
+		e := c.eps[i]
+		e.probes++
+		if errs[k] == nil {
+			e.up, rejoined = true, true
+			continue
+		}
+		e.failures++
+		e.lastErr = fmt.Errorf("probe: %w", errs[k])
+	}
+	c.emu.Unlock()
+	if rejoined {
+		c.wakeAll()
+	}
+}
