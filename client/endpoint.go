@@ -13,9 +13,10 @@ import (
 type endpoint struct {
 	base     string
 	up       bool
-	lastErr  error
-	requests uint64 // batches asked for
-	failures uint64 // of those, and of probes, failed
+	lastErr  error // of the last failed request
+	probeErr error // of the last probe; nil once one succeeds
+	requests uint64
+	failures uint64 // failed requests
 	probes   uint64
 }
 
@@ -99,6 +100,9 @@ func (c *Client) unavailable() error {
 		} else {
 			b.WriteString("no error yet")
 		}
+		if e.probeErr != nil {
+			b.WriteString("; then " + e.probeErr.Error())
+		}
 	}
 	errs := []error{ErrUnavailable}
 	for _, e := range c.eps {
@@ -123,12 +127,14 @@ func (e *unavailableError) Unwrap() []error { return e.errs }
 // after a failure), and lets them rejoin when they answer /readyz with 200.
 func (c *Client) probeLoop() {
 	defer c.wg.Done()
+	tick := c.clk.after(c.cfg.ProbeEvery)
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-c.probeNow:
-		case <-c.clk.after(c.cfg.ProbeEvery):
+		case <-tick:
+			tick = c.clk.after(c.cfg.ProbeEvery)
 		}
 		c.probeDown()
 	}
@@ -167,11 +173,10 @@ func (c *Client) probeDown() {
 		e := c.eps[i]
 		e.probes++
 		if errs[k] == nil {
-			e.up, rejoined = true, true
+			e.up, e.probeErr, rejoined = true, nil, true
 			continue
 		}
-		e.failures++
-		e.lastErr = fmt.Errorf("probe: %w", errs[k])
+		e.probeErr = fmt.Errorf("probe: %w", errs[k])
 	}
 	c.emu.Unlock()
 	if rejoined {

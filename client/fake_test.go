@@ -207,12 +207,22 @@ func (f *fakeTransport) nextCall(t *testing.T) call {
 // end of the test.
 func newFake(t *testing.T, cfg Config, bases ...string) (*Client, *fakeTransport, *fakeClock) {
 	t.Helper()
+	return newFakeSetup(t, cfg, nil, bases...)
+}
+
+// newFakeSetup is newFake with the transport set up before the client
+// starts (its first refill begins in New).
+func newFakeSetup(t *testing.T, cfg Config, setup func(*fakeTransport), bases ...string) (*Client, *fakeTransport, *fakeClock) {
+	t.Helper()
 	if len(bases) == 0 {
 		bases = []string{"http://a.test"}
 	}
 	cfg.Endpoints = bases
 	clk := newFakeClock()
 	tr := newFakeTransport(clk, bases...)
+	if setup != nil {
+		setup(tr)
+	}
 	c, err := newClient(cfg, tr, clk)
 	if err != nil {
 		t.Fatal(err)

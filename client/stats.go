@@ -32,13 +32,14 @@ type StreamStats struct {
 
 // EndpointStats describe one ticketd endpoint.
 type EndpointStats struct {
-	URL       string
-	Up        bool // false: skipped until a probe finds it ready
-	Current   bool // the endpoint refills try first
-	Requests  uint64
-	Failures  uint64 // failed requests and probes
-	Probes    uint64
-	LastError string // "" if it never failed
+	URL            string
+	Up             bool   // false: skipped until a probe finds it ready
+	Current        bool   // the endpoint refills try first
+	Requests       uint64 // batches asked for
+	Failures       uint64 // of those, failed
+	Probes         uint64 // GET /readyz while skipped
+	LastError      string // of the last failed request; "" if none failed
+	LastProbeError string // of the last probe, while it keeps failing
 }
 
 // Stats returns a copy of the client's counters. It takes each buffer's lock
@@ -57,6 +58,9 @@ func (c *Client) Stats() Stats {
 			Failures: e.failures, Probes: e.probes}
 		if e.lastErr != nil {
 			es.LastError = e.lastErr.Error()
+		}
+		if e.probeErr != nil {
+			es.LastProbeError = e.probeErr.Error()
 		}
 		st.Endpoints = append(st.Endpoints, es)
 	}
