@@ -58,16 +58,15 @@ func (c *Client) succeeded(i int) {
 	c.cur = i
 }
 
-// failed records a failed call to endpoint i. Unless ticketd only refused
-// the request (ErrRejected: asking elsewhere would not help), the endpoint
-// is skipped until a probe finds it ready again.
-func (c *Client) failed(i int, err error) {
+// failed records a failed call to endpoint i. With skip, the endpoint is
+// skipped by every refill until a probe finds it ready again.
+func (c *Client) failed(i int, err error, skip bool) {
 	c.emu.Lock()
 	e := c.eps[i]
 	e.requests++
 	e.failures++
 	e.lastErr = err
-	down := !errors.Is(err, ErrRejected) && e.up
+	down := skip && e.up
 	if down {
 		e.up = false
 	}
@@ -182,4 +181,20 @@ func (c *Client) probeDown() {
 	if rejoined {
 		c.wakeAll()
 	}
+}
+
+// skips reports whether a failed refill should take the endpoint out for
+// every stream. A 4xx is the request's fault, not the endpoint's. For a
+// sequence, a slow or 5xx answer is most likely the ticket servers' (ticketd
+// answers 503 when they fail, and waits for them): the endpoint may still
+// issue IDs, so only a connection that failed takes it out.
+func skips(ids bool, err error) bool {
+	if errors.Is(err, ErrRejected) {
+		return false
+	}
+	if ids {
+		return true
+	}
+	var se *StatusError
+	return !errors.As(err, &se) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +211,90 @@ func TestTickets(t *testing.T) {
 	st := c.Stats()
 	if got := sortedKeys(st.Sequences); len(got) != 2 || st.Sequences["orders"].Served != 510 {
 		t.Fatalf("sequence stats %v: %+v", got, st.Sequences)
+	}
+}
+
+// TestSkips: which failures take an endpoint out for every stream.
+func TestSkips(t *testing.T) {
+	timeout := fmt.Errorf("get: %w", context.DeadlineExceeded)
+	tests := []struct {
+		name string
+		ids  bool
+		err  error
+		want bool
+	}{
+		{"IDs: refused", true, errRefused, true},
+		{"IDs: timeout", true, timeout, true},
+		{"IDs: 503", true, &StatusError{Status: 503}, true},
+		{"IDs: bad answer", true, ErrBadAnswer, true},
+		{"IDs: 400", true, &StatusError{Status: 400}, false},
+		{"sequence: refused", false, errRefused, true},
+		{"sequence: bad answer", false, ErrBadAnswer, true},
+		{"sequence: timeout (slow ticket servers)", false, timeout, false},
+		{"sequence: 503 (no ticket server)", false, &StatusError{Status: 503}, false},
+		{"sequence: 404", false, &StatusError{Status: 404}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := skips(tt.ids, tt.err); got != tt.want {
+				t.Fatalf("skips(%v, %v) = %v, want %v", tt.ids, tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSequenceFailureKeepsIDs: ticket servers failing (ticketd answers 503
+// on /v1/tickets) fail Ticket, but do not take the endpoint out for IDs.
+func TestSequenceFailureKeepsIDs(t *testing.T) {
+	c, tr, _ := newFake(t, Config{}, epA)
+	noServer := &StatusError{Endpoint: epA, Status: 503, Message: "no ticket server is available"}
+	tr.set(epA, func(s *fakeServer) { s.seqErr = noServer })
+	_, err := c.Ticket(ctx10(t), "orders")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no ticket server is available") {
+		t.Fatalf("Ticket with the ticket servers down: %v; want ErrUnavailable with ticketd's message", err)
+	}
+	if st := c.Stats().Endpoints[0]; !st.Up {
+		t.Fatalf("a 503 on /v1/tickets took the endpoint out: %+v", st)
+	}
+	if _, err := c.Next(ctx10(t)); err != nil {
+		t.Fatalf("Next after a sequence failed: %v", err)
+	}
+	tr.set(epA, func(s *fakeServer) { s.seqErr = nil })
+	if _, err := c.Ticket(ctx10(t), "orders"); err != nil {
+		t.Fatalf("Ticket once the ticket servers are back: %v", err)
+	}
+}
+
+// TestSlowFetchShrinks: a batch that took more than a quarter of the call
+// deadline to arrive makes the next one half as big, even if it lasted
+// less than BatchPeriod.
+func TestSlowFetchShrinks(t *testing.T) {
+	c, tr, _ := newFakeSetup(t, Config{MinBatch: 10, MaxBatch: 80, CallTimeout: 400 * time.Millisecond, MaxAge: time.Hour},
+		func(tr *fakeTransport) {}, epA)
+	sizes := []int{tr.nextCall(t).n}
+	for len(sizes) < 4 { // fast: 10, 20, 40, 80
+		if _, err := c.NextN(ctx10(t), make([]int64, sizes[len(sizes)-1])); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, tr.nextCall(t).n)
+	}
+	waitUntil(t, "refills appended", func() bool { return c.Stats().IDs.Refills == uint64(len(tr.allCalls())) })
+	tr.set(epA, func(s *fakeServer) { s.latency = 150 * time.Millisecond }) // above 400 ms / 4
+	for range 2 {
+		st := c.Stats().IDs
+		if _, err := c.NextN(ctx10(t), make([]int64, st.Buffered-st.Batch+1)); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, tr.nextCall(t).n)
+		waitUntil(t, "refills appended", func() bool { return c.Stats().IDs.Refills == uint64(len(tr.allCalls())) })
+	}
+	st := c.Stats().IDs
+	if _, err := c.NextN(ctx10(t), make([]int64, st.Buffered-st.Batch+1)); err != nil {
+		t.Fatal(err)
+	}
+	sizes = append(sizes, tr.nextCall(t).n)
+	// 80 (fast), then 80 fetched slowly, then 40, then 20.
+	if want := []int{10, 20, 40, 80, 80, 40, 20}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
 	}
 }

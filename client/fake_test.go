@@ -86,8 +86,10 @@ type fakeServer struct {
 	next     uint64            // the last ID issued
 	seqs     map[string]uint64 // the last value of each sequence
 	err      error             // every batch fails with it
+	seqErr   error             // every batch of a sequence fails with it
 	probeErr error             // every probe fails with it
 	hang     bool              // calls wait for their context to end
+	latency  time.Duration     // a call moves the fake clock this much
 	answer   func([]uint64)    // when set, writes the answer instead (bad answers)
 }
 
@@ -137,8 +139,14 @@ func (f *fakeTransport) get(ctx context.Context, base, path string, dst []uint64
 	}
 	f.mu.Lock()
 	s := f.servers[base]
-	hang, err, answer := s.hang, s.err, s.answer
+	hang, err, answer, latency := s.hang, s.err, s.answer, s.latency
+	if err == nil && strings.HasPrefix(path, "/v1/tickets/") {
+		err = s.seqErr
+	}
 	f.mu.Unlock()
+	if latency > 0 {
+		f.clk.Advance(latency)
+	}
 	if hang {
 		f.entered <- struct{}{}
 		<-ctx.Done()

@@ -27,17 +27,18 @@ type stream struct {
 	maxBatch int
 	wake     chan struct{} // capacity 1: a refill may be needed
 
-	mu       sync.Mutex
-	segs     []segment // FIFO; values are handed out from segs[0]
-	buffered int       // values left in segs
-	batch    int       // values the next refill asks for
-	lastSent time.Duration
-	sentAny  bool
-	used     bool          // a value was handed out since the last refill
-	arrived  chan struct{} // closed (and replaced) when a refill ends
-	gen      uint64        // refills ended, successful or not
-	lastErr  error         // the last refill's error; nil after a success
-	free     [][]uint64    // spent segment buffers, for the refill goroutine
+	mu        sync.Mutex
+	segs      []segment // FIFO; values are handed out from segs[0]
+	buffered  int       // values left in segs
+	batch     int       // values the next refill asks for
+	lastSent  time.Duration
+	sentAny   bool
+	slowFetch bool          // the last refill took more than CallTimeout/4
+	used      bool          // a value was handed out since the last refill
+	arrived   chan struct{} // closed (and replaced) when a refill ends
+	gen       uint64        // refills ended, successful or not
+	lastErr   error         // the last refill's error; nil after a success
+	free      [][]uint64    // spent segment buffers, for the refill goroutine
 
 	// Counters, for Stats.
 	served, fetched, refills, refillFailures, droppedByAge, waits uint64
@@ -257,9 +258,14 @@ func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
 	now := s.c.now()
 	// Leaf's step: a batch that lasted less than BatchPeriod doubles, one
-	// that lasted more than twice as long halves.
+	// that lasted more than twice as long halves. A batch that took more
+	// than a quarter of the call deadline to fetch halves too: a batch
+	// that cannot arrive within the deadline would never arrive at all (a
+	// sequence of block size 1 costs ticketd a REPLACE per value).
 	if s.sentAny {
 		switch lasted := now - s.lastSent; {
+		case s.slowFetch:
+			s.batch = max(s.batch/2, s.minBatch)
 		case lasted < s.c.cfg.BatchPeriod:
 			s.batch = min(s.batch*2, s.maxBatch)
 		case lasted > 2*s.c.cfg.BatchPeriod:
@@ -291,7 +297,7 @@ func (s *stream) refill(order []int) ([]int, error) {
 				return order, ErrClosed
 			}
 			err = fmt.Errorf("%s%s: %w", s.c.eps[i].base, s.path, err)
-			s.c.failed(i, err)
+			s.c.failed(i, err, skips(s.ids, err))
 			if isRejected(err) {
 				break // every ticketd would refuse it
 			}
@@ -311,6 +317,7 @@ func (s *stream) refill(order []int) ([]int, error) {
 		s.refillTotal += took
 		s.refillMax = max(s.refillMax, took)
 		s.lastSent, s.sentAny, s.used = sent, true, false
+		s.slowFetch = took > s.c.cfg.CallTimeout/4
 		s.lastErr = nil
 		s.broadcastLocked()
 		s.mu.Unlock()
@@ -322,6 +329,10 @@ func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
 	s.refillFailures++
 	s.lastErr = err
+	if !isRejected(err) {
+		// Perhaps too big to arrive in time: ask for less next time.
+		s.batch = max(s.batch/2, s.minBatch)
+	}
 	s.broadcastLocked()
 	s.mu.Unlock()
 	return order, err
