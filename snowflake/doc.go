@@ -53,17 +53,19 @@
 // default layout). [Generator.NextN] takes at most one millisecond's
 // sequence numbers at a time and waits for the next millisecond without
 // holding the generator, so a batch of any size never makes a single
-// [Generator.Next] (or Now, Last, ClockSkew, Stop) wait behind it. A batch
-// that starts a millisecond while Next callers wait for it leaves one
-// sequence number of that millisecond to each of them (up to a quarter of
-// the millisecond).
+// [Generator.Next] (or Now, Last, ClockSkew, Stop) wait behind it. Batches
+// also leave sequence numbers of each millisecond to single calls, up to a
+// quarter of it: one for each Next waiting for that millisecond, and twice
+// as many as single calls took in the millisecond before. Without single
+// calls, batches take whole milliseconds.
 //
-// At saturation, when callers ask for more than the ceiling, they share it:
-// a Next waits for at most about one millisecond (the rest of the current
-// one) plus scheduling, whatever batches are in flight; batches get what
-// single calls leave, a millisecond at a time, so a batch of N takes at
-// least N/4096 ms and longer when others share the worker. Nothing fails at
-// saturation: calls wait.
+// At saturation, when callers ask for more than the ceiling, they share it.
+// Single calls at up to about 2000 per millisecond (half of what is left to
+// them) mostly find a sequence number at once; the others wait for the
+// next millisecond, about one millisecond plus scheduling, whatever batches
+// are in flight. Batches get the rest, a millisecond at a time: a batch of N
+// takes at least N/4096 ms, longer while others share the worker. Nothing
+// fails at saturation: calls wait.
 //
 // # Fence
 //

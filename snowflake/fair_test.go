@@ -397,3 +397,43 @@ func TestStopUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchLeavesRoomForSingles: a batch leaves twice as many sequence
+// numbers of a millisecond as single calls took in the millisecond before,
+// so single calls arriving while batches saturate the worker need not wait;
+// with no single calls, batches take whole milliseconds.
+func TestBatchLeavesRoomForSingles(t *testing.T) {
+	clk := newFakeClock(t2026)
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	t0 := t2026.UnixMilli()
+	for range 10 { // millisecond 0: ten single calls
+		if _, err := g.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Millisecond)
+	batch := make([]int64, 3*4096)
+	if n, err := g.NextN(batch); err != nil || n != len(batch) {
+		t.Fatalf("NextN = %d, %v", n, err)
+	}
+	perMs := map[int64]int{}
+	for _, id := range batch {
+		p, _ := g.Layout().Decompose(id)
+		perMs[p.UnixMs-t0]++
+	}
+	// Millisecond 1 leaves 20 (2 × 10 singles); the next ones follow
+	// milliseconds where single calls took nothing: the batch takes them
+	// whole.
+	if perMs[1] != 4096-20 || perMs[2] != 4096 || perMs[3] != 4096 || perMs[4] != 20 {
+		t.Fatalf("the batch took %v per millisecond, want 4076 of +1, all of +2 and +3, 20 of +4", perMs)
+	}
+	// A single call now finds a sequence number without waiting.
+	waits := clk.Waits()
+	id, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := g.Layout().Decompose(id); p.UnixMs-t0 != 4 || p.Sequence != 20 || clk.Waits() != waits {
+		t.Fatalf("single Next after the batch: %+v after %d waits, want millisecond +4, sequence 20, with no wait", p, clk.Waits()-waits)
+	}
+}

@@ -89,6 +89,11 @@ type Generator struct {
 	// then, the time is nowMs without reading the wall clock.
 	nowMs    int64
 	nextMono time.Duration
+	// batchTook counts the sequence numbers batches took in the cursor's
+	// millisecond; singlesPrev what single calls took in the millisecond
+	// before (see takeLocked).
+	batchTook   int64
+	singlesPrev int64
 }
 
 // New validates s and returns a generator.
@@ -129,8 +134,9 @@ func New(s Settings) (*Generator, error) {
 		return nil, fmt.Errorf("%w: the clock reads %s, the epoch is %s", ErrBeforeEpoch,
 			time.Unix(0, g.anchorNs).UTC().Format(time.RFC3339Nano), time.UnixMilli(s.Layout.EpochMs).UTC().Format(time.RFC3339Nano))
 	}
-	// The floor-1 millisecond counts as used up.
+	// The floor-1 millisecond counts as used up (by no single call).
 	g.cursor.Store(g.encode(max(s.FloorMs, s.Layout.EpochMs)-1, g.maxSeq))
+	g.batchTook = g.maxSeq + 1
 	if s.Unfenced {
 		g.fence.Store(math.MaxInt64)
 	} else {
@@ -363,25 +369,37 @@ func (g *Generator) maxLeave() int64 { return (g.maxSeq + 1) / 4 }
 // records them as issued: it returns the new cursor (the last ID taken) and
 // how many it took. Or it reports, with wait > 0, that the current
 // millisecond is used up and the caller must wait that long (without the
-// lock) and try again. A batch leaves one sequence number of a millisecond
-// for each Next caller that is waiting for it (up to a quarter of them).
+// lock) and try again.
+//
+// A batch leaves sequence numbers of a millisecond to single calls (up to a
+// quarter of them): one for each Next waiting for that millisecond, and
+// twice as many as single calls took in the millisecond before, so that
+// those arriving while batches saturate the worker find one at once instead
+// of waiting for the next millisecond. Without single calls, batches take
+// every sequence number.
 func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wait time.Duration, err error) {
 	if g.stopped.Load() {
 		return 0, 0, 0, ErrStopped
 	}
 	now := g.tickLocked()
-	limit := g.maxSeq
-	if batch {
-		if w := g.waiting.Load(); w > 0 {
-			limit -= min(w, g.maxLeave())
-		}
-	}
 	for {
 		c := g.cursor.Load()
 		last, lastSeq := g.decode(c)
 		ms, seq := last, lastSeq+1
-		if now > last {
+		newMs := now > last
+		if newMs {
 			ms, seq = now, 0
+		}
+		limit := g.maxSeq
+		if batch {
+			singles := g.singlesPrev
+			if newMs {
+				// What single calls took of the millisecond now ending.
+				singles = max(lastSeq+1-g.batchTook, 0)
+			}
+			if leave := g.waiting.Load() + 2*singles; leave > 0 {
+				limit -= min(leave, g.maxLeave())
+			}
 		}
 		if seq > limit {
 			if ms == now {
@@ -402,6 +420,13 @@ func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wai
 		n = min(want, limit-seq+1)
 		next := g.encode(ms, seq+n-1)
 		if g.cursor.CompareAndSwap(c, next) {
+			if ms != last {
+				g.singlesPrev = max(lastSeq+1-g.batchTook, 0)
+				g.batchTook = 0
+			}
+			if batch {
+				g.batchTook += n
+			}
 			// Open the fast path for the rest of ms (for single calls, up to
 			// its last sequence number, whatever a batch left).
 			g.fastUntil.Store(int64(g.endOfLocked(ms)))

@@ -197,11 +197,16 @@ func TestFence(t *testing.T) {
 	if _, err := g.Next(); err != nil {
 		t.Fatalf("after SetFence: %v", err)
 	}
-	// A batch that would cross the fence stops at it.
+	// A batch that would cross the fence stops at it: it takes the rest of
+	// this millisecond but 2 (left to single calls, which took 1 in the
+	// millisecond before), then finds the next one at the fence.
 	batch := make([]int64, 5000)
 	n, err := g.NextN(batch)
-	if !errors.Is(err, ErrFenced) || n != 4095 {
-		t.Fatalf("NextN across the fence = %d, %v; want 4095, ErrFenced", n, err)
+	if !errors.Is(err, ErrFenced) || n != 4093 {
+		t.Fatalf("NextN across the fence = %d, %v; want 4093, ErrFenced", n, err)
+	}
+	if p, _ := g.Layout().Decompose(batch[n-1]); p.UnixMs != now+2 || p.Sequence != 4093 {
+		t.Fatalf("the batch's last ID decodes to %+v, want %d ms, sequence 4093", p, now+2)
 	}
 
 	zero := mustNew(t, Settings{Clock: clk})
