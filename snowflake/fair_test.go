@@ -83,11 +83,31 @@ type batchResult struct {
 	err error
 }
 
+// sleepers is how many callers wait for the next millisecond behind the one
+// that waits on the clock.
+func sleepers(g *Generator) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.msSleepers
+}
+
+// waitUntil polls cond until it holds, failing after a generous deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no progress in 10 s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestBatchDoesNotStarveNext holds a batch in flight (it has used up a
-// millisecond and waits for the next) and shows that a single Next on the
-// same generator gets an ID of the next millisecond before the batch does
-// any more: the batch leaves it a sequence number, and it never waited
-// behind the batch's lock.
+// millisecond and waits on the clock for the next) and shows that a single
+// Next on the same generator does not wait behind the batch's lock: it
+// reaches the wait for the next millisecond too, and gets an ID of that
+// millisecond before the batch takes any more.
 func TestBatchDoesNotStarveNext(t *testing.T) {
 	clk := newGateClock()
 	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
@@ -100,9 +120,10 @@ func TestBatchDoesNotStarveNext(t *testing.T) {
 	}()
 	batchGate := within(t, clk.waits, "batch waiting after its first millisecond")
 
-	// The batch used up millisecond 0 and waits; a single Next finds the
-	// millisecond used up and waits too. Under a batch that held the
-	// generator across its wait, this Next would block on the lock instead.
+	// The batch used up millisecond 0 and waits on the clock; a single Next
+	// finds the millisecond used up and waits behind it. Under a batch that
+	// held the generator across its wait, this Next would block on the
+	// lock instead, before it could count itself waiting.
 	single := make(chan int64, 1)
 	singleErr := make(chan error, 1)
 	go func() {
@@ -113,38 +134,35 @@ func TestBatchDoesNotStarveNext(t *testing.T) {
 		}
 		single <- id
 	}()
-	singleGate := within(t, clk.waits, "single Next waiting for the next millisecond")
+	waitUntil(t, "single Next waiting for the next millisecond", func() bool {
+		return g.waiting.Load() == 1 && sleepers(g) == 1
+	})
 
-	// Millisecond 1 begins; the batch is let go first and takes its share.
+	// Millisecond 1 begins: both go on. The batch leaves the single Next a
+	// sequence number of it, whichever of the two takes the lock first.
 	clk.Advance(time.Millisecond)
 	close(batchGate)
-	batchGate = within(t, clk.waits, "batch waiting after its second millisecond")
-	// Now the single Next: it must find a sequence number left in
-	// millisecond 1 and finish without any further wait.
-	close(singleGate)
 	var id int64
 	select {
 	case id = <-single:
 	case err := <-singleErr:
 		t.Fatalf("single Next: %v", err)
-	case <-clk.waits:
-		t.Fatalf("single Next found millisecond 1 used up by the batch: it must leave one sequence number")
 	case <-time.After(10 * time.Second):
 		t.Fatalf("single Next made no progress in 10 s")
 	}
 	p, _ := g.Layout().Decompose(id)
-	if p.UnixMs != t0+1 || p.Sequence != 4095 {
-		t.Fatalf("single Next got %+v, want millisecond +1, sequence 4095 (the one the batch left)", p)
+	if p.UnixMs != t0+1 || (p.Sequence != 0 && p.Sequence != 4095) {
+		t.Fatalf("single Next got %+v, want millisecond +1 (sequence 0 or 4095: first, or the one the batch left)", p)
 	}
 
-	// Let the batch finish: milliseconds 2 and 3.
+	// Let the batch finish.
 	for {
-		clk.Advance(time.Millisecond)
-		close(batchGate)
 		select {
 		case batchGate = <-clk.waits:
+			clk.Advance(time.Millisecond)
+			close(batchGate)
 		case r := <-batchDone:
-			finishBatch(t, g, batch, r, id)
+			finishBatch(t, g, batch, r, id, p.Sequence)
 			return
 		case <-time.After(10 * time.Second):
 			t.Fatalf("batch made no progress in 10 s")
@@ -152,13 +170,13 @@ func TestBatchDoesNotStarveNext(t *testing.T) {
 	}
 }
 
-func finishBatch(t *testing.T, g *Generator, batch []int64, r batchResult, single int64) {
+func finishBatch(t *testing.T, g *Generator, batch []int64, r batchResult, single int64, singleSeq uint32) {
 	t.Helper()
 	if r.err != nil || r.n != len(batch) {
 		t.Fatalf("NextN = %d, %v; want %d, nil", r.n, r.err, len(batch))
 	}
 	checkIncreasing(t, batch)
-	// The batch's IDs of millisecond 1 are below the single one, the rest above.
+	// Millisecond 0 and the rest of millisecond 1 are the batch's.
 	below := 0
 	for _, id := range batch {
 		if id == single {
@@ -168,8 +186,12 @@ func finishBatch(t *testing.T, g *Generator, batch []int64, r batchResult, singl
 			below++
 		}
 	}
-	if below != 4096+4095 {
-		t.Fatalf("%d of the batch's IDs are below the single Next's, want %d (milliseconds 0 and 1 less the one left)", below, 4096+4095)
+	want := 4096 + 4095 // the single one took the last of millisecond 1
+	if singleSeq == 0 {
+		want = 4096 // it took the first
+	}
+	if below != want {
+		t.Fatalf("%d of the batch's IDs are below the single Next's, want %d", below, want)
 	}
 }
 
@@ -221,9 +243,10 @@ func TestBatchInFlightDoesNotBlockOthers(t *testing.T) {
 }
 
 // TestBatchesShareMilliseconds: a second batch started while a long one is
-// in flight does not wait behind the long one's lock: it reaches the wait for
-// the next millisecond at once, and then the two take whole milliseconds in
-// turn (which of them gets a millisecond is up to the race for the lock).
+// in flight does not wait behind the long one's lock: it reaches the wait
+// for the next millisecond at once (behind the one waiting on the clock),
+// and then the two take whole milliseconds in turn (which of them gets a
+// millisecond is up to the race for the lock).
 func TestBatchesShareMilliseconds(t *testing.T) {
 	clk := newGateClock()
 	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
@@ -237,21 +260,18 @@ func TestBatchesShareMilliseconds(t *testing.T) {
 		done <- name
 	}
 	go run("long", long)
-	gates := []gate{within(t, clk.waits, "the long batch waiting after its first millisecond")}
+	gate := within(t, clk.waits, "the long batch waiting after its first millisecond")
 	go run("short", short)
-	gates = append(gates, within(t, clk.waits, "the short batch waiting: millisecond 0 is used up"))
+	waitUntil(t, "the short batch waiting: millisecond 0 is used up", func() bool { return sleepers(g) == 1 })
 	finished := map[string]bool{}
 	for len(finished) < 2 {
 		clk.Advance(time.Millisecond)
-		released := gates
-		gates = nil
-		for _, g := range released {
-			close(g)
-		}
-		for range released {
+		close(gate)
+		gate = nil
+		// Until one of them waits on the clock again, or both are done.
+		for gate == nil && len(finished) < 2 {
 			select {
-			case g := <-clk.waits:
-				gates = append(gates, g)
+			case gate = <-clk.waits:
 			case name := <-done:
 				finished[name] = true
 			case <-time.After(10 * time.Second):
@@ -273,6 +293,38 @@ func TestBatchesShareMilliseconds(t *testing.T) {
 			t.Fatalf("duplicate ID %d", id)
 		}
 		seen[id] = true
+	}
+}
+
+// TestOneWaiterOnTheClock: of several callers waiting for the next
+// millisecond, one waits on the clock and the others sleep until it wakes
+// them.
+func TestOneWaiterOnTheClock(t *testing.T) {
+	clk := newGateClock()
+	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
+	if n, err := g.NextN(make([]int64, 4096)); err != nil || n != 4096 { // millisecond 0 used up
+		t.Fatalf("NextN = %d, %v", n, err)
+	}
+	done := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := g.Next()
+			done <- err
+		}()
+	}
+	gate := within(t, clk.waits, "one caller waiting on the clock")
+	waitUntil(t, "three callers asleep behind it", func() bool { return sleepers(g) == 3 })
+	select {
+	case <-clk.waits:
+		t.Fatalf("a second caller waits on the clock")
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	close(gate)
+	for range 4 {
+		if err := within(t, done, "callers after the millisecond"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -53,7 +53,8 @@ type Settings struct {
 //     ahead), a batch, a millisecond used up (the caller waits without the
 //     lock, then tries again), a floor ahead of the clock, the fence, the
 //     end of life. The slow path also moves the cursor by compare-and-swap,
-//     since fast-path calls move it without the lock.
+//     since fast-path calls move it without the lock. Of the callers waiting
+//     for the next millisecond, one waits on the clock and wakes the others.
 //   - Stop sets the cursor's sequence number to the last one of its
 //     millisecond, so that a fast-path swap in flight fails and every later
 //     call takes the slow path, which refuses.
@@ -94,6 +95,12 @@ type Generator struct {
 	// before (see takeLocked).
 	batchTook   int64
 	singlesPrev int64
+	// msWaiting: a caller waits on the clock for the next millisecond;
+	// others wait on msCond for msGen to move (see waitNextMs).
+	msWaiting  bool
+	msGen      uint64
+	msCond     sync.Cond
+	msSleepers int // callers waiting on msCond
 }
 
 // New validates s and returns a generator.
@@ -126,6 +133,7 @@ func New(s Settings) (*Generator, error) {
 		datacenter: s.Datacenter,
 		worker:     s.Worker,
 	}
+	g.msCond.L = &g.mu
 	g.monoClock, _ = s.Clock.(MonotonicClock)
 	_, g.sysClock = s.Clock.(SystemClock)
 	g.anchorNs, g.anchorMono = s.Clock.Now()
@@ -320,7 +328,7 @@ func (g *Generator) nextAfterWait(wait time.Duration) (int64, error) {
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
 	for {
-		g.clock.Wait(wait)
+		g.waitNextMs(wait)
 		g.mu.Lock()
 		c, _, w, err := g.takeLocked(1, false)
 		g.mu.Unlock()
@@ -349,7 +357,7 @@ func (g *Generator) NextN(dst []int64) (int, error) {
 			return i, err
 		}
 		if wait != 0 {
-			g.clock.Wait(wait)
+			g.waitNextMs(wait)
 			continue
 		}
 		id := g.id(c) - (n - 1) // c is the last of the n taken
@@ -359,6 +367,32 @@ func (g *Generator) NextN(dst []int64) (int, error) {
 		}
 	}
 	return len(dst), nil
+}
+
+// waitNextMs waits for the next millisecond, d from now, without holding
+// the generator. One caller at a time waits on the clock (a yielding wait
+// that keeps a processor busy); the others sleep until it wakes them, so
+// that batches waiting side by side do not take every processor from the
+// rest of the program.
+func (g *Generator) waitNextMs(d time.Duration) {
+	g.mu.Lock()
+	if g.msWaiting {
+		g.msSleepers++
+		for gen := g.msGen; g.msGen == gen; {
+			g.msCond.Wait()
+		}
+		g.msSleepers--
+		g.mu.Unlock()
+		return
+	}
+	g.msWaiting = true
+	g.mu.Unlock()
+	g.clock.Wait(d)
+	g.mu.Lock()
+	g.msWaiting = false
+	g.msGen++
+	g.msCond.Broadcast()
+	g.mu.Unlock()
 }
 
 // maxLeave bounds the sequence numbers of a millisecond a batch leaves to
