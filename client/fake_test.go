@@ -117,12 +117,6 @@ func newFakeTransport(clk *fakeClock, bases ...string) *fakeTransport {
 	return f
 }
 
-func (f *fakeTransport) server(base string) *fakeServer {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.servers[base]
-}
-
 func (f *fakeTransport) set(base string, mod func(*fakeServer)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

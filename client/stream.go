@@ -187,13 +187,15 @@ func (s *stream) popLocked() {
 // dropExpiredLocked drops the head segments whose values are older than
 // MaxAge. Segments expire in the order they were fetched, so only the head
 // can be expired while a later one is not.
-func (s *stream) dropExpiredLocked(now time.Duration) {
+func (s *stream) dropExpiredLocked(now time.Duration) (dropped bool) {
 	for len(s.segs) > 0 && now >= s.segs[0].expires {
 		left := len(s.segs[0].vals) - s.segs[0].pos
 		s.droppedByAge += uint64(left)
 		s.buffered -= left
 		s.popLocked()
+		dropped = true
 	}
+	return dropped
 }
 
 // broadcastLocked wakes every caller waiting for a refill.
@@ -357,8 +359,14 @@ func (s *stream) check(vals []uint64) error {
 
 // stats copies the stream's counters.
 func (s *stream) stats() StreamStats {
+	now := s.c.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Buffered counts only IDs that may still be handed out; dropping the
+	// others may take the buffer below its mark.
+	if s.dropExpiredLocked(now) && s.lowLocked() {
+		s.signal()
+	}
 	st := StreamStats{
 		Served: s.served, Fetched: s.fetched, Buffered: s.buffered, Batch: s.batch,
 		Refills: s.refills, RefillFailures: s.refillFailures, DroppedByAge: s.droppedByAge, Waits: s.waits,
