@@ -331,10 +331,9 @@ func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
 	s.refillFailures++
 	s.lastErr = err
-	if !isRejected(err) {
-		// Perhaps too big to arrive in time: ask for less next time.
-		s.batch = max(s.batch/2, s.minBatch)
-	}
+	// Perhaps too big to arrive in time, or above the endpoint's -max-batch
+	// (a 400): ask for less next time.
+	s.batch = max(s.batch/2, s.minBatch)
 	s.broadcastLocked()
 	s.mu.Unlock()
 	return order, err
