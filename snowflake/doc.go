@@ -54,7 +54,11 @@
 // sequence numbers at a time and waits for the next millisecond without
 // holding the generator, so a batch of any size never makes a single
 // [Generator.Next] (or Now, Last, ClockSkew, Stop) wait behind it. Batches
-// also leave sequence numbers of each millisecond to single calls, up to a
+// that wait take turns, a millisecond each, in the order they came: a small
+// batch waits for as many milliseconds as there are batches ahead of it, not
+// for whole batches. Of all the callers waiting for the next millisecond, one
+// waits on the clock and wakes the others, which sleep. Batches also leave
+// sequence numbers of each millisecond to single calls, up to a
 // quarter of it: one for each Next waiting for that millisecond, and twice
 // as many as single calls took in the millisecond before. Without single
 // calls, batches take whole milliseconds.

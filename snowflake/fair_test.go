@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -242,12 +243,18 @@ func TestBatchInFlightDoesNotBlockOthers(t *testing.T) {
 	}
 }
 
-// TestBatchesShareMilliseconds: a second batch started while a long one is
-// in flight does not wait behind the long one's lock: it reaches the wait
-// for the next millisecond at once (behind the one waiting on the clock),
-// and then the two take whole milliseconds in turn (which of them gets a
-// millisecond is up to the race for the lock).
-func TestBatchesShareMilliseconds(t *testing.T) {
+// queued is how many batches wait in the queue of batches.
+func queued(g *Generator) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.batchQ)
+}
+
+// TestBatchesTakeTurns: a short batch started while a long one is in
+// flight does not wait behind the long one's lock, nor for the long one to
+// end: batches that wait take turns, a millisecond each, in the order they
+// came.
+func TestBatchesTakeTurns(t *testing.T) {
 	clk := newGateClock()
 	g := mustNew(t, Settings{Clock: clk, Unfenced: true})
 	long, short := make([]int64, 3*4096), make([]int64, 4096)
@@ -262,7 +269,7 @@ func TestBatchesShareMilliseconds(t *testing.T) {
 	go run("long", long)
 	gate := within(t, clk.waits, "the long batch waiting after its first millisecond")
 	go run("short", short)
-	waitUntil(t, "the short batch waiting: millisecond 0 is used up", func() bool { return sleepers(g) == 1 })
+	waitUntil(t, "the short batch queued behind it", func() bool { return queued(g) == 2 })
 	finished := map[string]bool{}
 	for len(finished) < 2 {
 		clk.Advance(time.Millisecond)
@@ -281,18 +288,18 @@ func TestBatchesShareMilliseconds(t *testing.T) {
 	}
 	checkIncreasing(t, long)
 	checkIncreasing(t, short)
-	first, _ := g.Layout().Decompose(short[0])
-	last, _ := g.Layout().Decompose(short[len(short)-1])
-	if first.UnixMs != last.UnixMs || first.UnixMs == t2026.UnixMilli() {
-		t.Fatalf("the short batch spans +%d..+%d ms, want one millisecond after the first",
-			first.UnixMs-t2026.UnixMilli(), last.UnixMs-t2026.UnixMilli())
-	}
-	seen := map[int64]bool{}
-	for _, id := range append(append([]int64{}, long...), short...) {
-		if seen[id] {
-			t.Fatalf("duplicate ID %d", id)
+	t0 := t2026.UnixMilli()
+	perMs := map[string]map[int64]int{"long": {}, "short": {}}
+	for name, ids := range map[string][]int64{"long": long, "short": short} {
+		for _, id := range ids {
+			p, _ := g.Layout().Decompose(id)
+			perMs[name][p.UnixMs-t0]++
 		}
-		seen[id] = true
+	}
+	// Millisecond 0: long (alone); 1: long (first in the queue); 2: short
+	// (its turn); 3: long.
+	if fmt.Sprint(perMs["long"]) != "map[0:4096 1:4096 3:4096]" || fmt.Sprint(perMs["short"]) != "map[2:4096]" {
+		t.Fatalf("milliseconds taken: %v, want long 0, 1, 3 and short 2", perMs)
 	}
 }
 
@@ -325,6 +332,51 @@ func TestOneWaiterOnTheClock(t *testing.T) {
 		if err := within(t, done, "callers after the millisecond"); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// Batches: the first waits on the clock, the others in the queue.
+	if n, err := g.NextN(make([]int64, 4092)); err != nil || n != 4092 { // millisecond 1 used up
+		t.Fatalf("NextN = %d, %v", n, err)
+	}
+	for range 3 {
+		go func() {
+			_, err := g.NextN(make([]int64, 4096))
+			done <- err
+		}()
+	}
+	gate = within(t, clk.waits, "one batch waiting on the clock")
+	waitUntil(t, "the other two queued behind it", func() bool { return queued(g) == 3 })
+	select {
+	case <-clk.waits:
+		t.Fatalf("a second batch waits on the clock")
+	default:
+	}
+	// They take turns, a millisecond at a time (less what they leave to
+	// the single calls of millisecond 1), one waiter on the clock at a time.
+	for finished := 0; finished < 3; {
+		clk.Advance(time.Millisecond)
+		close(gate)
+		gate = nil
+		for gate == nil && finished < 3 {
+			select {
+			case gate = <-clk.waits:
+				select {
+				case <-clk.waits:
+					t.Fatalf("two callers wait on the clock")
+				default:
+				}
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				finished++
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no progress in 10 s (%d batches queued)", queued(g))
+			}
+		}
+	}
+	if q := queued(g); q != 0 {
+		t.Fatalf("%d batches left in the queue", q)
 	}
 }
 

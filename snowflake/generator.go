@@ -101,6 +101,10 @@ type Generator struct {
 	msGen      uint64
 	msCond     sync.Cond
 	msSleepers int // callers waiting on msCond
+	// batchQ: batches waiting for sequence numbers, in turn (see NextN);
+	// solo is the place of a batch that waits with no other in the queue.
+	batchQ []*batchTurn
+	solo   batchTurn
 }
 
 // New validates s and returns a generator.
@@ -134,6 +138,7 @@ func New(s Settings) (*Generator, error) {
 		worker:     s.Worker,
 	}
 	g.msCond.L = &g.mu
+	g.solo.turn = make(chan struct{}, 1)
 	g.monoClock, _ = s.Clock.(MonotonicClock)
 	_, g.sysClock = s.Clock.(SystemClock)
 	g.anchorNs, g.anchorMono = s.Clock.Now()
@@ -346,20 +351,47 @@ func (g *Generator) nextAfterWait(wait time.Duration) (int64, error) {
 // millisecond's worth continues into the next milliseconds. It takes the
 // generator for at most one millisecond's sequence numbers at a time and
 // waits for the next millisecond without holding it, so single Next calls
-// and other batches get their share meanwhile. On error it returns how many
-// it filled; those IDs are valid and unique, the rest of dst is untouched.
+// get their share meanwhile; batches that wait take turns, a millisecond
+// each, in the order they came. On error it returns how many it filled;
+// those IDs are valid and unique, the rest of dst is untouched.
 func (g *Generator) NextN(dst []int64) (int, error) {
+	var me *batchTurn // set while this call waits in the queue of batches
 	for i := 0; i < len(dst); {
 		g.mu.Lock()
-		c, n, wait, err := g.takeLocked(int64(len(dst)-i), true)
-		g.mu.Unlock()
-		if err != nil {
-			return i, err
+		if me == nil && len(g.batchQ) > 0 {
+			me = g.queueLocked(me) // batches are waiting: behind them
 		}
-		if wait != 0 {
+		if me != nil && g.batchQ[0] != me {
+			g.mu.Unlock()
+			<-me.turn
+			continue
+		}
+		c, n, wait, err := g.takeLocked(int64(len(dst)-i), true)
+		switch {
+		case err != nil:
+			g.leaveQueueLocked(me)
+			g.mu.Unlock()
+			return i, err
+		case wait != 0:
+			// Wait at the head of the queue, so that batches coming
+			// meanwhile wait behind this one. Alone, with the place kept
+			// for that (no allocation while one batch at a time waits).
+			if me == nil && len(g.batchQ) == 0 {
+				me = &g.solo
+			}
+			me = g.queueLocked(me)
+			g.mu.Unlock()
 			g.waitNextMs(wait)
 			continue
 		}
+		// Took n. Still short, behind other batches: to the back of the queue.
+		g.leaveQueueLocked(me)
+		if me != nil && i+int(n) < len(dst) && len(g.batchQ) > 0 {
+			me = g.queueLocked(me)
+		} else {
+			me = nil
+		}
+		g.mu.Unlock()
 		id := g.id(c) - (n - 1) // c is the last of the n taken
 		for j := range n {
 			dst[i] = id + j
@@ -367,6 +399,47 @@ func (g *Generator) NextN(dst []int64) (int, error) {
 		}
 	}
 	return len(dst), nil
+}
+
+// batchTurn is a batch's place in the queue of batches waiting for
+// sequence numbers. turn receives when it reaches the head.
+type batchTurn struct{ turn chan struct{} }
+
+// queueLocked puts a batch at the back of the queue (at the head when the
+// queue is empty), unless it is in it already, and returns its place.
+func (g *Generator) queueLocked(me *batchTurn) *batchTurn {
+	if me == nil {
+		me = &batchTurn{turn: make(chan struct{}, 1)}
+	}
+	for _, b := range g.batchQ {
+		if b == me {
+			return me
+		}
+	}
+	g.batchQ = append(g.batchQ, me)
+	return me
+}
+
+// leaveQueueLocked takes the head of the queue out (me, if queued) and
+// tells the next batch it is its turn.
+func (g *Generator) leaveQueueLocked(me *batchTurn) {
+	if me == nil || len(g.batchQ) == 0 || g.batchQ[0] != me {
+		return
+	}
+	// Shift rather than reslice, so that the queue keeps its array.
+	copy(g.batchQ, g.batchQ[1:])
+	g.batchQ[len(g.batchQ)-1] = nil
+	g.batchQ = g.batchQ[:len(g.batchQ)-1]
+	select { // drop a turn it was given but did not wait for
+	case <-me.turn:
+	default:
+	}
+	if len(g.batchQ) > 0 {
+		select {
+		case g.batchQ[0].turn <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // waitNextMs waits for the next millisecond, d from now, without holding
