@@ -43,11 +43,20 @@ func (SystemClock) Now() (int64, time.Duration) {
 // of time.Now here, which reads both.
 func (SystemClock) Mono() time.Duration { return time.Since(processStart) }
 
-// Wait yields the processor until d has passed. It does not sleep: on Linux a
-// time.Sleep shorter than a millisecond takes about a millisecond, and the
-// generator only ever waits for the rest of the current millisecond.
+// waitSpin is the part of a wait spent yielding rather than sleeping: a
+// thread asked to sleep wakes up to a few hundred microseconds late.
+const waitSpin = 250 * time.Microsecond
+
+// Wait blocks until d has passed. The generator only ever waits for the
+// rest of the current millisecond, and time.Sleep cannot: Go's timers sleep
+// at least about a millisecond. So Wait puts the thread to sleep for all but
+// the last waitSpin (where the system can, see sleepThread), then yields the
+// processor until d has passed.
 func (SystemClock) Wait(d time.Duration) {
 	start := time.Now()
+	if d > 2*waitSpin {
+		sleepThread(d - waitSpin)
+	}
 	for time.Since(start) < d {
 		runtime.Gosched()
 	}
