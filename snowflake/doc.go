@@ -39,9 +39,11 @@
 //     millisecond: a wall clock that jumps ahead is followed within a
 //     millisecond. Any other Clock is read in full on every call.
 //   - When a millisecond's sequence numbers are used up, the generator waits
-//     for the next millisecond: a yielding wait bounded by that millisecond
-//     (sleeps on Linux round up to about a millisecond, which would cost a
-//     quarter of the throughput at saturation).
+//     for the next millisecond, a wait bounded by that millisecond. Go's
+//     timers sleep at least about a millisecond, which would cost a quarter
+//     of the throughput at saturation, so SystemClock.Wait puts the thread to
+//     sleep with nanosleep(2) (on Linux) for all but the last 250 µs and
+//     yields the processor for the rest.
 //   - A floor ([Settings.FloorMs]) says the lowest timestamp it may issue,
 //     for example the reservation of a worker ID's previous holder. While the
 //     clock is behind the floor the generator counts up from the floor rather
