@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,19 +44,31 @@ func (SystemClock) Now() (int64, time.Duration) {
 // of time.Now here, which reads both.
 func (SystemClock) Mono() time.Duration { return time.Since(processStart) }
 
-// waitSpin is the part of a wait spent yielding rather than sleeping: a
-// thread asked to sleep wakes up to a few hundred microseconds late.
-const waitSpin = 250 * time.Microsecond
+// A thread asked to sleep wakes late, by about 100 µs on a quiet machine
+// and by much more on a busy one. Wait sleeps for all but a margin of twice
+// the recent lateness (at least minSpin), so that it rarely wakes after the
+// millisecond it waits for has begun, and yields the processor for the
+// rest. sleepLate tracks the lateness: it follows a late wake-up at once
+// and forgets it slowly (by 1/64 a sleep).
+const (
+	minSpin = 150 * time.Microsecond
+	maxSpin = 500 * time.Microsecond
+)
+
+var sleepLate atomic.Int64 // ns
 
 // Wait blocks until d has passed. The generator only ever waits for the
 // rest of the current millisecond, and time.Sleep cannot: Go's timers sleep
-// at least about a millisecond. So Wait puts the thread to sleep for all but
-// the last waitSpin (where the system can, see sleepThread), then yields the
+// at least about a millisecond. So Wait puts the thread to sleep (where the
+// system can, see sleepThread) for all but a margin, then yields the
 // processor until d has passed.
 func (SystemClock) Wait(d time.Duration) {
 	start := time.Now()
-	if d > 2*waitSpin {
-		sleepThread(d - waitSpin)
+	margin := min(max(2*time.Duration(sleepLate.Load()), minSpin), maxSpin)
+	if want := d - margin; want > 50*time.Microsecond && sleepThread(want) {
+		late := int64(time.Since(start) - want)
+		old := sleepLate.Load()
+		sleepLate.Store(max(late, old-old/64))
 	}
 	for time.Since(start) < d {
 		runtime.Gosched()

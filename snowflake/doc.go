@@ -42,8 +42,9 @@
 //     for the next millisecond, a wait bounded by that millisecond. Go's
 //     timers sleep at least about a millisecond, which would cost a quarter
 //     of the throughput at saturation, so SystemClock.Wait puts the thread to
-//     sleep with nanosleep(2) (on Linux) for all but the last 250 µs and
-//     yields the processor for the rest.
+//     sleep with nanosleep(2) (on Linux) for all but a margin of twice its
+//     recent lateness in waking up (150 to 500 µs), and yields the
+//     processor for the rest.
 //   - A floor ([Settings.FloorMs]) says the lowest timestamp it may issue,
 //     for example the reservation of a worker ID's previous holder. While the
 //     clock is behind the floor the generator counts up from the floor rather

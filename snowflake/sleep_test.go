@@ -9,7 +9,7 @@ import (
 // only yields (short waits) or sleeps first (longer ones). The generator
 // relies on it: it retries only once the millisecond has ended.
 func TestSystemClockWait(t *testing.T) {
-	for _, d := range []time.Duration{0, time.Microsecond, 100 * time.Microsecond, 2 * waitSpin, 2*waitSpin + time.Microsecond, 900 * time.Microsecond, 3 * time.Millisecond} {
+	for _, d := range []time.Duration{0, time.Microsecond, 100 * time.Microsecond, minSpin, minSpin + 51*time.Microsecond, 900 * time.Microsecond, 3 * time.Millisecond} {
 		for range 20 {
 			start := time.Now()
 			SystemClock{}.Wait(d)
