@@ -40,16 +40,17 @@ func (SystemClock) Now() (int64, time.Duration) {
 }
 
 // Mono implements MonotonicClock. time.Since on a time that carries a
-// monotonic reading reads only the monotonic clock: about a third of the cost
-// of time.Now here, which reads both.
+// monotonic reading reads only the monotonic clock: about half the cost of
+// time.Now, which reads both (30-45 ns against 55-70 ns on a 2-core VM).
 func (SystemClock) Mono() time.Duration { return time.Since(processStart) }
 
 // A thread asked to sleep wakes late, by about 100 µs on a quiet machine
 // and by much more on a busy one. Wait sleeps for all but a margin of twice
-// the recent lateness (at least minSpin), so that it rarely wakes after the
-// millisecond it waits for has begun, and yields the processor for the
-// rest. sleepLate tracks the lateness: it follows a late wake-up at once
-// and forgets it slowly (by 1/64 a sleep).
+// the recent lateness (from minSpin to maxSpin), so that it rarely wakes
+// after the millisecond it waits for has begun, and yields the processor
+// for the rest: at most half of a wait is spent yielding. sleepLate tracks
+// the lateness: it follows a late wake-up at once and forgets it slowly
+// (by 1/64 a sleep).
 const (
 	minSpin = 150 * time.Microsecond
 	maxSpin = 500 * time.Microsecond
