@@ -49,7 +49,9 @@ type Config struct {
 	HTTPClient *http.Client
 
 	// CallTimeout is the deadline of one request to one endpoint: a refill
-	// or a probe. An endpoint that does not answer within it is skipped.
+	// or a probe. An endpoint that does not answer within it is skipped
+	// (when every endpoint is skipped, or all those tried have failed, a
+	// refill tries them all once more with a deadline of MaxAge).
 	// Zero: 500 ms, or MaxAge/2 if that is less. From 1 ms to MaxAge.
 	CallTimeout time.Duration
 

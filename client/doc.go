@@ -71,9 +71,13 @@
 // one at once, so a caller with buffered values never notices, and one
 // without waits for that refill only. Skipped endpoints are probed in the
 // background (GET /readyz every Config.ProbeEvery) and rejoin when they
-// answer 200. When nothing is buffered and no endpoint can issue, calls
-// return an error wrapping ErrUnavailable and each endpoint's last error;
-// values already buffered are still handed out until MaxAge. A 4xx answer
+// answer 200. When every endpoint is skipped, or all those tried have
+// failed, a refill tries them all once more, each with a deadline of MaxAge
+// (a slow endpoint is not a dead one). When nothing is buffered and a
+// refill that ended while a call waited could not get values from any
+// endpoint, the call returns an error wrapping ErrUnavailable and each
+// endpoint's last error; values already buffered are still handed out
+// until MaxAge. A 4xx answer
 // (an unknown sequence, say) wraps ErrRejected and is not retried elsewhere.
 //
 // # Saturation

@@ -20,41 +20,51 @@ type endpoint struct {
 	probes   uint64
 }
 
-// pick returns the endpoints a refill should try, in order: the current one
-// first (the client stays with one ticketd while it works, so that its IDs
-// increase), then the others that are up, in Config order.
-func (c *Client) pick(dst []int) []int {
+// pick returns the endpoints a refill should try first, in order: the
+// current one (the client stays with one ticketd while it works, so that its
+// IDs increase), then the others that are up, in Config order. When none is
+// up, it returns all of them (see all) and lastResort.
+func (c *Client) pick(dst []int) (order []int, lastResort bool) {
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	dst = dst[:0]
-	if c.eps[c.cur].up {
-		dst = append(dst, c.cur)
+	for _, all := range []bool{false, true} {
+		if c.eps[c.cur].up || all {
+			dst = append(dst, c.cur)
+		}
+		for i, e := range c.eps {
+			if i != c.cur && (e.up || all) {
+				dst = append(dst, i)
+			}
+		}
+		if len(dst) > 0 {
+			return dst, all
+		}
 	}
-	for i, e := range c.eps {
-		if i != c.cur && e.up {
+	return dst, true
+}
+
+// all returns every endpoint, the current one first, then in Config order.
+func (c *Client) all(dst []int) []int {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	dst = append(dst[:0], c.cur)
+	for i := range c.eps {
+		if i != c.cur {
 			dst = append(dst, i)
 		}
 	}
 	return dst
 }
 
-// anyUp reports whether some endpoint is believed able to answer.
-func (c *Client) anyUp() bool {
-	c.emu.Lock()
-	defer c.emu.Unlock()
-	for _, e := range c.eps {
-		if e.up {
-			return true
-		}
-	}
-	return false
-}
-
-// succeeded records a batch from endpoint i, which becomes the current one.
+// succeeded records a batch from endpoint i, which becomes the current one
+// (and is up again, if it was skipped).
 func (c *Client) succeeded(i int) {
 	c.emu.Lock()
 	defer c.emu.Unlock()
-	c.eps[i].requests++
+	e := c.eps[i]
+	e.requests++
+	e.up, e.probeErr = true, nil
 	c.cur = i
 }
 

@@ -83,8 +83,9 @@ func TestProbeRejoin(t *testing.T) {
 }
 
 // TestUnavailable: with nothing buffered and every endpoint failing, a call
-// returns an error wrapping ErrUnavailable and each endpoint's last error;
-// later calls fail at once, without asking endpoints known to be down.
+// returns an error wrapping ErrUnavailable and each endpoint's last error.
+// Endpoints known to be down are still tried when none is up: a later call
+// tries them again (and gets the first one that is back).
 func TestUnavailable(t *testing.T) {
 	errA, errB := errors.New("a: connection refused"), errors.New("b: no route to host")
 	c, tr, _ := newFake(t, Config{MinBatch: 5, MaxBatch: 5, MaxAge: time.Hour}, epA, epB)
@@ -110,11 +111,21 @@ func TestUnavailable(t *testing.T) {
 	if _, err := c.Next(ctx10(t)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("second Next: %v, want ErrUnavailable", err)
 	}
-	if n := len(tr.allCalls()); n != calls {
-		t.Fatalf("a call with every endpoint down asked them again (%d calls, was %d)", n, calls)
+	tried := map[string]bool{}
+	for _, cl := range tr.allCalls()[calls:] {
+		tried[cl.base] = true
+	}
+	if !tried[epA] || !tried[epB] {
+		t.Fatalf("a call with every endpoint down tried %v, want both again", tried)
 	}
 	if st := c.Stats().IDs; st.RefillFailures == 0 || st.LastError == "" {
 		t.Fatalf("stats after the failures: %+v", st)
+	}
+	// B is back before any probe found it: the next call gets an ID from it.
+	tr.set(epB, func(s *fakeServer) { s.err = nil })
+	id, err := c.Next(ctx10(t))
+	if err != nil || id < 2<<40 {
+		t.Fatalf("Next once B is back: %d, %v; want an ID from B", id, err)
 	}
 }
 
@@ -296,5 +307,26 @@ func TestSlowFetchShrinks(t *testing.T) {
 	// 80 (fast), then 80 fetched slowly, then 40, then 20.
 	if want := []int{10, 20, 40, 80, 80, 40, 20}; fmt.Sprint(sizes) != fmt.Sprint(want) {
 		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+}
+
+// TestSlowLastEndpoint: when the only endpoint left answers more slowly than
+// CallTimeout, the refill tries it once more with MaxAge as its deadline,
+// and the caller gets its ID instead of an error.
+func TestSlowLastEndpoint(t *testing.T) {
+	c, tr, _ := newFakeSetup(t, Config{CallTimeout: 20 * time.Millisecond, MaxAge: 10 * time.Second}, func(tr *fakeTransport) {
+		tr.set(epA, func(s *fakeServer) { s.err = errRefused; s.probeErr = errRefused })
+		tr.set(epB, func(s *fakeServer) { s.slow = 200 * time.Millisecond; s.probeErr = errRefused })
+	}, epA, epB)
+	id, err := c.Next(ctx10(t))
+	if err != nil || id < 2<<40 {
+		t.Fatalf("Next with A dead and B slow: %d, %v; want an ID from B", id, err)
+	}
+	var timedOut bool
+	for _, cl := range tr.allCalls() {
+		timedOut = timedOut || (cl.base == epB && cl.first == 0)
+	}
+	if st := c.Stats().Endpoints[1]; !timedOut || !st.Up || !st.Current || !strings.Contains(st.LastError, "deadline exceeded") {
+		t.Fatalf("B after a slow answer: %+v (a call timed out: %v); want it timed out once, then up and current", st, timedOut)
 	}
 }

@@ -90,6 +90,7 @@ type fakeServer struct {
 	probeErr error             // every probe fails with it
 	hang     bool              // calls wait for their context to end
 	latency  time.Duration     // a call moves the fake clock this much
+	slow     time.Duration     // a call takes this long in real time (or until its deadline)
 	answer   func([]uint64)    // when set, writes the answer instead (bad answers)
 }
 
@@ -133,13 +134,20 @@ func (f *fakeTransport) get(ctx context.Context, base, path string, dst []uint64
 	}
 	f.mu.Lock()
 	s := f.servers[base]
-	hang, err, answer, latency := s.hang, s.err, s.answer, s.latency
+	hang, err, answer, latency, slow := s.hang, s.err, s.answer, s.latency, s.slow
 	if err == nil && strings.HasPrefix(path, "/v1/tickets/") {
 		err = s.seqErr
 	}
 	f.mu.Unlock()
 	if latency > 0 {
 		f.clk.Advance(latency)
+	}
+	if slow > 0 {
+		select {
+		case <-time.After(slow):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
 	if hang {
 		f.entered <- struct{}{}

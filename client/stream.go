@@ -36,7 +36,8 @@ type stream struct {
 	slowFetch bool          // the last refill took more than CallTimeout/4
 	used      bool          // a value was handed out since the last refill
 	arrived   chan struct{} // closed (and replaced) when a refill ends
-	gen       uint64        // refills ended, successful or not
+	started   uint64        // refills begun: the number of the latest
+	ended     uint64        // the number of the latest refill that ended
 	lastErr   error         // the last refill's error; nil after a success
 	free      [][]uint64    // spent segment buffers, for the refill goroutine
 
@@ -114,7 +115,7 @@ func (s *stream) one(ctx context.Context) (uint64, error) {
 func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error) {
 	filled := 0
 	waited := false
-	var seenGen uint64
+	var waitFor uint64 // the first refill begun after this call began waiting
 	for {
 		now := s.c.now()
 		s.mu.Lock()
@@ -147,19 +148,16 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 		case s.c.closed.Load():
 			s.mu.Unlock()
 			return filled, ErrClosed
-		case waited && s.gen != seenGen && s.lastErr != nil:
-			// A refill ended since this call began waiting, and failed.
+		case waited && s.ended >= waitFor && s.lastErr != nil:
+			// A refill begun after this call began waiting has failed: it
+			// tried every endpoint (see refill). Callers that wait together
+			// share it.
 			err := s.lastErr
 			s.mu.Unlock()
 			return filled, err
-		case !waited && s.lastErr != nil && !s.c.anyUp():
-			// Every endpoint is down: fail now rather than queue up behind
-			// refills that cannot succeed. Probes bring endpoints back.
-			s.mu.Unlock()
-			return filled, s.c.unavailable()
 		}
 		if !waited {
-			waited, seenGen = true, s.gen
+			waited, waitFor = true, s.started+1
 			s.waits++
 		}
 		ch := s.arrived
@@ -198,9 +196,10 @@ func (s *stream) dropExpiredLocked(now time.Duration) (dropped bool) {
 	return dropped
 }
 
-// broadcastLocked wakes every caller waiting for a refill.
-func (s *stream) broadcastLocked() {
-	s.gen++
+// broadcastLocked records that refill number n ended and wakes every caller
+// waiting for a refill.
+func (s *stream) broadcastLocked(n uint64) {
+	s.ended = n
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 }
@@ -258,6 +257,8 @@ func (s *stream) plan() (wait time.Duration, need bool) {
 // appends it. order is scratch space for the endpoints to try.
 func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
+	s.started++
+	attempt := s.started
 	now := s.c.now()
 	// Leaf's step: a batch that lasted less than BatchPeriod doubles, one
 	// that lasted more than twice as long halves. A batch that took more
@@ -284,46 +285,34 @@ func (s *stream) refill(order []int) ([]int, error) {
 	}
 	s.mu.Unlock()
 
-	order = s.c.pick(order)
+	// First the endpoints that are up, each with CallTimeout. If none is up,
+	// or all of those fail, every endpoint, each with as long as an answer
+	// can be of use (MaxAge): a slow endpoint is not a dead one, and a
+	// deadline they all miss could only end in an error.
+	order, lastResort := s.c.pick(order)
 	var err error
-	for _, i := range order {
-		sent := s.c.now()
-		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.CallTimeout)
-		err = s.c.tr.get(ctx, s.c.eps[i].base, s.path, vals)
-		cancel()
-		if err == nil {
-			err = s.check(vals)
+	for pass := 0; pass < 2; pass++ {
+		timeout := s.c.cfg.CallTimeout
+		if lastResort {
+			timeout = s.c.cfg.MaxAge
 		}
-		if err != nil {
+		for _, i := range order {
+			sent := s.c.now()
+			if err = s.fetch(i, timeout, vals); err == nil {
+				s.appendBatch(vals, sent, attempt)
+				return order, nil
+			}
 			if s.c.closed.Load() {
 				return order, ErrClosed
 			}
-			err = fmt.Errorf("%s%s: %w", s.c.eps[i].base, s.path, err)
-			s.c.failed(i, err, skips(s.ids, err))
 			if isRejected(err) {
 				break // every ticketd would refuse it
 			}
-			continue
 		}
-		s.c.succeeded(i)
-		took := s.c.now() - sent
-		s.mu.Lock()
-		expires := never
-		if s.ids {
-			expires = sent + s.c.cfg.MaxAge
+		if lastResort || isRejected(err) {
+			break
 		}
-		s.segs = append(s.segs, segment{vals: vals, expires: expires})
-		s.buffered += len(vals)
-		s.fetched += uint64(len(vals))
-		s.refills++
-		s.refillTotal += took
-		s.refillMax = max(s.refillMax, took)
-		s.lastSent, s.sentAny, s.used = sent, true, false
-		s.slowFetch = took > s.c.cfg.CallTimeout/4
-		s.lastErr = nil
-		s.broadcastLocked()
-		s.mu.Unlock()
-		return order, nil
+		order, lastResort = s.c.all(order), true
 	}
 	if err == nil || !isRejected(err) {
 		err = s.c.unavailable()
@@ -334,9 +323,52 @@ func (s *stream) refill(order []int) ([]int, error) {
 	// Perhaps too big to arrive in time, or above the endpoint's -max-batch
 	// (a 400): ask for less next time.
 	s.batch = max(s.batch/2, s.minBatch)
-	s.broadcastLocked()
+	s.broadcastLocked(attempt)
 	s.mu.Unlock()
 	return order, err
+}
+
+// fetch asks endpoint i for len(vals) values, within timeout, and records
+// the outcome.
+func (s *stream) fetch(i int, timeout time.Duration, vals []uint64) error {
+	ctx, cancel := context.WithTimeout(s.c.ctx, timeout)
+	err := s.c.tr.get(ctx, s.c.eps[i].base, s.path, vals)
+	cancel()
+	if err == nil {
+		err = s.check(vals)
+	}
+	if err != nil {
+		if s.c.closed.Load() {
+			return err
+		}
+		err = fmt.Errorf("%s%s: %w", s.c.eps[i].base, s.path, err)
+		s.c.failed(i, err, skips(s.ids, err))
+		return err
+	}
+	s.c.succeeded(i)
+	return nil
+}
+
+// appendBatch puts a batch asked for at sent at the end of the buffer,
+// records that refill number attempt ended, and wakes the callers waiting.
+func (s *stream) appendBatch(vals []uint64, sent time.Duration, attempt uint64) {
+	took := s.c.now() - sent
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	expires := never
+	if s.ids {
+		expires = sent + s.c.cfg.MaxAge
+	}
+	s.segs = append(s.segs, segment{vals: vals, expires: expires})
+	s.buffered += len(vals)
+	s.fetched += uint64(len(vals))
+	s.refills++
+	s.refillTotal += took
+	s.refillMax = max(s.refillMax, took)
+	s.lastSent, s.sentAny, s.used = sent, true, false
+	s.slowFetch = took > s.c.cfg.CallTimeout/4
+	s.lastErr = nil
+	s.broadcastLocked(attempt)
 }
 
 // check refuses a batch of IDs the client could not hand out as promised:
