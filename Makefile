@@ -106,6 +106,7 @@ fuzz:
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzValidSequenceName$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzBadFraming$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
 # worker ID); `make db-down` stops the pair afterwards.
