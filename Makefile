@@ -34,8 +34,12 @@ export VAR DB1_PORT DB2_PORT LISTEN
 
 all: build
 
+# The version ticketd_build_info reports: git describe of this checkout
+# (a tag, or the commit), empty outside git (then the Go toolchain's own).
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN)/ticketd ./cmd/ticketd
+	$(GO) build -ldflags '-X main.version=$(VERSION)' -o $(BIN)/ticketd ./cmd/ticketd
 
 # bench/ is a module of its own: every static check covers it too.
 vet:

@@ -130,7 +130,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.base, s.cancel = context.WithCancel(context.Background())
-	s.metrics = newServerMetrics(s)
+	s.metrics = newServerMetrics(cfg)
 	s.hs = HTTPServer(cfg, s.serveHTTP)
 	s.hs.ErrorHandler = s.errorHandler
 	s.hs.ConnState = s.connState

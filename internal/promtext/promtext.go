@@ -120,6 +120,10 @@ func appendFloat(b []byte, v float64) []byte {
 	case math.IsInf(v, -1):
 		return append(b, "-Inf"...)
 	}
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		// Counts and whole seconds read as integers (42, not 4.2e+01).
+		return strconv.AppendInt(b, int64(v), 10)
+	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
