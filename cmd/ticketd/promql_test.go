@@ -41,9 +41,18 @@ func metricNames(expr string) []string {
 		case c == '[':
 			s = skipUntil(s, ']')
 		case c == '$':
-			s = strings.TrimLeft(s[1:], "{}abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:")
+			i := 1
+			for i < len(s) && (isIdentChar(s[i]) || s[i] == '{' || s[i] == '}') {
+				i++
+			}
+			s = s[i:]
 		case c >= '0' && c <= '9' || c == '.':
-			s = strings.TrimLeft(s, "0123456789.eExXabcdefABCDEF+-smhdwy")
+			// a number or a duration: 0.99, 1e3, 0x1f, 5m, 1h30m
+			i := 1
+			for i < len(s) && (isIdentChar(s[i]) || s[i] == '.') {
+				i++
+			}
+			s = s[i:]
 		case isIdentStart(c):
 			i := 1
 			for i < len(s) && isIdentChar(s[i]) {
