@@ -182,7 +182,7 @@ func (s *Server) writeMetrics(out io.Writer) {
 	w := promtext.NewWriter(out)
 	s.metrics.writeSet(w)
 	w.Family("ticketd_request_duration_seconds", promtext.Histogram,
-		"How long the handler took to answer, by endpoint: from the request read to the answer written to the connection's buffer.")
+		"How long the handler took to answer, by endpoint: from the moment the request had been read to the moment its answer was ready to send.")
 	for ep := range epInvalid {
 		s.metrics.durations[ep].Write(w, "ticketd_request_duration_seconds", promtext.Labels("endpoint", endpointNames[ep]))
 	}
