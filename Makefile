@@ -34,8 +34,12 @@ export VAR DB1_PORT DB2_PORT LISTEN
 
 all: build
 
+# The version ticketd_build_info reports: git describe of this checkout
+# (a tag, or the commit), empty outside git (then the Go toolchain's own).
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN)/ticketd ./cmd/ticketd
+	$(GO) build -ldflags '-X main.version=$(VERSION)' -o $(BIN)/ticketd ./cmd/ticketd
 
 # bench/ is a module of its own: every static check covers it too.
 vet:
@@ -106,6 +110,7 @@ fuzz:
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzValidSequenceName$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzBadFraming$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its

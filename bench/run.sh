@@ -11,8 +11,13 @@
 #      /v1/id, /v1/ids?n=1000, /v1/ids?n=4096, /v1/tickets (B = 1000) against the
 #      bare server; /v1/tickets (B = 1) against raw REPLACE INTO + LastInsertId
 #      by a Go client straight to the pair, at the same concurrency;
-#   5. ticketd's peak RSS (VmHWM) under that load;
-#   6. stops everything it started and writes $OUT/report.md, summary.txt and
+#      then /v1/id alone against /v1/id while a second wrk saturates the worker
+#      with /v1/ids?n=10000 (mixed), alternating;
+#   5. ticketd's Go client (ticketd/client) against ticketd: one Next from a warm
+#      buffer beside github.com/google/uuid's NewV7, one client taking IDs as
+#      fast as it can, and the p99 of Next at 1 M IDs/s;
+#   6. ticketd's peak RSS (VmHWM) under that load;
+#   7. stops everything it started and writes $OUT/report.md, summary.txt and
 #      bench.png (raw measurements and logs in $OUT/raw).
 #
 # Environment (defaults in brackets):
@@ -20,6 +25,10 @@
 #   BENCH_DURATION  seconds per measured run               [8]
 #   BENCH_WARMUP    seconds of unmeasured warm-up per server and endpoint [2]
 #   BENCH_ROUNDS    A B pairs per endpoint                  [3]
+#   BENCH_ID_ROUNDS A B pairs for /v1/id against bare       [5]
+#   BENCH_MIXED_CONNS  wrk connections on /v1/id in the mixed runs      [8]
+#   BENCH_MIXED_BATCH_CONNS  wrk connections on /v1/ids?n=10000 beside them [4]
+#   BENCH_CLIENT_RATE  IDs/s the client takes for its p99   [1000000]
 #   BENCH_CONNS     wrk connections = raw client callers    [32]
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
@@ -35,6 +44,10 @@ OUT=${BENCH_OUT:-$BENCH/out}
 DURATION=${BENCH_DURATION:-8}
 WARMUP=${BENCH_WARMUP:-2}
 ROUNDS=${BENCH_ROUNDS:-3}
+ID_ROUNDS=${BENCH_ID_ROUNDS:-5}
+MIXED_CONNS=${BENCH_MIXED_CONNS:-8}
+MIXED_BATCH_CONNS=${BENCH_MIXED_BATCH_CONNS:-4}
+CLIENT_RATE=${BENCH_CLIENT_RATE:-1000000}
 CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
 GEN_TIME=${BENCH_GEN_TIME:-1s}
@@ -77,6 +90,7 @@ stop_pid() { # stop_pid NAME PID: SIGTERM, wait up to 15 s, then SIGKILL
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	[ -z "${MIXED_BG_PID:-}" ] || kill "$MIXED_BG_PID" 2>/dev/null || true
 	stop_pid ticketd "$TICKETD_PID"
 	stop_pid "bare server" "$BARE_PID"
 	if [ -n "$DB_STARTED" ]; then
@@ -138,6 +152,9 @@ wait_quiet "$QUIET_WAIT"
 	echo "duration_s $DURATION"
 	echo "warmup_s $WARMUP"
 	echo "rounds $ROUNDS"
+	echo "id_rounds $ID_ROUNDS"
+	echo "mixed_conns $MIXED_CONNS"
+	echo "mixed_batch_conns $MIXED_BATCH_CONNS"
 	echo "conns $CONNS"
 	echo "threads $THREADS"
 	echo "load_before $(load1)"
@@ -206,6 +223,7 @@ B=http://127.0.0.1:$BARE_PORT
 "$TOOL" check -url "$T/v1/ids?n=4096" -lines 4096
 "$TOOL" check -url "$T/v1/tickets/bench_b1" -lines 1
 "$TOOL" check -url "$T/v1/tickets/bench_b1000" -lines 1
+"$TOOL" check -url "$T/v1/ids?n=10000" -lines 10000
 
 # --- load ----------------------------------------------------------------------
 # CPU time of everything this script runs, in clock ticks: ticketd, the bare
@@ -229,11 +247,11 @@ our_ticks() {
 cpu_ticks() { awk '/^cpu / {print $2+$3+$4, $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 # Summed over the measured runs only (not warm-ups, not waits for quiet).
 BUSY=0 STEAL=0 TOTAL=0 OURS=0
-# run LABEL TARGET ROUND N URL|raw: one measured (ROUND > 0) or warm-up (ROUND 0)
-# run; measured ones append "label=… target=… round=… n=… <RESULT fields>" to
-# http.txt. N is how many IDs or tickets one request carries.
+# run LABEL TARGET ROUND N URL|raw [CONNS]: one measured (ROUND > 0) or warm-up
+# (ROUND 0) run; measured ones append "label=… target=… round=… n=… <RESULT
+# fields>" to http.txt. N is how many IDs or tickets one request carries.
 run() {
-	local label=$1 target=$2 round=$3 n=$4 url=$5 d=$DURATION log line
+	local label=$1 target=$2 round=$3 n=$4 url=$5 conns=${6:-$CONNS} d=$DURATION log line
 	[ "$round" = 0 ] && d=$WARMUP
 	log=$RAW/run-$label-$target-$round.txt
 	local b0 s0 t0 o0 b1 s1 t1 o1
@@ -246,7 +264,7 @@ run() {
 			die "raw REPLACE client failed"
 		}
 	else
-		wrk -t"$THREADS" -c"$CONNS" -d"${d}s" -s "$BENCH/wrk/result.lua" "$url" >"$log" 2>&1 || {
+		wrk -t"$THREADS" -c"$conns" -d"${d}s" -s "$BENCH/wrk/result.lua" "$url" >"$log" 2>&1 || {
 			cat "$log" >&2
 			die "wrk $url failed"
 		}
@@ -264,24 +282,60 @@ run() {
 		"$(awk '{for(i=1;i<=NF;i++){split($i,a,"=");v[a[1]]=a[2]} printf "%.0f req/s, p50 %d us, p99 %d us, errors %d, non-2xx %d", v["requests"]/(v["duration_us"]/1e6), v["p50_us"], v["p99_us"], v["errors"], v["non2xx"]}' <<<"${line#RESULT }"), others $others % CPU, steal $steal %"
 }
 
-# pair LABEL N A_TARGET A_URL B_TARGET B_URL: warm both up, then A B A B…
+# pair LABEL N A_TARGET A_URL B_TARGET B_URL [ROUNDS]: warm both up, then A B A B…
 pair() {
-	local label=$1 n=$2 at=$3 au=$4 bt=$5 bu=$6 r
+	local label=$1 n=$2 at=$3 au=$4 bt=$5 bu=$6 rounds=${7:-$ROUNDS} r
 	wait_quiet 120
-	say "$label: $at vs $bt, $ROUNDS × (${DURATION}s + ${DURATION}s), wrk -t$THREADS -c$CONNS"
+	say "$label: $at vs $bt, $rounds × (${DURATION}s + ${DURATION}s), wrk -t$THREADS -c$CONNS"
 	run "$label" "$at" 0 "$n" "$au"
 	run "$label" "$bt" 0 "$n" "$bu"
-	for ((r = 1; r <= ROUNDS; r++)); do
+	for ((r = 1; r <= rounds; r++)); do
 		run "$label" "$at" "$r" "$n" "$au"
 		run "$label" "$bt" "$r" "$n" "$bu"
 	done
 }
 
-pair id 1 bare "$B/v1/id" ticketd "$T/v1/id"
+# mixed: /v1/id alone (A), then /v1/id while a second wrk saturates the worker
+# with /v1/ids?n=10000 (B), alternating. The batch load starts a second before
+# B's measured run and ends with it; its own figures go to mixed-batch-R.txt.
+MIXED_BG_PID=
+mixed() {
+	local r d id="$T/v1/id" batch="$T/v1/ids?n=10000"
+	wait_quiet 120
+	say "mixed: /v1/id (wrk -c$MIXED_CONNS) alone vs beside /v1/ids?n=10000 (wrk -c$MIXED_BATCH_CONNS), $ROUNDS × (${DURATION}s + ${DURATION}s)"
+	for ((r = 0; r <= ROUNDS; r++)); do # round 0 warms up
+		d=$DURATION
+		((r > 0)) || d=$WARMUP
+		run mixed alone "$r" 1 "$id" "$MIXED_CONNS"
+		wrk -t1 -c"$MIXED_BATCH_CONNS" -d"$((d + 2))s" -s "$BENCH/wrk/result.lua" "$batch" \
+			>"$RAW/mixed-batch-$r.txt" 2>&1 &
+		MIXED_BG_PID=$!
+		sleep 1 # the batches saturate the worker before the measured run starts
+		run mixed loaded "$r" 1 "$id" "$MIXED_CONNS"
+		wait "$MIXED_BG_PID" || die "wrk $batch failed (see $RAW/mixed-batch-$r.txt)"
+		MIXED_BG_PID=
+		if ((r > 0)); then
+			echo "round=$r $(grep '^RESULT ' "$RAW/mixed-batch-$r.txt" | sed 's/^RESULT //')" >>"$RAW/mixed-batch.txt"
+		fi
+	done
+}
+
+pair id 1 bare "$B/v1/id" ticketd "$T/v1/id" "$ID_ROUNDS"
 pair ids1000 1000 bare "$B/v1/ids?n=1000" ticketd "$T/v1/ids?n=1000"
 pair ids4096 4096 bare "$B/v1/ids?n=4096" ticketd "$T/v1/ids?n=4096"
 pair tickets_b1000 1 bare "$B/v1/tickets/bench_b1000" ticketd "$T/v1/tickets/bench_b1000"
 pair tickets_b1 1 raw raw ticketd "$T/v1/tickets/bench_b1"
+: >"$RAW/mixed-batch.txt"
+mixed
+
+# --- the Go client -------------------------------------------------------------
+wait_quiet 120
+say "Go client: one Next from a warm buffer vs uuid.NewV7, sustained, p99 at $CLIENT_RATE IDs/s (${DURATION}s each)"
+"$TOOL" client -url "$T" -d "${DURATION}s" -rate "$CLIENT_RATE" >"$RAW/client.txt" 2>"$RAW/client.log" || {
+	cat "$RAW/client.log" >&2
+	die "the client benchmark failed"
+}
+sed 's/^/bench:   /' "$RAW/client.txt"
 
 # --- memory --------------------------------------------------------------------
 hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"time"
 )
 
 // The admin listener: what operators and their tools read, kept off the
@@ -81,7 +82,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", s.adminGet(epMetrics, func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", string(ctPrometheus))
-		s.metrics.set.WritePrometheus(w)
+		s.writeMetrics(w)
 	}))
 	mux.HandleFunc("/v1/status", s.adminGet(epStatus, func(w http.ResponseWriter) {
 		b, err := json.Marshal(s.status())
@@ -107,14 +108,17 @@ func (s *Server) adminHandler() http.Handler {
 // API's.
 func (s *Server) adminGet(ep endpoint, write func(http.ResponseWriter)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			adminFail(w, http.StatusMethodNotAllowed, "method not allowed: use GET, HEAD")
 			s.metrics.count(ep, http.StatusMethodNotAllowed)
+			s.metrics.observe(ep, time.Since(start))
 			return
 		}
 		write(w)
 		s.metrics.count(ep, http.StatusOK)
+		s.metrics.observe(ep, time.Since(start))
 	}
 }
 

@@ -72,6 +72,10 @@ func TestAdmin(t *testing.T) {
 			t.Errorf("admin %s: got %d %.100q, want 200", path, code, body)
 		}
 	}
+	// A CPU profile, as go tool pprof asks for it: gzipped protobuf.
+	if code, _, body := get("/debug/pprof/profile?seconds=1"); code != 200 || !strings.HasPrefix(body, "\x1f\x8b") {
+		t.Errorf("admin CPU profile: got %d %.40q, want 200 and a gzipped profile", code, body)
+	}
 	if code, hdr, body := get("/v1/id"); code != 404 || hdr.Get("Content-Type") != "application/json" {
 		t.Errorf("admin /v1/id: got %d %q, want a JSON 404: IDs are the API's", code, body)
 	}
@@ -94,5 +98,16 @@ func TestAdmin(t *testing.T) {
 	}
 	if err := h.s.ServeAdmin(ln); !errors.Is(err, ErrServerClosed) {
 		t.Errorf("ServeAdmin after Shutdown: got %v, want ErrServerClosed", err)
+	}
+}
+
+// TestNoProfilingWithoutAdmin: without Config.Admin there is no profiling
+// endpoint anywhere: the API answers 404 for them, as for any unknown path.
+func TestNoProfilingWithoutAdmin(t *testing.T) {
+	h := start(t, testConfig(), nil, nil)
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1", "/debug/pprof/cmdline"} {
+		if r := h.get(t, path); r.status != 404 {
+			t.Errorf("API %s: got %d %.100q, want 404", path, r.status, r.body)
+		}
 	}
 }

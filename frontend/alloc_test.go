@@ -66,6 +66,8 @@ func TestIDAllocs(t *testing.T) {
 		{"text", newRequestCtx("/v1/id")},
 		{"format=json", newRequestCtx("/v1/id?format=json")},
 		{"Accept json", newRequestCtx("/v1/id", [2]string{"Accept", "application/json"})},
+		{"format=binary", newRequestCtx("/v1/id?format=binary")},
+		{"Accept binary", newRequestCtx("/v1/id", [2]string{"Accept", "application/octet-stream"})},
 		{"healthz", newRequestCtx("/healthz")},
 		{"read from the wire", rawRequestCtx(forwardedRequest)},
 	}
@@ -86,7 +88,7 @@ func TestIDsAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, uri := range []string{"/v1/ids?n=100", "/v1/ids?n=100&format=json"} {
+	for _, uri := range []string{"/v1/ids?n=100", "/v1/ids?n=100&format=json", "/v1/ids?n=100&format=binary"} {
 		t.Run(uri, func(t *testing.T) {
 			got := allocsPerRequest(t, s.Handler(), newRequestCtx(uri))
 			t.Logf("%s: %v allocations per request", uri, got)

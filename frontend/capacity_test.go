@@ -79,7 +79,7 @@ func TestMetricsCapacity(t *testing.T) {
 		`ticketd_worker_ids_capacity{datacenter="1"}`:                 "8",
 		`ticketd_worker_ids_held{datacenter="1",server="1"}`:          "3",
 		`ticketd_worker_ids_held{datacenter="1",server="2"}`:          "3",
-		`ticketd_worker_ids_held_total{datacenter="1"}`:               "6",
+		`ticketd_worker_ids_held_all_servers{datacenter="1"}`:         "6",
 		`ticketd_worker_ids_short_if_down{datacenter="1",server="1"}`: "2",
 		`ticketd_worker_ids_short_if_down{datacenter="1",server="2"}`: "2",
 		`ticketd_worker_outage_headroom{datacenter="1"}`:              "-2",
@@ -109,7 +109,7 @@ func TestMetricsCapacity(t *testing.T) {
 	}
 	for series := range m {
 		if strings.Contains(series, `server="1"`) && strings.HasPrefix(series, "ticketd_worker_ids") ||
-			strings.HasPrefix(series, "ticketd_worker_outage_headroom") || strings.HasPrefix(series, "ticketd_worker_ids_held_total") {
+			strings.HasPrefix(series, "ticketd_worker_outage_headroom") || strings.HasPrefix(series, "ticketd_worker_ids_held_all_servers") {
 			t.Errorf("uncounted server 1: %s exported", series)
 		}
 	}

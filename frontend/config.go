@@ -132,6 +132,13 @@ type Config struct {
 	// Logger receives panics, refused fallback IDs and backend failures.
 	// Zero: slog.Default().
 	Logger *slog.Logger
+	// CallDurations, when not nil, is exported in /metrics: the ticket
+	// pair's statement durations, when its Observe is the pair's
+	// ticket.Config.Observe. Zero: none.
+	CallDurations *CallDurations
+	// Version is the version label of ticketd_build_info. Zero: the main
+	// module's version as the Go toolchain stamped it into the binary.
+	Version string
 }
 
 // DefaultConfig returns the defaults filled in: Twitter's layout, batches of

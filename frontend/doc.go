@@ -121,6 +121,18 @@
 // counters are created up front for every endpoint and status code, so
 // counting is an array index and an atomic add. Batches use pooled buffers.
 //
+// # Metrics
+//
+// /metrics passes promtool check metrics: every family has its HELP and
+// TYPE (metrics.go, metrics_backend.go, through internal/promtext). Request
+// durations are Prometheus histograms per endpoint, timed from fasthttp's
+// request start with fixed buckets and atomic adds (no lock, no
+// allocation); Config.CallDurations adds the ticket servers' statement
+// durations by server and kind, when its Observe is the pair's
+// ticket.Config.Observe. The ticket side's optional figures (PanicCalls,
+// Warnings, SequenceStats: the 100 most used sequences) are read when the
+// Tickets implementation has them.
+//
 // # Lifecycle
 //
 // Serve blocks until Shutdown and then returns nil. Drain, called first by

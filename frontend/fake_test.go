@@ -105,6 +105,17 @@ type fakeTickets struct {
 	calls    int
 	// inMemory: values of "cached" TryNextN may hand out without I/O.
 	inMemory int
+	// seqStats is what SequenceStats returns (at most limit of them);
+	// statsLimit the limit it was last asked for.
+	seqStats   []ticket.SequenceStat
+	statsLimit int
+}
+
+func (f *fakeTickets) SequenceStats(limit int) []ticket.SequenceStat {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statsLimit = limit
+	return append([]ticket.SequenceStat(nil), f.seqStats[:min(limit, len(f.seqStats))]...)
 }
 
 func newFakeTickets() *fakeTickets {

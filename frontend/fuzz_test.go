@@ -106,3 +106,37 @@ func FuzzDecodeID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFormat feeds any value of format to every issuing endpoint: json, text
+// and binary answer 200 in their own Content-Type (binary: 8 bytes per
+// value), anything else is a 400 JSON error; never a panic, never another
+// status.
+func FuzzFormat(f *testing.F) {
+	for _, s := range []string{"json", "text", "binary", "", "JSON", "bin", "binary ", " binary", "octet-stream",
+		"application/octet-stream", "binary\x00", "json,binary", "%", "bínary"} {
+		f.Add(s)
+	}
+	h := fuzzServer(f)
+	wantCT := map[string]string{"json": "application/json", "text": "text/plain; charset=utf-8", "binary": "application/octet-stream"}
+	f.Fuzz(func(t *testing.T, format string) {
+		for _, path := range []string{"/v1/id?", "/v1/ids?n=3&", "/v1/tickets/orders?n=3&"} {
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod("GET")
+			ctx.Request.SetRequestURI(path + "format=" + url.QueryEscape(format))
+			if got := string(ctx.QueryArgs().Peek("format")); got != format {
+				t.Skipf("fasthttp reads format back as %q, not %q", got, format) // not this target's concern
+			}
+			h(&ctx)
+			status, ct := ctx.Response.StatusCode(), string(ctx.Response.Header.ContentType())
+			want, valid := wantCT[format]
+			switch {
+			case valid && (status != 200 || ct != want):
+				t.Fatalf("%s format=%q: got %d %q %q, want 200 %q", path, format, status, ct, ctx.Response.Body(), want)
+			case !valid && (status != 400 || ct != "application/json"):
+				t.Fatalf("%s format=%q: got %d %q %q, want a 400 JSON error", path, format, status, ct, ctx.Response.Body())
+			case format == "binary" && len(ctx.Response.Body())%8 != 0:
+				t.Fatalf("%s format=binary: %d bytes, not 8 per value", path, len(ctx.Response.Body()))
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -45,12 +46,16 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	ctx.Response.Header.SetCanonical(hdrIDSource, src)
 	var buf [40]byte
 	b := buf[:0]
-	if q.json {
+	switch q.format {
+	case formatJSON:
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
 		b = append(b, `{"id":`...)
 		b = appendQuotedInt(b, id)
 		b = append(b, "}\n"...)
-	} else {
+	case formatBinary:
+		ctx.Response.Header.SetContentTypeBytes(ctBinary)
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+	default:
 		ctx.Response.Header.SetContentTypeBytes(ctText)
 		b = strconv.AppendInt(b, id, 10)
 		b = append(b, '\n')
@@ -195,12 +200,16 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	s.metrics.idsSnowflake.Add(n)
 	ctx.Response.Header.SetCanonical(hdrIDSource, srcSnowflake)
 	out := b.out[:0]
-	if q.json {
+	switch q.format {
+	case formatJSON:
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
 		out = append(out, `{"ids":`...)
 		out = appendValues(out, ids, true)
 		out = append(out, "}\n"...)
-	} else {
+	case formatBinary:
+		ctx.Response.Header.SetContentTypeBytes(ctBinary)
+		out = appendBinary(out, ids)
+	default:
 		ctx.Response.Header.SetContentTypeBytes(ctText)
 		out = appendValues(out, ids, false)
 	}

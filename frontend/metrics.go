@@ -1,16 +1,14 @@
 package frontend
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"slices"
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"ticketd/worker"
+	"ticketd/internal/promtext"
 )
 
 // endpoint labels a request in ticketd_requests_total. The router sets it
@@ -99,6 +97,11 @@ func codeIndex(code int) int {
 
 // serverMetrics are one Server's series. Each Server has its own Set: tests
 // create many servers, and the global set would refuse a second registration.
+//
+// The Set holds the counters the request path bumps, created up front; it
+// writes no HELP and (with VictoriaMetrics' metadata off, as here) no TYPE,
+// so writeSet announces each of its families from setFamilies. Everything
+// else is written at scrape time through promtext (metrics_backend.go).
 type serverMetrics struct {
 	set             *metrics.Set
 	requests        [numEndpoints][numCodes]*metrics.Counter
@@ -114,13 +117,31 @@ type serverMetrics struct {
 	badFraming *metrics.Counter
 	// reclaims counts memory given back after a burst (reclaim.go).
 	reclaims *metrics.Counter
+	// durations: how long the handler took, per endpoint (not epInvalid,
+	// which never reaches it).
+	durations [numEndpoints]promtext.DurationHistogram
+	// buildInfo is the ticketd_build_info series, made once.
+	buildInfo string
+}
+
+// setFamilies is the HELP of every family in the Set: all counters. A family
+// added to the Set needs its line here (TestMetricsFamilies fails without).
+var setFamilies = map[string]string{
+	"ticketd_requests_total":              "Answered requests, by endpoint (the route; unknown: no such path; invalid: a request that could not be parsed) and status code.",
+	"ticketd_ids_issued_total":            "IDs handed out, by source: snowflake, or ticket (the fallback).",
+	"ticketd_panics_total":                "Handler panics recovered and answered 500; the log has the stack.",
+	"ticketd_fallback_ids_refused_total":  "Fallback tickets refused because they were not below the fallback ceiling.",
+	"ticketd_snowflake_ids_refused_total": "Snowflake IDs refused because they were below the fallback ceiling (never, unless ticketd is wired wrong).",
+	"ticketd_bad_framing_total":           "Requests refused (400, connection closed) because their body length could be read two ways.",
+	"ticketd_memory_reclaims_total":       "Times memory was given back to the system after a burst of connections ended.",
+	"ticketd_quota_rejections_total":      "Requests answered 429 because the bearer token, by its name in the tokens file, was over its quota.",
 }
 
 func requestsName(ep endpoint, code int) string {
 	return fmt.Sprintf(`ticketd_requests_total{endpoint=%q,code="%d"}`, endpointNames[ep], code)
 }
 
-func newServerMetrics(s *Server) *serverMetrics {
+func newServerMetrics(cfg Config) *serverMetrics {
 	m := &serverMetrics{set: metrics.NewSet()}
 	for ep := range numEndpoints {
 		for _, code := range endpointCodes[ep] {
@@ -134,10 +155,8 @@ func newServerMetrics(s *Server) *serverMetrics {
 	m.snowflakeRefused = m.set.NewCounter(`ticketd_snowflake_ids_refused_total`)
 	m.badFraming = m.set.NewCounter(`ticketd_bad_framing_total`)
 	m.reclaims = m.set.NewCounter(`ticketd_memory_reclaims_total`)
-	m.set.RegisterMetricsWriter(s.writeConnMetrics)
-	// The keeper's and the ticket servers' figures are read once per scrape,
-	// from one snapshot each, rather than by a callback per series.
-	m.set.RegisterMetricsWriter(s.writeBackendMetrics)
+	version, revision, goversion := buildInfo(cfg.Version)
+	m.buildInfo = promtext.Series("ticketd_build_info", "version", version, "revision", revision, "goversion", goversion)
 	return m
 }
 
@@ -157,169 +176,51 @@ func (m *serverMetrics) count(ep endpoint, code int) {
 	m.set.GetOrCreateCounter(requestsName(ep, code)).Inc()
 }
 
-// writeBackendMetrics writes the series that live in the keeper and the ticket
-// pair. Called by Set.WritePrometheus at scrape time.
-func (s *Server) writeBackendMetrics(w io.Writer) {
-	st := s.ids.Status()
-	health := s.tickets.Health()
-
-	counter := func(name string, v uint64) {
-		metrics.WriteMetadataIfNeeded(w, name, "counter")
-		fmt.Fprintf(w, "%s %d\n", name, v)
-	}
-	gauge := func(name string, v float64) {
-		metrics.WriteMetadataIfNeeded(w, name, "gauge")
-		fmt.Fprintf(w, "%s %g\n", name, v)
-	}
-	counter("ticketd_lease_renewals_total", st.Renewals)
-	counter("ticketd_lease_renew_failures_total", st.RenewFailures)
-	counter("ticketd_worker_switches_total", st.Switches)
-	counter("ticketd_lease_losses_total", st.Losses)
-	counter("ticketd_lease_acquires_total", st.Acquires)
-	counter("ticketd_lease_standbys_total", st.Standbys)
-	counter("ticketd_id_waits_total", st.Waits)
-	counter("ticketd_id_wait_timeouts_total", st.WaitTimeouts)
-	worker, held, headroom := -1.0, 0.0, 0.0
-	if st.Held {
-		worker, held, headroom = float64(st.Worker), 1, max(st.Headroom.Seconds(), 0)
-	}
-	gauge("ticketd_worker_id", worker)
-	gauge("ticketd_lease_held", held)
-	gauge("ticketd_fence_headroom_seconds", headroom)
-	gauge("ticketd_clock_skew_seconds", st.ClockSkew.Seconds())
-	ready, _ := s.readiness(st, health)
-	gauge("ticketd_ready", b2f(ready))
-	gauge("ticketd_fallback_enabled", b2f(s.cfg.Fallback))
-	gauge("ticketd_lease_standby", b2f(st.Standby != nil))
-	gauge("ticketd_worker_short", b2f(st.Short != ""))
-	s.writeCapacityMetrics(w, st)
-
-	// One family at a time, so that TYPE lines (when metadata is on) come
-	// once per family. Servers are labelled by their number, 1..N: the
-	// auto_increment_offset, as in the logs and my.cnf's [mariadbd.N].
-	perServer := func(name, typ string, value func(i int) string) {
-		if len(health) == 0 {
-			return
-		}
-		metrics.WriteMetadataIfNeeded(w, name, typ)
-		for i := range health {
-			fmt.Fprintf(w, "%s{server=\"%d\"} %s\n", name, health[i].Index+1, value(i))
-		}
-	}
-	perServer("ticketd_tickets_issued_total", "counter", func(i int) string { return fmt.Sprint(health[i].Tickets) })
-	perServer("ticketd_ticket_server_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].Failures) })
-	perServer("ticketd_ticket_server_parity_violations_total", "counter", func(i int) string { return fmt.Sprint(health[i].ParityViolations) })
-	perServer("ticketd_ticket_server_up", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Up)) })
-	// The latency of servers in rotation only: a down server's last one says
-	// nothing about now (ticketd_ticket_server_down_seconds says how long).
-	upOnly := func(name, typ string, value func(i int) string) {
-		first := true
-		for i := range health {
-			if !health[i].Up {
-				continue
-			}
-			if first {
-				metrics.WriteMetadataIfNeeded(w, name, typ)
-				first = false
-			}
-			fmt.Fprintf(w, "%s{server=\"%d\"} %s\n", name, health[i].Index+1, value(i))
-		}
-	}
-	upOnly("ticketd_ticket_server_latency_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Latency.Seconds()) })
-	now := time.Now()
-	perServer("ticketd_ticket_server_down_seconds", "gauge", func(i int) string {
-		if health[i].Up || health[i].DownSince.IsZero() {
-			return "0"
-		}
-		return fmt.Sprint(now.Sub(health[i].DownSince).Seconds())
-	})
-	perServer("ticketd_ticket_server_deadline_seconds", "gauge", func(i int) string { return fmt.Sprint(health[i].Deadline.Seconds()) })
-	perServer("ticketd_ticket_server_preferred", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].Preferred)) })
-	perServer("ticketd_ticket_server_slow_failures", "gauge", func(i int) string { return fmt.Sprint(health[i].SlowFailures) })
-	perServer("ticketd_ticket_server_timeouts_total", "counter", func(i int) string { return fmt.Sprint(health[i].Timeouts) })
-	perServer("ticketd_ticket_server_background_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].BackgroundFailures) })
-	perServer("ticketd_reservation_copy_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].CopyFailures) })
-	perServer("ticketd_reservation_copies_pending", "gauge", func(i int) string { return fmt.Sprint(health[i].CopiesPending) })
-	perServer("ticketd_ticket_server_lease_rewound", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].LeaseRewound)) })
-	// How many ticket tables the server is refused for (rewound by a restore):
-	// 0 when healthy; /v1/status names them, with the fix.
-	perServer("ticketd_ticket_server_rewound", "gauge", func(i int) string { return fmt.Sprint(len(health[i].Rewound)) })
-
-	// Optional figures of the ticket side (*ticket.Pair has them; test
-	// fakes need not).
-	if pc, ok := s.tickets.(interface{ PanicCalls() uint64 }); ok {
-		counter("ticketd_ticket_panic_calls_total", pc.PanicCalls())
-	}
-	// Repeated warnings, aggregated in the log, counted here: this
-	// server's own and the ticket side's, by kind (the log message).
-	warnings := s.warn.Counts()
-	if wc, ok := s.tickets.(interface{ Warnings() map[string]uint64 }); ok {
-		for k, v := range wc.Warnings() {
-			warnings[k] += v
-		}
-	}
-	kinds := make([]string, 0, len(warnings))
-	for k := range warnings {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	metrics.WriteMetadataIfNeeded(w, "ticketd_warnings_total", "counter")
-	for _, k := range kinds {
-		fmt.Fprintf(w, "ticketd_warnings_total{kind=%s} %d\n", strconv.Quote(k), warnings[k])
+// observe records how long a request to ep took: atomic adds, no lock.
+func (m *serverMetrics) observe(ep endpoint, d time.Duration) {
+	if ep < numEndpoints {
+		m.durations[ep].Observe(d)
 	}
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
+// writeMetrics writes /metrics: every family with its HELP and TYPE, each
+// written whole.
+func (s *Server) writeMetrics(out io.Writer) {
+	w := promtext.NewWriter(out)
+	s.metrics.writeSet(w)
+	w.Family("ticketd_request_duration_seconds", promtext.Histogram,
+		"How long the handler took to answer, by endpoint: from the moment the request had been read to the moment its answer was ready to send.")
+	for ep := range epInvalid {
+		s.metrics.durations[ep].Write(w, "ticketd_request_duration_seconds", promtext.Labels("endpoint", endpointNames[ep]))
 	}
-	return 0
+	s.writeConnMetrics(w)
+	s.writeBackendMetrics(w)
+	s.writeSequenceMetrics(w)
+	if c := s.cfg.CallDurations; c != nil {
+		c.write(w)
+	}
+	w.Family("ticketd_build_info", promtext.Gauge, "Always 1; the labels say which ticketd this is: its version, VCS revision and Go version.")
+	w.Uint(s.metrics.buildInfo, 1)
+	promtext.WriteGo(w)
+	promtext.WriteProcess(w)
 }
 
-// writeCapacityMetrics writes the worker-ID capacity of this ticketd's
-// datacenter, labelled with it: every ticketd of a datacenter reports the same
-// figures, so alerts aggregate by datacenter. Per-server series appear once
-// the server has been counted, the outage figures once every server has.
-func (s *Server) writeCapacityMetrics(w io.Writer, st worker.Status) {
-	c, dc := st.Capacity, st.Datacenter
-	one := func(name string, v int) {
-		metrics.WriteMetadataIfNeeded(w, name, "gauge")
-		fmt.Fprintf(w, "%s{datacenter=\"%d\"} %d\n", name, dc, v)
-	}
-	perServer := func(name string, vals []int) { // -1: not counted, left out
-		if !slices.ContainsFunc(vals, func(v int) bool { return v >= 0 }) {
-			return
+// writeSet writes the Set's counters, each family announced from
+// setFamilies. The Set sorts its series by family, so each family's lines
+// come together.
+func (m *serverMetrics) writeSet(w *promtext.Writer) {
+	var buf bytes.Buffer
+	m.set.WritePrometheus(&buf)
+	prev := ""
+	for line := range bytes.Lines(buf.Bytes()) {
+		name := line
+		if i := bytes.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
 		}
-		metrics.WriteMetadataIfNeeded(w, name, "gauge")
-		for i, v := range vals {
-			if v >= 0 {
-				fmt.Fprintf(w, "%s{datacenter=\"%d\",server=\"%d\"} %d\n", name, dc, i+1, v)
-			}
+		if string(name) != prev {
+			prev = string(name)
+			w.Family(prev, promtext.Counter, setFamilies[prev])
 		}
-	}
-	one("ticketd_worker_ids_capacity", c.Total)
-	perServer("ticketd_worker_ids_held", c.Held)
-	if !c.Known {
-		return
-	}
-	one("ticketd_worker_ids_held_total", c.HeldTotal)
-	perServer("ticketd_worker_ids_short_if_down", c.ShortIfDown)
-	one("ticketd_worker_outage_headroom", c.OutageHeadroom)
-}
-
-// writeConnMetrics writes the connection figures: open connections, refusals
-// by limit, and connection errors by kind, counted by the event summary.
-func (s *Server) writeConnMetrics(w io.Writer) {
-	open, addrs := s.openConns()
-	metrics.WriteGaugeUint64(w, "ticketd_connections_open", uint64(open))
-	metrics.WriteGaugeUint64(w, "ticketd_connection_addresses", uint64(addrs))
-	metrics.WriteMetadataIfNeeded(w, "ticketd_connections_refused_total", "counter")
-	for _, r := range []string{refusedMaxConns, refusedMaxConnsPerIP} {
-		fmt.Fprintf(w, "ticketd_connections_refused_total{reason=%q} %d\n", r, s.events.Count(refusalKinds[r]))
-	}
-	metrics.WriteCounterUint64(w, "ticketd_accept_errors_total", s.events.Count(kindAcceptError))
-	metrics.WriteMetadataIfNeeded(w, "ticketd_connection_errors_total", "counter")
-	for _, k := range connErrorKinds {
-		fmt.Fprintf(w, "ticketd_connection_errors_total{kind=%q} %d\n", k, s.events.Count(connErrorEvents[k]))
+		w.Raw(line)
 	}
 }

@@ -7,14 +7,23 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// format is how an issuing answer is written.
+type format uint8
+
+const (
+	formatText   format = iota // one decimal value per line
+	formatJSON                 // a JSON object, values as decimal strings
+	formatBinary               // 8 bytes per value, big-endian, nothing else
+)
+
 // query is what the API reads from a request's query string and Accept
 // header. Slices point into the request and are valid only until the handler
 // returns.
 type query struct {
-	json   bool
+	format format
 	n      []byte
 	hasN   int // how many times n was given
-	format []byte
+	fmtArg []byte
 	hasFmt int
 }
 
@@ -23,30 +32,52 @@ type query struct {
 // Unknown arguments are ignored (cache busters such as _=123 are common).
 // It returns a message for the client when format is unusable.
 func readQuery(ctx *fasthttp.RequestCtx) (q query, problem string) {
-	for k, v := range ctx.QueryArgs().All() {
-		switch string(k) {
-		case "n":
-			q.n, q.hasN = v, q.hasN+1
-		case "format":
-			q.format, q.hasFmt = v, q.hasFmt+1
+	// Most calls of the hot path carry no query string: skip parsing one.
+	if len(ctx.URI().QueryString()) > 0 {
+		for k, v := range ctx.QueryArgs().All() {
+			switch string(k) {
+			case "n":
+				q.n, q.hasN = v, q.hasN+1
+			case "format":
+				q.fmtArg, q.hasFmt = v, q.hasFmt+1
+			}
 		}
 	}
 	switch {
 	case q.hasFmt > 1:
-		return q, fmt.Sprintf("format given %d times: give it once, json or text", q.hasFmt)
+		return q, fmt.Sprintf("format given %d times: give it once, json, text or binary", q.hasFmt)
 	case q.hasFmt == 1:
 		// An explicit format wins over Accept: it is what a person typed.
-		switch string(q.format) {
+		switch string(q.fmtArg) {
 		case "json":
-			q.json = true
+			q.format = formatJSON
 		case "text":
+		case "binary":
+			q.format = formatBinary
 		default:
-			return q, fmt.Sprintf("format %.32q is not supported: want json or text", q.format)
+			return q, fmt.Sprintf("format %.32q is not supported: want json, text or binary", q.fmtArg)
 		}
 	default:
-		q.json = bytes.Contains(ctx.Request.Header.PeekCanonical(hdrAccept), mimeJSON)
+		q.format = acceptFormat(ctx.Request.Header.PeekCanonical(hdrAccept))
 	}
 	return q, ""
+}
+
+// acceptFormat picks the format an Accept header asks for: JSON or binary,
+// whichever it names first; text when it names neither.
+func acceptFormat(accept []byte) format {
+	if len(accept) == 0 {
+		return formatText
+	}
+	j := bytes.Index(accept, mimeJSON)
+	b := bytes.Index(accept, mimeBinary)
+	switch {
+	case b >= 0 && (j < 0 || b < j):
+		return formatBinary
+	case j >= 0:
+		return formatJSON
+	}
+	return formatText
 }
 
 // count reads n: decimal digits only, from 1 to max. def is the value when n

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 
@@ -24,8 +25,10 @@ var (
 	srcTicket    = []byte("ticket")
 	ctText       = []byte("text/plain; charset=utf-8")
 	ctJSON       = []byte("application/json")
+	ctBinary     = []byte("application/octet-stream")
 	ctPrometheus = []byte("text/plain; version=0.0.4; charset=utf-8")
 	mimeJSON     = []byte("application/json")
+	mimeBinary   = []byte("application/octet-stream")
 	bodyOK       = []byte("ok\n")
 )
 
@@ -116,4 +119,13 @@ func appendValues[T int64 | uint64](dst []byte, vals []T, json bool) []byte {
 		dst = append(dst, '"')
 	}
 	return append(dst, ']')
+}
+
+// appendBinary writes a batch as 8 bytes per value, big-endian, with nothing
+// between them: what a program decodes fastest (format=binary).
+func appendBinary[T int64 | uint64](dst []byte, vals []T) []byte {
+	for _, v := range vals {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v))
+	}
+	return dst
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -19,6 +20,10 @@ var (
 // would kill the process and every request in it.
 func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 	ep := epUnknown
+	start := ctx.Time() // when fasthttp called the handler
+	if start.IsZero() {
+		start = time.Now() // called outside fasthttp.Server (tests)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.recovered(ctx, ep, r)
@@ -28,6 +33,7 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 			ctx.SetConnectionClose()
 		}
 		s.metrics.count(ep, ctx.Response.StatusCode())
+		s.metrics.observe(ep, time.Since(start))
 	}()
 
 	// Before anything reads the request: a body framed two ways may hide a
@@ -85,7 +91,7 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 	case epMetrics:
 		if s.allow(ctx, false) {
 			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
-			s.metrics.set.WritePrometheus(ctx)
+			s.writeMetrics(ctx)
 		}
 	default:
 		if s.cfg.Admin && (string(path) == "/metrics" || string(path) == "/v1/status") {

@@ -141,7 +141,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota)
 	s.base, s.cancel = context.WithCancel(context.Background())
-	s.metrics = newServerMetrics(s)
+	s.metrics = newServerMetrics(cfg)
 	if cfg.Tokens != nil {
 		s.quotaCounters(cfg.Tokens.Load())
 	}

@@ -134,7 +134,7 @@ func (c *conn) closedByServer(t *testing.T) {
 func metricsOf(t *testing.T, s *Server) map[string]string {
 	t.Helper()
 	var b bytes.Buffer
-	s.metrics.set.WritePrometheus(&b)
+	s.writeMetrics(&b)
 	m := map[string]string{}
 	for _, line := range strings.Split(b.String(), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {

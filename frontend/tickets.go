@@ -51,14 +51,18 @@ func (s *Server) handleTickets(ctx *fasthttp.RequestCtx, seg []byte, tok *auth.T
 		return
 	}
 	out := b.out[:0]
-	if q.json {
+	switch q.format {
+	case formatJSON:
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
 		out = append(out, `{"sequence":`...)
 		out = appendJSONString(out, name)
 		out = append(out, `,"tickets":`...)
 		out = appendValues(out, vals, true)
 		out = append(out, "}\n"...)
-	} else {
+	case formatBinary:
+		ctx.Response.Header.SetContentTypeBytes(ctBinary)
+		out = appendBinary(out, vals)
+	default:
 		ctx.Response.Header.SetContentTypeBytes(ctText)
 		out = appendValues(out, vals, false)
 	}

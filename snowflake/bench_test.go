@@ -32,6 +32,10 @@ func (c *skipClock) Now() (int64, time.Duration) {
 	return w + o, m + time.Duration(o)
 }
 
+func (c *skipClock) Mono() time.Duration {
+	return SystemClock{}.Mono() + time.Duration(c.off.Load())
+}
+
 func (c *skipClock) Wait(d time.Duration) { SystemClock{}.Wait(d) }
 
 // BenchmarkNextBelowSaturation hands the generator a fresh millisecond every

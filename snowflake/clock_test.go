@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// fakeClock is a Clock whose wall and monotonic readings tests move by hand.
-// Wait advances both, as real time would.
+// fakeClock is a MonotonicClock whose wall and monotonic readings tests move
+// by hand. Wait advances both, as real time would.
 type fakeClock struct {
 	mu    sync.Mutex
 	wall  int64 // Unix ns
 	mono  time.Duration
 	waits int
+	nows  int // calls of Now: wall clock readings
 }
 
 func newFakeClock(wall time.Time) *fakeClock {
@@ -21,8 +22,29 @@ func newFakeClock(wall time.Time) *fakeClock {
 func (c *fakeClock) Now() (int64, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.nows++
 	return c.wall, c.mono
 }
+
+func (c *fakeClock) Mono() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mono
+}
+
+// Nows is how many times the wall clock was read.
+func (c *fakeClock) Nows() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nows
+}
+
+// wallOnlyClock hides fakeClock's Mono: a Clock that is not a
+// MonotonicClock, as a user's own clock may be.
+type wallOnlyClock struct{ c *fakeClock }
+
+func (w wallOnlyClock) Now() (int64, time.Duration) { return w.c.Now() }
+func (w wallOnlyClock) Wait(d time.Duration)        { w.c.Wait(d) }
 
 func (c *fakeClock) Wait(d time.Duration) {
 	c.mu.Lock()

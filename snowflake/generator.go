@@ -33,24 +33,78 @@ type Settings struct {
 
 // Generator issues unique, non-decreasing IDs for one (datacenter, worker). It
 // is safe for concurrent use.
+//
+// Callers share it fairly: no call holds the generator for more than one
+// millisecond's sequence numbers, and nobody waits for the next millisecond
+// while holding it (see "Sharing a worker" in the package comment).
+//
+// How a call finds its ID:
+//
+//   - The last ID issued lives in one atomic word, the cursor: its
+//     millisecond and sequence number. fastUntil is the monotonic reading
+//     at which that millisecond ends.
+//   - Next reads the monotonic clock (nothing else) and, while the reading
+//     is before fastUntil and the millisecond has a sequence number left,
+//     takes it with one compare-and-swap on the cursor. No lock: that ID's
+//     millisecond already passed the fence and end-of-life checks when its
+//     first ID was issued, and the fence only moves forward.
+//   - Anything else takes the slow path under mu: a new millisecond (read
+//     the wall clock too, move the anchor forward if the wall clock is
+//     ahead), a batch, a millisecond used up (the caller waits without the
+//     lock, then tries again), a floor ahead of the clock, the fence, the
+//     end of life. The slow path also moves the cursor by compare-and-swap,
+//     since fast-path calls move it without the lock. Of the callers waiting
+//     for the next millisecond, one waits on the clock and wakes the others.
+//   - Stop sets the cursor's sequence number to the last one of its
+//     millisecond, so that a fast-path swap in flight fails and every later
+//     call takes the slow path, which refuses.
 type Generator struct {
 	layout             Layout
 	clock              Clock
-	node               int64 // datacenter and worker, shifted into place
+	monoClock          MonotonicClock // clock, when it can read its monotonic clock alone
+	sysClock           bool           // clock is SystemClock: read the monotonic clock without an interface call
+	node               int64          // datacenter and worker, shifted into place
 	timeShift          uint
+	seqBits            uint
 	maxSeq             int64
 	endMs              int64 // EndOfLife in Unix ms
 	fence              atomic.Int64
 	stopped            atomic.Bool
+	waiting            atomic.Int64 // Next callers waiting for the next millisecond
 	datacenter, worker uint32
+
+	// cursor is the last ID issued: (ms - EpochMs + 1) << seqBits | seq
+	// (floor-1 and the last sequence number before the first ID).
+	cursor atomic.Uint64
+	// fastUntil is the monotonic reading (ns) at which the cursor's
+	// millisecond ends; 0 closes the fast path.
+	fastUntil atomic.Int64
 
 	mu sync.Mutex
 	// anchorNs + (mono - anchorMono) is the generator's time in Unix ns. The
 	// anchor only ever moves forward (when the wall clock is found ahead).
 	anchorNs   int64
 	anchorMono time.Duration
-	lastMs     int64 // timestamp of the last ID issued (or floor-1)
-	seq        int64 // sequence of the last ID issued at lastMs
+	// nowMs is the generator's time (Unix ms) at the last full reading, and
+	// nextMono the monotonic reading at which that millisecond ends: until
+	// then, the time is nowMs without reading the wall clock.
+	nowMs    int64
+	nextMono time.Duration
+	// batchTook counts the sequence numbers batches took in the cursor's
+	// millisecond; singlesPrev what single calls took in the millisecond
+	// before (see takeLocked).
+	batchTook   int64
+	singlesPrev int64
+	// msWaiting: a caller waits on the clock for the next millisecond;
+	// others wait on msCond for msGen to move (see waitNextMs).
+	msWaiting  bool
+	msGen      uint64
+	msCond     sync.Cond
+	msSleepers int // callers waiting on msCond
+	// batchQ: batches waiting for sequence numbers, in turn (see NextN);
+	// solo is the place of a batch that waits with no other in the queue.
+	batchQ []*batchTurn
+	solo   batchTurn
 }
 
 // New validates s and returns a generator.
@@ -77,24 +131,48 @@ func New(s Settings) (*Generator, error) {
 		clock:      s.Clock,
 		node:       int64(s.Datacenter)<<dcShift | int64(s.Worker)<<workerShift,
 		timeShift:  timeShift,
+		seqBits:    s.Layout.SequenceBits,
 		maxSeq:     int64(s.Layout.MaxSequence()),
 		endMs:      s.Layout.EpochMs + int64(1)<<s.Layout.TimeBits,
 		datacenter: s.Datacenter,
 		worker:     s.Worker,
 	}
+	g.msCond.L = &g.mu
+	g.solo.turn = make(chan struct{}, 1)
+	g.monoClock, _ = s.Clock.(MonotonicClock)
+	_, g.sysClock = s.Clock.(SystemClock)
 	g.anchorNs, g.anchorMono = s.Clock.Now()
+	g.setNowLocked(g.anchorNs)
 	if g.anchorNs/1e6 < s.Layout.EpochMs && s.FloorMs < s.Layout.EpochMs {
 		return nil, fmt.Errorf("%w: the clock reads %s, the epoch is %s", ErrBeforeEpoch,
 			time.Unix(0, g.anchorNs).UTC().Format(time.RFC3339Nano), time.UnixMilli(s.Layout.EpochMs).UTC().Format(time.RFC3339Nano))
 	}
-	g.lastMs = max(s.FloorMs, s.Layout.EpochMs) - 1
-	g.seq = g.maxSeq // the floor-1 millisecond counts as used up
+	// The floor-1 millisecond counts as used up (by no single call).
+	g.cursor.Store(g.encode(max(s.FloorMs, s.Layout.EpochMs)-1, g.maxSeq))
+	g.batchTook = g.maxSeq + 1
 	if s.Unfenced {
 		g.fence.Store(math.MaxInt64)
 	} else {
 		g.fence.Store(s.FenceMs)
 	}
 	return g, nil
+}
+
+// encode packs a millisecond (Unix ms, at least EpochMs-1) and a sequence
+// number into a cursor. It fits 64 bits: time and sequence bits sum to at
+// most 63, and the millisecond is below the end of life.
+func (g *Generator) encode(ms, seq int64) uint64 {
+	return uint64(ms-g.layout.EpochMs+1)<<g.seqBits | uint64(seq)
+}
+
+// decode unpacks a cursor into its millisecond (Unix ms) and sequence number.
+func (g *Generator) decode(c uint64) (ms, seq int64) {
+	return int64(c>>g.seqBits) + g.layout.EpochMs - 1, int64(c) & g.maxSeq
+}
+
+// id composes the ID of a cursor.
+func (g *Generator) id(c uint64) int64 {
+	return (int64(c>>g.seqBits)-1)<<g.timeShift | g.node | int64(c)&g.maxSeq
 }
 
 // Layout returns the generator's layout.
@@ -133,7 +211,16 @@ func (g *Generator) Stop() (lastMs int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stopped.Store(true)
-	return g.lastMs
+	g.fastUntil.Store(0)
+	// Use up the cursor's millisecond: a fast-path swap in flight fails, and
+	// every later call sees no sequence number left and takes the slow path.
+	for {
+		c := g.cursor.Load()
+		ms, _ := g.decode(c)
+		if g.cursor.CompareAndSwap(c, g.encode(ms, g.maxSeq)) {
+			return ms
+		}
+	}
 }
 
 // Now is the generator's clock in Unix ms: the anchored monotonic time, never
@@ -141,14 +228,13 @@ func (g *Generator) Stop() (lastMs int64) {
 func (g *Generator) Now() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return max(g.tickLocked(), g.lastMs)
+	return max(g.tickLocked(), g.Last())
 }
 
 // Last is the timestamp (Unix ms) of the last ID issued, or floor-1 if none.
 func (g *Generator) Last() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.lastMs
+	ms, _ := g.decode(g.cursor.Load())
+	return ms
 }
 
 // ClockSkew is the generator's clock minus the wall clock: positive when the
@@ -157,90 +243,302 @@ func (g *Generator) ClockSkew() time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	wall, _ := g.clock.Now()
-	now := max(g.tickLocked(), g.lastMs)
+	now := max(g.tickLocked(), g.Last())
 	return time.Duration(now*1e6 - wall)
 }
 
-// tickLocked reads the clock and returns the generator's time in Unix ms,
-// moving the anchor forward when the wall clock is ahead of the estimate.
+// mono reads the monotonic clock alone when the clock can, else through Now.
+func (g *Generator) mono() time.Duration {
+	if g.sysClock {
+		return time.Since(processStart)
+	}
+	if g.monoClock != nil {
+		return g.monoClock.Mono()
+	}
+	_, m := g.clock.Now()
+	return m
+}
+
+// tickLocked returns the generator's time in Unix ms. While the monotonic
+// clock stays inside the millisecond of the last full reading, that is all it
+// reads. The first call in a later millisecond reads the wall clock too, and
+// moves the anchor forward when the wall clock is ahead of the estimate: a
+// wall clock that jumps ahead is followed within a millisecond.
 func (g *Generator) tickLocked() int64 {
+	if g.mono() < g.nextMono {
+		return g.nowMs
+	}
 	wall, mono := g.clock.Now()
 	est := g.anchorNs + int64(mono-g.anchorMono)
 	if wall > est {
 		g.anchorNs, g.anchorMono, est = wall, mono, wall
+		// The cursor's millisecond may now be in the past: issue from the
+		// new time, not from the old one until the monotonic clock leaves it.
+		g.fastUntil.Store(0)
 	}
-	return est / 1e6
+	g.setNowLocked(est)
+	return g.nowMs
 }
 
-// Next returns a new ID.
+// setNowLocked records the generator's time est (Unix ns) and when, on the
+// monotonic clock, its millisecond ends.
+func (g *Generator) setNowLocked(est int64) {
+	g.nowMs = est / 1e6
+	g.nextMono = g.endOfLocked(g.nowMs)
+}
+
+// endOfLocked is the monotonic reading at which millisecond ms ends.
+func (g *Generator) endOfLocked(ms int64) time.Duration {
+	return g.anchorMono + time.Duration((ms+1)*1e6-g.anchorNs)
+}
+
+// Next returns a new ID. When this millisecond's sequence numbers are used
+// up, it waits for the next millisecond without holding the generator.
 func (g *Generator) Next() (int64, error) {
+	var mono time.Duration
+	if g.sysClock {
+		mono = time.Since(processStart)
+	} else {
+		mono = g.mono()
+	}
+	// The fast path (see Generator). A reading taken before the swap is
+	// safe: the cursor only moves forward, so if the swap succeeds, the
+	// cursor's millisecond was still the latest one issued, and the reading
+	// shows that millisecond had not ended.
+	for {
+		c := g.cursor.Load()
+		if int64(c)&g.maxSeq == g.maxSeq || int64(mono) >= g.fastUntil.Load() {
+			break
+		}
+		if g.cursor.CompareAndSwap(c, c+1) {
+			return g.id(c + 1), nil
+		}
+	}
 	g.mu.Lock()
-	ms, seq, err := g.nextLocked()
+	c, _, wait, err := g.takeLocked(1, false)
 	g.mu.Unlock()
+	if wait != 0 {
+		return g.nextAfterWait(wait)
+	}
 	if err != nil {
 		return 0, err
 	}
-	return (ms-g.layout.EpochMs)<<g.timeShift | g.node | seq, nil
+	return g.id(c), nil
 }
 
-// NextN fills dst with len(dst) new, increasing IDs under one lock; more than
-// one millisecond's worth continues into the next milliseconds. On error it
-// returns how many it filled; those IDs are valid and unique, the rest of dst is
-// untouched.
-func (g *Generator) NextN(dst []int64) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i := 0; i < len(dst); {
-		ms, seq, err := g.nextLocked()
+// nextAfterWait is Next once the millisecond was found used up. While it
+// waits it counts in g.waiting, so that batches leave it a sequence number
+// of the next millisecond (see takeLocked).
+func (g *Generator) nextAfterWait(wait time.Duration) (int64, error) {
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	for {
+		g.waitNextMs(wait)
+		g.mu.Lock()
+		c, _, w, err := g.takeLocked(1, false)
+		g.mu.Unlock()
 		if err != nil {
-			return i, err
+			return 0, err
 		}
-		// The rest of this millisecond's sequence numbers go without
-		// re-reading the clock or the fence.
-		base := (ms-g.layout.EpochMs)<<g.timeShift | g.node
-		n := min(int64(len(dst)-i-1), g.maxSeq-seq)
-		dst[i] = base | seq
-		i++
-		for j := int64(1); j <= n; j++ {
-			dst[i] = base | (seq + j)
+		if w == 0 {
+			return g.id(c), nil
+		}
+		wait = w
+	}
+}
+
+// NextN fills dst with len(dst) new, increasing IDs; more than one
+// millisecond's worth continues into the next milliseconds. It takes the
+// generator for at most one millisecond's sequence numbers at a time and
+// waits for the next millisecond without holding it, so single Next calls
+// get their share meanwhile; batches that wait take turns, a millisecond
+// each, in the order they came. On error it returns how many it filled;
+// those IDs are valid and unique, the rest of dst is untouched.
+func (g *Generator) NextN(dst []int64) (int, error) {
+	var me *batchTurn // set while this call waits in the queue of batches
+	for i := 0; i < len(dst); {
+		g.mu.Lock()
+		if me == nil && len(g.batchQ) > 0 {
+			me = g.queueLocked(me) // batches are waiting: behind them
+		}
+		if me != nil && g.batchQ[0] != me {
+			g.mu.Unlock()
+			<-me.turn
+			continue
+		}
+		c, n, wait, err := g.takeLocked(int64(len(dst)-i), true)
+		switch {
+		case err != nil:
+			g.leaveQueueLocked(me)
+			g.mu.Unlock()
+			return i, err
+		case wait != 0:
+			// Wait at the head of the queue, so that batches coming
+			// meanwhile wait behind this one. Alone, with the place kept
+			// for that (no allocation while one batch at a time waits).
+			if me == nil && len(g.batchQ) == 0 {
+				me = &g.solo
+			}
+			me = g.queueLocked(me)
+			g.mu.Unlock()
+			g.waitNextMs(wait)
+			continue
+		}
+		// Took n. Still short, behind other batches: to the back of the queue.
+		g.leaveQueueLocked(me)
+		if me != nil && i+int(n) < len(dst) && len(g.batchQ) > 0 {
+			me = g.queueLocked(me)
+		} else {
+			me = nil
+		}
+		g.mu.Unlock()
+		id := g.id(c) - (n - 1) // c is the last of the n taken
+		for j := range n {
+			dst[i] = id + j
 			i++
 		}
-		g.seq = seq + n
 	}
 	return len(dst), nil
 }
 
-// nextLocked picks the (timestamp, sequence) of the next ID and records it.
-func (g *Generator) nextLocked() (int64, int64, error) {
+// batchTurn is a batch's place in the queue of batches waiting for
+// sequence numbers. turn receives when it reaches the head.
+type batchTurn struct{ turn chan struct{} }
+
+// queueLocked puts a batch at the back of the queue (at the head when the
+// queue is empty), unless it is in it already, and returns its place.
+func (g *Generator) queueLocked(me *batchTurn) *batchTurn {
+	if me == nil {
+		me = &batchTurn{turn: make(chan struct{}, 1)}
+	}
+	for _, b := range g.batchQ {
+		if b == me {
+			return me
+		}
+	}
+	g.batchQ = append(g.batchQ, me)
+	return me
+}
+
+// leaveQueueLocked takes the head of the queue out (me, if queued) and
+// tells the next batch it is its turn.
+func (g *Generator) leaveQueueLocked(me *batchTurn) {
+	if me == nil || len(g.batchQ) == 0 || g.batchQ[0] != me {
+		return
+	}
+	// Shift rather than reslice, so that the queue keeps its array.
+	copy(g.batchQ, g.batchQ[1:])
+	g.batchQ[len(g.batchQ)-1] = nil
+	g.batchQ = g.batchQ[:len(g.batchQ)-1]
+	select { // drop a turn it was given but did not wait for
+	case <-me.turn:
+	default:
+	}
+	if len(g.batchQ) > 0 {
+		select {
+		case g.batchQ[0].turn <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitNextMs waits for the next millisecond, d from now, without holding
+// the generator. One caller at a time waits on the clock (a yielding wait
+// that keeps a processor busy); the others sleep until it wakes them, so
+// that batches waiting side by side do not take every processor from the
+// rest of the program.
+func (g *Generator) waitNextMs(d time.Duration) {
+	g.mu.Lock()
+	if g.msWaiting {
+		g.msSleepers++
+		for gen := g.msGen; g.msGen == gen; {
+			g.msCond.Wait()
+		}
+		g.msSleepers--
+		g.mu.Unlock()
+		return
+	}
+	g.msWaiting = true
+	g.mu.Unlock()
+	g.clock.Wait(d)
+	g.mu.Lock()
+	g.msWaiting = false
+	g.msGen++
+	g.msCond.Broadcast()
+	g.mu.Unlock()
+}
+
+// maxLeave bounds the sequence numbers of a millisecond a batch leaves to
+// waiting Next callers: a quarter of them, whatever the number of waiters.
+func (g *Generator) maxLeave() int64 { return (g.maxSeq + 1) / 4 }
+
+// takeLocked takes up to want (>= 1) sequence numbers of one millisecond and
+// records them as issued: it returns the new cursor (the last ID taken) and
+// how many it took. Or it reports, with wait > 0, that the current
+// millisecond is used up and the caller must wait that long (without the
+// lock) and try again.
+//
+// A batch leaves sequence numbers of a millisecond to single calls (up to a
+// quarter of them): one for each Next waiting for that millisecond, and
+// twice as many as single calls took in the millisecond before, so that
+// those arriving while batches saturate the worker find one at once instead
+// of waiting for the next millisecond. Without single calls, batches take
+// every sequence number.
+func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wait time.Duration, err error) {
 	if g.stopped.Load() {
-		return 0, 0, ErrStopped
+		return 0, 0, 0, ErrStopped
 	}
 	now := g.tickLocked()
-	ms, seq := g.lastMs, g.seq+1
-	switch {
-	case now > g.lastMs:
-		ms, seq = now, 0
-	case seq > g.maxSeq && now == g.lastMs:
-		// This millisecond is used up: wait for the next one. The wait is
-		// bounded by the millisecond itself.
-		for now <= g.lastMs {
-			_, mono := g.clock.Now()
-			left := time.Duration((g.lastMs+1)*1e6 - (g.anchorNs + int64(mono-g.anchorMono)))
-			g.clock.Wait(max(left, time.Microsecond))
-			now = g.tickLocked()
+	for {
+		c := g.cursor.Load()
+		last, lastSeq := g.decode(c)
+		ms, seq := last, lastSeq+1
+		newMs := now > last
+		if newMs {
+			ms, seq = now, 0
 		}
-		ms, seq = now, 0
-	case seq > g.maxSeq:
-		// Behind the floor: count up from it rather than wait for the clock.
-		ms, seq = g.lastMs+1, 0
+		limit := g.maxSeq
+		if batch {
+			singles := g.singlesPrev
+			if newMs {
+				// What single calls took of the millisecond now ending.
+				singles = max(lastSeq+1-g.batchTook, 0)
+			}
+			if leave := g.waiting.Load() + 2*singles; leave > 0 {
+				limit -= min(leave, g.maxLeave())
+			}
+		}
+		if seq > limit {
+			if ms == now {
+				// This millisecond is used up: the caller waits for the
+				// next one, bounded by the millisecond itself.
+				return 0, 0, max(g.nextMono-g.mono(), time.Microsecond), nil
+			}
+			// Behind the floor: count up from it rather than wait for the clock.
+			ms, seq = ms+1, 0
+		}
+		if ms >= g.fence.Load() {
+			return 0, 0, 0, fmt.Errorf("%w: timestamp %d ms is at or beyond the fence %d ms", ErrFenced, ms, g.fence.Load())
+		}
+		if ms >= g.endMs {
+			return 0, 0, 0, fmt.Errorf("%w: %s is at or after %s", ErrEndOfLife,
+				time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), g.layout.EndOfLife().Format(time.RFC3339Nano))
+		}
+		n = min(want, limit-seq+1)
+		next := g.encode(ms, seq+n-1)
+		if g.cursor.CompareAndSwap(c, next) {
+			if ms != last {
+				g.singlesPrev = max(lastSeq+1-g.batchTook, 0)
+				g.batchTook = 0
+			}
+			if batch {
+				g.batchTook += n
+			}
+			// Open the fast path for the rest of ms (for single calls, up to
+			// its last sequence number, whatever a batch left).
+			g.fastUntil.Store(int64(g.endOfLocked(ms)))
+			return next, n, 0, nil
+		}
+		// A fast-path Next took a sequence number meanwhile: look again.
 	}
-	if ms >= g.fence.Load() {
-		return 0, 0, fmt.Errorf("%w: timestamp %d ms is at or beyond the fence %d ms", ErrFenced, ms, g.fence.Load())
-	}
-	if ms >= g.endMs {
-		return 0, 0, fmt.Errorf("%w: %s is at or after %s", ErrEndOfLife,
-			time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), g.layout.EndOfLife().Format(time.RFC3339Nano))
-	}
-	g.lastMs, g.seq = ms, seq
-	return ms, seq, nil
 }

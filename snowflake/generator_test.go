@@ -86,38 +86,53 @@ func TestClockSteps(t *testing.T) {
 		{"forward 1ms", time.Millisecond},
 		{"forward 1h", time.Hour},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock(t2026)
-			g := mustNew(t, Settings{Clock: clk, Unfenced: true})
-			var ids []int64
-			issue := func(n int) {
-				for range n {
-					id, err := g.Next()
-					if err != nil {
-						t.Fatalf("Next: %v", err)
-					}
-					ids = append(ids, id)
-				}
-			}
-			issue(5000) // crosses a millisecond boundary by waiting
-			clk.StepWall(tt.step)
-			issue(5000)
-			clk.Advance(3 * time.Millisecond)
-			issue(100)
-			checkIncreasing(t, ids)
+	// Both ways of reading the clock: the monotonic clock alone on most
+	// calls (a MonotonicClock), and both clocks on every call (any Clock).
+	clocks := []struct {
+		name string
+		wrap func(*fakeClock) Clock
+	}{
+		{"monotonic", func(c *fakeClock) Clock { return c }},
+		{"wall only", func(c *fakeClock) Clock { return wallOnlyClock{c} }},
+	}
+	for _, ck := range clocks {
+		for _, tt := range tests {
+			t.Run(ck.name+"/"+tt.name, func(t *testing.T) {
+				testClockStep(t, ck.wrap, tt.step)
+			})
+		}
+	}
+}
 
-			last, _ := g.Layout().Decompose(ids[len(ids)-1])
-			// The generator follows the monotonic clock after a backwards
-			// step and jumps with the wall clock after a forward one.
-			want := clk.wall / 1e6
-			if tt.step < 0 {
-				want -= tt.step.Milliseconds()
+func testClockStep(t *testing.T, wrap func(*fakeClock) Clock, step time.Duration) {
+	clk := newFakeClock(t2026)
+	g := mustNew(t, Settings{Clock: wrap(clk), Unfenced: true})
+	var ids []int64
+	issue := func(n int) {
+		for range n {
+			id, err := g.Next()
+			if err != nil {
+				t.Fatalf("Next: %v", err)
 			}
-			if last.UnixMs != want {
-				t.Fatalf("last ID's time = %d, want %d", last.UnixMs, want)
-			}
-		})
+			ids = append(ids, id)
+		}
+	}
+	issue(5000) // crosses a millisecond boundary by waiting
+	clk.StepWall(step)
+	issue(5000)
+	clk.Advance(3 * time.Millisecond)
+	issue(100)
+	checkIncreasing(t, ids)
+
+	last, _ := g.Layout().Decompose(ids[len(ids)-1])
+	// The generator follows the monotonic clock after a backwards
+	// step and jumps with the wall clock after a forward one.
+	want := clk.wall / 1e6
+	if step < 0 {
+		want -= step.Milliseconds()
+	}
+	if last.UnixMs != want {
+		t.Fatalf("last ID's time = %d, want %d", last.UnixMs, want)
 	}
 }
 
@@ -184,11 +199,16 @@ func TestFence(t *testing.T) {
 	if _, err := g.Next(); err != nil {
 		t.Fatalf("after SetFence: %v", err)
 	}
-	// A batch that would cross the fence stops at it.
+	// A batch that would cross the fence stops at it: it takes the rest of
+	// this millisecond but 2 (left to single calls, which took 1 in the
+	// millisecond before), then finds the next one at the fence.
 	batch := make([]int64, 5000)
 	n, err := g.NextN(batch)
-	if !errors.Is(err, ErrFenced) || n != 4095 {
-		t.Fatalf("NextN across the fence = %d, %v; want 4095, ErrFenced", n, err)
+	if !errors.Is(err, ErrFenced) || n != 4093 {
+		t.Fatalf("NextN across the fence = %d, %v; want 4093, ErrFenced", n, err)
+	}
+	if p, _ := g.Layout().Decompose(batch[n-1]); p.UnixMs != now+2 || p.Sequence != 4093 {
+		t.Fatalf("the batch's last ID decodes to %+v, want %d ms, sequence 4093", p, now+2)
 	}
 
 	zero := mustNew(t, Settings{Clock: clk})

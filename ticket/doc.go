@@ -245,6 +245,8 @@
 // server) is logged at once, then at most one line per 10 s with the count;
 // Warnings returns the counts by kind. Config.Observe, when set, is called once
 // per statement attempt with its server, kind, duration and error.
+// SequenceStats reports, without I/O, the values handed out per named sequence
+// and the share of its range left on the fullest server (seqstats.go).
 //
 // # Errors and secrets
 //

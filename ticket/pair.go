@@ -47,7 +47,9 @@ type Pair struct {
 	// leases: the leases this Pair holds, for the copies that catch up and
 	// the rewound-lease check (copies.go); copyNow asks marksLoop to write
 	// the pending copies now (a server rejoined).
-	leases  leaseBook
+	leases leaseBook
+	// usage: the sequences values were handed from (seqstats.go).
+	usage   seqUsage
 	copyNow chan struct{}
 	// checkGate and catalogGate keep the counter checks and the catalog
 	// reads from overlapping with themselves.

@@ -93,6 +93,10 @@ type sequence struct {
 	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
 	marks     *tableMarks   // high-water marks of its table, shared by sequences on one table
 	broken    atomic.Pointer[error]
+	// issued counts the values handed out; listed: q is in Pair.usage
+	// (seqstats.go).
+	issued atomic.Uint64
+	listed atomic.Bool
 
 	mu      sync.Mutex
 	cur     block
@@ -330,10 +334,12 @@ func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error
 		for i := range dst {
 			t, err := p.take(ctx, q)
 			if err != nil {
+				p.handedOut(q, i)
 				return i, err
 			}
 			dst[i] = t.Value
 		}
+		p.handedOut(q, len(dst))
 		return len(dst), nil
 	}
 	return p.fill(ctx, q, dst)
@@ -393,6 +399,7 @@ func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
 			n++
 		}
 	}
+	p.handedOut(q, n)
 	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
 		p.startFetch(q)
 	}

@@ -188,17 +188,22 @@ func (k *Keeper) Next() (int64, error) {
 	}
 }
 
-// NextN fills dst with new IDs from one generator; see snowflake.NextN. Like
-// Next, it does not wait.
+// NextN fills dst with new, increasing IDs; see snowflake.NextN. A batch
+// takes the generator a millisecond at a time, so a switch can stop the
+// generator halfway through one: the rest then comes from the new generator,
+// whose floor lies above every timestamp the old one issued, so the batch
+// still increases. On error it returns how many it filled.
 func (k *Keeper) NextN(dst []int64) (int, error) {
+	filled := 0
 	for i := 0; ; i++ {
 		g := k.gen.Load()
 		if g == nil {
-			return 0, ErrNoWorker
+			return filled, ErrNoWorker
 		}
-		n, err := g.NextN(dst)
-		if err != snowflake.ErrStopped || n > 0 || i == switchRetries {
-			return n, err
+		n, err := g.NextN(dst[filled:])
+		filled += n
+		if err != snowflake.ErrStopped || i == switchRetries {
+			return filled, err
 		}
 		runtime.Gosched()
 	}

@@ -54,23 +54,31 @@ func (k *Keeper) NextWait(deadline time.Time) (int64, error) {
 	return id, err
 }
 
-// NextNWait is NextN with NextWait's waiting. A batch cut short by the fence
-// returns what it got (n > 0) with the error, without waiting.
+// NextNWait is NextN with NextWait's waiting. A batch takes the generator a
+// millisecond at a time, so a switch or a lost lease can stop the generator
+// halfway through one: the rest then comes from the replacement (whose floor
+// lies above every timestamp the old one issued, so the batch still
+// increases), waited for like a single ID. A batch that reaches the fence
+// waits for a renewal the same way. It returns how many it filled; fewer than
+// len(dst) only with an error.
 func (k *Keeper) NextNWait(dst []int64, deadline time.Time) (int, error) {
+	filled := 0
 	if g := k.gen.Load(); g != nil {
-		if n, err := g.NextN(dst); err == nil || n > 0 {
-			return n, err
+		n, err := g.NextN(dst)
+		if err == nil {
+			return n, nil
+		}
+		filled = n
+		if !errors.Is(err, snowflake.ErrStopped) && !errors.Is(err, snowflake.ErrFenced) {
+			return filled, err
 		}
 	}
-	var n int
-	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
-		n, err = g.NextN(dst)
-		if n > 0 {
-			return nil // partial: the caller sees n < len(dst) with err
-		}
+	err := k.await(deadline, func(g *snowflake.Generator) error {
+		n, err := g.NextN(dst[filled:])
+		filled += n
 		return err
 	})
-	return n, err
+	return filled, err
 }
 
 // await runs try on the current generator until it succeeds, or no

@@ -16,6 +16,14 @@ import (
 	"os"
 )
 
+// version is the version ticketd_build_info reports, set at build time:
+//
+//	go build -ldflags "-X main.version=v1.4.0" ./cmd/ticketd
+//
+// Left empty, the metric reports the version the Go toolchain stamped into
+// the binary (a pseudo-version from the VCS, or "(devel)").
+var version string
+
 func main() {
 	os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
 }

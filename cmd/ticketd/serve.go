@@ -307,6 +307,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	}
 	c.pair.ConnectTimeout = o.connectTimeout
 	c.pair.MaxOpenConns = o.maxDBConns
+	// metrics: every statement on the ticket servers timed, for /metrics.
+	calls := &frontend.CallDurations{}
+	c.pair.Observe = calls.Observe
 	if err := c.pair.Validate(); err != nil {
 		return c, usagef("-servers/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}
@@ -366,6 +369,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.frontend.Logger = c.logger
 	c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout = o.maxConns, o.maxConnsPerIP, o.idleTimeout
 	c.frontend.Admin = o.adminListen != ""
+	// metrics: the statement durations timed above, and the build's version.
+	c.frontend.CallDurations, c.frontend.Version = calls, version
+	// access: tokens and HTTPS.
 	c.access.apply(&c.frontend)
 	if err := c.frontend.Validate(); err != nil {
 		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)

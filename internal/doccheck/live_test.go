@@ -76,6 +76,16 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	withTokens := startTicketd(t, work, bin, servers, "-tokens-file", tokens)
 
+	// A request on every endpoint first, so that every family has series
+	// (the histograms, the sequences'), as on a ticketd in use.
+	for _, path := range []string{"/v1/id", "/v1/ids?n=2", "/v1/ids/2124326441066733568", "/v1/tickets/tickets64",
+		"/v1/tickets/tickets32", "/v1/status", "/healthz", "/readyz", "/metrics", "/nowhere"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 	t.Run("metrics", func(t *testing.T) {
 		checkMetrics(t, root, all, []scrape{{addr: addr}, {addr: withTokens, token: docToken}})
 	})
@@ -385,16 +395,16 @@ const docToken = "doccheck-0123456789abcdef0123456789abcdef"
 type scrape struct{ addr, token string }
 
 // checkMetrics: every ticketd_ metric the docs name is one ticketd exports,
-// and the table of docs/api.md lists every series it exports, over every
+// and the table of docs/api.md lists every family it exports, over every
 // ticketd scraped. Names defined in schema.sql and scripts/db.sh (roles and
 // accounts) are not metrics.
 func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
-	exported := map[string]bool{}
+	// exported: every family (its # TYPE line) and every sample name (a
+	// histogram's _bucket, _sum and _count too), which the docs may name.
+	exported, families := map[string]bool{}, map[string]bool{}
 	for _, sc := range scrapes {
-		before := len(exported)
-		readMetricNames(t, sc, exported)
-		if len(exported) == before {
-			t.Fatalf("/metrics of %s exported nothing new", sc.addr)
+		if n := readMetricNames(t, sc, exported, families); n == 0 {
+			t.Fatalf("/metrics of %s announced no family (no # TYPE line)", sc.addr)
 		}
 	}
 	notMetrics := map[string]bool{}
@@ -420,7 +430,7 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 	if api == nil {
 		t.Fatal("docs/api.md is missing")
 	}
-	tableRE := regexp.MustCompile("^\\|\\s*`(ticketd_[a-z0-9_]+)")
+	tableRE := regexp.MustCompile("^\\|\\s*`((?:ticketd|go|process)_[a-z0-9_]+)")
 	listed := map[string]bool{}
 	for _, line := range api.Lines {
 		if m := tableRE.FindStringSubmatch(line); m != nil {
@@ -428,7 +438,7 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 		}
 	}
 	var missing []string
-	for n := range exported {
+	for n := range families {
 		if !listed[n] {
 			missing = append(missing, n)
 		}
@@ -439,8 +449,9 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 	}
 }
 
-// readMetricNames adds the names of the series sc's /metrics exports.
-func readMetricNames(t *testing.T, sc scrape, exported map[string]bool) {
+// readMetricNames adds the families (# TYPE lines) and sample names sc's
+// /metrics exports, and returns how many families it announced.
+func readMetricNames(t *testing.T, sc scrape, exported, families map[string]bool) int {
 	t.Helper()
 	req, err := http.NewRequest("GET", "http://"+sc.addr+"/metrics", nil)
 	if err != nil {
@@ -457,9 +468,16 @@ func readMetricNames(t *testing.T, sc scrape, exported map[string]bool) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics of %s: %s", sc.addr, resp.Status)
 	}
+	announced := 0
 	lines := bufio.NewScanner(resp.Body)
 	for lines.Scan() {
 		line := lines.Text()
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, _, _ := strings.Cut(f, " ")
+			exported[name], families[name] = true, true
+			announced++
+			continue
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -470,6 +488,7 @@ func readMetricNames(t *testing.T, sc scrape, exported map[string]bool) {
 	if err := lines.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return announced
 }
 
 // checkStatusFields: every field of the live /v1/status answer is explained

@@ -4,6 +4,7 @@
 //	benchtool bare -listen ADDR               the bare fasthttp server: ticketd's server settings, a fixed short body
 //	benchtool check -url URL -lines N         wait until URL answers 200 with N lines (or times out)
 //	benchtool raw -servers A,B -table T ...   Flickr baseline: REPLACE INTO + LastInsertId straight to the pair
+//	benchtool client -url URL [-d D] [-rate R] ticketd's Go client against one ticketd, and uuid.NewV7 beside it
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
 package main
 
@@ -12,7 +13,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | report -dir DIR`
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | report -dir DIR`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -29,6 +30,8 @@ func main() {
 		err = runCheck(os.Args[2:])
 	case "raw":
 		err = runRaw(os.Args[2:])
+	case "client":
+		err = runClient(os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
 	default:

@@ -1,0 +1,67 @@
+package client
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// benchClient is a client over the fake transport whose buffer holds more
+// than burst IDs between refills.
+func benchClient(b *testing.B) *Client {
+	clk := newFakeClock()
+	tr := newFakeTransport(clk, "http://a.test")
+	c, err := newClient(Config{Endpoints: []string{"http://a.test"}, MinBatch: 100_000, MaxBatch: 100_000, MaxAge: time.Hour}, tr, clk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+const benchBurst = 50_000
+
+// refilled waits, outside the timer, until more than a burst is buffered.
+func refilled(b *testing.B, c *Client) {
+	b.StopTimer()
+	for c.Stats().IDs.Buffered <= benchBurst {
+		runtime.Gosched()
+	}
+	b.StartTimer()
+}
+
+// BenchmarkNext: one Next from a warm buffer (the fake transport refills it
+// between bursts, outside the timer).
+//
+//	go test ./client -run '^$' -bench Next -benchmem
+func BenchmarkNext(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	refilled(b, c)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if i%benchBurst == benchBurst-1 {
+			refilled(b, c)
+		}
+		if _, err := c.Next(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNextParallel: Next from GOMAXPROCS goroutines sharing one client.
+func BenchmarkNextParallel(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	refilled(b, c)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Next(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

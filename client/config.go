@@ -1,0 +1,156 @@
+package client
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of Config's zero values, and the bounds New enforces. The bounds
+// catch unit mistakes (a MaxAge of 1 meaning 1 ns) and settings that could
+// not work (a call deadline longer than the age limit would make every
+// answer that took that long useless).
+const (
+	DefaultCallTimeout = 500 * time.Millisecond
+	MinCallTimeout     = time.Millisecond
+
+	DefaultMaxAge = time.Second // Twitter's k-sorting window
+	MinMaxAge     = 10 * time.Millisecond
+	MaxMaxAge     = time.Hour
+
+	DefaultMinBatch = 16
+	// DefaultMaxBatch is ticketd's default -max-batch: a larger batch is a 400.
+	DefaultMaxBatch = 10_000
+	MaxMaxBatch     = 1_000_000 // ticketd's largest -max-batch
+	// DefaultMaxTicketBatch is ticketd's default -max-ticket-batch.
+	DefaultMaxTicketBatch = 1_000
+
+	MaxBatchPeriodShare = 2 // BatchPeriod is at most MaxAge / 2
+	MinBatchPeriod      = time.Millisecond
+
+	DefaultProbeEvery = 250 * time.Millisecond
+	MinProbeEvery     = 10 * time.Millisecond
+	MaxProbeEvery     = time.Minute
+)
+
+// Config configures a Client. The zero value of every field but Endpoints
+// is a documented default.
+type Config struct {
+	// Endpoints are ticketd's base URLs ("http://10.0.0.5:8080"), in order
+	// of preference. Required. The client takes values from one endpoint at
+	// a time and stays with it until it fails (see the package comment).
+	Endpoints []string
+
+	// HTTPClient sends the requests. Zero: a client of the package's own
+	// (keep-alive connections, closed by Close). Its Timeout is not used:
+	// CallTimeout bounds every call.
+	HTTPClient *http.Client
+
+	// CallTimeout is the deadline of one request to one endpoint: a refill
+	// or a probe. An endpoint that does not answer within it is skipped
+	// (when every endpoint is skipped, or all those tried have failed, a
+	// refill tries them all once more with a deadline of MaxAge).
+	// Zero: 500 ms, or MaxAge/2 if that is less. From 1 ms to MaxAge.
+	CallTimeout time.Duration
+
+	// MaxAge bounds how old a buffered ID may be when Next hands it out,
+	// counted from the moment the request that fetched it was sent; older
+	// IDs are dropped. It keeps IDs from many clients roughly time-ordered.
+	// Sequences (Ticket) carry no time and are not dropped. Zero: 1 s. From
+	// 10 ms to 1 h.
+	MaxAge time.Duration
+
+	// MinBatch and MaxBatch bound the number of IDs one refill asks for.
+	// MaxBatch must not exceed the -max-batch of any endpoint. Zero: 16
+	// and 10000. 1 <= MinBatch <= MaxBatch <= 1000000.
+	MinBatch, MaxBatch int
+
+	// MaxTicketBatch bounds the values of a sequence one refill asks for
+	// (those start at 1). It must not exceed the -max-ticket-batch of any
+	// endpoint. Zero: 1000. From 1 to 1000000.
+	MaxTicketBatch int
+
+	// BatchPeriod is how long one batch should last. After each refill the
+	// next batch doubles if the last one lasted less, and halves if it
+	// lasted more than twice as long (Meituan Leaf's step), within the
+	// bounds above. Zero: MaxAge / 10. From 1 ms to MaxAge / 2.
+	BatchPeriod time.Duration
+
+	// ProbeEvery is how often an endpoint that failed is asked GET /readyz;
+	// it rejoins when that answers 200. Zero: 250 ms. From 10 ms to 1 min.
+	ProbeEvery time.Duration
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.MaxAge == 0 {
+		c.MaxAge = DefaultMaxAge
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = min(DefaultCallTimeout, c.MaxAge/2)
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = max(DefaultMaxBatch, c.MinBatch)
+	}
+	if c.MinBatch == 0 {
+		c.MinBatch = min(DefaultMinBatch, c.MaxBatch)
+	}
+	if c.MaxTicketBatch == 0 {
+		c.MaxTicketBatch = DefaultMaxTicketBatch
+	}
+	if c.BatchPeriod == 0 {
+		c.BatchPeriod = c.MaxAge / 10
+	}
+	if c.ProbeEvery == 0 {
+		c.ProbeEvery = DefaultProbeEvery
+	}
+	return c
+}
+
+// validate checks a Config with its defaults filled in, and returns the
+// endpoints' base URLs without a trailing slash.
+func (c Config) validate() ([]string, error) {
+	if len(c.Endpoints) == 0 {
+		return nil, ErrNoEndpoints
+	}
+	bases := make([]string, len(c.Endpoints))
+	seen := map[string]bool{}
+	for i, e := range c.Endpoints {
+		u, err := url.Parse(e)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w %q: %v", ErrBadEndpoint, e, err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			return nil, fmt.Errorf("%w %q: want an http:// or https:// URL", ErrBadEndpoint, e)
+		case u.Host == "":
+			return nil, fmt.Errorf("%w %q: no host", ErrBadEndpoint, e)
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			return nil, fmt.Errorf("%w %q: want a base URL without query, fragment or user", ErrBadEndpoint, e)
+		}
+		bases[i] = strings.TrimRight(u.String(), "/")
+		if seen[bases[i]] {
+			return nil, fmt.Errorf("%w %q: given twice", ErrBadEndpoint, e)
+		}
+		seen[bases[i]] = true
+	}
+	bad := func(format string, args ...any) ([]string, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+	}
+	switch {
+	case c.MaxAge < MinMaxAge || c.MaxAge > MaxMaxAge:
+		return bad("MaxAge %v: want %v to %v", c.MaxAge, MinMaxAge, MaxMaxAge)
+	case c.CallTimeout < MinCallTimeout || c.CallTimeout > c.MaxAge:
+		return bad("CallTimeout %v: want %v to MaxAge (%v)", c.CallTimeout, MinCallTimeout, c.MaxAge)
+	case c.MinBatch < 1 || c.MinBatch > c.MaxBatch || c.MaxBatch > MaxMaxBatch:
+		return bad("MinBatch %d, MaxBatch %d: want 1 <= MinBatch <= MaxBatch <= %d", c.MinBatch, c.MaxBatch, MaxMaxBatch)
+	case c.MaxTicketBatch < 1 || c.MaxTicketBatch > MaxMaxBatch:
+		return bad("MaxTicketBatch %d: want 1 to %d", c.MaxTicketBatch, MaxMaxBatch)
+	case c.BatchPeriod < MinBatchPeriod || c.BatchPeriod > c.MaxAge/MaxBatchPeriodShare:
+		return bad("BatchPeriod %v: want %v to MaxAge/2 (%v)", c.BatchPeriod, MinBatchPeriod, c.MaxAge/MaxBatchPeriodShare)
+	case c.ProbeEvery < MinProbeEvery || c.ProbeEvery > MaxProbeEvery:
+		return bad("ProbeEvery %v: want %v to %v", c.ProbeEvery, MinProbeEvery, MaxProbeEvery)
+	}
+	return bases, nil
+}
