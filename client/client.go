@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"strconv"
@@ -65,10 +66,11 @@ func newClient(cfg Config, tr transport, clk clock) (*Client, error) {
 				MaxIdleConnsPerHost: 4,
 				IdleConnTimeout:     90 * time.Second,
 				ForceAttemptHTTP2:   true,
+				TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: cfg.RootCAs},
 			}}
 			c.ownHTTP = hc
 		}
-		c.tr = newHTTPTransport(hc)
+		c.tr = newHTTPTransport(hc, cfg.Token)
 	}
 	for _, b := range bases {
 		c.eps = append(c.eps, &endpoint{base: b, up: true})

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -47,6 +48,23 @@ type Config struct {
 	// (keep-alive connections, closed by Close). Its Timeout is not used:
 	// CallTimeout bounds every call.
 	HTTPClient *http.Client
+
+	// Token is the bearer token ticketd gave this application: sent as
+	// Authorization: Bearer TOKEN with every request for values (the
+	// readiness probes need none). A ticketd with a tokens file answers a
+	// request without it, or with a token lacking the scope (ids, or
+	// tickets:NAME), 401 or 403: an error wrapping ErrRejected. A token with
+	// a quota refuses a batch above its rate (429): keep MaxBatch, and
+	// MaxTicketBatch, at or below the quota per second. Never printed:
+	// Config's String shows it as [redacted]. Zero: no token (a ticketd on
+	// loopback without tokens).
+	Token string
+
+	// RootCAs are the certificate authorities an https:// endpoint's
+	// certificate must chain to, for the package's own HTTP client (TLS 1.2
+	// or later). Zero: the system's. With HTTPClient, set them in its
+	// transport instead (New refuses both).
+	RootCAs *x509.CertPool
 
 	// CallTimeout is the deadline of one request to one endpoint: a refill
 	// or a probe. An endpoint that does not answer within it is skipped
@@ -151,6 +169,46 @@ func (c Config) validate() ([]string, error) {
 		return bad("BatchPeriod %v: want %v to MaxAge/2 (%v)", c.BatchPeriod, MinBatchPeriod, c.MaxAge/MaxBatchPeriodShare)
 	case c.ProbeEvery < MinProbeEvery || c.ProbeEvery > MaxProbeEvery:
 		return bad("ProbeEvery %v: want %v to %v", c.ProbeEvery, MinProbeEvery, MaxProbeEvery)
+	case c.RootCAs != nil && c.HTTPClient != nil:
+		return bad("RootCAs with HTTPClient: set the CAs in HTTPClient's transport (TLSClientConfig.RootCAs)")
+	case !tokenSyntax(c.Token):
+		// Never quoted: it is a secret.
+		return bad("Token: want letters, digits and - . _ ~ + / (then optional =), as ticketd's tokens are")
 	}
 	return bases, nil
 }
+
+// tokenSyntax reports whether tok is empty or RFC 6750's token syntax,
+// which ticketd accepts: letters, digits, - . _ ~ + /, then optional '='.
+func tokenSyntax(tok string) bool {
+	i := 0
+	for ; i < len(tok); i++ {
+		c := tok[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			break
+		}
+	}
+	if i == 0 && len(tok) > 0 {
+		return false
+	}
+	for ; i < len(tok); i++ {
+		if tok[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// String prints the Config with its Token redacted, so that logging a
+// Config never logs the token (%v, %+v, %s).
+func (c Config) String() string {
+	tok := ""
+	if c.Token != "" {
+		tok = "[redacted]"
+	}
+	return fmt.Sprintf("client.Config{Endpoints:%q Token:%s RootCAs:%v CallTimeout:%v MaxAge:%v MinBatch:%d MaxBatch:%d MaxTicketBatch:%d BatchPeriod:%v ProbeEvery:%v}",
+		c.Endpoints, tok, c.RootCAs != nil, c.CallTimeout, c.MaxAge, c.MinBatch, c.MaxBatch, c.MaxTicketBatch, c.BatchPeriod, c.ProbeEvery)
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }

@@ -88,6 +88,13 @@
 // starved meanwhile: ticketd serves batches a millisecond at a time and
 // leaves every waiting single request a sequence number of the next one.
 //
+// # Tokens and TLS
+//
+// Config.Token is sent as Authorization: Bearer with every request for
+// values, for a ticketd with a tokens file; Config.RootCAs are the CAs of an
+// https:// endpoint's certificate. A refusal (401 without a valid token, 403
+// without the scope, 429 over the token's quota) wraps ErrRejected.
+//
 // # Observability
 //
 // Stats returns counters (values served and fetched, refills, refill

@@ -122,7 +122,7 @@ func TestHTTPAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.handler)
 			defer srv.Close()
-			tr := newHTTPTransport(srv.Client())
+			tr := newHTTPTransport(srv.Client(), "")
 			err := tr.get(ctx10(t), srv.URL, "/v1/ids", make([]uint64, 2))
 			if err == nil {
 				t.Fatalf("no error")
@@ -156,7 +156,7 @@ func TestHTTPCallDeadline(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tr := newHTTPTransport(srv.Client())
+	tr := newHTTPTransport(srv.Client(), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := tr.get(ctx, srv.URL, "/v1/ids", make([]uint64, 1)); !errors.Is(err, context.DeadlineExceeded) {

@@ -51,14 +51,20 @@ const maxErrorBody = 4 << 10
 // httpTransport speaks ticketd's HTTP API, binary batches.
 type httpTransport struct {
 	hc *http.Client
+	// auth is the Authorization header of value requests ("" for none).
+	auth string
 	// buf is the read buffer of the refill in progress. Each stream refills
 	// from one goroutine at a time, but streams share the transport, so
 	// buffers come from a pool.
 	bufs chan []byte
 }
 
-func newHTTPTransport(hc *http.Client) *httpTransport {
-	return &httpTransport{hc: hc, bufs: make(chan []byte, 8)}
+func newHTTPTransport(hc *http.Client, token string) *httpTransport {
+	t := &httpTransport{hc: hc, bufs: make(chan []byte, 8)}
+	if token != "" {
+		t.auth = "Bearer " + token
+	}
+	return t
 }
 
 func (t *httpTransport) getBuf(n int) []byte {
@@ -86,6 +92,9 @@ func (t *httpTransport) get(ctx context.Context, base, path string, dst []uint64
 		return err
 	}
 	req.Header.Set("Accept", "application/octet-stream")
+	if t.auth != "" {
+		req.Header.Set("Authorization", t.auth)
+	}
 	resp, err := t.hc.Do(req)
 	if err != nil {
 		return err
