@@ -196,24 +196,34 @@ func (s *Server) refuse(c net.Conn, reason string) {
 		c.Close() // too many refusals in progress: no answer
 		return
 	}
+	readFirst := false
 	if s.tls != nil {
 		// The answer goes through the handshake, or the client could not
-		// read it.
-		c = tls.Server(c, s.tls)
+		// read it; and after the client's first bytes: a client (Go's
+		// net/http) that gets an answer before it has sent its request
+		// drops it as unsolicited, and the handshake makes that likely.
+		c, readFirst = tls.Server(c, s.tls), true
 	}
 	s.refusing.Add(1)
 	go func() {
 		defer s.refusing.Done()
 		defer func() { <-s.refusals }()
-		answerAndClose(c, answer)
+		answerAndClose(c, answer, readFirst)
 	}()
 }
 
-// answerAndClose writes answer, half-closes c and waits (bounded) for the
-// client to close, discarding what it sends.
-func answerAndClose(c net.Conn, answer []byte) {
+// answerAndClose writes answer (after the client's first bytes, if
+// readFirst), half-closes c and waits (bounded) for the client to close,
+// discarding what it sends.
+func answerAndClose(c net.Conn, answer []byte, readFirst bool) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(refuseLinger))
+	if readFirst {
+		var first [1]byte
+		if _, err := c.Read(first[:]); err != nil {
+			return
+		}
+	}
 	if _, err := c.Write(answer); err != nil {
 		return
 	}
