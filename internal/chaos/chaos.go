@@ -98,6 +98,7 @@ type run struct {
 	t0      time.Time // the load's start
 
 	loadStopped atomic.Bool
+	windows     windows // per-fault counts of the load
 
 	mu         sync.Mutex
 	rng        *rand.Rand

@@ -51,19 +51,21 @@
 //
 // Load clients start on an instance once its /readyz answers 200. The
 // harness records the moment it begins to stop or kill an instance before
-// it sends the signal. A failed ID request (/v1/id or /v1/ids: an error, a
-// non-200, a closed connection, an unreadable answer) counts as
-// failed_id_requests_live if it ended before that moment, and as
-// failed_id_requests_killed otherwise (a request begun after that moment,
-// or one cut off by the kill, or refused by a ticketd shutting down). After
-// such a failure a client of a stopping instance stops; otherwise it goes on.
+// it sends the signal. A failed request (an error, a non-200, a closed
+// connection, an unreadable answer) counts as live if it ended before that
+// moment, and as killed otherwise (a request begun after that moment, or one
+// cut off by the kill, or refused by a ticketd shutting down): ID requests
+// (/v1/id, /v1/ids) as failed_id_requests_live or _killed, ticket requests
+// as failed_ticket_requests_live or _killed. After a killed failure a client
+// stops; after a live one it goes on.
 //
 // # Checks
 //
 // Must be 0: duplicates (an ID received twice, anywhere),
 // decreasing_per_instance (an ID not above the one before on the same
 // client of the same instance), failed_id_requests_live, duplicate_tickets
-// (per sequence), panics (ticketd_panics_total scraped before each stop, or
+// (per sequence), failed_ticket_requests_live (the Flickr pair exists so that
+// one server's trouble costs no ticket), panics (ticketd_panics_total scraped before each stop, or
 // "panic in handler" log lines if more, plus Go panics, fatal errors and
 // race reports in the logs), worker_ms_shared (two instances issuing in the
 // same millisecond on the same worker ID: the lease floor forbids it, and it
@@ -71,7 +73,7 @@
 // 503), junk_left_unready, unexpected_exits (a ready ticketd that exited
 // without being asked, or did not exit 0 within 15 s of SIGTERM) and
 // failed_starts (a plain restart that never became ready). Reported only:
-// failed_id_requests_killed, worker_switches, max_id_latency_ms (over
-// successful /v1/id), failed_ticket_requests (tickets may fail while a
-// server is out), and the schedule as it ran.
+// failed_id_requests_killed, failed_ticket_requests_killed, worker_switches,
+// max_id_latency_ms and the percentiles (over successful /v1/id and
+// /v1/tickets), and the schedule as it ran.
 package chaos

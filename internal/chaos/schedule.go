@@ -130,7 +130,7 @@ func (r *run) stepKill(n int) error {
 	if err := r.restartSlot(s, 0); err != nil {
 		return err
 	}
-	r.event("kill-9", target, fmt.Sprintf("gone in %s; %d ID requests to it failed as it died; restarted as %s, ready in %s",
+	r.event("kill-9", target, fmt.Sprintf("gone in %s; %d requests to it failed as it died; restarted as %s, ready in %s",
 		res.took.Round(time.Millisecond), killed, s.in.describe(), time.Since(begin).Round(time.Millisecond)))
 	return nil
 }
@@ -148,7 +148,7 @@ func (r *run) stepCleanStop(n int) error {
 	if err := r.restartSlot(s, 0); err != nil {
 		return err
 	}
-	r.event("clean-stop", target, fmt.Sprintf("exit %d in %s (%d ID requests refused while it stopped); restarted as %s, ready in %s",
+	r.event("clean-stop", target, fmt.Sprintf("exit %d in %s (%d requests refused while it stopped); restarted as %s, ready in %s",
 		res.exitCode, res.took.Round(time.Millisecond), killed, s.in.describe(), time.Since(begin).Round(time.Millisecond)))
 	return nil
 }
