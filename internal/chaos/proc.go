@@ -98,7 +98,12 @@ type status struct {
 		ClockSkewMs int64  `json:"clock_skew_ms"`
 	} `json:"lease"`
 	TicketServers []struct {
-		Up bool `json:"up"`
+		Up        bool     `json:"up"`
+		LatencyMs *float64 `json:"latency_ms"`
+		Rewound   []struct {
+			Table string `json:"table"`
+			Fix   string `json:"fix"`
+		} `json:"rewound"`
 	} `json:"ticket_servers"`
 	at time.Time
 }
@@ -140,7 +145,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 		return nil, err
 	}
 	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", Layout,
-		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", "1s", "-log-level", "info"}
+		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", r.tm.drain.String(), "-log-level", "info"}
 	args = append(args, leaseFlags...)
 	if offset != 0 {
 		args = append(args, "-clock-offset", offset.String())
