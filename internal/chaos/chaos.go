@@ -49,8 +49,8 @@ type Config struct {
 	OutDir string
 	// Ticketd is the binary to run; empty: built into OutDir.
 	Ticketd string
-	// Short compresses every pause and outage to fit one round into about
-	// 45 s (the version inside make test).
+	// Short compresses every pause and outage to fit one round into about a
+	// minute (the version inside make test).
 	Short bool
 	// Progress receives a line per step as it happens (nil: none).
 	Progress io.Writer
@@ -79,8 +79,10 @@ type timings struct {
 
 func (c Config) timings() timings {
 	if c.Short {
-		return timings{warmup: time.Second, gap: 300 * time.Millisecond,
-			dbStop: leaseReserve + 1500*time.Millisecond, dbFreeze: 4 * time.Second,
+		// A server stopped for a whole reservation: no lease on it can last
+		// without a switch.
+		return timings{warmup: time.Second, gap: 200 * time.Millisecond,
+			dbStop: leaseReserve, dbFreeze: 3 * time.Second,
 			clockRun: 1500 * time.Millisecond, clockTries: 2, raceRun: 700 * time.Millisecond,
 			junk:       junkPlan{randomRequests: 200, slow: 2 * time.Second},
 			netLatency: 3 * time.Second, netHole: 3 * time.Second, netReset: 2 * time.Second, netSlow: 2 * time.Second,
