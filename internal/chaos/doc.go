@@ -46,9 +46,9 @@
 //   - race: two ticketd processes started at the same instant; they must
 //     hold different worker IDs. Both serve load briefly, then stop.
 //   - db-stop+freeze: stop the ticket server holding most leases (clean
-//     shutdown) for two leases' reservations (one in the short schedule), start it again; once
-//     every ticketd has it back in rotation, freeze the other (SIGSTOP) for
-//     several seconds and resume it.
+//     shutdown) for two leases' reservations (one in the short schedule),
+//     start it again; once every ticketd has it back in rotation, freeze the
+//     other (SIGSTOP) for several seconds and resume it.
 //   - junk: malformed request lines, oversized headers, bodies and paths,
 //     pipelining, slow and silent clients, random methods, paths and queries,
 //     at a ticketd under load; bounded in count and time.
