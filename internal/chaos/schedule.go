@@ -101,7 +101,7 @@ func (r *run) schedule() error {
 			if st.server {
 				r.waitRepaired()
 			}
-			if k+1 < len(steps) && steps[k+1].replica {
+			if k+1 < len(steps) && steps[k+1].replica && !st.server {
 				r.prepareReplicas()
 			}
 			if err := st.run(r, n); err != nil {
@@ -352,6 +352,8 @@ func (r *run) stepServers(n int) error {
 	first, count := r.leaseMajority()
 	srv := r.pair.Servers[first]
 	before := r.leases()
+	w := r.windows.open()
+	defer r.windows.close(w)
 	begin := time.Now()
 	if err := srv.Stop(); err != nil {
 		return fmt.Errorf("chaos: stopping ticket server %d: %w", first+1, err)
@@ -363,12 +365,15 @@ func (r *run) stepServers(n int) error {
 	}
 	down := time.Since(begin)
 	rejoin := r.waitServerUp(first)
+	r.windows.close(w)
 	r.event("db-stop", fmt.Sprintf("ticket server %d (leases of %d ticketd)", first+1, count[first]),
-		fmt.Sprintf("clean shutdown took %s, down %s; restarted, back in every ticketd's rotation %s later; %s",
-			stopped.Round(time.Millisecond), down.Round(100*time.Millisecond), rejoin, r.moves(before)))
+		fmt.Sprintf("clean shutdown took %s, down %s; restarted, back in every ticketd's rotation %s later; %s; %s",
+			stopped.Round(time.Millisecond), down.Round(100*time.Millisecond), rejoin, r.moves(before), w.summary()))
 
 	other := r.pair.Servers[1-first]
 	before = r.leases()
+	w = r.windows.open()
+	defer r.windows.close(w)
 	begin = time.Now()
 	if err := other.Freeze(); err != nil {
 		return fmt.Errorf("chaos: freezing ticket server %d: %w", 2-first, err)
@@ -379,8 +384,9 @@ func (r *run) stepServers(n int) error {
 	}
 	frozen := time.Since(begin)
 	rejoin = r.waitServerUp(1 - first)
+	r.windows.close(w)
 	r.event("db-freeze", fmt.Sprintf("ticket server %d (SIGSTOP)", 2-first),
-		fmt.Sprintf("frozen %s, resumed, back in rotation %s later; %s", frozen.Round(100*time.Millisecond), rejoin, r.moves(before)))
+		fmt.Sprintf("frozen %s, resumed, back in rotation %s later; %s; %s", frozen.Round(100*time.Millisecond), rejoin, r.moves(before), w.summary()))
 	return nil
 }
 
