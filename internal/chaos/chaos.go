@@ -140,7 +140,7 @@ type run struct {
 	failedStarts, raceSame, racePairs, clockFloorUsed int
 	junkRequests, junk5xx, junkUnready                int
 	junkClasses                                       map[string]int
-	repairTaken                                       []time.Duration // from ticketd repair to every ticketd taking the server back
+	repairNotes                                       []string // how the lagging promotions' repairs ended
 }
 
 type holderSeen struct {

@@ -133,8 +133,11 @@ var leaseFlags = []string{
 	"-reserve", "8s", "-switch-headroom", "5s", "-max-wait", "2s",
 }
 
-// leaseReserve is -reserve of leaseFlags.
-const leaseReserve = 8 * time.Second
+// leaseReserve and leaseTTL are -reserve and -lease-ttl of leaseFlags.
+const (
+	leaseReserve = 8 * time.Second
+	leaseTTL     = 3 * time.Second
+)
 
 // launch starts a ticketd without waiting for it. Later flags in extra win
 // over the defaults (Go's flag package keeps the last value).

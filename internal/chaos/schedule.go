@@ -35,12 +35,14 @@ var round = []step{
 	{name: "race", cost: raceCost, run: (*run).stepRace},
 	{name: "net-latency", cost: func(t timings) time.Duration { return t.netLatency + 5*time.Second }, run: (*run).stepLatency, server: true},
 	{name: "clean-stop", cost: func(t timings) time.Duration { return 2 * time.Second }, run: (*run).stepCleanStop},
-	{name: "clock-10s", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -10*time.Second) }},
 	{name: "net-blackhole", cost: func(t timings) time.Duration { return 2 * (max(t.netHole, 5*time.Second) + 3*time.Second) }, run: (*run).stepBlackHoles, server: true},
 	{name: "race", cost: raceCost, run: (*run).stepRace, full: true},
 	{name: "db-stop+freeze", cost: func(t timings) time.Duration { return t.dbStop + t.dbFreeze + 6*time.Second }, run: (*run).stepServers, server: true},
 	{name: "junk", cost: func(t timings) time.Duration { return max(t.junk.slow, 7*time.Second) + 3*time.Second }, run: (*run).stepJunk},
 	{name: "promote-lagging", cost: func(t timings) time.Duration { return t.promoteLag + 15*time.Second }, run: func(r *run, n int) error { return r.stepPromote(n, true) }, server: true, replica: true},
+	// The two clock faults leave the servers alone for the 10 s in which
+	// every ticketd takes the repaired server back (waitRepaired).
+	{name: "clock-10s", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -10*time.Second) }},
 	{name: "clock-1h", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -time.Hour) }},
 	{name: "promote-caught-up", cost: func(t timings) time.Duration { return 12 * time.Second }, run: func(r *run, n int) error { return r.stepPromote(n, false) }, server: true, replica: true},
 	{name: "net-reset+slow", cost: func(t timings) time.Duration { return t.netReset + t.netSlow + 6*time.Second }, run: (*run).stepResetSlow, server: true},

@@ -234,9 +234,7 @@ func (r *run) verify() *Result {
 	if t.maxLatencyOf != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("max_id_latency_ms: %s", t.maxLatencyOf))
 	}
-	for _, d := range r.repairTaken {
-		res.Notes = append(res.Notes, fmt.Sprintf("promote-lagging: the repaired server taken back for every table by every ticketd %s after ticketd repair", d.Round(100*time.Millisecond)))
-	}
+	res.Notes = append(res.Notes, r.repairNotes...)
 	for _, e := range t.liveErrors {
 		res.Broken = append(res.Broken, "failed live request: "+e)
 	}
