@@ -9,7 +9,8 @@
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
-#   make chaos     the failure suite: kills, clocks behind, outages, junk; figures
+#   make chaos     the failure suite: kills, clocks behind, outages, network
+#                  faults, replica promotions, junk; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #
@@ -148,9 +149,10 @@ bench:
 	@GO=$(GO) bench/run.sh
 
 # The failure suite (internal/chaos): a fresh pair of ticket servers on free
-# ports, three ticketd under load, kill -9, clean stops, clocks 10 s and 1 h
-# behind, racing starts, a ticket server stopped then the other frozen, junk at
-# the HTTP port. Prints one `name value` line per figure, then the fault
+# ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks
+# 10 s and 1 h behind, racing starts, a ticket server stopped then the other
+# frozen, network faults (200 ms, black holes, resets, a slow link), replicas
+# promoted (lagging, caught up), junk at the HTTP port. Prints one `name value` line per figure, then the fault
 # schedule as it ran; exits non-zero if an invariant broke. Logs and report.txt
 # go to $(CHAOS_OUT)/<date-time>/. A one-round version runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
@@ -160,7 +162,7 @@ CHAOS_RATE     ?= 1000
 CHAOS_SEED     ?= 0
 CHAOS_OUT      ?= $(VAR)/chaos
 .PHONY: chaos
-chaos: build db-install
+chaos: build db-install toxiproxy
 	$(GO) build -o $(BIN)/chaos ./cmd/chaos
 	$(BIN)/chaos -duration $(CHAOS_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
 		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd

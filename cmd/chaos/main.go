@@ -33,7 +33,7 @@ func run() int {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for targets, junk and batch sizes (0: from the clock; printed)")
 	fs.StringVar(&cfg.OutDir, "out", "", "folder for logs and report.txt (default: a new temporary folder)")
 	fs.StringVar(&cfg.Ticketd, "ticketd", "", "ticketd binary (default: build ./cmd/ticketd into -out)")
-	fs.BoolVar(&cfg.Short, "short", false, "compressed timings: one round in about 45 s (the version inside make test)")
+	fs.BoolVar(&cfg.Short, "short", false, "compressed timings: one round in about a minute (the version inside make test)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: chaos [flags]\n\nticketd's failure suite: see internal/chaos and docs/reliability.md.\n\n")
 		fs.PrintDefaults()

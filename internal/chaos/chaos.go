@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"ticketd/internal/mariadb"
+	"ticketd/internal/toxiproxy"
 	"ticketd/snowflake"
 )
 
@@ -48,8 +49,8 @@ type Config struct {
 	OutDir string
 	// Ticketd is the binary to run; empty: built into OutDir.
 	Ticketd string
-	// Short compresses every pause and outage to fit one round into about
-	// 45 s (the version inside make test).
+	// Short compresses every pause and outage to fit one round into about a
+	// minute (the version inside make test).
 	Short bool
 	// Progress receives a line per step as it happens (nil: none).
 	Progress io.Writer
@@ -63,19 +64,36 @@ type timings struct {
 	clockTries       int           // clock-behind starts per fault, at most
 	raceRun          time.Duration // load on a racing pair
 	junk             junkPlan
+	// Network faults: 200 ms to both servers; a black hole (held at least
+	// this long, and until every ticketd has switched away); reset_peer;
+	// a 10 KB/s link.
+	netLatency, netHole, netReset, netSlow time.Duration
+	// promoteLag: how long a lagging replica's replication is stopped, at
+	// least, before its primary is killed and it is promoted.
+	promoteLag time.Duration
+	// drain: every ticketd's -drain-delay, how long a clean stop keeps
+	// serving with /readyz at 503 (no balancer watches here: shorter in the
+	// short schedule, where clean stops are many).
+	drain time.Duration
 }
 
 func (c Config) timings() timings {
 	if c.Short {
-		return timings{warmup: time.Second, gap: 300 * time.Millisecond,
-			dbStop: leaseReserve + 1500*time.Millisecond, dbFreeze: 4 * time.Second,
+		// A server stopped for a whole reservation: no lease on it can last
+		// without a switch.
+		return timings{warmup: time.Second, gap: 200 * time.Millisecond,
+			dbStop: leaseReserve, dbFreeze: 3 * time.Second,
 			clockRun: 1500 * time.Millisecond, clockTries: 2, raceRun: 700 * time.Millisecond,
-			junk: junkPlan{randomRequests: 200, slow: 2 * time.Second}}
+			junk:       junkPlan{randomRequests: 200, slow: 2 * time.Second},
+			netLatency: 3 * time.Second, netHole: 3 * time.Second, netReset: 2 * time.Second, netSlow: 2 * time.Second,
+			promoteLag: 1500 * time.Millisecond, drain: 200 * time.Millisecond}
 	}
 	return timings{warmup: 5 * time.Second, gap: 3 * time.Second,
 		dbStop: 2 * leaseReserve, dbFreeze: 8 * time.Second,
 		clockRun: 4 * time.Second, clockTries: 4, raceRun: 2 * time.Second,
-		junk: junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true}}
+		junk:       junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true},
+		netLatency: 60 * time.Second, netHole: 15 * time.Second, netReset: 10 * time.Second, netSlow: 15 * time.Second,
+		promoteLag: 5 * time.Second, drain: time.Second}
 }
 
 // Event is one fault as it ran.
@@ -93,11 +111,14 @@ type run struct {
 	ctx     context.Context
 	bin     string
 	pair    *mariadb.Pair
-	servers string // "127.0.0.1:p1,127.0.0.1:p2"
+	tp      *toxiproxy.Server
+	px      [2]*toxiproxy.Proxy // in front of pair.Servers[i]
+	servers string              // what ticketd is given: the proxies, "127.0.0.1:p1,127.0.0.1:p2"
 	layout  snowflake.Layout
 	t0      time.Time // the load's start
 
 	loadStopped atomic.Bool
+	windows     windows // per-fault counts of the load
 
 	mu         sync.Mutex
 	rng        *rand.Rand
@@ -110,10 +131,16 @@ type run struct {
 
 	slots []*slot
 
+	// replicas being prepared for the next promotion (nil: none), and the
+	// check that a repaired server is taken back (nil: none running).
+	replicas *replicaSet
+	repaired chan struct{}
+
 	// Counters of the schedule.
 	failedStarts, raceSame, racePairs, clockFloorUsed int
 	junkRequests, junk5xx, junkUnready                int
 	junkClasses                                       map[string]int
+	repairNotes                                       []string // how the lagging promotions' repairs ended
 }
 
 type holderSeen struct {
@@ -175,8 +202,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
 	defer r.closePair()
-	r.servers = r.pair.Servers[0].Addr() + "," + r.pair.Servers[1].Addr()
 	if err := r.setupSQL(); err != nil {
+		return nil, err
+	}
+	r.progress("starting toxiproxy in front of each ticket server (every ticketd connects through it)")
+	// Deferred after closePair, so it runs before: once every ticketd has
+	// stopped, before the servers.
+	defer r.stopProxies()
+	if err := r.startProxies(); err != nil {
 		return nil, err
 	}
 
@@ -185,6 +218,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	pollDone.Go(func() { r.poller(pollCtx) })
 
 	runErr := r.schedule()
+	r.waitRepaired()
+	r.closeReplicas()
 
 	// Teardown: stop every instance still running, cleanly when ctx is
 	// alive, so the last metrics are read.
@@ -266,7 +301,9 @@ func buildTicketd(ctx context.Context, dir string) (string, error) {
 }
 
 // setupSQL does, as root on both servers, what a DBA does before ticketd
-// runs: two named sequences (block size 1 and 100), and a deployment record
+// runs: two named sequences (block size 1 and 100, with the grants
+// docs/dba.md gives: ALTER to ticketd_admin, so that `ticketd repair` can
+// move a rewound one forward), and a deployment record
 // dated a day back, as a deployment that has run for a day would have. A
 // ticketd is never given IDs below its deployment's first start, so on a
 // deployment started seconds ago a clock an hour behind would be clamped to
@@ -279,7 +316,8 @@ func (r *run) setupSQL() error {
 		}
 		fmt.Fprintf(&sql, "CREATE TABLE IF NOT EXISTS tickets.seq_%[1]s LIKE tickets.Tickets64;\n"+
 			"INSERT IGNORE INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('%[1]s', 'seq_%[1]s', 64, %[2]d);\n"+
-			"GRANT SELECT, INSERT, DELETE ON tickets.seq_%[1]s TO ticketd_app;\n", s.name, s.block)
+			"GRANT SELECT, INSERT, DELETE ON tickets.seq_%[1]s TO ticketd_app;\n"+
+			"GRANT ALTER ON tickets.seq_%[1]s TO ticketd_admin;\n", s.name, s.block)
 	}
 	firstStart := time.Now().Add(-24 * time.Hour).UnixMilli()
 	fmt.Fprintf(&sql, "INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",

@@ -12,11 +12,13 @@ import (
 )
 
 // TestChaosShort is make chaos compressed into one round of every fault
-// (about 45 s): the real pair, three ticketd processes under load, kill -9,
-// clean stops, clocks 10 s and 1 h behind, racing starts, a ticket server
-// stopped then the other frozen, junk at the HTTP port. It needs MariaDB and
-// builds ticketd: go test -short leaves it out; otherwise it fails, never
-// skips, without MariaDB.
+// (about a minute): the real pair behind toxiproxy, three ticketd processes
+// under load, kill -9, clean stops, clocks 10 s and 1 h behind, a racing
+// start, a ticket server stopped then the other frozen, 200 ms to both
+// servers, black holes, reset_peer, a 10 KB/s link, a lagging and a
+// caught-up replica promoted, junk at the HTTP port. It needs MariaDB and
+// toxiproxy and builds ticketd: go test -short leaves it out; otherwise it
+// fails, never skips, without them.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and builds ticketd; not in -short")
@@ -45,13 +47,20 @@ func TestChaosShort(t *testing.T) {
 	for _, e := range res.Schedule {
 		seen[e.Fault] = true
 	}
-	for _, f := range []string{"kill-9", "clean-stop", "race", "clock-10s", "clock-1h0m0s", "db-stop", "db-freeze", "junk"} {
+	for _, f := range []string{"kill-9", "clean-stop", "race", "clock-10s", "clock-1h0m0s", "db-stop", "db-freeze", "junk",
+		"net-latency", "net-blackhole", "net-reset_peer", "net-10KB/s", "promote-lagging", "promote-caught-up"} {
 		if !seen[f] {
 			t.Errorf("fault %s did not run", f)
 		}
 	}
 	if res.Figure("ids_collected") == "0" || res.Figure("tickets_collected") == "0" {
 		t.Errorf("no IDs or no tickets collected")
+	}
+	// The invariants on failed requests are there to be checked.
+	for _, f := range []string{"failed_id_requests_live", "failed_ticket_requests_live"} {
+		if res.Figure(f) != "0" {
+			t.Errorf("%s = %q, want 0", f, res.Figure(f))
+		}
 	}
 }
 
@@ -131,16 +140,51 @@ func TestChecks(t *testing.T) {
 		&recorder{in: b, kind: kindJunk, ids: []int64{id(ms+1, 3, 7)}},                // a's millisecond
 		&recorder{in: b, kind: kindJunk, ids: []int64{id(ms, 3, 1)}},                  // a's ID
 	)
+	// A ticket request failed while its instance was live, another as it
+	// was being stopped.
+	r.recorders = append(r.recorders, &recorder{in: a, kind: kindTickets, tickets: make([][]int64, len(sequences)),
+		ticketRequests: 5, ticketLive: 1, ticketKilled: 1, liveErrors: []string{"t1 /v1/tickets/tickets64?n=1 at +1s: status 503"}})
 	res := r.verify()
-	for name, want := range map[string]string{"duplicates": "1", "decreasing_per_instance": "1", "worker_ms_shared": "2", "ids_collected": "9"} {
+	for name, want := range map[string]string{"duplicates": "1", "decreasing_per_instance": "1", "worker_ms_shared": "2", "ids_collected": "9",
+		"failed_ticket_requests_live": "1", "failed_ticket_requests_killed": "1", "ticket_requests": "5"} {
 		if got := res.Figure(name); got != want {
 			t.Errorf("%s = %s, want %s", name, got, want)
 		}
 	}
 	var out bytes.Buffer
 	res.Write(&out)
-	if !strings.HasPrefix(out.String(), "ids_collected 9\nduplicates 1\n") || !strings.Contains(out.String(), "FAILED") {
+	if !strings.HasPrefix(out.String(), "ids_collected 9\nduplicates 1\n") || !strings.Contains(out.String(), "FAILED") ||
+		!strings.Contains(out.String(), "failed_ticket_requests_live is 1, must be 0") || !strings.Contains(out.String(), "failed live request: t1 /v1/tickets") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// TestWindows: a fault's window counts the requests that end while it is
+// open, failures live or killed, and latency of the successful ones (/v1/id
+// and /v1/tickets; a /v1/ids batch counts, but its time is not a request's).
+func TestWindows(t *testing.T) {
+	var ws windows
+	ws.note(kindID, time.Millisecond, true, true) // no window open: not counted
+	w := ws.open()
+	for range 99 {
+		ws.note(kindID, time.Millisecond, true, true)
+	}
+	ws.note(kindID, 100*time.Millisecond, true, true)
+	ws.note(kindIDs, time.Hour, true, true)
+	ws.note(kindID, 0, false, true)
+	ws.note(kindID, 0, false, false)
+	ws.note(kindTickets, 200*time.Millisecond, true, true)
+	ws.note(kindTickets, 0, false, true)
+	ws.close(w)
+	ws.note(kindTickets, 0, false, true) // closed: not counted
+	got := w.summary()
+	want := "/v1/id 103 requests, 1 failed (+1 at stopping ticketd), p50 1.02 ms p99 1.02 ms; " + // bucket ends, within 6 %
+		"/v1/tickets 2 requests, 1 failed, p50 205 ms p99 205 ms"
+	if got != want {
+		t.Errorf("summary:\n got %s\nwant %s", got, want)
+	}
+	if ws.cur.Load() != nil {
+		t.Error("a closed window is still open")
 	}
 }
 

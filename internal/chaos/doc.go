@@ -10,8 +10,14 @@
 // 100) and a deployment record dated a day back. The layout is 41/7/3/12:
 // 8 worker IDs, 4 per server, so that restarted, racing and clock-behind
 // processes land on worker IDs that were just in use. Every ticketd runs
-// with short leases (3 s TTL, renewed every 300 ms, reserving 5 s ahead,
-// switching servers with 2 s left), so faults matter within seconds.
+// with short leases (3 s TTL, renewed every 500 ms, reserving 8 s ahead,
+// switching servers with 5 s left), so faults matter within seconds, and
+// the default timeouts, which hold for a pair 200 ms away (proc.go,
+// leaseFlags). Every
+// ticketd reaches the servers through toxiproxy (internal/toxiproxy: one
+// proxy per server), so that network faults need no change to the servers;
+// the harness itself (setup, replicas, `ticketd repair`) talks to them
+// directly, as a DBA on their hosts would.
 //
 // Three long-running ticketd processes ("slots") serve load throughout.
 // Each process start is a new instance (t1, t2, …) with its own load
@@ -40,38 +46,72 @@
 //   - race: two ticketd processes started at the same instant; they must
 //     hold different worker IDs. Both serve load briefly, then stop.
 //   - db-stop+freeze: stop the ticket server holding most leases (clean
-//     shutdown) for longer than a lease's reservation, start it again; once
-//     every ticketd has it back in rotation, freeze the other (SIGSTOP) for
-//     several seconds and resume it.
+//     shutdown) for two leases' reservations (one in the short schedule),
+//     start it again; once every ticketd has it back in rotation, freeze the
+//     other (SIGSTOP) for several seconds and resume it.
 //   - junk: malformed request lines, oversized headers, bodies and paths,
 //     pipelining, slow and silent clients, random methods, paths and queries,
 //     at a ticketd under load; bounded in count and time.
+//   - net-latency: 200 ms (±10 ms) round trip to both servers, a pair on two
+//     continents, for 60 s: slow, but answering.
+//   - net-blackhole: nothing gets through to the server holding most leases
+//     (toxiproxy's timeout toxic), until every ticketd has switched its
+//     worker away and at least 15 s have passed; then the same on the other.
+//   - net-reset_peer: every connection to one server reset at its first
+//     byte; then net-10KB/s: a 10 KB/s link to the other one.
+//   - promote-lagging: the server holding most leases gets an asynchronous
+//     replica, whose replication is stopped until the other server's mark
+//     for Tickets64 has passed the replica's counter; the primary is killed
+//     (kill -9) and the replica promoted onto its address. Every ticketd must
+//     refuse its rewound tables with their fix; the harness runs `ticketd
+//     repair`, and every ticketd must take the server back for every table
+//     within 30 s (the next server fault waits for that).
+//   - promote-caught-up: the same with a replica that applied everything
+//     (the primary set read_only first): accepted as it is, and `ticketd
+//     repair` finds nothing to repair.
+//
+// Steps that fault a server or its link run one at a time, once every
+// ticketd has both servers back in rotation; replicas are prepared in the
+// background while the step before a promotion runs. Each such step reports
+// in its outcome what the load saw while it lasted (until the server was
+// back everywhere): requests, failures, and the p50/p99 latency of /v1/id
+// and /v1/tickets.
+//
+// The short schedule (Config.Short) holds every fault for seconds instead
+// (200 ms for 3 s, a 3 s black hole, 2 s of resets and of the slow link), a
+// clean stop drains for 200 ms instead of 1 s, and one race stands for
+// three.
 //
 // # Failure windows
 //
 // Load clients start on an instance once its /readyz answers 200. The
 // harness records the moment it begins to stop or kill an instance before
-// it sends the signal. A failed ID request (/v1/id or /v1/ids: an error, a
-// non-200, a closed connection, an unreadable answer) counts as
-// failed_id_requests_live if it ended before that moment, and as
-// failed_id_requests_killed otherwise (a request begun after that moment,
-// or one cut off by the kill, or refused by a ticketd shutting down). After
-// such a failure a client of a stopping instance stops; otherwise it goes on.
+// it sends the signal. A failed request (an error, a non-200, a closed
+// connection, an unreadable answer) counts as live if it ended before that
+// moment, and as killed otherwise (a request begun after that moment, or one
+// cut off by the kill, or refused by a ticketd shutting down): ID requests
+// (/v1/id, /v1/ids) as failed_id_requests_live or _killed, ticket requests
+// as failed_ticket_requests_live or _killed. After a killed failure a client
+// stops; after a live one it goes on.
 //
 // # Checks
 //
 // Must be 0: duplicates (an ID received twice, anywhere),
 // decreasing_per_instance (an ID not above the one before on the same
 // client of the same instance), failed_id_requests_live, duplicate_tickets
-// (per sequence), panics (ticketd_panics_total scraped before each stop, or
+// (per sequence), failed_ticket_requests_live (the Flickr pair exists so that
+// one server's trouble costs no ticket), panics (ticketd_panics_total scraped before each stop, or
 // "panic in handler" log lines if more, plus Go panics, fatal errors and
 // race reports in the logs), worker_ms_shared (two instances issuing in the
 // same millisecond on the same worker ID: the lease floor forbids it, and it
 // is stricter than equal IDs), racing_same_worker, junk_5xx (a 5xx other than
 // 503), junk_left_unready, unexpected_exits (a ready ticketd that exited
 // without being asked, or did not exit 0 within 15 s of SIGTERM) and
-// failed_starts (a plain restart that never became ready). Reported only:
-// failed_id_requests_killed, worker_switches, max_id_latency_ms (over
-// successful /v1/id), failed_ticket_requests (tickets may fail while a
-// server is out), and the schedule as it ran.
+// failed_starts (a plain restart that never became ready). A server not back
+// in every ticketd's rotation 20 s after its fault ended, a lagging promoted
+// server not refused for Tickets64, a repaired one not taken back, and a
+// caught-up one refused or in need of repair break the run too. Reported only:
+// failed_id_requests_killed, failed_ticket_requests_killed, worker_switches,
+// max_id_latency_ms and the percentiles (over successful /v1/id and
+// /v1/tickets), and the schedule as it ran.
 package chaos

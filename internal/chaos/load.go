@@ -52,12 +52,15 @@ type recorder struct {
 	// tickets[i] are the values of sequences[i], in the order received.
 	tickets [][]int64
 
-	requests, failedLive, failedKilled int64
-	ticketRequests, ticketFailures     int64
-	maxLatency                         time.Duration
-	maxLatencyAt                       time.Time
-	latency                            *latencies // of successful /v1/id requests
-	liveErrors                         []string   // the first few
+	// ID requests (/v1/id, /v1/ids) and ticket requests, each failure
+	// counted live or killed (liveWindow).
+	requests, failedLive, failedKilled       int64
+	ticketRequests, ticketLive, ticketKilled int64
+	maxLatency                               time.Duration
+	maxLatencyAt                             time.Time
+	latency                                  *latencies // of successful /v1/id requests
+	ticketLatency                            *latencies // of successful /v1/tickets requests
+	liveErrors                               []string   // the first few
 }
 
 // startClients starts the load on a ready instance: cfg.Clients clients on
@@ -69,7 +72,7 @@ func (r *run) startClients(in *instance) {
 	}
 	kinds = append(kinds, kindIDs, kindTickets)
 	for _, k := range kinds {
-		rec := &recorder{in: in, kind: k, tickets: make([][]int64, len(sequences)), latency: &latencies{}}
+		rec := &recorder{in: in, kind: k, tickets: make([][]int64, len(sequences)), latency: &latencies{}, ticketLatency: &latencies{}}
 		r.mu.Lock()
 		r.recorders = append(r.recorders, rec)
 		seed := r.rng.Uint64()
@@ -132,25 +135,24 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 			if err == nil {
 				rec.tickets[seq], err = parseInts(rec.tickets[seq], resp.body)
 			}
-			if err != nil {
-				rec.ticketFailures++
-				if in.doomed() {
-					return
+		} else {
+			rec.requests++
+			if err == nil {
+				n := len(rec.ids)
+				rec.ids, err = parseInts(rec.ids, resp.body)
+				if err == nil && rec.kind == kindID && len(rec.ids) != n+1 {
+					err = fmt.Errorf("%d IDs in the answer to /v1/id", len(rec.ids)-n)
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			continue
-		}
-		rec.requests++
-		if err == nil {
-			n := len(rec.ids)
-			rec.ids, err = parseInts(rec.ids, resp.body)
-			if err == nil && rec.kind == kindID && len(rec.ids) != n+1 {
-				err = fmt.Errorf("%d IDs in the answer to /v1/id", len(rec.ids)-n)
 			}
 		}
+		lat := end.Sub(begin)
+		live := err == nil || liveWindow(in, end)
+		r.windows.note(rec.kind, lat, err == nil, live)
 		if err == nil {
-			if lat := end.Sub(begin); rec.kind == kindID {
+			switch rec.kind {
+			case kindTickets:
+				rec.ticketLatency.add(lat)
+			case kindID:
 				rec.latency.add(lat)
 				if lat > rec.maxLatency {
 					rec.maxLatency, rec.maxLatencyAt = lat, begin
@@ -158,15 +160,25 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 			}
 			continue
 		}
-		if liveWindow(in, end) {
-			rec.failedLive++
+		if live {
+			if rec.kind == kindTickets {
+				rec.ticketLive++
+			} else {
+				rec.failedLive++
+			}
 			if len(rec.liveErrors) < 5 {
 				rec.liveErrors = append(rec.liveErrors, fmt.Sprintf("%s %s at +%s: %v", in.name, path, r.since(end), err))
 			}
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		rec.failedKilled++
+		// Failed once the harness began to stop the instance: this client
+		// is done with it.
+		if rec.kind == kindTickets {
+			rec.ticketKilled++
+		} else {
+			rec.failedKilled++
+		}
 		return
 	}
 }
@@ -183,12 +195,12 @@ func liveWindow(in *instance, end time.Time) bool {
 
 // loadTotals sums the recorders.
 type loadTotals struct {
-	requests, failedLive, failedKilled int64
-	ticketRequests, ticketFailures     int64
-	maxLatency                         time.Duration
-	maxLatencyOf                       string // where and when
-	latency                            latencies
-	liveErrors                         []string
+	requests, failedLive, failedKilled       int64
+	ticketRequests, ticketLive, ticketKilled int64
+	maxLatency                               time.Duration
+	maxLatencyOf                             string // where and when
+	latency, ticketLatency                   latencies
+	liveErrors                               []string
 }
 
 func (r *run) totals() loadTotals {
@@ -200,9 +212,13 @@ func (r *run) totals() loadTotals {
 		t.failedLive += rec.failedLive
 		t.failedKilled += rec.failedKilled
 		t.ticketRequests += rec.ticketRequests
-		t.ticketFailures += rec.ticketFailures
+		t.ticketLive += rec.ticketLive
+		t.ticketKilled += rec.ticketKilled
 		if rec.latency != nil {
 			t.latency.merge(rec.latency)
+		}
+		if rec.ticketLatency != nil {
+			t.ticketLatency.merge(rec.ticketLatency)
 		}
 		if rec.maxLatency > t.maxLatency {
 			t.maxLatency = rec.maxLatency
@@ -215,15 +231,16 @@ func (r *run) totals() loadTotals {
 	return t
 }
 
-// failuresOf counts the failed ID requests of one instance, for outcomes;
-// call it only once the instance was stopped (its clients are done).
+// failuresOf counts the failed requests of one instance (IDs and tickets),
+// for outcomes; call it only once the instance was stopped (its clients are
+// done).
 func (r *run) failuresOf(in *instance) (live, killed int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rec := range r.recorders {
 		if rec.in == in {
-			live += rec.failedLive
-			killed += rec.failedKilled
+			live += rec.failedLive + rec.ticketLive
+			killed += rec.failedKilled + rec.ticketKilled
 		}
 	}
 	return live, killed

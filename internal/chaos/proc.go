@@ -98,7 +98,12 @@ type status struct {
 		ClockSkewMs int64  `json:"clock_skew_ms"`
 	} `json:"lease"`
 	TicketServers []struct {
-		Up bool `json:"up"`
+		Up        bool     `json:"up"`
+		LatencyMs *float64 `json:"latency_ms"`
+		Rewound   []struct {
+			Table string `json:"table"`
+			Fix   string `json:"fix"`
+		} `json:"rewound"`
 	} `json:"ticket_servers"`
 	at time.Time
 }
@@ -111,15 +116,28 @@ var harnessClient = &http.Client{
 }
 
 // leaseFlags make lease events happen in seconds: a killed ticketd's lease
-// expires after 3 s, each renewal reserves 5 s ahead, a ticketd that cannot
-// renew switches servers with 2 s of reservation left.
+// expires after 3 s, each renewal (every 500 ms) reserves 8 s ahead, a
+// ticketd that cannot renew switches servers with 5 s of reservation left.
+//
+// The timeouts stay at their defaults (-call-timeout 500ms, and what
+// follows from it: -connect-timeout and -lease-op-timeout 2s;
+// -request-timeout 2s), which docs/operations.md gives for a pair up to
+// 200 ms away: the net-latency fault puts the pair that far. A lease
+// operation of 2 s then needs renewals at least every 400 ms (5 per
+// operation) and a switch headroom of a renewal period plus two
+// operations. (With -call-timeout 200ms, as before the network faults, a
+// lease operation had 800 ms, less than a renewal's four round trips at
+// 200 ms: every ticketd reached its fence within seconds.)
 var leaseFlags = []string{
-	"-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
-	"-reserve", "5s", "-switch-headroom", "2s", "-max-wait", "2s",
+	"-lease-ttl", "3s", "-renew-every", "500ms", "-lease-op-timeout", "2s",
+	"-reserve", "8s", "-switch-headroom", "5s", "-max-wait", "2s",
 }
 
-// leaseReserve is -reserve of leaseFlags.
-const leaseReserve = 5 * time.Second
+// leaseReserve and leaseTTL are -reserve and -lease-ttl of leaseFlags.
+const (
+	leaseReserve = 8 * time.Second
+	leaseTTL     = 3 * time.Second
+)
 
 // launch starts a ticketd without waiting for it. Later flags in extra win
 // over the defaults (Go's flag package keeps the last value).
@@ -140,7 +158,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 		return nil, err
 	}
 	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", Layout,
-		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", "1s", "-log-level", "info"}
+		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", r.tm.drain.String(), "-log-level", "info"}
 	args = append(args, leaseFlags...)
 	if offset != 0 {
 		args = append(args, "-clock-offset", offset.String())

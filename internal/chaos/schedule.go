@@ -15,24 +15,44 @@ type step struct {
 	name string
 	cost func(timings) time.Duration
 	run  func(r *run, round int) error
+	// full: only in the full schedule, not in the short one (one race
+	// stands for three there).
+	full bool
+	// server: a fault of the ticket servers or their links. It starts only
+	// once every ticketd serves every table from both servers again (a
+	// repair's effect can take a check interval to show), so that two
+	// server faults never overlap.
+	server bool
+	// replica: needs replicas, prepared in the background while the step
+	// before runs (which must not be a server fault).
+	replica bool
 }
 
 // round is the schedule's unit: every fault once. Rounds repeat, with other
 // targets, while time is left.
 var round = []step{
-	{"kill-9", func(t timings) time.Duration { return 2 * time.Second }, (*run).stepKill},
-	{"race", func(t timings) time.Duration { return t.raceRun + 2*time.Second }, (*run).stepRace},
-	{"clean-stop", func(t timings) time.Duration { return 2 * time.Second }, (*run).stepCleanStop},
-	{"clock-10s", func(t timings) time.Duration {
-		return time.Duration(t.clockTries) * (t.clockRun + 2*time.Second)
-	}, func(r *run, n int) error { return r.stepClock(n, -10*time.Second) }},
-	{"race", func(t timings) time.Duration { return t.raceRun + 2*time.Second }, (*run).stepRace},
-	{"db-stop+freeze", func(t timings) time.Duration { return t.dbStop + t.dbFreeze + 6*time.Second }, (*run).stepServers},
-	{"junk", func(t timings) time.Duration { return max(t.junk.slow, 7*time.Second) + 3*time.Second }, (*run).stepJunk},
-	{"clock-1h", func(t timings) time.Duration {
-		return time.Duration(t.clockTries) * (t.clockRun + 2*time.Second)
-	}, func(r *run, n int) error { return r.stepClock(n, -time.Hour) }},
-	{"race", func(t timings) time.Duration { return t.raceRun + 2*time.Second }, (*run).stepRace},
+	{name: "kill-9", cost: func(t timings) time.Duration { return 2 * time.Second }, run: (*run).stepKill},
+	{name: "race", cost: raceCost, run: (*run).stepRace},
+	{name: "net-latency", cost: func(t timings) time.Duration { return t.netLatency + 5*time.Second }, run: (*run).stepLatency, server: true},
+	{name: "clean-stop", cost: func(t timings) time.Duration { return 2 * time.Second }, run: (*run).stepCleanStop},
+	{name: "net-blackhole", cost: func(t timings) time.Duration { return 2 * (max(t.netHole, 5*time.Second) + 3*time.Second) }, run: (*run).stepBlackHoles, server: true},
+	{name: "race", cost: raceCost, run: (*run).stepRace, full: true},
+	{name: "db-stop+freeze", cost: func(t timings) time.Duration { return t.dbStop + t.dbFreeze + 6*time.Second }, run: (*run).stepServers, server: true},
+	{name: "junk", cost: func(t timings) time.Duration { return max(t.junk.slow, 7*time.Second) + 3*time.Second }, run: (*run).stepJunk},
+	{name: "promote-lagging", cost: func(t timings) time.Duration { return t.promoteLag + 15*time.Second }, run: func(r *run, n int) error { return r.stepPromote(n, true) }, server: true, replica: true},
+	// The two clock faults leave the servers alone for the 10 s in which
+	// every ticketd takes the repaired server back (waitRepaired).
+	{name: "clock-10s", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -10*time.Second) }},
+	{name: "clock-1h", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -time.Hour) }},
+	{name: "promote-caught-up", cost: func(t timings) time.Duration { return 12 * time.Second }, run: func(r *run, n int) error { return r.stepPromote(n, false) }, server: true, replica: true},
+	{name: "net-reset+slow", cost: func(t timings) time.Duration { return t.netReset + t.netSlow + 6*time.Second }, run: (*run).stepResetSlow, server: true},
+	{name: "race", cost: raceCost, run: (*run).stepRace, full: true},
+}
+
+func raceCost(t timings) time.Duration { return t.raceRun + 2*time.Second }
+
+func clockCost(t timings) time.Duration {
+	return time.Duration(t.clockTries) * (t.clockRun + 2*time.Second)
 }
 
 // schedule starts the three long-running ticketd processes, lets the load
@@ -61,8 +81,14 @@ func (r *run) schedule() error {
 	if !r.sleep(r.tm.warmup) {
 		return nil
 	}
+	var steps []step
+	for _, st := range round {
+		if !st.full || !r.cfg.Short {
+			steps = append(steps, st)
+		}
+	}
 	for n := 0; ; n++ {
-		for _, st := range round {
+		for k, st := range steps {
 			if n > 0 && time.Since(r.t0)+st.cost(r.tm) > r.cfg.Duration {
 				// No room for another fault: the load runs to the end.
 				r.sleep(time.Until(r.t0.Add(r.cfg.Duration)))
@@ -73,6 +99,12 @@ func (r *run) schedule() error {
 			}
 			if err := r.ensureSlots(); err != nil {
 				return err
+			}
+			if st.server {
+				r.waitRepaired()
+			}
+			if k+1 < len(steps) && steps[k+1].replica && !st.server {
+				r.prepareReplicas()
 			}
 			if err := st.run(r, n); err != nil {
 				return err
@@ -130,7 +162,7 @@ func (r *run) stepKill(n int) error {
 	if err := r.restartSlot(s, 0); err != nil {
 		return err
 	}
-	r.event("kill-9", target, fmt.Sprintf("gone in %s; %d ID requests to it failed as it died; restarted as %s, ready in %s",
+	r.event("kill-9", target, fmt.Sprintf("gone in %s; %d requests to it failed as it died; restarted as %s, ready in %s",
 		res.took.Round(time.Millisecond), killed, s.in.describe(), time.Since(begin).Round(time.Millisecond)))
 	return nil
 }
@@ -148,7 +180,7 @@ func (r *run) stepCleanStop(n int) error {
 	if err := r.restartSlot(s, 0); err != nil {
 		return err
 	}
-	r.event("clean-stop", target, fmt.Sprintf("exit %d in %s (%d ID requests refused while it stopped); restarted as %s, ready in %s",
+	r.event("clean-stop", target, fmt.Sprintf("exit %d in %s (%d requests refused while it stopped); restarted as %s, ready in %s",
 		res.exitCode, res.took.Round(time.Millisecond), killed, s.in.describe(), time.Since(begin).Round(time.Millisecond)))
 	return nil
 }
@@ -180,6 +212,11 @@ func (r *run) stepClock(n int, offset time.Duration) error {
 		if try > 1 {
 			extra = wide
 			settings = strings.Join(wide, " ")
+		} else if r.cfg.Short {
+			// Refusing to start is a right answer here (every worker ID used
+			// so far is reserved far ahead of this clock): it need not take
+			// the usual 5 s to give up.
+			extra = []string{"-startup-timeout", "2s"}
 		}
 		old := s.in
 		prev := old.describe()
@@ -300,11 +337,12 @@ func (r *run) stepRace(n int) error {
 		}
 	}
 	r.sleep(r.tm.raceRun)
-	for _, in := range []*instance{a, b} {
+	for _, in := range []*instance{a, b} { // at once, as they started
 		if !in.exited() {
-			r.checkCleanExit(in, r.stop(in, false))
+			wg.Go(func() { r.checkCleanExit(in, r.stop(in, false)) })
 		}
 	}
+	wg.Wait()
 	r.event("race", "2 ticketd at once", strings.Join(parts, ", ")+verdict+fmt.Sprintf("; %d + %d IDs", r.idsOf(a), r.idsOf(b)))
 	return nil
 }
@@ -313,21 +351,11 @@ func (r *run) stepRace(n int) error {
 // a lease's reservation, start it again; once every ticketd has it back in
 // rotation, freeze the other one (SIGSTOP) for several seconds and resume it.
 func (r *run) stepServers(n int) error {
-	count := [2]int{}
-	for _, s := range r.slots {
-		if st := s.in.lastStatus(); st != nil && st.Lease != nil && st.Lease.Server >= 1 && st.Lease.Server <= 2 {
-			count[st.Lease.Server-1]++
-		}
-	}
-	first := r.rng.IntN(2)
-	if count[0] != count[1] {
-		first = 0
-		if count[1] > count[0] {
-			first = 1
-		}
-	}
+	first, count := r.leaseMajority()
 	srv := r.pair.Servers[first]
 	before := r.leases()
+	w := r.windows.open()
+	defer r.windows.close(w)
 	begin := time.Now()
 	if err := srv.Stop(); err != nil {
 		return fmt.Errorf("chaos: stopping ticket server %d: %w", first+1, err)
@@ -339,12 +367,15 @@ func (r *run) stepServers(n int) error {
 	}
 	down := time.Since(begin)
 	rejoin := r.waitServerUp(first)
+	r.windows.close(w)
 	r.event("db-stop", fmt.Sprintf("ticket server %d (leases of %d ticketd)", first+1, count[first]),
-		fmt.Sprintf("clean shutdown took %s, down %s; restarted, back in every ticketd's rotation %s later; %s",
-			stopped.Round(time.Millisecond), down.Round(100*time.Millisecond), rejoin, r.moves(before)))
+		fmt.Sprintf("clean shutdown took %s, down %s; restarted, back in every ticketd's rotation %s later; %s; %s",
+			stopped.Round(time.Millisecond), down.Round(100*time.Millisecond), rejoin, r.moves(before), w.summary()))
 
 	other := r.pair.Servers[1-first]
 	before = r.leases()
+	w = r.windows.open()
+	defer r.windows.close(w)
 	begin = time.Now()
 	if err := other.Freeze(); err != nil {
 		return fmt.Errorf("chaos: freezing ticket server %d: %w", 2-first, err)
@@ -355,9 +386,32 @@ func (r *run) stepServers(n int) error {
 	}
 	frozen := time.Since(begin)
 	rejoin = r.waitServerUp(1 - first)
+	r.windows.close(w)
 	r.event("db-freeze", fmt.Sprintf("ticket server %d (SIGSTOP)", 2-first),
-		fmt.Sprintf("frozen %s, resumed, back in rotation %s later; %s", frozen.Round(100*time.Millisecond), rejoin, r.moves(before)))
+		fmt.Sprintf("frozen %s, resumed, back in rotation %s later; %s; %s", frozen.Round(100*time.Millisecond), rejoin, r.moves(before), w.summary()))
 	return nil
+}
+
+// leaseMajority returns the ticket server that holds the worker leases of
+// most live instances (a random one on a tie), and how many each holds.
+func (r *run) leaseMajority() (int, [2]int) {
+	var count [2]int
+	for _, in := range r.liveInstances() {
+		r.poll(in)
+		if st := in.lastStatus(); st != nil && st.Lease != nil && st.Lease.Server >= 1 && st.Lease.Server <= 2 {
+			count[st.Lease.Server-1]++
+		}
+	}
+	r.mu.Lock()
+	most := r.rng.IntN(2)
+	r.mu.Unlock()
+	if count[0] != count[1] {
+		most = 0
+		if count[1] > count[0] {
+			most = 1
+		}
+	}
+	return most, count
 }
 
 // leases maps each live instance to its worker and server now.
@@ -390,15 +444,21 @@ func (r *run) moves(before map[*instance]string) string {
 
 // waitServerUp waits until every live instance shows server i up, for at most
 // 20 s, and says how long that took.
-func (r *run) waitServerUp(i int) string {
+func (r *run) waitServerUp(i int) string { return r.waitUp(i) }
+
+// waitUp waits until every live instance shows each of the servers idx up,
+// for at most 20 s, and says how long that took.
+func (r *run) waitUp(idx ...int) string {
 	begin := time.Now()
 	for time.Since(begin) < 20*time.Second {
 		all := true
 		for _, in := range r.liveInstances() {
 			r.poll(in)
 			st := in.lastStatus()
-			if st == nil || len(st.TicketServers) <= i || !st.TicketServers[i].Up {
-				all = false
+			for _, i := range idx {
+				if st == nil || len(st.TicketServers) <= i || !st.TicketServers[i].Up {
+					all = false
+				}
 			}
 		}
 		if all {
@@ -408,7 +468,11 @@ func (r *run) waitServerUp(i int) string {
 			break
 		}
 	}
-	r.breakf("ticket server %d not back in every ticketd's rotation 20 s after it returned", i+1)
+	var names []string
+	for _, i := range idx {
+		names = append(names, fmt.Sprint(i+1))
+	}
+	r.breakf("ticket server %s not back in every ticketd's rotation 20 s after it returned", strings.Join(names, " and "))
 	return "NOT within 20 s"
 }
 

@@ -184,6 +184,8 @@ func (r *run) verify() *Result {
 	res.add("failed_id_requests_killed", t.failedKilled, false)
 	res.add("tickets_collected", tickets, false)
 	res.add("duplicate_tickets", dupTickets, true)
+	res.add("failed_ticket_requests_live", t.ticketLive, true)
+	res.add("failed_ticket_requests_killed", t.ticketKilled, false)
 	res.add("panics", panics, true)
 	res.add("worker_switches", switches, false)
 	res.add("max_id_latency_ms", fmt.Sprintf("%.1f", float64(t.maxLatency.Microseconds())/1000), false)
@@ -191,6 +193,8 @@ func (r *run) verify() *Result {
 	res.add("id_latency_p50_ms", ms(t.latency.quantile(0.50)), false)
 	res.add("id_latency_p99_ms", ms(t.latency.quantile(0.99)), false)
 	res.add("id_latency_p999_ms", ms(t.latency.quantile(0.999)), false)
+	res.add("ticket_latency_p50_ms", ms(t.ticketLatency.quantile(0.50)), false)
+	res.add("ticket_latency_p99_ms", ms(t.ticketLatency.quantile(0.99)), false)
 	res.add("worker_ms_shared", shared, true)
 	res.add("racing_same_worker", r.raceSame, true)
 	res.add("junk_5xx", r.junk5xx, true)
@@ -199,7 +203,6 @@ func (r *run) verify() *Result {
 	res.add("failed_starts", r.failedStarts, true)
 	res.add("id_requests", t.requests, false)
 	res.add("ticket_requests", t.ticketRequests, false)
-	res.add("failed_ticket_requests", t.ticketFailures, false)
 	res.add("ticketd_processes", len(r.instances), false)
 	res.add("faults", len(r.events)-1, false)
 	res.add("racing_pairs", r.racePairs, false)
@@ -231,6 +234,7 @@ func (r *run) verify() *Result {
 	if t.maxLatencyOf != "" {
 		res.Notes = append(res.Notes, fmt.Sprintf("max_id_latency_ms: %s", t.maxLatencyOf))
 	}
+	res.Notes = append(res.Notes, r.repairNotes...)
 	for _, e := range t.liveErrors {
 		res.Broken = append(res.Broken, "failed live request: "+e)
 	}

@@ -34,19 +34,24 @@ GRANT ticketd_admin TO '%[3]s'@'127.0.0.1';
 SET DEFAULT ROLE ticketd_admin FOR '%[3]s'@'127.0.0.1';
 CREATE USER IF NOT EXISTS '%[5]s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%[6]s';
 GRANT REPLICATION SLAVE ON *.* TO '%[5]s'@'127.0.0.1';
--- mariadb-install-db also makes 'root'@'<host name>', which skip-name-resolve
--- leaves unusable and which makes mariadb-dump --system=users (a replica's
--- seed) fail: drop it, as scripts/db.sh does. The harness keeps root on
--- 127.0.0.1 without a password (RootDSN, waitReady).
+`, s.AppUser, NativePasswordHash(s.AppPassword), s.AdminUser, NativePasswordHash(s.AdminPassword),
+		ReplUser, NativePasswordHash(s.ReplPassword)) + dropHostRootSQL
+}
+
+// dropHostRootSQL drops 'root'@'<host name>', which mariadb-install-db makes
+// and skip-name-resolve leaves unusable, and which makes mariadb-dump
+// --system=users (a replica's seed) fail: as scripts/db.sh does. Every server
+// runs it, replicas too (their seed does not drop their own): a promoted
+// replica must be able to get a replica in turn. The harness keeps root on
+// 127.0.0.1 without a password (RootDSN, waitReady).
+const dropHostRootSQL = `
 SET @drop = (SELECT CONCAT('DROP USER IF EXISTS ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
              FROM mysql.user WHERE User = 'root' AND Host NOT IN ('localhost', '127.0.0.1', '::1'));
 SET @drop = IFNULL(@drop, 'DO 0');
 PREPARE drop_root FROM @drop;
 EXECUTE drop_root;
 DEALLOCATE PREPARE drop_root;
-`, s.AppUser, NativePasswordHash(s.AppPassword), s.AdminUser, NativePasswordHash(s.AdminPassword),
-		ReplUser, NativePasswordHash(s.ReplPassword))
-}
+`
 
 // NativePasswordHash returns the mysql_native_password hash of pw, as
 // MariaDB's PASSWORD() computes it: "*" and the upper-case hex of

@@ -93,6 +93,12 @@ func (r *Server) seed() error {
 	if _, err := r.client(r.bins.client, args, f); err != nil {
 		return fmt.Errorf("mariadb: loading the seed of replica :%d: %w", r.Port, err)
 	}
+	// The replica's own root@<host name> (from its data directory's
+	// template), which the seed does not touch. Not logged: it is this
+	// server's own business, not its primary's.
+	if _, err := r.run("", "SET SESSION sql_log_bin = 0;"+dropHostRootSQL); err != nil {
+		return fmt.Errorf("mariadb: replica :%d: %w", r.Port, err)
+	}
 	if _, err := r.run("", changeMasterSQL(r.primary)+"START SLAVE;"); err != nil {
 		return fmt.Errorf("mariadb: starting replication: %w", err)
 	}

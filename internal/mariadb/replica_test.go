@@ -179,6 +179,37 @@ func TestReplicaStopApplying(t *testing.T) {
 	}
 }
 
+// TestPromoteTwice: a promoted replica gets a replica of its own, which is
+// promoted onto the same address in turn, as a DBA replacing the same
+// ticket server twice (make chaos does it every round).
+func TestPromoteTwice(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	port := s.Port
+	db := open(t, s.DSN(s.AppUser, s.AppPassword))
+	var last int64
+	for gen := 1; gen <= 2; gen++ {
+		last = takeN(t, db, 20)
+		r := startReplica(t, s)
+		if err := r.WaitCaughtUp(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Promote(s); err != nil {
+			t.Fatalf("promotion %d: %v", gen, err)
+		}
+		if r.Port != port {
+			t.Fatalf("promotion %d: on :%d, want :%d", gen, r.Port, port)
+		}
+		s = r
+	}
+	if next := mustTicket(t, db); next <= last || next%2 != 1 {
+		t.Fatalf("first ticket after two promotions: %d, want odd and above %d", next, last)
+	}
+}
+
 // TestNotAReplica: the replica operations refuse a primary.
 func TestNotAReplica(t *testing.T) {
 	s := &Server{Port: 1}
