@@ -9,8 +9,8 @@ import (
 // the same unique sequence as NextN.
 func TestTryNextN(t *testing.T) {
 	mp := startPairFast(t)
-	createSequence(t, mp.Servers[:], "blocks", "Tickets64", 64, 100)
-	createSequence(t, mp.Servers[:], "single", "Tickets64", 64, 1)
+	createSequence(t, mp.Servers[:], "blocks", 64, 100)
+	createSequence(t, mp.Servers[:], "single", 64, 1)
 	p := openPair(t, mp)
 	ctx := ctxTimeout(t, 10*time.Second)
 

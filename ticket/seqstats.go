@@ -1,0 +1,98 @@
+package ticket
+
+import (
+	"container/heap"
+	"sync"
+)
+
+// SequenceStat is one named sequence as this Pair has used it.
+type SequenceStat struct {
+	Name      string
+	Bits      int     // 32 or 64
+	Issued    uint64  // values this Pair handed out
+	Remaining float64 // share of the sequence's range not yet used on the fullest server, in [0, 1]
+}
+
+// inUse lists the sequences a value was asked for, in the order of first use.
+type inUse struct {
+	mu   sync.Mutex
+	list []*sequence
+}
+
+// use records q's first use.
+func (p *Pair) use(q *sequence) {
+	if q.used.Load() || !q.used.CompareAndSwap(false, true) {
+		return
+	}
+	p.inUse.mu.Lock()
+	p.inUse.list = append(p.inUse.list, q)
+	p.inUse.mu.Unlock()
+}
+
+// SequenceStats returns the sequences this Pair has handed values from, at
+// most limit of them (the most used first), without I/O. Its cost follows the
+// number of sequences in use, not the catalog's size: one pass over them with
+// a heap of limit entries.
+func (p *Pair) SequenceStats(limit int) []SequenceStat {
+	if limit <= 0 {
+		return nil
+	}
+	p.inUse.mu.Lock()
+	list := p.inUse.list[:len(p.inUse.list):len(p.inUse.list)]
+	p.inUse.mu.Unlock()
+	h := make(statHeap, 0, min(limit, len(list)))
+	for _, q := range list {
+		n := q.issued.Load()
+		if n == 0 {
+			continue
+		}
+		if len(h) < limit {
+			heap.Push(&h, statEntry{q, n})
+		} else if n > h[0].issued {
+			h[0] = statEntry{q, n}
+			heap.Fix(&h, 0)
+		}
+	}
+	out := make([]SequenceStat, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		e := heap.Pop(&h).(statEntry)
+		out[i] = SequenceStat{Name: e.q.info.Name, Bits: e.q.info.Bits, Issued: e.issued, Remaining: p.remaining(e.q)}
+	}
+	return out
+}
+
+// remaining is the share of q's tickets not yet issued on the server that
+// issued the most (the marks: what this Pair knows).
+func (p *Pair) remaining(q *sequence) float64 {
+	m := q.marks.Load()
+	if m == nil || q.maxTicket == 0 {
+		return 1
+	}
+	var top uint64
+	for i := range m.known {
+		top = max(top, m.known[i].Load())
+	}
+	if top >= q.maxTicket {
+		return 0
+	}
+	return 1 - float64(top)/float64(q.maxTicket)
+}
+
+type statEntry struct {
+	q      *sequence
+	issued uint64
+}
+
+// statHeap is a min-heap by issued: the least used of the kept ones on top.
+type statHeap []statEntry
+
+func (h statHeap) Len() int           { return len(h) }
+func (h statHeap) Less(i, j int) bool { return h[i].issued < h[j].issued }
+func (h statHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *statHeap) Push(x any)        { *h = append(*h, x.(statEntry)) }
+func (h *statHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
