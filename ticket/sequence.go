@@ -173,6 +173,15 @@ func (q *sequence) breakWith(err error) bool {
 	return q.broken.CompareAndSwap(nil, &err)
 }
 
+// CheckSequenceInfo reports why si is no sequence a catalog may hold (a bad
+// name, width, block size or table), wrapping ErrInvalidArgument.
+func CheckSequenceInfo(si SequenceInfo) error {
+	if err := checkInfo(si); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
 // checkInfo reports why a catalog row cannot be used, mirroring schema.sql's
 // CHECK constraints (a server with an older schema may lack them).
 func checkInfo(si SequenceInfo) error {
