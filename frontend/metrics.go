@@ -227,14 +227,30 @@ func (s *Server) writeBackendMetrics(w io.Writer) {
 	perServer("ticketd_reservation_copy_failures_total", "counter", func(i int) string { return fmt.Sprint(health[i].CopyFailures) })
 	perServer("ticketd_reservation_copies_pending", "gauge", func(i int) string { return fmt.Sprint(health[i].CopiesPending) })
 	perServer("ticketd_ticket_server_lease_rewound", "gauge", func(i int) string { return fmt.Sprint(b2f(health[i].LeaseRewound)) })
-	// How many ticket tables the server is refused for (rewound by a restore):
-	// 0 when healthy; /v1/status names them, with the fix.
-	perServer("ticketd_ticket_server_rewound", "gauge", func(i int) string { return fmt.Sprint(len(health[i].Rewound)) })
+	// How many counters the server is refused for (rewound by a restore): 0
+	// when healthy; /v1/status names them (20 at most), with the fix.
+	perServer("ticketd_ticket_server_rewound", "gauge", func(i int) string {
+		return fmt.Sprint(max(health[i].RewoundTotal, len(health[i].Rewound)))
+	})
 
 	// Optional figures of the ticket side (*ticket.Pair has them; test
 	// fakes need not).
 	if pc, ok := s.tickets.(interface{ PanicCalls() uint64 }); ok {
 		counter("ticketd_ticket_panic_calls_total", pc.PanicCalls())
+	}
+	if sr, ok := s.tickets.(sequenceReporter); ok {
+		// Counts only: their cost does not grow with the catalog.
+		gauge("ticketd_sequences_defined", float64(sr.SequenceCount()))
+		counts, _ := sr.SequenceProblems(0)
+		kinds := make([]string, 0, len(counts))
+		for k := range counts {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		metrics.WriteMetadataIfNeeded(w, "ticketd_sequence_problems", "gauge")
+		for _, k := range kinds {
+			fmt.Fprintf(w, "ticketd_sequence_problems{kind=%q} %d\n", k, counts[k])
+		}
 	}
 	// Repeated warnings, aggregated in the log, counted here: this
 	// server's own and the ticket side's, by kind (the log message).

@@ -90,6 +90,16 @@ type catalog struct {
 	// on one table would share one counter.
 	byTable  map[string]*sequence
 	problems problemBook
+	// touched: names whose rows changed since the last settle; all: every
+	// name (a whole catalog was read). Whether a name is missing somewhere
+	// is judged only once every server of a poll has been read (settle):
+	// judged between two servers' reads, a name created on both would look
+	// missing on the second.
+	touched    map[*sequence]struct{}
+	touchedAll bool
+	// fresh: names read but not yet published (settleCatalog publishes
+	// them all at once: one copy of each shard per poll, not per page).
+	fresh map[string]*sequence
 
 	lastMiss atomic.Int64 // Unix ns of the last poll an unknown name caused
 }
@@ -100,6 +110,8 @@ func (c *catalog) init(n int) {
 	c.seen = make([]uint64, n)
 	c.gen = make([]uint32, n)
 	c.byTable = map[string]*sequence{}
+	c.touched = map[*sequence]struct{}{}
+	c.fresh = map[string]*sequence{}
 	c.problems.init()
 	for i := range c.shards {
 		m := map[string]*sequence{}
@@ -192,7 +204,7 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 		return errs
 	}
 	defer p.catalogGate.leave()
-	return p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
+	errs := p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
 		err := p.syncCatalog(ctx, ss)
 		if err != nil && classify(err) == kindStatement && !ss.s.catalogWarned.Swap(true) {
 			ss.s.log.Error("cannot read the sequence catalog: its named sequences are unusable until this is fixed (load schema.sql again)", "err", err)
@@ -201,6 +213,36 @@ func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
 		}
 		return err
 	})
+	p.settleCatalog()
+	return errs
+}
+
+// settleCatalog judges, once every server of a poll has been read, whether
+// the names that changed are missing on some server.
+func (p *Pair) settleCatalog() {
+	c := &p.cat
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fresh) > 0 {
+		list := make([]*sequence, 0, len(c.fresh))
+		for _, q := range c.fresh {
+			list = append(list, q)
+		}
+		c.publish(list)
+		clear(c.fresh)
+	}
+	if c.touchedAll {
+		c.each(func(q *sequence) bool {
+			p.judgeMissingLocked(q)
+			return true
+		})
+	} else {
+		for q := range c.touched {
+			p.judgeMissingLocked(q)
+		}
+	}
+	clear(c.touched)
+	c.touchedAll = false
 }
 
 // syncCatalog reads what changed in one server's catalog.
@@ -283,12 +325,13 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 	// (info, the pins), so a row put back with another one is caught.
 	gen := c.gen[i]
 	c.each(func(q *sequence) bool {
-		if q.defs[i].gen != gen {
+		if q.defs[i].gen != gen && q.defs[i].row.ok {
 			q.defs[i].row = rowDef{}
+			p.recomputeLocked(q)
 		}
-		p.recomputeLocked(q)
 		return true
 	})
+	c.touchedAll = true // names in fresh were all read from somewhere
 	return nil
 }
 
@@ -298,8 +341,6 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 	c := &p.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var added []*sequence
-	var fresh map[string]*sequence // names this call adds, not yet published
 	for _, r := range rows {
 		si := r.info()
 		if err := checkInfo(si); err != nil {
@@ -308,24 +349,21 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 		}
 		q := c.get(si.Name)
 		if q == nil {
-			if q = fresh[si.Name]; q == nil {
+			if q = c.fresh[si.Name]; q == nil {
 				q = newSequence(si)
 				q.defs = make([]seqDef, c.n)
-				if fresh == nil {
-					fresh = map[string]*sequence{}
-				}
-				fresh[si.Name] = q
-				added = append(added, q)
+				c.fresh[si.Name] = q
 			}
 		}
 		q.defs[i].row = defOf(si)
 		q.defs[i].pin = r.pin()
+		p.recomputeLocked(q)
 		if whole {
 			q.defs[i].gen = c.gen[i]
+		} else {
+			c.touched[q] = struct{}{}
 		}
-		p.recomputeLocked(q)
 	}
-	c.publish(added)
 }
 
 // recomputeLocked judges a name from what every server holds of it: which
@@ -405,9 +443,18 @@ func (p *Pair) recomputeLocked(q *sequence) {
 		}
 		return
 	}
+}
+
+// judgeMissingLocked reports q when some server whose catalog was read lacks
+// it, and clears its report once none does. Called with the catalog's mutex
+// held, after a poll of every server (settleCatalog).
+func (p *Pair) judgeMissingLocked(q *sequence) {
+	c := &p.cat
 	if q.err() != nil {
 		return // refused for good: its report stays
 	}
+	name := q.info.Name
+	mask := q.servers.Load()
 	if missing := c.read &^ mask; missing != 0 && mask != 0 {
 		var have, lack []string
 		for i := range c.n {

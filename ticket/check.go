@@ -59,7 +59,25 @@ type scanState struct {
 	refusedRows, tableNs int
 }
 
-func (p *Pair) scanBudget() time.Duration { return min(p.cfg.CheckInterval/2, maxScanBudget) }
+// scanStats returns every server's scan state, read under the check gate.
+func (p *Pair) scanStats(ctx context.Context) []scanState {
+	if !p.checkGate.enter(ctx) {
+		return nil
+	}
+	defer p.checkGate.leave()
+	out := make([]scanState, len(p.servers))
+	for i, s := range p.servers {
+		out[i] = s.scan
+	}
+	return out
+}
+
+func (p *Pair) scanBudget() time.Duration {
+	if b := p.testScanBudget.Load(); b > 0 {
+		return time.Duration(b)
+	}
+	return min(p.cfg.CheckInterval/2, maxScanBudget)
+}
 
 // checkRewinds folds the peers' marks, then compares the counters of every
 // server of check with the marks for it, and refuses or readmits it per

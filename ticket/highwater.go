@@ -321,6 +321,7 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 			return
 		}
 		d.marksWarned.Store(false)
+		p.marksWritten.Add(uint64(len(chunk)))
 		for _, w := range chunk {
 			w.m.mu.Lock()
 			w.m.flushed[d.idx*n+w.src] = max(w.m.flushed[d.idx*n+w.src], w.mark)

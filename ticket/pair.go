@@ -47,6 +47,10 @@ type Pair struct {
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
 	marks    markBook
 	checkNow chan struct{} // asks marksLoop for a counter check
+	// marksWritten counts the marks written to the servers (one per row).
+	marksWritten atomic.Uint64
+	// testScanBudget, when set (by tests), replaces a check round's budget.
+	testScanBudget atomic.Int64
 	// leases: the leases this Pair holds, for the copies that catch up and
 	// the rewound-lease check (copies.go); copyNow asks marksLoop to write
 	// the pending copies now (a server rejoined).

@@ -114,14 +114,15 @@ func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
 	return servers, nil
 }
 
-// eachServer runs fn on every server in parallel, each under one CallTimeout,
-// and joins the errors.
+// eachServer runs fn on every server in parallel, each under the tools'
+// statement timeout (a read of 100,000 catalog rows takes a few pages), and
+// joins the errors.
 func eachServer(ctx context.Context, cfg Config, servers []*server, fn func(context.Context, *server) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+			cctx, cancel := context.WithTimeout(ctx, cfg.statementTimeout())
 			defer cancel()
 			errs[i] = fn(cctx, s)
 		})
