@@ -5,6 +5,7 @@
 //	benchtool check -url URL -lines N         wait until URL answers 200 with N lines (or times out)
 //	benchtool raw -servers A,B -table T ...   Flickr baseline: REPLACE INTO + LastInsertId straight to the pair
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
+//	benchtool seqready|seqfirst|seqwarm …     the named-sequence bench (seq.go)
 package main
 
 import (
@@ -12,7 +13,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | report -dir DIR`
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | report -dir DIR | seqready|seqfirst|seqwarm [flags]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -31,6 +32,12 @@ func main() {
 		err = runRaw(os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
+	case "seqready":
+		err = runSeqReady(os.Args[2:])
+	case "seqfirst":
+		err = runSeqFirst(os.Args[2:])
+	case "seqwarm":
+		err = runSeqWarm(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
