@@ -180,6 +180,18 @@ const catalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.vers
        p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
   FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
 
+// scanCatRows reads catalogSelect's rows into *out, without reflection.
+func scanCatRows(out *[]catRow) func(*sql.Rows) error {
+	return func(rows *sql.Rows) error {
+		var r catRow
+		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.PinTable, &r.PinBits, &r.PinBlock); err != nil {
+			return err
+		}
+		*out = append(*out, r)
+		return nil
+	}
+}
+
 func (r catRow) info() SequenceInfo {
 	return SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
 }
@@ -271,7 +283,7 @@ func (p *Pair) syncCatalog(ctx context.Context, ss *session) error {
 	}
 	for range catalogPollPages {
 		var rows []catRow
-		if err := ss.sel(ctx, "reading catalog changes", &rows,
+		if err := ss.each(ctx, "reading catalog changes", scanCatRows(&rows),
 			catalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, catalogPage); err != nil {
 			return err
 		}
@@ -304,9 +316,10 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 	c.gen[i]++
 	c.mu.Unlock()
 	after := ""
+	rows := make([]catRow, 0, catalogPage)
 	for {
-		var rows []catRow
-		if err := ss.sel(ctx, "reading the catalog", &rows,
+		rows = rows[:0]
+		if err := ss.each(ctx, "reading the catalog", scanCatRows(&rows),
 			catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
 			return err
 		}
@@ -341,6 +354,11 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 	c := &p.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// New names are allocated a page at a time: one allocation for their
+	// sequences and one for their definitions, not two per name (a catalog of
+	// 100,000 is read at start).
+	var seqs []sequence
+	var defs []seqDef
 	for _, r := range rows {
 		si := r.info()
 		if err := checkInfo(si); err != nil {
@@ -350,8 +368,13 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 		q := c.get(si.Name)
 		if q == nil {
 			if q = c.fresh[si.Name]; q == nil {
-				q = newSequence(si)
-				q.defs = make([]seqDef, c.n)
+				if len(seqs) == 0 {
+					seqs = make([]sequence, len(rows))
+					defs = make([]seqDef, len(rows)*c.n)
+				}
+				q, seqs = &seqs[0], seqs[1:]
+				initSequence(q, si)
+				q.defs, defs = defs[:c.n:c.n], defs[c.n:]
 				c.fresh[si.Name] = q
 			}
 		}

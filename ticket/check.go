@@ -50,13 +50,13 @@ const (
 // scanState is one server's progress through counters, and what the rounds
 // cost, for tests and the budget. Touched only under the check gate.
 type scanState struct {
-	after                string // the last name compared; "" starts a pass
-	rounds, pages        int
-	passes               int // whole passes over counters completed
-	lastRound, maxRound  time.Duration
-	maxPages             int // most pages one round read
-	overBudget           int // rounds stopped by the time budget
-	refusedRows, tableNs int
+	after               string // the last name compared; "" starts a pass
+	rounds, pages       int
+	passes              int // whole passes over counters completed
+	lastRound, maxRound time.Duration
+	maxPages            int // most pages one round read
+	overBudget          int // rounds stopped by the time budget
+	refusedRows         int // rows refused at the last re-check
 }
 
 // scanStats returns every server's scan state, read under the check gate.

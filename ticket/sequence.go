@@ -135,18 +135,21 @@ type fetchOp struct {
 }
 
 func newSequence(info SequenceInfo) *sequence {
-	limit := valueLimit(info.Bits)
-	q := &sequence{
-		info:      info,
-		limit:     limit,
-		maxTicket: limit / info.BlockSize,
-	}
+	q := new(sequence)
+	initSequence(q, info)
+	return q
+}
+
+// initSequence sets up a zero sequence q for info.
+func initSequence(q *sequence, info SequenceInfo) {
+	q.info = info
+	q.limit = valueLimit(info.Bits)
+	q.maxTicket = q.limit / info.BlockSize
 	if !info.rowStored() {
 		// The table name comes only from the catalog, has passed tableRE, and
 		// is quoted: request text never reaches SQL.
 		q.query = "REPLACE INTO `" + info.Table + "` (stub) VALUES ('a')"
 	}
-	return q
 }
 
 // markKey names the counter of a sequence in high_water: its table, or
