@@ -91,12 +91,13 @@ func (inv *inventory) names(ctx context.Context, after string) ([]string, bool, 
 	q := "SELECT name FROM sequences WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?"
 	args := []any{after, like, invPage}
 	if inv.withAll {
-		q = `SELECT name FROM (
-		       SELECT name FROM sequences WHERE name > ? AND name LIKE ?
-		       UNION SELECT name FROM sequence_pins WHERE name > ? AND name LIKE ?
-		       UNION SELECT name FROM counters WHERE name > ? AND name LIKE ?) n
+		// Each part its own page (a range of its primary key), then the
+		// first page of their union: a page costs the same wherever it is.
+		q = `(SELECT name FROM sequences WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
+		     UNION (SELECT name FROM sequence_pins WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
+		     UNION (SELECT name FROM counters WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
 		     ORDER BY name LIMIT ?`
-		args = []any{after, like, after, like, after, like, invPage}
+		args = []any{after, like, invPage, after, like, invPage, after, like, invPage, invPage}
 	}
 	pages := make([][]string, len(inv.servers))
 	err := inv.each(ctx, func(ctx context.Context, s *server) error {
