@@ -267,10 +267,14 @@ CREATE TABLE IF NOT EXISTS high_water (
   peer_offset TINYINT UNSIGNED NOT NULL,
   mark        BIGINT UNSIGNED  NOT NULL DEFAULT 0,
   updated_at  DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  writer      VARCHAR(64)      NOT NULL DEFAULT '',
   PRIMARY KEY (table_name, peer_offset),
   KEY updated_at (updated_at)
 ) ENGINE=InnoDB;
-ALTER TABLE high_water ADD INDEX IF NOT EXISTS updated_at (updated_at);
+-- updated_at and writer (the ticketd process that last raised the mark) change only
+-- when the mark grows: a ticketd reads back the marks others raised lately, not its own.
+ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFAULT '',
+  ADD INDEX IF NOT EXISTS updated_at (updated_at);
 
 -- ---------------------------------------------------------------------------
 -- Accounts. Privileges go to roles; accounts get a role and a password.

@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -277,14 +278,23 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 			st.overBudget++
 			return nil
 		}
-		var rows []rowValue
-		if err := ss.sel(ctx, "reading counters", &rows,
-			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
+		rows := make([]rowValue, 0, scanPage)
+		if err := ss.each(ctx, "reading counters", func(rs *sql.Rows) error {
+			var r rowValue
+			if err := rs.Scan(&r.Name, &r.Value, &r.Start, &r.Step); err != nil {
+				return err
+			}
+			rows = append(rows, r)
+			return nil
+		}, "SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
 			return err
 		}
 		pages++
-		for _, r := range rows {
-			if err := p.compareRow(ctx, ss, r); err != nil {
+		for k, m := range p.marks.rowMarks(rows) {
+			if m == nil {
+				continue // no ticket of it is known to have been issued
+			}
+			if err := p.compareRow(ctx, ss, rows[k], m); err != nil {
 				return err
 			}
 		}
@@ -301,12 +311,8 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 // compareRow judges one row read by the scan. A row that looks rewound is
 // read again after its mark: the mark read after the page may hold tickets
 // issued after the page was read.
-func (p *Pair) compareRow(ctx context.Context, ss *session, r rowValue) error {
+func (p *Pair) compareRow(ctx context.Context, ss *session, r rowValue, m *tableMarks) error {
 	s := ss.s
-	m := p.marks.get(rowKeyPrefix + r.Name)
-	if m == nil {
-		return nil // no ticket of it is known to have been issued
-	}
 	if !rowRewound(r.Value, m.known[s.idx].Load()) {
 		if m.rewound.Load()&(1<<s.idx) != 0 {
 			p.readmit(s, m, r.Value, m.known[s.idx].Load())

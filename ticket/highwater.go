@@ -2,6 +2,9 @@ package ticket
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -114,6 +117,7 @@ type markBook struct {
 	n       int
 	mu      sync.Mutex
 	byKey   map[string]*tableMarks
+	byRow   map[string]*tableMarks   // the marks of rows of counters, by sequence name
 	tables  []*tableMarks            // the marks of tables (not rows), in creation order
 	pending map[*tableMarks]struct{} // grew since written everywhere
 	// rewound: the marks some server is refused for (Health lists them).
@@ -123,6 +127,7 @@ type markBook struct {
 func (b *markBook) init(n int) {
 	b.n = n
 	b.byKey = map[string]*tableMarks{}
+	b.byRow = map[string]*tableMarks{}
 	b.pending = map[*tableMarks]struct{}{}
 	b.rewound = map[*tableMarks]struct{}{}
 }
@@ -139,11 +144,25 @@ func (b *markBook) table(key string) *tableMarks {
 	if m == nil {
 		m = b.newMarks(key)
 		b.byKey[key] = m
-		if !strings.HasPrefix(key, rowKeyPrefix) {
+		if name, ok := strings.CutPrefix(key, rowKeyPrefix); ok {
+			b.byRow[name] = m
+		} else {
 			b.tables = append(b.tables, m)
 		}
 	}
 	return m
+}
+
+// rowMarks returns the marks of the rows named, nil where none are known,
+// under one lock (a page of the counter check).
+func (b *markBook) rowMarks(rows []rowValue) []*tableMarks {
+	out := make([]*tableMarks, len(rows))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, r := range rows {
+		out[k] = b.byRow[r.Name]
+	}
+	return out
 }
 
 // tableMarks returns the marks of every table (a few: Tickets64, Tickets32,
@@ -206,7 +225,7 @@ func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
 	after := ""
 	for {
 		var rows []hwRow
-		if err := q.sel(ctx, "reading high_water", &rows,
+		if err := selHW(ctx, q, "reading high_water", &rows,
 			"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name > ? ORDER BY table_name, peer_offset LIMIT ?",
 			after, hwPage); err != nil {
 			return nil, err
@@ -225,6 +244,24 @@ func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
 		all = append(all, rows[:k]...)
 		after = rows[k-1].Table
 	}
+}
+
+// selHW reads rows of high_water into *out: without reflection in a
+// session (the marks of 100,000 sequences are read at Open), through sqlx
+// elsewhere (repair).
+func selHW(ctx context.Context, q selecter, what string, out *[]hwRow, query string, args ...any) error {
+	ss, ok := q.(*session)
+	if !ok {
+		return q.sel(ctx, what, out, query, args...)
+	}
+	return ss.each(ctx, what, func(rows *sql.Rows) error {
+		var r hwRow
+		if err := rows.Scan(&r.Table, &r.PeerOffset, &r.Mark); err != nil {
+			return err
+		}
+		*out = append(*out, r)
+		return nil
+	}, query, args...)
 }
 
 // markWrite is one mark to write to one server.
@@ -303,16 +340,19 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 		batch = batch[len(chunk):]
 		var q strings.Builder
 		args := make([]any, 0, 3*len(chunk))
-		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
 		for k, w := range chunk {
 			if k > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
-			args = append(args, w.m.key, w.src+1, w.mark)
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
+			args = append(args, w.m.key, w.src+1, w.mark, p.writer)
 		}
-		// GREATEST: a mark never goes down, whichever ticketd wrote last.
-		q.WriteString(" ON DUPLICATE KEY UPDATE mark = GREATEST(mark, VALUES(mark)), updated_at = UTC_TIMESTAMP(3)")
+		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
+		// time and the writer change only with the mark (assignments run left
+		// to right: mark last), so foldMarks reads back what others raised.
+		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer)," +
+			" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
 		if _, err := execRetry(ctx, ss, "writing high-water marks", q.String(), args...); err != nil {
 			if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
 				// A missing table or grant (an old schema.sql): say so once.
@@ -341,8 +381,10 @@ const foldSlack = time.Minute
 const foldLimit = 50_000
 
 // foldMarks merges the marks a server holds for the other servers into what
-// this Pair knows: all of them the first time (in pages), then the rows
-// updated since the last fold (less foldSlack), by the index on updated_at.
+// this Pair knows: all of them the first time (in pages), then the rows other
+// ticketd raised since the last fold (less foldSlack), by the index on
+// updated_at. Its own it knows: after a busy spell, a quiet Pair reads
+// nothing back.
 func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
 	s := ss.s
 	var now time.Time
@@ -355,8 +397,8 @@ func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
 	}
 	var rows []hwRow
 	if !since.IsZero() {
-		if err := ss.sel(ctx, "reading high_water changes", &rows,
-			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? LIMIT ?", since, foldLimit); err != nil {
+		if err := selHW(ctx, ss, "reading high_water changes", &rows,
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, p.writer, foldLimit); err != nil {
 			return err
 		}
 	}
@@ -424,4 +466,11 @@ func (p *Pair) requestCheck() {
 	case p.checkNow <- struct{}{}:
 	default: // one is pending already
 	}
+}
+
+// newWriterID is a Pair's name in high_water.writer: 16 random hex digits.
+func newWriterID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b[:])
 }

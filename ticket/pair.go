@@ -49,6 +49,8 @@ type Pair struct {
 	checkNow chan struct{} // asks marksLoop for a counter check
 	// marksWritten counts the marks written to the servers (one per row).
 	marksWritten atomic.Uint64
+	// writer names this Pair in high_water.writer (random, per Open).
+	writer string
 	// testScanBudget, when set (by tests), replaces a check round's budget.
 	testScanBudget atomic.Int64
 	// leases: the leases this Pair holds, for the copies that catch up and
@@ -99,6 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		stop:    stop,
 	}
 	p.marks.init(len(cfg.Servers))
+	p.writer = newWriterID()
 	p.checkNow = make(chan struct{}, 1)
 	p.copyNow = make(chan struct{}, 1)
 	p.checkGate, p.catalogGate = newGate(), newGate()

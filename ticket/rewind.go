@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Rewind detection.
@@ -171,16 +172,22 @@ func (p *Pair) refuse(s *server, m *tableMarks, r Rewind) {
 	s.rewoundCount.Add(1)
 	p.marks.mu.Lock()
 	p.marks.rewound[m] = struct{}{}
+	p.marks.mu.Unlock()
+	p.warn.NoteFor(warnRewound, s.label, "server", s.idx+1, "addr", s.addr,
+		"counter", r.Table, "value", r.Counter, "mark", r.Mark, "fix", r.Fix)
+	// Its own high_water table most likely went back with it: write again every
+	// mark it should hold for the other servers. A restore rewinds many
+	// counters at once; one pass over the marks per check interval is enough.
+	now, last := time.Now().UnixNano(), s.marksResetAt.Load()
+	if now-last < int64(p.cfg.CheckInterval) || !s.marksResetAt.CompareAndSwap(last, now) {
+		return
+	}
+	p.marks.mu.Lock()
 	all := make([]*tableMarks, 0, len(p.marks.byKey))
 	for _, t := range p.marks.byKey {
 		all = append(all, t)
 	}
 	p.marks.mu.Unlock()
-	p.warn.NoteFor(warnRewound, s.label, "server", s.idx+1, "addr", s.addr,
-		"counter", r.Table, "value", r.Counter, "mark", r.Mark, "fix", r.Fix)
-	// Its own high_water table most likely went back with it: write again every
-	// mark it should hold for the other servers. (Rare: a restore; it costs
-	// one pass over the marks.)
 	n := len(p.servers)
 	for _, t := range all {
 		t.mu.Lock()

@@ -141,6 +141,9 @@ type server struct {
 	foldedAt atomic.Pointer[time.Time]
 	// rewoundCount: counters it is refused for (Health's RewoundTotal).
 	rewoundCount atomic.Int64
+	// marksResetAt: when the marks it holds were last all queued to be
+	// written again (a refusal: its high_water went back), Unix ns.
+	marksResetAt atomic.Int64
 	// scan: the counter checks' progress through counters (check.go).
 	scan scanState
 
