@@ -260,7 +260,7 @@ CREATE TABLE IF NOT EXISTS deployment (
 -- refuses its tickets and prints the statement that fixes it (ticketd repair).
 --
 -- Written by: ticketd only (the marks that grew, every second and on shutdown, not
--- per ticket). ticketd reads back only the rows updated lately (index updated_at).
+-- per ticket). ticketd reads back only the rows others raised lately (index updated_writer).
 -- ---------------------------------------------------------------------------
 CREATE TABLE IF NOT EXISTS high_water (
   table_name  VARCHAR(64)      NOT NULL,
@@ -269,12 +269,12 @@ CREATE TABLE IF NOT EXISTS high_water (
   updated_at  DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   writer      VARCHAR(64)      NOT NULL DEFAULT '',
   PRIMARY KEY (table_name, peer_offset),
-  KEY updated_at (updated_at)
+  KEY updated_writer (updated_at, writer)
 ) ENGINE=InnoDB;
 -- updated_at and writer (the ticketd process that last raised the mark) change only
 -- when the mark grows: a ticketd reads back the marks others raised lately, not its own.
 ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFAULT '',
-  ADD INDEX IF NOT EXISTS updated_at (updated_at);
+  ADD INDEX IF NOT EXISTS updated_writer (updated_at, writer);
 
 -- ---------------------------------------------------------------------------
 -- Accounts. Privileges go to roles; accounts get a role and a password.

@@ -17,6 +17,7 @@
 #   seq_idle_cpu_ticketd_N  CPU seconds per minute of ticketd idle (from /proc,
 #   seq_idle_cpu_mariadb_N  after the load and a settling pause); mariadb: the
 #                           busier of the two servers (…_mariadb1_N, …_mariadb2_N)
+#   seq_rss_mb_N            ticketd's resident memory then (every name in use)
 #
 # and the targets, at the largest N against 100 (seq_target_* lines: the
 # figure, its bound, met or missed): start within ticketd's default
@@ -29,7 +30,8 @@
 #   BENCH_SEQ_COUNTS    the N measured, increasing                       [100 10000 100000]
 #   BENCH_SEQ_DURATION  seconds of the measured wrk run per N            [10]
 #   BENCH_SEQ_IDLE      seconds of idle CPU measured per N               [60]
-#   BENCH_SEQ_SETTLE    seconds of quiet before the idle measure         [15]
+#   BENCH_SEQ_SETTLE    seconds of quiet after the warm-up and before the
+#                       idle measure                                     [15]
 #   BENCH_CONNS, BENCH_THREADS  wrk connections and threads              [32, 1]
 #   BENCH_BIN           folder with ticketd and benchtool already built  [build them]
 set -euo pipefail
@@ -147,6 +149,7 @@ for n in $COUNTS; do
 	row "seq_first_value_ms_$n" "$(awk '$1 == "first_value_ms" {print $2}' <<<"$first")"
 
 	"$TOOL" seqwarm -url-prefix "$T/v1/tickets/" -count "$n" -c "$CONNS" >"$RAW/warm-$n.txt" || die "warming the sequences failed"
+	sleep "$SETTLE" # the first use's marks written and blocks fetched: the run below measures the steady state
 	wrk -t"$THREADS" -c"$CONNS" -d2s -s "$BENCH/wrk/sequences.lua" "$T" -- "$n" >"$RAW/wrk-warmup-$n.txt" 2>&1 || die "wrk failed"
 	wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -s "$BENCH/wrk/sequences.lua" "$T" -- "$n" >"$RAW/wrk-$n.txt" 2>&1 || die "wrk failed"
 	line=$(grep '^RESULT ' "$RAW/wrk-$n.txt") || die "no RESULT in $RAW/wrk-$n.txt"
@@ -166,6 +169,7 @@ for n in $COUNTS; do
 	row "seq_idle_cpu_mariadb1_$n" "$m1"
 	row "seq_idle_cpu_mariadb2_$n" "$m2"
 	row "seq_idle_cpu_mariadb_$n" "$(awk -v a="$m1" -v b="$m2" 'BEGIN {print (a > b ? a : b)}')"
+	row "seq_rss_mb_$n" "$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$TICKETD_PID/status")"
 	grep -q 'level=ERROR' "$RAW/ticketd-$n.log" && say "ticketd logged errors at N = $n (see $RAW/ticketd-$n.log)"
 	stop_ticketd
 done
@@ -201,7 +205,7 @@ cp "$ROWS" "$OUT/sequences.txt"
 	printf '|---|'
 	for n in $COUNTS; do printf -- '---|'; done
 	echo
-	for m in create_s start_s first_value_ms p99_us rps idle_cpu_ticketd idle_cpu_mariadb1 idle_cpu_mariadb2; do
+	for m in create_s start_s first_value_ms p99_us rps idle_cpu_ticketd idle_cpu_mariadb1 idle_cpu_mariadb2 rss_mb; do
 		printf '| seq_%s |' "$m"
 		for n in $COUNTS; do printf ' %s |' "$(val "seq_${m}_$n")"; done
 		echo

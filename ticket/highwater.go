@@ -353,7 +353,10 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 		// to right: mark last), so foldMarks reads back what others raised.
 		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer)," +
 			" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
-		if _, err := execRetry(ctx, ss, "writing high-water marks", q.String(), args...); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
+		_, err := execRetry(cctx, ss, "writing high-water marks", q.String(), args...)
+		cancel()
+		if err != nil {
 			if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
 				// A missing table or grant (an old schema.sql): say so once.
 				d.log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
@@ -372,9 +375,13 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 
 // foldSlack: a fold reads again the marks updated this long before the last
 // one began. A mark's updated_at is taken when its statement starts, and the
-// statement may commit later; every statement of ticketd ends well within
-// this (its server-side bound).
-const foldSlack = time.Minute
+// statement may commit later: no later than markWriteBound, the server-side
+// bound of every statement that writes marks.
+const foldSlack = 30 * time.Second
+
+// markWriteBound caps the time a statement writing marks may run, on the
+// server too, whatever the Pair's deadlines (see foldSlack).
+const markWriteBound = 10 * time.Second
 
 // foldLimit bounds the rows one incremental fold reads; more than that
 // (a long quiet spell of this Pair, many ticketd writing) reads everything.
