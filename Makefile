@@ -9,6 +9,7 @@
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
+#   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
@@ -144,9 +145,15 @@ db-status:
 # own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench
+.PHONY: bench bench-sequences
 bench:
 	@GO=$(GO) bench/run.sh
+
+# Named sequences at 100, 10,000 and 100,000 alone (make bench runs it too):
+# its own pair on free ports; rows in bench/out/sequences.txt, a table in
+# bench/out/sequences.md; knobs in bench/sequences.sh (BENCH_SEQ_COUNTS, …).
+bench-sequences:
+	@GO=$(GO) bench/sequences.sh
 
 # The failure suite (internal/chaos): a fresh pair of ticket servers on free
 # ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks

@@ -18,7 +18,10 @@
 #      fast as it can, and the p99 of Next at 1 M IDs/s;
 #   6. ticketd's peak RSS (VmHWM) under that load;
 #   7. stops everything it started and writes $OUT/report.md, summary.txt and
-#      bench.png (raw measurements and logs in $OUT/raw).
+#      bench.png (raw measurements and logs in $OUT/raw);
+#   8. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
+#      pair of its own; also make bench-sequences): rows seq_* appended to
+#      summary.txt, its table to report.md.
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT       output folder                          [bench/out]
@@ -32,10 +35,12 @@
 #   BENCH_CONNS     wrk connections = raw client callers    [32]
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
+#   BENCH_SEQUENCES 0 leaves out the named sequences (step 7) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
-# With the defaults the whole run takes about 5 minutes on a 2-core machine.
+# With the defaults the whole run takes about 15 minutes on a 2-core machine
+# (5 without step 7).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -351,6 +356,20 @@ kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RA
 } >>"$RAW/meta.txt"
 say "during the measured HTTP runs, other processes (and kernel threads) used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
 
+# --- named sequences at scale (bench/sequences.sh) --------------------------------
+# Its own pair and ticketd, after everything above has stopped; its rows go
+# into summary.txt, its table into report.md.
+sequences_bench() {
+	[ "${BENCH_SEQUENCES:-1}" = 1 ] || return 0
+	say "named sequences at scale (bench/sequences.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/sequences.sh" || die "the bench of named sequences failed"
+	cat "$OUT/sequences.txt" >>"$OUT/summary.txt"
+	{
+		echo
+		sed 's/^# /## /' "$OUT/sequences.md"
+	} >>"$OUT/report.md"
+}
+
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"
 stop_pid ticketd "$TICKETD_PID"
@@ -365,6 +384,7 @@ rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
+sequences_bench
 say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
 echo
 cat "$OUT/summary.txt"

@@ -99,15 +99,32 @@ func (s *Server) writeBackendMetrics(w *promtext.Writer) {
 		func(h *ticket.ServerHealth) float64 { return float64(h.CopiesPending) })
 	perServer("ticketd_ticket_server_lease_rewound", promtext.Gauge, "1 when the row of this ticketd's lease on the server went back (a restore): it must switch.",
 		func(h *ticket.ServerHealth) float64 { return b2f(h.LeaseRewound) })
-	// How many ticket tables the server is refused for (rewound by a restore):
-	// 0 when healthy; /v1/status names them, with the fix.
-	perServer("ticketd_ticket_server_rewound", promtext.Gauge, "Ticket tables the server is refused for after a rewind (a restore): run ticketd repair.",
-		func(h *ticket.ServerHealth) float64 { return float64(len(h.Rewound)) })
+	// How many counters the server is refused for (rewound by a restore): 0
+	// when healthy; /v1/status names them (20 at most), with the fix.
+	perServer("ticketd_ticket_server_rewound", promtext.Gauge, "Counters (ticket tables, rows of counters) the server is refused for after a rewind (a restore): run ticketd repair.",
+		func(h *ticket.ServerHealth) float64 { return float64(max(h.RewoundTotal, len(h.Rewound))) })
 
 	// Optional figures of the ticket side (*ticket.Pair has them; test
 	// fakes need not).
 	if pc, ok := s.tickets.(interface{ PanicCalls() uint64 }); ok {
 		w.CounterUint("ticketd_ticket_panic_calls_total", "Calls that found no ticket server in rotation and tried them anyway.", pc.PanicCalls())
+	}
+	if sr, ok := s.tickets.(sequenceReporter); ok {
+		// Counts only: their cost does not grow with the catalog.
+		w.Family("ticketd_sequences_defined", promtext.Gauge, "Named sequences in the catalog.")
+		w.Float("ticketd_sequences_defined", float64(sr.SequenceCount()))
+		counts, _ := sr.SequenceProblems(0)
+		kinds := make([]string, 0, len(counts))
+		for k := range counts {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		if len(kinds) > 0 {
+			w.Family("ticketd_sequence_problems", promtext.Gauge, "Named sequences with a problem, by kind (/v1/status lists them, with the fix).")
+			for _, k := range kinds {
+				w.Float(promtext.Series("ticketd_sequence_problems", "kind", k), float64(counts[k]))
+			}
+		}
 	}
 	// Repeated warnings, aggregated in the log, counted here: this
 	// server's own and the ticket side's, by kind (the log message).

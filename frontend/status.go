@@ -87,10 +87,37 @@ type statusAnswer struct {
 	WorkerIDs    workerIDs      `json:"worker_ids"`
 	Fallback     bool           `json:"fallback"`
 	// FallbackCeiling: every fallback ID is below it (set when Fallback).
-	FallbackCeiling string         `json:"fallback_ceiling,omitempty"`
-	Ready           bool           `json:"ready"`
-	NotReadyReason  string         `json:"not_ready_reason,omitempty"`
-	TicketServers   []serverAnswer `json:"ticket_servers"`
+	FallbackCeiling string `json:"fallback_ceiling,omitempty"`
+	Ready           bool   `json:"ready"`
+	NotReadyReason  string `json:"not_ready_reason,omitempty"`
+	// Sequences is null when the ticket side reports no catalog (test fakes).
+	Sequences     *sequencesAnswer `json:"sequences"`
+	TicketServers []serverAnswer   `json:"ticket_servers"`
+}
+
+// sequencesAnswer is the named sequences' state, its cost independent of
+// how many there are: counts, and at most statusProblems problems.
+type sequencesAnswer struct {
+	Defined     int             `json:"defined"`
+	Problems    map[string]int  `json:"problems"`
+	ProblemList []problemAnswer `json:"problem_list"`
+}
+
+type problemAnswer struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Refused bool   `json:"refused"`
+	Detail  string `json:"detail"`
+}
+
+// statusProblems bounds the problems /v1/status lists.
+const statusProblems = 20
+
+// sequenceReporter is what *ticket.Pair tells of its catalog (test fakes
+// need not).
+type sequenceReporter interface {
+	SequenceCount() int
+	SequenceProblems(limit int) (map[string]int, []ticket.SequenceProblem)
 }
 
 type leaseAnswer struct {
@@ -158,10 +185,12 @@ type serverAnswer struct {
 	WorkerIDsHeld      *int   `json:"worker_ids_held"`
 	WorkerIDsCountedAt string `json:"worker_ids_counted_at,omitempty"`
 	ShortIfDown        *int   `json:"short_if_down"`
-	// Rewound: the ticket tables this server is refused for, because its
-	// counter is at or below the highest ticket it already issued (restored
-	// from a backup?); [] when none. Counter and mark are strings, as IDs are.
-	Rewound []rewindAnswer `json:"rewound"`
+	// Rewound: the counters this server is refused for (at most 20), because
+	// each is at or below the highest ticket it already issued (restored
+	// from a backup?); [] when none. Counter and mark are strings, as IDs
+	// are. RewoundTotal counts them all.
+	Rewound      []rewindAnswer `json:"rewound"`
+	RewoundTotal int            `json:"rewound_total"`
 }
 
 type rewindAnswer struct {
@@ -261,6 +290,7 @@ func (s *Server) status() statusAnswer {
 			LeaseRewound:       h.LeaseRewound,
 			ParityViolations:   h.ParityViolations,
 			Rewound:            make([]rewindAnswer, len(h.Rewound)),
+			RewoundTotal:       max(h.RewoundTotal, len(h.Rewound)),
 		}
 		if h.Up {
 			l := ms(h.Latency)
@@ -280,6 +310,13 @@ func (s *Server) status() statusAnswer {
 		for k, r := range h.Rewound {
 			a.TicketServers[i].Rewound[k] = rewindAnswer{Table: r.Table, Counter: strconv.FormatUint(r.Counter, 10),
 				Mark: strconv.FormatUint(r.Mark, 10), Fix: r.Fix}
+		}
+	}
+	if sr, ok := s.tickets.(sequenceReporter); ok {
+		counts, list := sr.SequenceProblems(statusProblems)
+		a.Sequences = &sequencesAnswer{Defined: sr.SequenceCount(), Problems: counts, ProblemList: make([]problemAnswer, len(list))}
+		for k, pr := range list {
+			a.Sequences.ProblemList[k] = problemAnswer{Name: pr.Name, Kind: pr.Kind, Refused: pr.Refused, Detail: pr.Detail}
 		}
 	}
 	return a

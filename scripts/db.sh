@@ -20,8 +20,8 @@
 # The servers run the repository's my.cnf (shared [mariadbd] group plus
 # [mariadbd.N]); the port and every path are passed on the command line, which
 # overrides the file, so VAR and the ports can move. Passwords are generated once
-# into $VAR/ticketd.password, $VAR/repair.password and $VAR/repl.password (mode 0600)
-# and never printed. The servers only ever see their hashes (IDENTIFIED BY PASSWORD):
+# into $VAR/ticketd.password, $VAR/repair.password, $VAR/sequences.password and
+# $VAR/repl.password (mode 0600) and never printed. The servers only ever see their hashes (IDENTIFIED BY PASSWORD):
 # account statements go to the binary log, kept for a week and shipped to replicas.
 set -euo pipefail
 
@@ -199,10 +199,11 @@ start_server() {
 # configure N loads schema.sql and sets up the accounts. Every step is idempotent,
 # so it runs on every `up`: a schema.sql that gained a table reaches running servers.
 configure() {
-	local n=$1 app repair repl
+	local n=$1 app repair seq repl
 	sql "$n" <"$REPO/schema.sql" || die "server $n: loading schema.sql failed"
 	app=$(native_hash "$(secret "$VAR/ticketd.password")")
 	repair=$(native_hash "$(secret "$VAR/repair.password")")
+	seq=$(native_hash "$(secret "$VAR/sequences.password")")
 	repl=$(native_hash "$(secret "$VAR/repl.password")")
 	# Hashes only: these statements are written to the binary log, which replicas
 	# receive and which is kept for a week. They go through stdin all the same.
@@ -212,6 +213,11 @@ configure() {
 		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair' ACCOUNT UNLOCK;
 		GRANT ticketd_admin TO 'ticketd_repair'@'127.0.0.1';
 		SET DEFAULT ROLE ticketd_admin FOR 'ticketd_repair'@'127.0.0.1';
+		-- The account of ticketd sequence create|list|check (docs/dba.md).
+		CREATE USER IF NOT EXISTS 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq';
+		ALTER USER 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq' ACCOUNT UNLOCK;
+		GRANT ticketd_sequences TO 'ticketd_seq'@'127.0.0.1';
+		SET DEFAULT ROLE ticketd_sequences FOR 'ticketd_seq'@'127.0.0.1';
 		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
 		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
 		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
@@ -251,7 +257,7 @@ cmd_up() {
 		fi
 		configure "$n"
 	done
-	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, replication's in $VAR/repl.password"
+	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, sequence's in $VAR/sequences.password, replication's in $VAR/repl.password"
 	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
 }
 

@@ -16,8 +16,8 @@ import (
 //	go test ./ticket -run '^$' -bench BenchmarkNext -benchtime 5s
 func BenchmarkNext(b *testing.B) {
 	mp := mysqltest.StartPair(b)
-	createSequence(b, mp.Servers[:], "bench1", "Tickets64", 64, 1)
-	createSequence(b, mp.Servers[:], "bench1000", "Tickets64", 64, 1000)
+	createSequence(b, mp.Servers[:], "bench1", 64, 1)
+	createSequence(b, mp.Servers[:], "bench1000", 64, 1000)
 	p := openPair(b, mp, func(c *Config) { c.CallTimeout = 5 * time.Second })
 	for _, bc := range []struct{ name, seq string }{{"B=1", "bench1"}, {"B=1000", "bench1000"}} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -146,14 +146,31 @@
 //
 // # Named sequences and blocks
 //
-// A DBA defines a sequence in table `sequences` (name, table, bits, block size B)
-// and creates its counter table on both servers. Names are validated
-// (^[a-z][a-z0-9_]{0,47}$) and looked up in that catalog; the table name in the
-// REPLACE comes only from the catalog, after validation, so request text never
-// becomes SQL. An unknown name reloads the catalog, at most once a second, so a new
+// A DBA defines a sequence (`ticketd sequence create`, CreateSequences): a row
+// in table `sequences` (name, bits, block size B) and a row of table counters
+// on each server, whose value is the last ticket it handed out and which
+// carries the server's start (its offset) and step (the pair's size). A
+// ticket is one statement,
+//
+//	UPDATE counters SET value = LAST_INSERT_ID(value + step) WHERE start = 1 AND step = 2 AND name = 'orders'
+//
+// the new value in its OK packet (LastInsertId), as for REPLACE. The row's own
+// step keeps the server's parity whatever a session's auto_increment_* say;
+// the WHERE never uses a row made for the other place; the ticket's parity is
+// checked all the same. Sequences of older deployments name a counter table of
+// their own (seq_*, like Tickets64) and keep working, with REPLACE.
+//
+// Names are validated (^[a-z][a-z0-9_]{0,47}$) and looked up in the catalog
+// (catalog.go); the name (or table) in the SQL comes only from the catalog,
+// after validation, so request text never becomes SQL. The catalog is read
+// whole once, in pages, then by version: a poll costs one read whatever its
+// size, and an unknown name polls at once (at most every 100 ms), so a new
 // sequence is usable without a restart. Servers that disagree on a sequence's
-// definition make it unusable (ErrMisconfigured): two block sizes over one counter
-// would hand out overlapping values.
+// definition, or a definition that changed since it was served (its pin,
+// pins.go, written before the first value), make it unusable
+// (ErrMisconfigured): two block sizes over one counter would hand out
+// overlapping values. SequenceProblems reports them, and sequences some
+// servers lack.
 //
 // With block size B, one ticket t stands for the B values [t·B, t·B+B). Tickets
 // are unique across the pair, so blocks are disjoint, and the values are served
@@ -197,21 +214,26 @@
 // lease rows rewind the same way. Three things stop that:
 //
 // High-water marks (highwater.go). Every ticket raises, with one atomic max,
-// the highest ticket its server is known to have issued for that table. Every
-// FlushInterval, and at Shutdown (or Close), the marks that grew are written
-// to table high_water on every OTHER server (GREATEST, so marks never go down): the
+// the highest ticket its server is known to have issued from that counter
+// (a table, or a row of counters). Every FlushInterval, and at Shutdown (or
+// Close), the marks that grew, and only those, are written to table
+// high_water on every OTHER server (GREATEST, so marks never go down): the
 // marks for a server live everywhere but on it, and survive its loss or its
-// restore. A Pair also folds in the marks its peers hold.
+// restore. A Pair also folds in the marks its peers hold: all at Open, then
+// those updated since.
 //
-// Rewind detection (rewind.go). A ticket at or below its server's mark is
-// refused before anyone sees it; the server is refused for that table (not for
-// the others, nor for leases) and the call goes on to the next server. The
-// counters (information_schema AUTO_INCREMENT) are compared with the marks at
-// Open, when a server rejoins, every CheckInterval and after a refused
-// ticket; a server whose counter is at or below the mark is refused, Health
-// lists it under Rewound with the ALTER TABLE … AUTO_INCREMENT that fixes it
-// (mark + Margin), and it rejoins once its counter has passed the mark.
-// Repair (repair.go, `ticketd repair`) runs those statements with an admin
+// Rewind detection (rewind.go, check.go). A ticket at or below its server's
+// mark is refused before anyone sees it; the server is refused for that
+// counter (not for the others, nor for leases) and the call goes on to the
+// next server. The counters are compared with the marks: the tables'
+// AUTO_INCREMENT (information_schema, by name) at Open, when a server
+// rejoins and every CheckInterval; the rows of counters a few pages per
+// CheckInterval, within a budget, and the refused ones every round and after
+// a refused ticket. A server whose counter is at or below the mark is
+// refused, Health lists it under Rewound with the statement that fixes it
+// (ALTER TABLE … AUTO_INCREMENT, or UPDATE counters SET value, to mark +
+// Margin), and it rejoins once its counter has passed the mark. Repair
+// (repair.go, `ticketd repair`) runs those statements with an admin
 // account; Rewinds reports them.
 //
 // Reservation copies (copies.go). Every reservation acquired or renewed is

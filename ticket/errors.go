@@ -109,6 +109,8 @@ const (
 	erStatementTimeout  = 1969 // MariaDB max_statement_time
 	erMySQLExecTimeout  = 3024 // MySQL max_execution_time
 	erUnknownVariable   = 1193
+	erDataOutOfRange    = 1690 // a row of counters: value + step past BIGINT UNSIGNED
+	erCheckFailed       = 4025 // a CHECK constraint (counters' parity): this statement's, not the server's
 )
 
 // errInterrupted marks a REPLACE that MariaDB stopped at its server-side
@@ -126,9 +128,9 @@ func classify(err error) errKind {
 		switch me.Number {
 		case erDeadlock:
 			return kindDeadlock
-		case erNoSuchTable, erTableAccessDenied, erColumnAccessDeny, erBadField:
+		case erNoSuchTable, erTableAccessDenied, erColumnAccessDeny, erBadField, erCheckFailed:
 			return kindStatement
-		case erAutoincOutOfRange, erWarnOutOfRange, erAutoincReadFailed, erDupEntry:
+		case erAutoincOutOfRange, erWarnOutOfRange, erAutoincReadFailed, erDupEntry, erDataOutOfRange:
 			return kindExhausted
 		case erTooManyConns, erLockWaitTimeout, erQueryInterrupted, erStatementTimeout, erMySQLExecTimeout:
 			return kindSlow

@@ -76,8 +76,22 @@ func bothServers(t testing.TB, mp *mysqltest.Pair, sql string) {
 	}
 }
 
-// createSequence does what schema.sql tells a DBA to do, on the given servers.
-func createSequence(t testing.TB, servers []*mysqltest.Server, name, like string, bits int, block uint64) {
+// createSequence does, as root on the given servers, what schema.sql shows a
+// DBA doing by hand (and `ticketd sequence create` does): a row of counters
+// and a catalog row, in one transaction.
+func createSequence(t testing.TB, servers []*mysqltest.Server, name string, bits int, block uint64) {
+	t.Helper()
+	for _, s := range servers {
+		s.Exec(t, fmt.Sprintf(`START TRANSACTION;
+INSERT INTO tickets.counters (name, value, start, step) VALUES ('%[1]s', %[2]d, %[2]d, 2);
+INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('%[1]s', %[3]d, %[4]d);
+COMMIT;`, name, s.Offset, bits, block))
+	}
+}
+
+// createTableSequence makes a sequence the way older deployments did: a
+// counter table of its own, a catalog row naming it, and the grants.
+func createTableSequence(t testing.TB, servers []*mysqltest.Server, name, like string, bits int, block uint64) {
 	t.Helper()
 	table := "seq_" + name
 	for _, s := range servers {

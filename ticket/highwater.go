@@ -2,7 +2,10 @@ package ticket
 
 import (
 	"context"
-	"slices"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,93 +14,197 @@ import (
 
 // High-water marks: what protects the pair from a server restored from a backup.
 //
-// For every ticket table and every server P, this Pair keeps in memory the
-// highest ticket P is known to have issued: the tickets P returned to this Pair,
-// and the marks P's peers hold for it. The flusher writes the marks that grew to
-// every OTHER server (table high_water, one row per table and peer_offset), so
-// the marks for P live everywhere but on P: losing P, or restoring P from a
-// backup, leaves them intact. See rewind.go for how they are used.
+// For every counter (a ticket table, or a row of counters) and every server P,
+// this Pair keeps in memory the highest ticket P is known to have issued: the
+// tickets P returned to this Pair, and the marks P's peers hold for it. The
+// flusher writes the marks that grew to every OTHER server (table high_water,
+// one row per counter and peer_offset), so the marks for P live everywhere but
+// on P: losing P, or restoring P from a backup, leaves them intact. See
+// rewind.go for how they are used.
+//
+// What periodic work costs follows what changed: a mark that grows queues
+// itself once (pending), and a flush writes the queued ones only; the marks
+// other ticketd wrote are read back by their updated_at (foldMarks), all of
+// them only at Open and when a server first joins.
 
-// tableMarks is what this Pair knows of one ticket table's counter on every
-// server. Sequences sharing a table (the raw Tickets64 behind leases and the
+// tableMarks is what this Pair knows of one counter on every server.
+// Sequences sharing a table (the raw Tickets64 behind leases and the
 // catalog's tickets64) share one tableMarks.
 type tableMarks struct {
-	table     string
-	bits      int
-	maxTicket uint64 // the largest ticket a sequence on this table can use
+	key  string // table_name in high_water: the table, or counters.NAME
+	book *markBook
 
-	// known[i] is the highest ticket server i is known to have issued for this
-	// table. Every value stored in it had been returned by a REPLACE that had
-	// completed when it was stored (a ticket this Pair received, or a mark a
-	// peer held, which some ticketd wrote after receiving that ticket): this is
-	// what makes the per-ticket check in takeOn sound. It only grows.
-	known [MaxServers]atomic.Uint64
-	// rewound has bit i set while server i is refused for this table.
+	// known[i] is the highest ticket server i is known to have issued from
+	// this counter. Every value stored in it had been returned by a statement
+	// that had completed when it was stored (a ticket this Pair received, or
+	// a mark a peer held, which some ticketd wrote after receiving that
+	// ticket): this is what makes the per-ticket check in takeOn sound. It
+	// only grows.
+	known []atomic.Uint64
+	// rewound has bit i set while server i is refused for this counter.
 	rewound atomic.Uint64
+	queued  atomic.Bool // in book.pending
 
 	mu sync.Mutex
-	// flushed[d][s]: the mark server d is known to hold for server s.
-	flushed [MaxServers][MaxServers]uint64
-	// state[i]: what Health reports while server i is refused (bit i of rewound).
-	state [MaxServers]Rewind
+	// flushed[d*n+s]: the mark server d is known to hold for server s.
+	flushed []uint64
+	// state[i]: what Health reports while server i is refused (bit i of
+	// rewound); nil until a first refusal.
+	state []Rewind
+	// How a Fix is written: set by the sequence that uses the counter.
+	fix fixInfo
 }
 
-// raise records that server i issued ticket t. One CompareAndSwap in the
-// common case: tickets grow, so the first attempt usually wins.
-func (m *tableMarks) raise(i int, t uint64) { atomicMax(&m.known[i], t) }
+// fixInfo is what a Fix statement depends on.
+type fixInfo struct {
+	row       bool   // a row of counters (name), else a table (key)
+	name      string // the sequence, for a row
+	bits      int
+	maxTicket uint64
+}
 
-func atomicMax(a *atomic.Uint64, v uint64) {
+func fixInfoOf(si SequenceInfo) fixInfo {
+	return fixInfo{row: si.rowStored(), name: si.Name, bits: si.Bits, maxTicket: valueLimit(si.Bits) / max(si.BlockSize, 1)}
+}
+
+// raise records that server i issued ticket t, and queues the marks for the
+// next flush when they grew. One CompareAndSwap in the common case: tickets
+// grow, so the first attempt usually wins.
+func (m *tableMarks) raise(i int, t uint64) {
+	if atomicMax(&m.known[i], t) {
+		m.queue()
+	}
+}
+
+func (m *tableMarks) queue() {
+	if m.book != nil && m.queued.CompareAndSwap(false, true) {
+		m.book.mu.Lock()
+		m.book.pending[m] = struct{}{}
+		m.book.mu.Unlock()
+	}
+}
+
+// atomicMax raises a to v; it reports whether a grew.
+func atomicMax(a *atomic.Uint64, v uint64) bool {
 	for {
 		old := a.Load()
-		if v <= old || a.CompareAndSwap(old, v) {
-			return
+		if v <= old {
+			return false
+		}
+		if a.CompareAndSwap(old, v) {
+			return true
 		}
 	}
 }
 
-// markBook holds the tableMarks of every table this Pair takes tickets from.
-type markBook struct {
-	mu   sync.Mutex
-	byID atomic.Pointer[map[string]*tableMarks] // copy-on-write: readers never lock
-}
-
-func (b *markBook) init() {
-	m := map[string]*tableMarks{}
-	b.byID.Store(&m)
-}
-
-// table returns the marks of info's table, creating them on first use.
-func (b *markBook) table(info SequenceInfo) *tableMarks {
-	if m := (*b.byID.Load())[info.Table]; m != nil {
-		return m
+// behindLocked reports whether some server lacks a mark this Pair knows.
+// Called with m.mu held.
+func (m *tableMarks) behindLocked(n int) bool {
+	for src := range n {
+		v := m.known[src].Load()
+		for d := range n {
+			if d != src && v > m.flushed[d*n+src] {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// markBook holds the marks of every counter this Pair knows of: those it
+// takes tickets from, and those the servers hold marks for.
+type markBook struct {
+	n       int
+	mu      sync.Mutex
+	byKey   map[string]*tableMarks
+	byRow   map[string]*tableMarks   // the marks of rows of counters, by sequence name
+	tables  []*tableMarks            // the marks of tables (not rows), in creation order
+	pending map[*tableMarks]struct{} // grew since written everywhere
+	// rewound: the marks some server is refused for (Health lists them).
+	rewound map[*tableMarks]struct{}
+}
+
+func (b *markBook) init(n int) {
+	b.n = n
+	b.byKey = map[string]*tableMarks{}
+	b.byRow = map[string]*tableMarks{}
+	b.pending = map[*tableMarks]struct{}{}
+	b.rewound = map[*tableMarks]struct{}{}
+}
+
+func (b *markBook) newMarks(key string) *tableMarks {
+	return &tableMarks{key: key, book: b, known: make([]atomic.Uint64, b.n), flushed: make([]uint64, b.n*b.n)}
+}
+
+// table returns the marks of key, creating them on first use.
+func (b *markBook) table(key string) *tableMarks {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	old := *b.byID.Load()
-	if m := old[info.Table]; m != nil {
-		return m
+	m := b.byKey[key]
+	if m == nil {
+		m = b.newMarks(key)
+		b.byKey[key] = m
+		if name, ok := strings.CutPrefix(key, rowKeyPrefix); ok {
+			b.byRow[name] = m
+		} else {
+			b.tables = append(b.tables, m)
+		}
 	}
-	m := &tableMarks{table: info.Table, bits: info.Bits, maxTicket: valueLimit(info.Bits) / max(info.BlockSize, 1)}
-	next := make(map[string]*tableMarks, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[info.Table] = m
-	b.byID.Store(&next)
 	return m
 }
 
-func (b *markBook) get(table string) *tableMarks { return (*b.byID.Load())[table] }
-
-// all returns every table's marks, sorted by table name.
-func (b *markBook) all() []*tableMarks {
-	m := *b.byID.Load()
-	list := make([]*tableMarks, 0, len(m))
-	for _, v := range m {
-		list = append(list, v)
+// rowMarks returns the marks of the rows named, nil where none are known,
+// under one lock (a page of the counter check).
+func (b *markBook) rowMarks(rows []rowValue) []*tableMarks {
+	out := make([]*tableMarks, len(rows))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, r := range rows {
+		out[k] = b.byRow[r.Name]
 	}
-	slices.SortFunc(list, func(a, b *tableMarks) int { return strings.Compare(a.table, b.table) })
+	return out
+}
+
+// tableMarks returns the marks of every table (a few: Tickets64, Tickets32,
+// and the seq_* tables of older sequences).
+func (b *markBook) tableMarks() []*tableMarks {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*tableMarks(nil), b.tables...)
+}
+
+// refusedRows returns the marks of the rows of counters server i is refused for.
+func (b *markBook) refusedRows(i int) []*tableMarks {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var list []*tableMarks
+	for m := range b.rewound {
+		if m.rewound.Load()&(1<<i) != 0 && strings.HasPrefix(m.key, rowKeyPrefix) {
+			list = append(list, m)
+		}
+	}
 	return list
+}
+
+func (b *markBook) get(key string) *tableMarks {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byKey[key]
+}
+
+// marksOf returns q's marks, creating them at q's first use.
+func (p *Pair) marksOf(q *sequence) *tableMarks {
+	if m := q.marks.Load(); m != nil {
+		return m
+	}
+	m := p.marks.table(markKey(q.info))
+	m.mu.Lock()
+	if m.fix.bits == 0 {
+		m.fix = fixInfoOf(q.info)
+	}
+	m.mu.Unlock()
+	q.marks.CompareAndSwap(nil, m)
+	return q.marks.Load()
 }
 
 // hwRow is one row of table high_water: the mark `Mark` for the server whose
@@ -108,12 +215,53 @@ type hwRow struct {
 	Mark       uint64 `db:"mark"`
 }
 
+// hwPage is how many high_water rows one statement reads.
+const hwPage = 5000
+
+// readHighWater reads every mark a server holds, in pages. A page's last
+// counter may be cut short by the LIMIT: it is read again with the next page.
 func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
-	var rows []hwRow
-	if err := q.sel(ctx, "reading high_water", &rows, "SELECT table_name, peer_offset, mark FROM high_water"); err != nil {
-		return nil, err
+	var all []hwRow
+	after := ""
+	for {
+		var rows []hwRow
+		if err := selHW(ctx, q, "reading high_water", &rows,
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name > ? ORDER BY table_name, peer_offset LIMIT ?",
+			after, hwPage); err != nil {
+			return nil, err
+		}
+		if len(rows) < hwPage {
+			return append(all, rows...), nil
+		}
+		last := rows[len(rows)-1].Table
+		k := len(rows)
+		for k > 0 && rows[k-1].Table == last {
+			k--
+		}
+		if k == 0 {
+			return nil, fmt.Errorf("reading high_water: more than %d rows for %s", hwPage, last)
+		}
+		all = append(all, rows[:k]...)
+		after = rows[k-1].Table
 	}
-	return rows, nil
+}
+
+// selHW reads rows of high_water into *out: without reflection in a
+// session (the marks of 100,000 sequences are read at Open), through sqlx
+// elsewhere (repair).
+func selHW(ctx context.Context, q selecter, what string, out *[]hwRow, query string, args ...any) error {
+	ss, ok := q.(*session)
+	if !ok {
+		return q.sel(ctx, what, out, query, args...)
+	}
+	return ss.each(ctx, what, func(rows *sql.Rows) error {
+		var r hwRow
+		if err := rows.Scan(&r.Table, &r.PeerOffset, &r.Mark); err != nil {
+			return err
+		}
+		*out = append(*out, r)
+		return nil
+	}, query, args...)
 }
 
 // markWrite is one mark to write to one server.
@@ -123,73 +271,171 @@ type markWrite struct {
 	mark uint64
 }
 
-// flushMarks writes to every server in rotation the marks for the OTHER servers
-// that grew since the last successful write there: one statement per server,
-// none when nothing grew. A failed write is retried at the next flush (the
-// marks stay in memory); it is reported, never held against the server.
+// marksPerStatement bounds one INSERT of marks.
+const marksPerStatement = 1000
+
+// flushMarks writes to every server in rotation the marks for the OTHER
+// servers that grew since they were last written there: the queued marks
+// only, none when nothing grew. A mark a server out of rotation (or a failed
+// write) still lacks stays queued for the next flush; failures are
+// reported, never held against the server.
 func (p *Pair) flushMarks(ctx context.Context) {
-	tables := p.marks.all()
-	var dsts []*server
-	var batches [][]markWrite
+	b := &p.marks
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	list := make([]*tableMarks, 0, len(b.pending))
+	for m := range b.pending {
+		list = append(list, m)
+	}
+	b.pending = map[*tableMarks]struct{}{}
+	b.mu.Unlock()
+	n := len(p.servers)
+	for _, m := range list {
+		m.queued.Store(false) // before the values are read: a raise after this queues again
+	}
+	batches := make([][]markWrite, n)
 	for _, d := range p.servers {
 		if !d.up.Load() {
 			continue
 		}
-		var batch []markWrite
-		for _, m := range tables {
+		for _, m := range list {
 			m.mu.Lock()
-			for src := range p.servers {
+			for src := range n {
 				if src == d.idx {
 					continue // a server's own marks would rewind with it
 				}
-				if v := m.known[src].Load(); v > m.flushed[d.idx][src] {
-					batch = append(batch, markWrite{m, src, v})
+				if v := m.known[src].Load(); v > m.flushed[d.idx*n+src] {
+					batches[d.idx] = append(batches[d.idx], markWrite{m, src, v})
 				}
 			}
 			m.mu.Unlock()
 		}
-		if len(batch) > 0 {
-			dsts = append(dsts, d)
-			batches = append(batches, batch)
-		}
-	}
-	if len(dsts) == 0 {
-		return
 	}
 	var wg sync.WaitGroup
-	for k, d := range dsts {
-		wg.Go(func() { p.writeMarks(ctx, d, batches[k]) })
+	for _, d := range p.servers {
+		if len(batches[d.idx]) > 0 {
+			wg.Go(func() { p.writeMarks(ctx, d, batches[d.idx]) })
+		}
 	}
 	wg.Wait()
+	for _, m := range list {
+		m.mu.Lock()
+		behind := m.behindLocked(n)
+		m.mu.Unlock()
+		if behind {
+			m.queue()
+		}
+	}
 }
 
 func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
-	var q strings.Builder
-	args := make([]any, 0, 3*len(batch))
-	q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
-	for k, w := range batch {
-		if k > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
-		args = append(args, w.m.table, w.src+1, w.mark)
-	}
-	// GREATEST: a mark never goes down, whichever ticketd wrote last.
-	q.WriteString(" ON DUPLICATE KEY UPDATE mark = GREATEST(mark, VALUES(mark)), updated_at = UTC_TIMESTAMP(3)")
 	ss := p.session(d, opMarks)
 	defer ss.close()
-	if _, err := execRetry(ctx, ss, "writing high-water marks", q.String(), args...); err != nil {
-		if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
-			// A missing table or grant (an old schema.sql): say so once.
-			d.log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
+	n := len(p.servers)
+	for len(batch) > 0 {
+		chunk := batch[:min(len(batch), marksPerStatement)]
+		batch = batch[len(chunk):]
+		var q strings.Builder
+		args := make([]any, 0, 3*len(chunk))
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
+		for k, w := range chunk {
+			if k > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
+			args = append(args, w.m.key, w.src+1, w.mark, p.writer)
 		}
-		return
+		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
+		// time and the writer change only with the mark (assignments run left
+		// to right: mark last), so foldMarks reads back what others raised.
+		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer)," +
+			" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
+		_, err := execRetry(cctx, ss, "writing high-water marks", q.String(), args...)
+		cancel()
+		if err != nil {
+			if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
+				// A missing table or grant (an old schema.sql): say so once.
+				d.log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
+			}
+			return
+		}
+		d.marksWarned.Store(false)
+		p.marksWritten.Add(uint64(len(chunk)))
+		for _, w := range chunk {
+			w.m.mu.Lock()
+			w.m.flushed[d.idx*n+w.src] = max(w.m.flushed[d.idx*n+w.src], w.mark)
+			w.m.mu.Unlock()
+		}
 	}
-	d.marksWarned.Store(false)
-	for _, w := range batch {
-		w.m.mu.Lock()
-		w.m.flushed[d.idx][w.src] = max(w.m.flushed[d.idx][w.src], w.mark)
-		w.m.mu.Unlock()
+}
+
+// foldSlack: a fold reads again the marks updated this long before the last
+// one began. A mark's updated_at is taken when its statement starts, and the
+// statement may commit later: no later than markWriteBound, the server-side
+// bound of every statement that writes marks.
+const foldSlack = 30 * time.Second
+
+// markWriteBound caps the time a statement writing marks may run, on the
+// server too, whatever the Pair's deadlines (see foldSlack).
+const markWriteBound = 10 * time.Second
+
+// foldLimit bounds the rows one incremental fold reads; more than that
+// (a long quiet spell of this Pair, many ticketd writing) reads everything.
+const foldLimit = 50_000
+
+// foldMarks merges the marks a server holds for the other servers into what
+// this Pair knows: all of them the first time (in pages), then the rows other
+// ticketd raised since the last fold (less foldSlack), by the index on
+// updated_at. Its own it knows: after a busy spell, a quiet Pair reads
+// nothing back.
+func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
+	s := ss.s
+	var now time.Time
+	if err := ss.get(ctx, "reading the server's clock", &now, "SELECT UTC_TIMESTAMP(3)"); err != nil {
+		return err
+	}
+	since := time.Time{}
+	if p := s.foldedAt.Load(); p != nil {
+		since = p.Add(-foldSlack)
+	}
+	var rows []hwRow
+	if !since.IsZero() {
+		if err := selHW(ctx, ss, "reading high_water changes", &rows,
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, p.writer, foldLimit); err != nil {
+			return err
+		}
+	}
+	if since.IsZero() || len(rows) == foldLimit {
+		all, err := readHighWater(ctx, ss)
+		if err != nil {
+			return err
+		}
+		rows = all
+	}
+	p.applyMarks(s, rows)
+	s.foldedAt.Store(&now)
+	return nil
+}
+
+// applyMarks merges the marks server holder keeps for the other servers.
+func (p *Pair) applyMarks(holder *server, rows []hwRow) {
+	n := len(p.servers)
+	for _, r := range rows {
+		src := r.PeerOffset - 1
+		if src < 0 || src >= n || src == holder.idx {
+			continue // a mark for itself would rewind with it: never trusted, never written
+		}
+		m := p.marks.table(r.Table)
+		if atomicMax(&m.known[src], r.Mark) {
+			m.queue() // the other servers may lack it
+		}
+		m.mu.Lock()
+		m.flushed[holder.idx*n+src] = max(m.flushed[holder.idx*n+src], r.Mark)
+		m.mu.Unlock()
 	}
 }
 
@@ -214,9 +460,9 @@ func (p *Pair) marksLoop() {
 		case <-p.copyNow:
 			p.catchUp(p.life)
 		case <-check.C:
-			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))))
+			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))), checkRound)
 		case <-p.checkNow:
-			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))))
+			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))), checkRefused)
 		}
 	}
 }
@@ -227,4 +473,11 @@ func (p *Pair) requestCheck() {
 	case p.checkNow <- struct{}{}:
 	default: // one is pending already
 	}
+}
+
+// newWriterID is a Pair's name in high_water.writer: 16 random hex digits.
+func newWriterID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b[:])
 }

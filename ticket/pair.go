@@ -21,6 +21,10 @@ const (
 	warnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
 	warnCopy       = "reservation copy not written; it is written once the server answers again"
 	warnSeqRow     = "sequence row ignored"
+	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
+	warnSeqMissing = "sequence missing on a ticket server"
+	warnRewound    = "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
+		"no ticket from it reaches a caller until the fix is run (ticketd repair)"
 )
 
 // Pair is a client of the ticket servers. It is safe for concurrent use. Close
@@ -44,13 +48,19 @@ type Pair struct {
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
 	marks    markBook
 	checkNow chan struct{} // asks marksLoop for a counter check
+	// marksWritten counts the marks written to the servers (one per row).
+	marksWritten atomic.Uint64
+	// writer names this Pair in high_water.writer (random, per Open).
+	writer string
+	// testScanBudget, when set (by tests), replaces a check round's budget.
+	testScanBudget atomic.Int64
 	// leases: the leases this Pair holds, for the copies that catch up and
 	// the rewound-lease check (copies.go); copyNow asks marksLoop to write
 	// the pending copies now (a server rejoined).
-	leases leaseBook
-	// usage: the sequences values were handed from (seqstats.go).
-	usage   seqUsage
+	leases  leaseBook
 	copyNow chan struct{}
+	// inUse: the sequences a value was asked for (SequenceStats).
+	inUse inUse
 	// checkGate and catalogGate keep the counter checks and the catalog
 	// reads from overlapping with themselves.
 	checkGate, catalogGate gate
@@ -74,9 +84,10 @@ type Pair struct {
 // with ErrNoServer. Open takes at most about ConnectTimeout and one statement
 // deadline for the check (a server that fails it is left to the prober), then
 // three statements on the servers that passed (the sequence catalog, the
-// high-water marks, the counters), within ctx. A server whose counter
-// is behind the marks its peers hold joins refused for that table (Health's
-// Rewound says so).
+// high-water marks, the counters), within ctx; the catalog and the marks are
+// read whole, in pages, which at 100,000 sequences takes about a second, and
+// the rows of counters one round's worth (check.go). A server whose counter is behind the marks its peers hold joins
+// refused for that counter (Health's Rewound says so).
 func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -91,17 +102,20 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		stop:    stop,
 	}
 	p.cred = newCredential(cfg)
-	p.marks.init()
+	p.marks.init(len(cfg.Servers))
+	p.writer = newWriterID()
 	p.checkNow = make(chan struct{}, 1)
 	p.copyNow = make(chan struct{}, 1)
 	p.checkGate, p.catalogGate = newGate(), newGate()
 	p.leases.init(len(cfg.Servers))
 	p.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
-	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow)
+	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow, warnSeqMissing)
+	p.warn.Declare(slog.LevelError, warnSeqRefused, warnRewound)
 	p.warn.Declare(slog.LevelInfo, warnIn)
 	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
-	p.raw64.marks = p.marks.table(p.raw64.info)
+	p.marksOf(p.raw64)
 	p.raw64.servers.Store(allServers(len(cfg.Servers)))
+	p.raw64.pinned.Store(allServers(len(cfg.Servers))) // not a catalog sequence: nothing to pin
 	p.cat.init(len(cfg.Servers))
 	for i := range cfg.Servers {
 		s, err := newServer(cfg, i, p.cred)
@@ -151,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
 	p.loadCatalogs(ctx, up)
-	checked := p.checkRewinds(ctx, up)
+	checked := p.checkRewinds(ctx, up, checkScan)
 	joined := 0
 	for k, s := range up {
 		if err := checked[k]; err != nil && classify(err) == kindDead {
@@ -282,6 +296,7 @@ func (p *Pair) Health() []ServerHealth {
 	for i, s := range p.servers {
 		h[i] = s.health()
 		h[i].Rewound = p.rewinds(i)
+		h[i].RewoundTotal = int(s.rewoundCount.Load())
 		h[i].Preferred, h[i].Preference = p.preference(s)
 		h[i].CopiesPending = p.leases.pending(i)
 	}
@@ -312,10 +327,10 @@ func (p *Pair) onEach(ctx context.Context, list []*server, o op, fn func(context
 // dead, with a request's own statement (doc.go, "Rotation"), and pings the far
 // ones to keep their latency current.
 //
-// Every catalogRefreshTicks ticks it also re-reads the sequence catalog from the
-// servers in rotation: a sequence the DBA has so far defined on one server only
-// starts using the other once it is defined there too, and a definition changed
-// behind the triggers' back (TRUNCATE + INSERT) is caught.
+// Every catalogRefreshTicks ticks it also polls the sequence catalogs of the
+// servers in rotation for changes (catalog.go): a sequence defined so far on
+// one server only starts using the other once it is defined there too, and a
+// definition changed behind the triggers' back (TRUNCATE + INSERT) is caught.
 func (p *Pair) probeLoop() {
 	t := time.NewTicker(p.cfg.ProbeInterval)
 	defer t.Stop()
@@ -391,7 +406,7 @@ func (p *Pair) probe(s *server) {
 	// Restored while it was away? Its counters against the marks its peers
 	// hold, and the rows of the leases this Pair holds on it, before it
 	// serves again.
-	if errs := p.checkRewinds(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
+	if errs := p.checkRewinds(p.life, []*server{s}, checkRound); errs[0] != nil && classify(errs[0]) == kindDead {
 		return // unreachable again
 	}
 	// A catalog it refuses to show (a missing grant) costs it its sequences, not
@@ -408,7 +423,7 @@ func (p *Pair) probe(s *server) {
 // the prober's settings check instead.
 func (p *Pair) probeUp(s *server) {
 	s.checkSoon.Store(false)
-	if p.raw64.marks.rewound.Load()&(1<<s.idx) == 0 {
+	if p.marksOf(p.raw64).rewound.Load()&(1<<s.idx) == 0 {
 		_, _ = p.takeOn(p.life, s, p.raw64, true)
 		return
 	}
@@ -439,7 +454,3 @@ func allServers(n int) uint64 { return 1<<n - 1 }
 func (p *Pair) blame(ctx context.Context) bool {
 	return ctx.Err() == nil && !p.closed.Load()
 }
-
-// catalogRefreshTicks: the prober re-reads the catalog every this many ticks
-// (10 s with the default ProbeInterval).
-const catalogRefreshTicks = 10

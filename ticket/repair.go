@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -18,8 +19,9 @@ type RepairChange struct {
 	Server   int    // index in Config.Servers
 	Name     string // "server 1 (127.0.0.1:3307)"
 	Database string
-	// Table is the ticket table whose AUTO_INCREMENT moves, or "worker_leases"
-	// for a lease row whose reservation is behind its copy.
+	// Table is the counter that moves: a ticket table (its AUTO_INCREMENT),
+	// counters.NAME (the value of sequence NAME's row of counters), or
+	// "worker_leases" for a lease row whose reservation is behind its copy.
 	Table string
 	// Datacenter and Worker name the lease row (worker_leases only).
 	Datacenter, Worker uint32
@@ -37,24 +39,23 @@ func (c RepairChange) String() string {
 		return fmt.Sprintf("%s: %s.worker_leases datacenter %d worker %d reserved_until_ms %d -> %d (copy on the other servers %d)",
 			c.Name, c.Database, c.Datacenter, c.Worker, c.From, c.To, c.Mark)
 	}
+	if name, ok := strings.CutPrefix(c.Table, rowKeyPrefix); ok {
+		return fmt.Sprintf("%s: %s.counters %s value %d -> %d (mark %d)", c.Name, c.Database, name, c.From, c.To, c.Mark)
+	}
 	return fmt.Sprintf("%s: %s.%s AUTO_INCREMENT %d -> %d (mark %d)", c.Name, c.Database, c.Table, c.From, c.To, c.Mark)
 }
 
 const leaseTable = "worker_leases"
 
-// tableInfo is what the margin and the last usable ticket of a table depend on.
-type tableInfo struct {
-	bits      int
-	maxTicket uint64
-}
-
 // survey is everything Repair and Rewinds read, from every server of the pair.
 type survey struct {
-	cfg      Config
-	servers  []*server
-	tables   map[string]tableInfo
+	cfg     Config
+	servers []*server
+	// fixes: how each counter's Fix is written (its width and last usable
+	// ticket), by counter key; for servers that disagree, the narrower.
+	fixes    map[string]fixInfo
 	marks    [][]hwRow           // per holder
-	counters []map[string]uint64 // per server
+	counters []map[string]uint64 // per server: tables' AUTO_INCREMENT and rows' values, by counter key
 	copies   [][]leaseCopyRow    // per holder
 	leases   [][]leaseRow        // per owner
 	notes    map[int][]string    // per server: what could not be checked
@@ -114,14 +115,15 @@ func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
 	return servers, nil
 }
 
-// eachServer runs fn on every server in parallel, each under one CallTimeout,
-// and joins the errors.
+// eachServer runs fn on every server in parallel, each under the tools'
+// statement timeout (a read of 100,000 catalog rows takes a few pages), and
+// joins the errors.
 func eachServer(ctx context.Context, cfg Config, servers []*server, fn func(context.Context, *server) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+			cctx, cancel := context.WithTimeout(ctx, cfg.statementTimeout())
 			defer cancel()
 			errs[i] = fn(cctx, s)
 		})
@@ -133,23 +135,25 @@ func eachServer(ctx context.Context, cfg Config, servers []*server, fn func(cont
 // takeSurvey reads, in this order, the catalogs, the marks and lease copies,
 // then the counters and lease rows: every mark read is then a ticket issued
 // before the counter was read (see checkRewinds), and a copy written before the
-// row it copies was read.
+// row it copies was read. Everything is read in pages.
 func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool) (*survey, error) {
 	n := len(servers)
 	sv := &survey{
 		cfg: cfg, servers: servers,
-		tables:   map[string]tableInfo{"Tickets64": {64, valueLimit(64)}},
+		fixes:    map[string]fixInfo{"Tickets64": fixInfoOf(SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
 		marks:    make([][]hwRow, n),
 		counters: make([]map[string]uint64, n),
 		copies:   make([][]leaseCopyRow, n),
 		leases:   make([][]leaseRow, n),
 		notes:    map[int][]string{},
 	}
-	catalogs := make([][]seqRow, n)
+	catalogs := make([][]SequenceInfo, n)
 	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
-		if err := s.pool().SelectContext(ctx, &catalogs[s.idx], "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
-			return fmt.Errorf("%s: reading sequences: %w", s.name, err)
+		list, err := readCatalog(ctx, poolSelecter{s})
+		if err != nil {
+			return err
 		}
+		catalogs[s.idx] = list
 		rows, err := readHighWater(ctx, poolSelecter{s})
 		sv.marks[s.idx] = rows
 		if err != nil || !leases {
@@ -164,25 +168,37 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 	if err != nil {
 		return nil, err
 	}
-	for i, rows := range catalogs {
-		for _, r := range rows {
-			si := SequenceInfo(r)
+	for i, list := range catalogs {
+		for _, si := range list {
 			if err := checkInfo(si); err != nil {
 				sv.note(i, fmt.Sprintf("sequence row ignored: %v", err))
 				continue
 			}
-			ti := tableInfo{si.Bits, valueLimit(si.Bits) / si.BlockSize}
-			if old, ok := sv.tables[si.Table]; ok && old.maxTicket < ti.maxTicket {
-				ti = old // servers that disagree: the narrower definition bounds the fix
+			f, key := fixInfoOf(si), markKey(si)
+			if old, ok := sv.fixes[key]; ok && old.maxTicket < f.maxTicket {
+				f = old // servers that disagree: the narrower definition bounds the fix
 			}
-			sv.tables[si.Table] = ti
+			sv.fixes[key] = f
 		}
 	}
+	var tables []string
+	for key := range sv.fixes {
+		if !strings.HasPrefix(key, rowKeyPrefix) {
+			tables = append(tables, key)
+		}
+	}
+	slices.Sort(tables)
 	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
-		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
-		sv.counters[s.idx] = c
-		if err != nil || !leases {
+		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database, tables)
+		if err != nil {
 			return err
+		}
+		if err := readRows(ctx, poolSelecter{s}, func(r rowValue) { c[rowKeyPrefix+r.Name] = r.Value }); err != nil {
+			return err
+		}
+		sv.counters[s.idx] = c
+		if !leases {
+			return nil
 		}
 		if err := s.pool().SelectContext(ctx, &sv.leases[s.idx],
 			`SELECT datacenter, worker, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired FROM worker_leases`); err != nil {
@@ -196,14 +212,52 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 	return sv, nil
 }
 
+// readCatalog reads a server's whole catalog, in pages by name.
+func readCatalog(ctx context.Context, q selecter) ([]SequenceInfo, error) {
+	var list []SequenceInfo
+	after := ""
+	for {
+		var rows []catRow
+		if err := q.sel(ctx, "reading sequences", &rows, catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			list = append(list, r.info())
+		}
+		if len(rows) < catalogPage {
+			return list, nil
+		}
+		after = rows[len(rows)-1].Name
+	}
+}
+
+// readRows calls f for every row of counters, in pages by name.
+func readRows(ctx context.Context, q selecter, f func(rowValue)) error {
+	after := ""
+	for {
+		var rows []rowValue
+		if err := q.sel(ctx, "reading counters", &rows,
+			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, scanPage*5); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			f(r)
+		}
+		if len(rows) < scanPage*5 {
+			return nil
+		}
+		after = rows[len(rows)-1].Name
+	}
+}
+
 func (sv *survey) note(i int, msg string) { sv.notes[i] = append(sv.notes[i], msg) }
 
-// planTables returns, per server, the tables whose counter is at or below the
-// mark its peers hold for it, sorted by table; tables it cannot check go to
-// sv.notes.
+// planTables returns, per server, the counters (tables and rows) that are at
+// or below the mark its peers hold for it, sorted by counter; counters it
+// cannot check go to sv.notes.
 func (sv *survey) planTables() [][]Rewind {
 	n := len(sv.servers)
-	// mark[table][i]: the largest mark for server i held by any other server.
+	// mark[key][i]: the largest mark for server i held by any other server.
 	mark := map[string][]uint64{}
 	for holder, rows := range sv.marks {
 		for _, r := range rows {
@@ -217,29 +271,36 @@ func (sv *survey) planTables() [][]Rewind {
 			mark[r.Table][src] = max(mark[r.Table][src], r.Mark)
 		}
 	}
-	names := make([]string, 0, len(sv.tables))
-	for t := range sv.tables {
-		names = append(names, t)
+	keys := make([]string, 0, len(sv.fixes))
+	for k := range sv.fixes {
+		keys = append(keys, k)
 	}
-	slices.Sort(names)
+	slices.Sort(keys)
 	out := make([][]Rewind, n)
 	for i := range n {
-		for _, t := range names {
-			ti := sv.tables[t]
-			c, ok := sv.counters[i][t]
-			if !ok {
-				sv.note(i, fmt.Sprintf("%s.%s: no AUTO_INCREMENT visible (no such table here, or no privilege on it): not checked", sv.cfg.Database, t))
-				continue
-			}
+		for _, key := range keys {
+			f := sv.fixes[key]
 			var m uint64
-			if mark[t] != nil {
-				m = mark[t][i]
+			if mark[key] != nil {
+				m = mark[key][i]
 			}
-			if m == 0 || !isRewound(c, m) {
+			c, ok := sv.counters[i][key]
+			switch {
+			case !ok && f.row && m != 0:
+				sv.note(i, fmt.Sprintf("%s.counters: no row for sequence %s here, though it issued tickets of it (mark %d): not checked",
+					sv.cfg.Database, f.name, m))
+				continue
+			case !ok && !f.row:
+				sv.note(i, fmt.Sprintf("%s.%s: no AUTO_INCREMENT visible (no such table here, or no privilege on it): not checked", sv.cfg.Database, key))
+				continue
+			case !ok || m == 0:
 				continue
 			}
-			out[i] = append(out[i], Rewind{Table: t, Counter: c, Mark: m,
-				Fix: rewindFix(sv.cfg.Database, t, ti.bits, ti.maxTicket, m, sv.cfg.marginFor(ti.bits))})
+			if (f.row && !rowRewound(c, m)) || (!f.row && !isRewound(c, m)) {
+				continue
+			}
+			out[i] = append(out[i], Rewind{Table: key, Counter: c, Mark: m,
+				Fix: rewindFix(sv.cfg.Database, key, f, m, sv.cfg.marginFor(f.bits), n)})
 		}
 	}
 	return out
@@ -343,10 +404,11 @@ type RepairReport struct {
 }
 
 // Repair moves every rewound counter of the pair past its high-water mark plus
-// the margin (cfg.Margin, 0 for the defaults), with ALTER TABLE … AUTO_INCREMENT,
-// and raises every expired lease row whose reservation is behind its copies on
-// the other servers. cfg's account needs role ticketd_admin (ALTER on the
-// ticket tables). Every server must be reachable and in its place. With dryRun
+// the margin (cfg.Margin, 0 for the defaults): a table with ALTER TABLE …
+// AUTO_INCREMENT, a row of counters with UPDATE (never down, keeping its
+// server's parity); and raises every expired lease row whose reservation is
+// behind its copies on the other servers. cfg's account needs role
+// ticketd_admin (ALTER on the ticket tables, UPDATE on counters). Every server must be reachable and in its place. With dryRun
 // it reads and reports, and changes nothing. Nothing rewound: an empty report.
 //
 // A counter whose mark plus margin would pass the table's last usable ticket is
@@ -371,16 +433,28 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 	for i, list := range sv.planTables() {
 		s := servers[i]
 		for _, r := range list {
-			ti := sv.tables[r.Table]
-			target, ok := repairTarget(r.Mark, cfg.marginFor(ti.bits), ti.maxTicket)
+			f := sv.fixes[r.Table]
+			margin := cfg.marginFor(f.bits)
+			if f.row {
+				margin = rowMargin(margin, len(servers))
+			}
+			target, ok := repairTarget(r.Mark, margin, f.maxTicket)
 			if !ok {
 				errs = append(errs, fmt.Errorf("%w: %s: %s", ErrSequenceExhausted, s.name, r.Fix))
 				continue
 			}
+			stmt := fixText(cfg.Database, r.Table, target)
+			if f.row {
+				stmt = rowFixText(cfg.Database, f.name, target)
+			}
 			c := RepairChange{Server: i, Name: s.name, Database: cfg.Database, Table: r.Table,
-				From: r.Counter, To: target, Mark: r.Mark, Statement: fixText(cfg.Database, r.Table, target)}
+				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
 			if !dryRun {
-				to, err := alterCounter(ctx, cfg, s, r.Table, target)
+				move := alterCounter
+				if f.row {
+					move = moveRow
+				}
+				to, err := move(ctx, cfg, s, r.Table, target)
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -425,7 +499,7 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 func alterCounter(ctx context.Context, cfg Config, s *server, table string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout) // ALTER waits for the table's metadata lock
 	defer cancel()
-	now, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
+	now, err := readCounters(ctx, poolSelecter{s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
@@ -441,7 +515,7 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 		}
 		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
 	}
-	after, err := readCounters(ctx, poolSelecter{s}, cfg.Database)
+	after, err := readCounters(ctx, poolSelecter{s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
@@ -449,6 +523,30 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 		return c, fmt.Errorf("%s: %s ran, but the counter reads %d", s.name, stmt, c)
 	}
 	return after[table], nil
+}
+
+// moveRow moves the value of a row of counters (key counters.NAME) on s to
+// target, never down, and returns the value it then reads.
+func moveRow(ctx context.Context, cfg Config, s *server, key string, target uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout)
+	defer cancel()
+	name := strings.TrimPrefix(key, rowKeyPrefix)
+	stmt := rowFixText(cfg.Database, name, target)
+	if _, err := s.pool().ExecContext(ctx, "UPDATE counters SET value = ? WHERE name = ? AND value < ?", target, name, target); err != nil {
+		if classify(err) == kindStatement {
+			return 0, fmt.Errorf("%w: %s: %s: the account %q may not update %s.counters: it needs role ticketd_admin (schema.sql, \"Accounts\"): %w",
+				ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, err)
+		}
+		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
+	}
+	var v []uint64
+	if err := s.pool().SelectContext(ctx, &v, "SELECT value FROM counters WHERE name = ?", name); err != nil {
+		return 0, fmt.Errorf("%s: reading the counter of %s: %w", s.name, name, err)
+	}
+	if len(v) != 1 || v[0] < target {
+		return 0, fmt.Errorf("%s: %s ran, but the row reads %v", s.name, stmt, v)
+	}
+	return v[0], nil
 }
 
 func closeServers(servers []*server) {

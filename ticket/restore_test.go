@@ -61,10 +61,15 @@ func takeValues(t testing.TB, p *Pair, set *valueSet, name string, n int, phase 
 	}
 }
 
-// counterOf reads a table's AUTO_INCREMENT as root.
+// counterOf reads a counter as root: a table's AUTO_INCREMENT, or for
+// counters.NAME that row's value.
 func counterOf(t testing.TB, s *mysqltest.Server, table string) uint64 {
 	t.Helper()
-	out := s.Query(t, "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = '"+table+"'")
+	q := "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = '" + table + "'"
+	if name, ok := strings.CutPrefix(table, rowKeyPrefix); ok {
+		q = "SELECT value FROM tickets.counters WHERE name = '" + name + "'"
+	}
+	out := s.Query(t, q)
 	v, err := strconv.ParseUint(out, 10, 64)
 	if err != nil {
 		t.Fatalf("counter of %s: %q", table, out)
@@ -112,19 +117,24 @@ func rewoundTables(h ServerHealth) map[string]Rewind {
 // the dump is restored into server 1, and ticketd (a new Pair, as after a
 // restart) keeps issuing: no value repeats, server 1 is reported rewound with
 // the statement that fixes it, Repair moves its counters, server 1 rejoins and
-// the values stay unique. A block sequence goes through the same.
+// the values stay unique. A block sequence stored as a row of counters goes
+// through the same, and so does one stored in a table of its own (as older
+// deployments made them).
 func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	mp := startPairFast(t)
-	createSequence(t, mp.Servers[:], "orders", "Tickets64", 64, 10)
+	createSequence(t, mp.Servers[:], "orders", 64, 10)
+	createTableSequence(t, mp.Servers[:], "legacy", "Tickets64", 64, 10)
 	s1, s2 := mp.Servers[0], mp.Servers[1]
-	tickets, orders := newValueSet(t), newValueSet(t)
+	tickets, orders, legacy := newValueSet(t), newValueSet(t), newValueSet(t)
 
 	p1 := openPair(t, mp, fastMarks)
 	takeTickets(t, p1, tickets, 200, "before the backup")
 	takeValues(t, p1, orders, "orders", 100, "orders before the backup")
+	takeValues(t, p1, legacy, "legacy", 100, "legacy before the backup")
 	dump := s1.Dump(t)
 	before, _ := takeTickets(t, p1, tickets, 1000, "after the backup")
 	takeValues(t, p1, orders, "orders", 500, "orders after the backup")
+	takeValues(t, p1, legacy, "legacy", 500, "legacy after the backup")
 	max1 := p1.marks.get("Tickets64").known[0].Load()
 	if max1 != before[0] {
 		t.Fatalf("in-memory mark for server 1 = %d, want the largest ticket taken from it, %d", max1, before[0])
@@ -134,12 +144,12 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	}
 	// Read after Close: a block prefetch in flight until then may still have
 	// raised it, and Close flushes after every prefetch has ended.
-	maxOrders1 := p1.marks.get("seq_orders").known[0].Load()
+	maxOrders1 := p1.marks.get("counters.orders").known[0].Load()
 	if got := markOn(t, s2, "Tickets64", 1); got != max1 {
 		t.Fatalf("mark for server 1 on server 2 after Close = %d, want %d", got, max1)
 	}
-	if got := markOn(t, s2, "seq_orders", 1); got != maxOrders1 {
-		t.Fatalf("seq_orders mark for server 1 on server 2 after Close = %d, want %d", got, maxOrders1)
+	if got := markOn(t, s2, "counters.orders", 1); got != maxOrders1 {
+		t.Fatalf("counters.orders mark for server 1 on server 2 after Close = %d, want %d", got, maxOrders1)
 	}
 
 	s1.Restore(t, dump)
@@ -158,8 +168,12 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	if r, ok := rw["Tickets64"]; !ok || r.Counter != c || r.Mark != max1 || r.Fix != wantFix {
 		t.Fatalf("server 1 health at Open: %+v, want Tickets64 refused with counter %d, mark %d, fix %q", h.Rewound, c, max1, wantFix)
 	}
-	if r, ok := rw["seq_orders"]; !ok || r.Mark != maxOrders1 {
-		t.Fatalf("server 1 health at Open: %+v, want seq_orders refused with mark %d", h.Rewound, maxOrders1)
+	if r, ok := rw["counters.orders"]; !ok || r.Mark != maxOrders1 || r.Counter != counterOf(t, s1, "counters.orders") ||
+		!strings.HasPrefix(r.Fix, "UPDATE tickets.counters SET value = ") {
+		t.Fatalf("server 1 health at Open: %+v, want counters.orders refused with mark %d and an UPDATE to fix it", h.Rewound, maxOrders1)
+	}
+	if _, ok := rw["seq_legacy"]; !ok {
+		t.Fatalf("server 1 health at Open: %+v, want seq_legacy refused", h.Rewound)
 	}
 	if !h.Up {
 		t.Fatalf("server 1 left the rotation: only its rewound tables are refused")
@@ -179,21 +193,23 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 		t.Fatalf("%d tickets came from the rewound server 1", count[0])
 	}
 	takeValues(t, p2, orders, "orders", 500, "orders after the restore")
+	takeValues(t, p2, legacy, "legacy", 500, "legacy after the restore")
 
 	// The same finding from the repair side, then the repair.
 	rws, err := Rewinds(context.Background(), adminConfig(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rws[0]) != 2 || len(rws[1]) != 0 || rws[0][0].Table != "Tickets64" || rws[0][0].Fix != wantFix {
-		t.Fatalf("Rewinds = %+v, want Tickets64 and seq_orders on server 1 only", rws)
+	if len(rws[0]) != 3 || len(rws[1]) != 0 || rws[0][0].Table != "Tickets64" || rws[0][0].Fix != wantFix ||
+		rws[0][1].Table != "counters.orders" || rws[0][2].Table != "seq_legacy" {
+		t.Fatalf("Rewinds = %+v, want Tickets64, counters.orders and seq_legacy on server 1 only", rws)
 	}
 	rep, err := Repair(context.Background(), adminConfig(mp), false)
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
-	if len(rep.Changes) != 2 {
-		t.Fatalf("Repair changed %v, want Tickets64 and seq_orders on server 1", rep.Changes)
+	if len(rep.Changes) != 3 {
+		t.Fatalf("Repair changed %v, want Tickets64, counters.orders and seq_legacy on server 1", rep.Changes)
 	}
 	for _, ch := range rep.Changes {
 		t.Logf("repair: %s", ch)
@@ -207,6 +223,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 		t.Fatalf("after the repair: %d tickets from server 1 (largest %d), want some, past %d", count[0], after[0], max1+DefaultMargin)
 	}
 	takeValues(t, p2, orders, "orders", 500, "orders after the repair")
+	takeValues(t, p2, legacy, "legacy", 500, "legacy after the repair")
 
 	rep, err = Repair(context.Background(), adminConfig(mp), false)
 	if err != nil || len(rep.Changes) != 0 {

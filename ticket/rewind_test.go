@@ -42,15 +42,22 @@ func TestRepairTarget(t *testing.T) {
 }
 
 func TestRewindFix(t *testing.T) {
-	if got, want := rewindFix("tickets", "Tickets64", 64, valueLimit(64), 1244, DefaultMargin),
+	table := func(bits int, maxTicket uint64) fixInfo { return fixInfo{bits: bits, maxTicket: maxTicket} }
+	if got, want := rewindFix("tickets", "Tickets64", table(64, valueLimit(64)), 1244, DefaultMargin, 2),
 		"ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = 1001244"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
-	if got, want := rewindFix("tickets", "seq_orders", 32, valueLimit(32)/10, 77, 1000),
+	if got, want := rewindFix("tickets", "seq_orders", table(32, valueLimit(32)/10), 77, 1000, 2),
 		"ALTER TABLE tickets.`seq_orders` AUTO_INCREMENT = 1077"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
-	got := rewindFix("tickets", "Tickets32", 32, valueLimit(32), valueLimit(32)-5, DefaultMargin32)
+	// A row keeps its server's parity: the margin is rounded up to the step.
+	row := fixInfo{row: true, name: "orders", bits: 64, maxTicket: valueLimit(64) / 1000}
+	if got, want := rewindFix("tickets", "counters.orders", row, 77, 1001, 2),
+		"UPDATE tickets.counters SET value = 1079 WHERE name = 'orders' AND value < 1079"; got != want {
+		t.Errorf("row fix = %q, want %q", got, want)
+	}
+	got := rewindFix("tickets", "Tickets32", table(32, valueLimit(32)), valueLimit(32)-5, DefaultMargin32, 2)
 	for _, want := range []string{"none:", "exhausted", "Tickets32", "32 bits", "define a new sequence"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("exhausted fix %q lacks %q", got, want)
@@ -136,7 +143,9 @@ func TestIsRewound(t *testing.T) {
 // the ordering avoids. Then the counter is rewound and the first ticket is
 // caught.
 func TestTicketCheckUnderReordering(t *testing.T) {
-	var m tableMarks
+	var book markBook
+	book.init(1)
+	m := book.table("Tickets64")
 	var counter atomic.Uint64 // next ticket minus 2, like a server with increment 2
 	counter.Store(1)
 	var falsePos, naive atomic.Int64
@@ -209,18 +218,21 @@ func TestPlanTables(t *testing.T) {
 	sv := &survey{
 		cfg:     cfg,
 		servers: make([]*server, 2),
-		tables: map[string]tableInfo{
-			"Tickets64":  {64, valueLimit(64)},
-			"Tickets32":  {32, valueLimit(32)},
-			"seq_orders": {64, valueLimit(64) / 1000},
+		fixes: map[string]fixInfo{
+			"Tickets64":       fixInfoOf(SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1}),
+			"Tickets32":       fixInfoOf(SequenceInfo{Table: "Tickets32", Bits: 32, BlockSize: 1}),
+			"seq_orders":      fixInfoOf(SequenceInfo{Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000}),
+			"counters.events": fixInfoOf(SequenceInfo{Name: "events", Bits: 64, BlockSize: 10}),
+			"counters.unused": fixInfoOf(SequenceInfo{Name: "unused", Bits: 64, BlockSize: 10}),
 		},
 		marks: [][]hwRow{
 			{{"Tickets64", 2, 5000}, {"Tickets64", 1, 999999}}, // on server 1: a mark for itself, ignored
-			{{"Tickets64", 1, 1243}, {"Tickets32", 1, valueLimit(32) - 3}, {"seq_orders", 1, 77}},
+			{{"Tickets64", 1, 1243}, {"Tickets32", 1, valueLimit(32) - 3}, {"seq_orders", 1, 77}, {"counters.events", 1, 401}},
 		},
 		counters: []map[string]uint64{
-			{"Tickets64": 1201, "Tickets32": 11, "seq_orders": 79},
-			{"Tickets64": 5002, "Tickets32": 20},
+			// A row's value is its last ticket: 399 < 401 is rewound (its next is 401).
+			{"Tickets64": 1201, "Tickets32": 11, "seq_orders": 79, "counters.events": 399, "counters.unused": 1},
+			{"Tickets64": 5002, "Tickets32": 20, "counters.events": 2},
 		},
 		notes: map[int][]string{},
 	}
@@ -228,14 +240,18 @@ func TestPlanTables(t *testing.T) {
 	if len(got[1]) != 0 {
 		t.Errorf("server 2 (counter 5002 past mark 5000) reported rewound: %+v", got[1])
 	}
-	if len(got[0]) != 2 {
-		t.Fatalf("server 1: %+v, want Tickets32 and Tickets64 rewound (seq_orders counter 79 > mark 77)", got[0])
+	if len(got[0]) != 3 {
+		t.Fatalf("server 1: %+v, want Tickets32, Tickets64 and counters.events rewound (seq_orders counter 79 > mark 77)", got[0])
 	}
 	if r := got[0][1]; r.Table != "Tickets64" || r.Counter != 1201 || r.Mark != 1243 || r.Fix != "ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = 1001243" {
 		t.Errorf("Tickets64: %+v", r)
 	}
 	if r := got[0][0]; r.Table != "Tickets32" || !strings.Contains(r.Fix, "exhausted") {
 		t.Errorf("Tickets32 near 2^32: %+v, want an exhausted fix", r)
+	}
+	if r := got[0][2]; r.Table != "counters.events" || r.Counter != 399 || r.Mark != 401 ||
+		r.Fix != "UPDATE tickets.counters SET value = 1000401 WHERE name = 'events' AND value < 1000401" {
+		t.Errorf("counters.events: %+v", r)
 	}
 	if len(sv.notes[1]) != 1 || !strings.Contains(sv.notes[1][0], "seq_orders") {
 		t.Errorf("notes for server 2: %q, want seq_orders not checked", sv.notes[1])

@@ -1,84 +1,101 @@
 package ticket
 
 import (
-	"cmp"
-	"slices"
+	"container/heap"
 	"sync"
 )
 
 // SequenceStat is one named sequence as this Pair has used it.
 type SequenceStat struct {
-	Name string
-	Bits int // 32 or 64
-	// Issued counts the values this Pair handed out (NextN, TryNextN), since
-	// Open.
-	Issued uint64
-	// Remaining is the share of the sequence's range not yet used on the
-	// fullest server, in [0, 1]: 1 − (the highest ticket any server is known
-	// to have issued for its table) / (the last ticket whose values fit its
-	// bits). 0 once a server reported it exhausted.
-	Remaining float64
+	Name      string
+	Bits      int     // 32 or 64
+	Issued    uint64  // values this Pair handed out
+	Remaining float64 // share of the sequence's range not yet used on the fullest server, in [0, 1]
 }
 
-// seqUsage lists the sequences this Pair has handed values from, so that
-// SequenceStats costs what is used, not what the catalog defines.
-type seqUsage struct {
+// inUse lists the sequences a value was asked for, in the order of first use.
+type inUse struct {
 	mu   sync.Mutex
-	used []*sequence
+	list []*sequence
 }
 
-// handedOut counts n values of q as handed out: an atomic add, and the first
-// time only, q joins the used list. Callers may hold q.mu (the order is
-// q.mu, then usage.mu; SequenceStats takes usage.mu alone).
-func (p *Pair) handedOut(q *sequence, n int) {
-	if n <= 0 {
+// use records q's first use.
+func (p *Pair) use(q *sequence) {
+	if q.used.Load() || !q.used.CompareAndSwap(false, true) {
 		return
 	}
-	q.issued.Add(uint64(n))
-	if !q.listed.Load() && q.listed.CompareAndSwap(false, true) {
-		p.usage.mu.Lock()
-		p.usage.used = append(p.usage.used, q)
-		p.usage.mu.Unlock()
-	}
+	p.inUse.mu.Lock()
+	p.inUse.list = append(p.inUse.list, q)
+	p.inUse.mu.Unlock()
 }
 
 // SequenceStats returns the sequences this Pair has handed values from, at
-// most limit of them (the most used first, then by name), without I/O: what
-// it reads is in memory (the counts, and the high-water marks of each
-// server's counter, which takes, flushes and counter checks keep current).
-// Its cost grows with the sequences used, not with the catalog's size.
+// most limit of them (the most used first), without I/O. Its cost follows the
+// number of sequences in use, not the catalog's size: one pass over them with
+// a heap of limit entries.
 func (p *Pair) SequenceStats(limit int) []SequenceStat {
 	if limit <= 0 {
 		return nil
 	}
-	p.usage.mu.Lock()
-	used := slices.Clone(p.usage.used)
-	p.usage.mu.Unlock()
-	stats := make([]SequenceStat, len(used))
-	for i, q := range used {
-		stats[i] = SequenceStat{Name: q.info.Name, Bits: q.info.Bits, Issued: q.issued.Load(), Remaining: p.remaining(q)}
-	}
-	slices.SortFunc(stats, func(a, b SequenceStat) int {
-		if c := cmp.Compare(b.Issued, a.Issued); c != 0 {
-			return c
+	p.inUse.mu.Lock()
+	list := p.inUse.list[:len(p.inUse.list):len(p.inUse.list)]
+	p.inUse.mu.Unlock()
+	h := make(statHeap, 0, min(limit, len(list)))
+	for _, q := range list {
+		n := q.issued.Load()
+		if n == 0 {
+			continue
 		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return stats[:min(limit, len(stats))]
+		if len(h) < limit {
+			heap.Push(&h, statEntry{q, n})
+		} else if n > h[0].issued {
+			h[0] = statEntry{q, n}
+			heap.Fix(&h, 0)
+		}
+	}
+	out := make([]SequenceStat, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		e := heap.Pop(&h).(statEntry)
+		out[i] = SequenceStat{Name: e.q.info.Name, Bits: e.q.info.Bits, Issued: e.issued, Remaining: p.remaining(e.q)}
+	}
+	return out
 }
 
-// remaining is the share of q's tickets left on the server that has used
-// the most of them, as far as this Pair knows.
+// remaining is the share of q's tickets not yet issued on the server that
+// issued the most (the marks: what this Pair knows).
 func (p *Pair) remaining(q *sequence) float64 {
-	if q.exhausted.Load() != 0 || q.maxTicket == 0 {
-		return 0
+	if q.exhausted.Load() != 0 {
+		return 0 // a server reported it exhausted
+	}
+	m := q.marks.Load()
+	if m == nil || q.maxTicket == 0 {
+		return 1
 	}
 	var top uint64
-	for i := range p.servers {
-		top = max(top, q.marks.known[i].Load())
+	for i := range m.known {
+		top = max(top, m.known[i].Load())
 	}
 	if top >= q.maxTicket {
 		return 0
 	}
-	return float64(q.maxTicket-top) / float64(q.maxTicket)
+	return 1 - float64(top)/float64(q.maxTicket)
+}
+
+type statEntry struct {
+	q      *sequence
+	issued uint64
+}
+
+// statHeap is a min-heap by issued: the least used of the kept ones on top.
+type statHeap []statEntry
+
+func (h statHeap) Len() int           { return len(h) }
+func (h statHeap) Less(i, j int) bool { return h[i].issued < h[j].issued }
+func (h statHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *statHeap) Push(x any)        { *h = append(*h, x.(statEntry)) }
+func (h *statHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,20 +13,37 @@ import (
 
 // SequenceInfo is a named sequence as the DBA defined it in table `sequences`.
 type SequenceInfo struct {
-	Name  string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
-	Table string // its counter table: Tickets64, Tickets32 or seq_*
+	Name string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
+	// Table is where its counter lives: "" for a row of table counters, which
+	// is how `ticketd sequence create` makes every sequence; Tickets64,
+	// Tickets32, or a seq_* table of its own (sequences made before counters
+	// existed, which keep working).
+	Table string
 	// Bits is 32 or 64: no value above 2^32-1, resp. 2^63-1, is ever returned.
 	Bits int
 	// BlockSize B: one ticket t stands for the values [t·B, t·B+B).
 	BlockSize uint64
 }
 
+// rowStored reports whether the sequence's counter is a row of counters.
+func (si SequenceInfo) rowStored() bool { return si.Table == "" }
+
+// String names the definition as the logs and errors do.
+func (si SequenceInfo) String() string {
+	where := "a row of counters"
+	if !si.rowStored() {
+		where = "table " + si.Table
+	}
+	return fmt.Sprintf("%d bits, block size %d, %s", si.Bits, si.BlockSize, where)
+}
+
 const (
 	nameMaxLen   = 48
 	maxBlockSize = 1_000_000_000 // schema.sql's CHECK sequence_block_ok
-	// catalogRetry: an unknown name reloads the catalog at most this often, so a
-	// flood of bad names cannot turn into a flood of catalog queries.
-	catalogRetry = time.Second
+	// catalogRetry: an unknown name makes the Pair look for catalog changes
+	// at most this often, so a flood of bad names cannot turn into a flood
+	// of queries, and a sequence created a moment ago is found at once.
+	catalogRetry = 100 * time.Millisecond
 )
 
 // nameRE and tableRE mirror schema.sql's CHECK constraints. nameRE documents
@@ -82,21 +97,28 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 	return block{next: lo, end: end}, true
 }
 
-// sequence is one counter: its definition, where it may be taken, and the
-// block of values in memory.
+// sequence is one named sequence: its definition, what each server's catalog
+// says of it, where it may be taken, and the block of values in memory. One
+// exists for every name in the catalog; what only a sequence in use needs
+// (its marks, its blocks) is made at its first use.
 type sequence struct {
-	info      SequenceInfo
-	query     string // the REPLACE, built once from the validated table name
-	limit     uint64 // largest value ever returned
-	maxTicket uint64 // largest ticket whose first value is within limit
+	info      SequenceInfo // as first seen; never changes (a change breaks it)
+	query     string       // a table's REPLACE, built once from the validated table name
+	limit     uint64       // largest value ever returned
+	maxTicket uint64       // largest ticket whose first value is within limit
 	servers   atomic.Uint64
 	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
-	marks     *tableMarks   // high-water marks of its table, shared by sequences on one table
-	broken    atomic.Pointer[error]
-	// issued counts the values handed out; listed: q is in Pair.usage
-	// (seqstats.go).
-	issued atomic.Uint64
-	listed atomic.Bool
+	// pinned: servers known to hold a pin (sequence_pins) that matches info.
+	// A server serves the sequence only once it is pinned there (pins.go).
+	pinned atomic.Uint64
+	marks  atomic.Pointer[tableMarks] // nil until first use (marksOf)
+	broken atomic.Pointer[error]
+	issued atomic.Uint64 // values handed out (SequenceStats)
+	used   atomic.Bool   // a value was asked for: it is in use
+
+	// defs: what each server's catalog and pins say (catalog.go), guarded by
+	// the catalog's mutex.
+	defs []seqDef
 
 	mu      sync.Mutex
 	cur     block
@@ -113,16 +135,33 @@ type fetchOp struct {
 }
 
 func newSequence(info SequenceInfo) *sequence {
-	limit := valueLimit(info.Bits)
-	return &sequence{
-		info: info,
-		// The table name comes only from the catalog, has passed tableRE, and is
-		// quoted: request text never reaches SQL.
-		query:     "REPLACE INTO `" + info.Table + "` (stub) VALUES ('a')",
-		limit:     limit,
-		maxTicket: limit / info.BlockSize,
+	q := new(sequence)
+	initSequence(q, info)
+	return q
+}
+
+// initSequence sets up a zero sequence q for info.
+func initSequence(q *sequence, info SequenceInfo) {
+	q.info = info
+	q.limit = valueLimit(info.Bits)
+	q.maxTicket = q.limit / info.BlockSize
+	if !info.rowStored() {
+		// The table name comes only from the catalog, has passed tableRE, and
+		// is quoted: request text never reaches SQL.
+		q.query = "REPLACE INTO `" + info.Table + "` (stub) VALUES ('a')"
 	}
 }
+
+// markKey names the counter of a sequence in high_water: its table, or
+// counters.NAME for a row of counters (no table name contains a dot).
+func markKey(si SequenceInfo) string {
+	if si.rowStored() {
+		return rowKeyPrefix + si.Name
+	}
+	return si.Table
+}
+
+const rowKeyPrefix = "counters."
 
 func (q *sequence) err() error {
 	if e := q.broken.Load(); e != nil {
@@ -131,8 +170,19 @@ func (q *sequence) err() error {
 	return nil
 }
 
-func (q *sequence) breakWith(err error) {
-	q.broken.CompareAndSwap(nil, &err)
+// breakWith refuses the sequence for good (until a restart finds its
+// definitions agreeing again); it reports whether this was the first reason.
+func (q *sequence) breakWith(err error) bool {
+	return q.broken.CompareAndSwap(nil, &err)
+}
+
+// CheckSequenceInfo reports why si is no sequence a catalog may hold (a bad
+// name, width, block size or table), wrapping ErrInvalidArgument.
+func CheckSequenceInfo(si SequenceInfo) error {
+	if err := checkInfo(si); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	return nil
 }
 
 // checkInfo reports why a catalog row cannot be used, mirroring schema.sql's
@@ -141,7 +191,7 @@ func checkInfo(si SequenceInfo) error {
 	switch {
 	case !validName(si.Name):
 		return fmt.Errorf("name %.64q does not match %s", si.Name, nameRE)
-	case !tableRE.MatchString(si.Table):
+	case si.Table != "" && !tableRE.MatchString(si.Table):
 		return fmt.Errorf("table %.80q does not match %s", si.Table, tableRE)
 	case si.Bits != 32 && si.Bits != 64:
 		return fmt.Errorf("bits %d: want 32 or 64", si.Bits)
@@ -149,163 +199,6 @@ func checkInfo(si SequenceInfo) error {
 		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, maxBlockSize)
 	}
 	return nil
-}
-
-// catalog is what the DBA defined, per server, and the sequences made of it.
-type catalog struct {
-	mu        sync.Mutex                // serialises merges
-	perServer []map[string]SequenceInfo // nil: never read from that server
-	seqs      atomic.Pointer[map[string]*sequence]
-	lastMiss  atomic.Int64 // Unix ns of the last reload an unknown name caused
-}
-
-func (c *catalog) init(n int) {
-	c.perServer = make([]map[string]SequenceInfo, n)
-	m := map[string]*sequence{}
-	c.seqs.Store(&m)
-}
-
-func (c *catalog) get(name string) *sequence { return (*c.seqs.Load())[name] }
-
-type seqRow struct {
-	Name      string `db:"name"`
-	Table     string `db:"table_name"`
-	Bits      int    `db:"bits"`
-	BlockSize uint64 `db:"block_size"`
-}
-
-// loadCatalogs reads `sequences` from each server of list and merges what it
-// found. It returns each server's error, in list order. Catalog reads never
-// overlap: a second one waits for the first (or gives up when ctx ends).
-func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
-	if !p.catalogGate.enter(ctx) {
-		errs := make([]error, len(list))
-		for i := range errs {
-			errs[i] = fmt.Errorf("ticket: reading sequences: %w", ctx.Err())
-		}
-		return errs
-	}
-	defer p.catalogGate.leave()
-	found := make([]map[string]SequenceInfo, len(list))
-	errs := p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
-		var rows []seqRow
-		if err := ss.sel(ctx, "reading sequences", &rows, "SELECT name, table_name, bits, block_size FROM sequences"); err != nil {
-			return err
-		}
-		m := make(map[string]SequenceInfo, len(rows))
-		for _, r := range rows {
-			si := SequenceInfo(r)
-			if err := checkInfo(si); err != nil {
-				p.warn.Note(warnSeqRow, "server", ss.s.idx+1, "err", err)
-				continue
-			}
-			m[si.Name] = si
-		}
-		found[slices.Index(list, ss.s)] = m
-		return nil
-	})
-	ok := 0
-	p.cat.mu.Lock()
-	defer p.cat.mu.Unlock()
-	for i, s := range list {
-		if errs[i] != nil {
-			continue
-		}
-		p.cat.perServer[s.idx] = found[i]
-		ok++
-	}
-	if ok > 0 {
-		p.mergeLocked()
-	}
-	return errs
-}
-
-// mergeLocked rebuilds the name → sequence map from every server's catalog.
-// Sequences keep their identity (and their block in memory) across merges. A
-// sequence whose definition differs between servers, or changed since it was
-// first seen, or that shares its table with another name, is broken for good:
-// two block sizes over one counter hand out overlapping values.
-func (p *Pair) mergeLocked() {
-	c := &p.cat
-	old := *c.seqs.Load()
-	// Names that vanished stay known, with no server: a row removed (schema.sql's
-	// trigger stops DELETE, not TRUNCATE) and inserted again with another block
-	// size must still be caught.
-	names := map[string]struct{}{}
-	for name := range old {
-		names[name] = struct{}{}
-	}
-	for _, m := range c.perServer {
-		for name := range m {
-			names[name] = struct{}{}
-		}
-	}
-	next := make(map[string]*sequence, len(names))
-	byTable := map[string]*sequence{}
-	for name := range names {
-		var first SequenceInfo
-		var mask uint64
-		var defs []string
-		differ := false
-		for i, m := range c.perServer {
-			si, ok := m[name]
-			if !ok {
-				continue
-			}
-			if mask == 0 {
-				first = si
-			} else if si != first {
-				differ = true
-			}
-			mask |= 1 << i
-			defs = append(defs, fmt.Sprintf("server %d: table %s, %d bits, block size %d", i+1, si.Table, si.Bits, si.BlockSize))
-		}
-		q := old[name]
-		wasBroken := q != nil && q.err() != nil
-		if q == nil {
-			q = newSequence(first)
-			q.marks = p.marks.table(first)
-		} else if mask != 0 && q.info != first {
-			differ = true
-			defs = append(defs, fmt.Sprintf("in use: table %s, %d bits, block size %d", q.info.Table, q.info.Bits, q.info.BlockSize))
-		}
-		if differ {
-			q.breakWith(fmt.Errorf("%w: sequence %q is defined differently (%s); fix the sequences table", ErrMisconfigured, name, strings.Join(defs, "; ")))
-		}
-		if other := byTable[q.info.Table]; other != nil {
-			err := fmt.Errorf("%w: sequences %q and %q share table %s", ErrMisconfigured, other.info.Name, name, q.info.Table)
-			other.breakWith(err)
-			q.breakWith(err)
-		}
-		byTable[q.info.Table] = q
-		if e := q.err(); e != nil && !wasBroken {
-			p.log.Error("sequence refused until the catalog is fixed and ticketd restarted", "sequence", name, "err", e)
-		}
-		q.servers.Store(mask)
-		next[name] = q
-	}
-	c.seqs.Store(&next)
-}
-
-// lookup maps a request's name to its sequence. An unknown name reloads the
-// catalog (at most once per catalogRetry), so a sequence the DBA adds is usable
-// without restarting ticketd.
-func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
-	if !validName(name) {
-		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
-	}
-	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
-		return q, q.err()
-	}
-	now := time.Now().UnixNano()
-	last := p.cat.lastMiss.Load()
-	if now-last >= int64(catalogRetry) && p.cat.lastMiss.CompareAndSwap(last, now) {
-		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
-		if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
-			return q, q.err()
-		}
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
 }
 
 // Next returns one value of the named sequence.
@@ -329,17 +222,17 @@ func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error
 	if err != nil {
 		return 0, err
 	}
+	p.use(q)
 	if q.info.BlockSize == 1 {
 		// Pure Flickr: the ticket is the value.
 		for i := range dst {
 			t, err := p.take(ctx, q)
 			if err != nil {
-				p.handedOut(q, i)
 				return i, err
 			}
 			dst[i] = t.Value
+			q.issued.Add(1)
 		}
-		p.handedOut(q, len(dst))
 		return len(dst), nil
 	}
 	return p.fill(ctx, q, dst)
@@ -399,10 +292,10 @@ func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
 			n++
 		}
 	}
-	p.handedOut(q, n)
 	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
 		p.startFetch(q)
 	}
+	q.issued.Add(uint64(n))
 	return n
 }
 
@@ -498,34 +391,4 @@ func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
 		q.next, q.hasNext = b, true
 	}
 	return nil
-}
-
-// Sequences re-reads the catalog from every server in rotation and returns what
-// the DBA defined, sorted by name.
-func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
-	up := p.order(nil, allServers(len(p.servers)))
-	answered := 0
-	for _, err := range p.loadCatalogs(ctx, up) {
-		if err == nil {
-			answered++
-		}
-	}
-	if answered == 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("ticket: reading sequences: %w", err)
-		}
-		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", ErrNoServer)
-	}
-	m := *p.cat.seqs.Load()
-	list := make([]SequenceInfo, 0, len(m))
-	for _, q := range m {
-		if q.servers.Load() != 0 {
-			list = append(list, q.info)
-		}
-	}
-	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
-	return list, nil
 }

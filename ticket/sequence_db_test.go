@@ -53,8 +53,8 @@ func addUnique(t *testing.T, seen map[uint64]bool, vals []uint64, what string) {
 // client; B=1000 costs one ticket per 1000 values.
 func TestSequenceBlocksUnique(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	createSequence(t, mp.Servers[:], "orders", "Tickets64", 64, 1000)
-	createSequence(t, mp.Servers[:], "single", "Tickets64", 64, 1)
+	createSequence(t, mp.Servers[:], "orders", 64, 1000)
+	createSequence(t, mp.Servers[:], "single", 64, 1)
 	orders, single := map[uint64]bool{}, map[uint64]bool{}
 	blockParity := map[uint64]int{}
 	for round := range 2 {
@@ -89,7 +89,7 @@ func TestSequenceBlocksUnique(t *testing.T) {
 // TestSequenceNextNSpansBlocks: one NextN call may need several blocks.
 func TestSequenceNextNSpansBlocks(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	createSequence(t, mp.Servers[:], "small", "Tickets64", 64, 10)
+	createSequence(t, mp.Servers[:], "small", 64, 10)
 	p := openPair(t, mp)
 	buf := make([]uint64, 35)
 	n, err := p.NextN(context.Background(), "small", buf)
@@ -116,22 +116,37 @@ func TestSequenceNextNSpansBlocks(t *testing.T) {
 func TestSequenceExhausted(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	tests := []struct {
-		name, like string
+		name, like string // like "": a row of counters
 		bits       int
 		block      uint64
-		autoInc    uint64
+		counter    uint64 // a table's AUTO_INCREMENT, or a row's value (to its server's parity)
 		limit      uint64
+		none       bool // nothing left at all
 	}{
 		// Column at its top: MariaDB refuses with error 167.
-		{"top32", "Tickets32", 32, 1, 1<<32 - 16, 1<<32 - 1},
+		{"top32", "Tickets32", 32, 1, 1<<32 - 16, 1<<32 - 1, false},
 		// Blocks reach past 2^32-1: the last one is cut, the next refused.
-		{"blk32", "Tickets32", 32, 1000, (1<<32-1)/1000 - 6, 1<<32 - 1},
+		{"blk32", "Tickets32", 32, 1000, (1<<32-1)/1000 - 6, 1<<32 - 1, false},
 		// BIGINT UNSIGNED goes on past 2^63-1; ticketd refuses.
-		{"top64", "Tickets64", 64, 1, 1<<63 - 8, 1<<63 - 1},
+		{"top64", "Tickets64", 64, 1, 1<<63 - 8, 1<<63 - 1, false},
+		// The same for rows of counters.
+		{"row32", "", 32, 1, 1<<32 - 16, 1<<32 - 1, false},
+		{"rowblk32", "", 32, 1000, (1<<32-1)/1000 - 6, 1<<32 - 1, false},
+		{"row64", "", 64, 1, 1<<63 - 8, 1<<63 - 1, false},
+		// value + step past BIGINT UNSIGNED: MariaDB refuses with error 1690.
+		{"rowend", "", 64, 1, 1<<64 - 2, 1<<63 - 1, true},
 	}
 	for _, tt := range tests {
-		createSequence(t, mp.Servers[:], tt.name, tt.like, tt.bits, tt.block)
-		bothServers(t, mp, fmt.Sprintf("ALTER TABLE tickets.seq_%s AUTO_INCREMENT = %d", tt.name, tt.autoInc))
+		if tt.like != "" {
+			createTableSequence(t, mp.Servers[:], tt.name, tt.like, tt.bits, tt.block)
+			bothServers(t, mp, fmt.Sprintf("ALTER TABLE tickets.seq_%s AUTO_INCREMENT = %d", tt.name, tt.counter))
+			continue
+		}
+		createSequence(t, mp.Servers[:], tt.name, tt.bits, tt.block)
+		for _, s := range mp.Servers {
+			v := tt.counter&^1 | uint64(s.Offset%2) // its server's parity
+			s.Exec(t, fmt.Sprintf("UPDATE tickets.counters SET value = %d WHERE name = '%s'", v, tt.name))
+		}
 	}
 	p := openPair(t, mp)
 	for _, tt := range tests {
@@ -150,7 +165,7 @@ func TestSequenceExhausted(t *testing.T) {
 			if !errors.Is(err, ErrSequenceExhausted) {
 				t.Fatalf("after %d values: %v, want ErrSequenceExhausted", len(seen), err)
 			}
-			if len(seen) == 0 {
+			if len(seen) == 0 && !tt.none {
 				t.Fatal("no value before exhaustion, want what was left below the top")
 			}
 			for v := range seen {
@@ -187,7 +202,7 @@ func TestSequenceCatalog(t *testing.T) {
 	if _, err := p.Next(context.Background(), "later"); !errors.Is(err, ErrUnknownSequence) {
 		t.Fatalf("Next(later) before it exists = %v, want ErrUnknownSequence", err)
 	}
-	createSequence(t, mp.Servers[:], "later", "Tickets32", 32, 5)
+	createSequence(t, mp.Servers[:], "later", 32, 5)
 	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
 		_, err := p.Next(context.Background(), "later")
 		if err != nil && !errors.Is(err, ErrUnknownSequence) {
@@ -201,7 +216,7 @@ func TestSequenceCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []SequenceInfo{
-		{Name: "later", Table: "seq_later", Bits: 32, BlockSize: 5},
+		{Name: "later", Bits: 32, BlockSize: 5},
 		{Name: "tickets32", Table: "Tickets32", Bits: 32, BlockSize: 1},
 		{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1},
 	}
@@ -211,12 +226,12 @@ func TestSequenceCatalog(t *testing.T) {
 }
 
 // TestSequenceHalfDefined: a sequence the DBA has defined on one server so far
-// is served by that one; a catalog row without its table on the other server
-// does not take that server out of rotation; once the table exists there, both
-// serve it.
+// is served by that one, and reported missing on the other; a catalog row
+// without its row of counters on the other server does not take that server
+// out of rotation; once the row exists there, both serve it.
 func TestSequenceHalfDefined(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	createSequence(t, mp.Servers[:1], "half", "Tickets64", 64, 1)
+	createSequence(t, mp.Servers[:1], "half", 64, 1)
 	p := openPair(t, mp)
 	parities := func() map[uint64]int {
 		got := map[uint64]int{}
@@ -233,21 +248,29 @@ func TestSequenceHalfDefined(t *testing.T) {
 		t.Fatalf("defined on server 1 only: values by parity %v, want odd ones only", got)
 	}
 
-	mp.Servers[1].Exec(t, "INSERT INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('half', 'seq_half', 64, 1)")
+	counts, list := p.SequenceProblems(10)
+	if counts[ProblemMissing] != 1 || len(list) != 1 || list[0].Name != "half" || list[0].Refused ||
+		!strings.Contains(list[0].Detail, "missing on server 2") {
+		t.Fatalf("SequenceProblems = %v, %+v; want half missing on server 2, not refused", counts, list)
+	}
+
+	mp.Servers[1].Exec(t, "INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('half', 64, 1)")
 	if _, err := p.Sequences(context.Background()); err != nil { // what the prober does every few seconds
 		t.Fatal(err)
 	}
-	if got := parities(); got[0] != 0 {
-		t.Fatalf("no table on server 2: values by parity %v, want odd ones only", got)
+	if counts, _ := p.SequenceProblems(10); counts[ProblemMissing] != 0 {
+		t.Fatalf("SequenceProblems = %v once both catalogs have it, want none missing", counts)
 	}
-	// Without a grant on a missing table MariaDB says 1142 (denied), not 1146.
-	if h := p.Health()[1]; !h.Up || !strings.Contains(h.LastError, "REPLACE INTO seq_half") {
-		t.Fatalf("Health of server 2 = %+v, want it up with the missing table as last error", h)
+	if got := parities(); got[0] != 0 {
+		t.Fatalf("no row of counters on server 2: values by parity %v, want odd ones only", got)
+	}
+	if h := p.Health()[1]; !h.Up || !strings.Contains(h.LastError, "no row in counters") {
+		t.Fatalf("Health of server 2 = %+v, want it up with the missing row as last error", h)
 	}
 
-	mp.Servers[1].Exec(t, "CREATE TABLE tickets.seq_half LIKE tickets.Tickets64; GRANT SELECT, INSERT, DELETE ON tickets.seq_half TO ticketd_app")
+	mp.Servers[1].Exec(t, "INSERT INTO tickets.counters (name, value, start, step) VALUES ('half', 2, 2, 2)")
 	if got := parities(); got[0] == 0 || got[1] == 0 {
-		t.Fatalf("table on both servers: values by parity %v, want both", got)
+		t.Fatalf("a row on both servers: values by parity %v, want both", got)
 	}
 }
 
@@ -255,8 +278,8 @@ func TestSequenceHalfDefined(t *testing.T) {
 // sequence is refused.
 func TestSequenceConflict(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	createSequence(t, mp.Servers[:1], "mixed", "Tickets64", 64, 10)
-	createSequence(t, mp.Servers[1:], "mixed", "Tickets64", 64, 100)
+	createSequence(t, mp.Servers[:1], "mixed", 64, 10)
+	createSequence(t, mp.Servers[1:], "mixed", 64, 100)
 	p := openPair(t, mp)
 	_, err := p.Next(context.Background(), "mixed")
 	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "block size 10") || !strings.Contains(err.Error(), "block size 100") {
@@ -269,7 +292,7 @@ func TestSequenceConflict(t *testing.T) {
 // ticketd would overlap values it handed out; the sequence is refused instead.
 func TestSequenceRedefined(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	createSequence(t, mp.Servers[:], "renum", "Tickets64", 64, 10)
+	createSequence(t, mp.Servers[:], "renum", 64, 10)
 	p := openPair(t, mp)
 	if _, err := p.Next(context.Background(), "renum"); err != nil {
 		t.Fatal(err)
@@ -281,12 +304,13 @@ func TestSequenceRedefined(t *testing.T) {
 	if _, err := p.Sequences(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	bothServers(t, mp, "INSERT INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('renum', 'seq_renum', 64, 3)")
+	bothServers(t, mp, "INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('renum', 64, 3)")
 	if _, err := p.Sequences(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	_, err := p.Next(context.Background(), "renum")
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "in use: table seq_renum, 64 bits, block size 10") {
+	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "block size 3") ||
+		!strings.Contains(err.Error(), "in use as 64 bits, block size 10, a row of counters") {
 		t.Fatalf("Next after the block size changed = %v, want ErrMisconfigured naming the size in use", err)
 	}
 }

@@ -171,6 +171,7 @@ func TestCheckInfo(t *testing.T) {
 		{"good", func(*SequenceInfo) {}, ""},
 		{"Tickets32", func(s *SequenceInfo) { s.Table, s.Bits = "Tickets32", 32 }, ""},
 		{"bad name", func(s *SequenceInfo) { s.Name = "Orders" }, "name"},
+		{"a row of counters", func(s *SequenceInfo) { s.Table = "" }, ""},
 		{"table not seq_", func(s *SequenceInfo) { s.Table = "users" }, "table"},
 		{"table with backtick", func(s *SequenceInfo) { s.Table = "seq_a`; DROP TABLE x; --" }, "table"},
 		{"table upper case", func(s *SequenceInfo) { s.Table = "seq_A" }, "table"},
@@ -203,10 +204,12 @@ func TestClassify(t *testing.T) {
 		{&mysql.MySQLError{Number: 1146}, kindStatement},
 		{&mysql.MySQLError{Number: 1142}, kindStatement},
 		{&mysql.MySQLError{Number: 167}, kindExhausted},
-		{&mysql.MySQLError{Number: 1045}, kindDead}, // access denied: the account, not the statement
-		{&mysql.MySQLError{Number: 1290}, kindDead}, // --read-only
-		{&mysql.MySQLError{Number: 1049}, kindDead}, // unknown database: wrong settings
-		{mysql.ErrInvalidConn, kindDead},            // EOF or reset under a statement or in the handshake
+		{&mysql.MySQLError{Number: 1690}, kindExhausted}, // a row of counters at BIGINT UNSIGNED's end
+		{&mysql.MySQLError{Number: 4025}, kindStatement}, // counters' parity CHECK: the statement's fault
+		{&mysql.MySQLError{Number: 1045}, kindDead},      // access denied: the account, not the statement
+		{&mysql.MySQLError{Number: 1290}, kindDead},      // --read-only
+		{&mysql.MySQLError{Number: 1049}, kindDead},      // unknown database: wrong settings
+		{mysql.ErrInvalidConn, kindDead},                 // EOF or reset under a statement or in the handshake
 		{driver.ErrBadConn, kindDead},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, kindDead},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, kindDead},

@@ -77,12 +77,14 @@ type ServerHealth struct {
 	LeaseRewound bool
 	// Version is the server's version string (SELECT @@version), once read.
 	Version string
-	// Rewound lists the ticket tables the server is refused for, because its
-	// counter is at or below the highest ticket it is known to have issued
-	// (restored from a backup, or its data lost). It stays Up for its other
-	// tables and for worker leases. Each entry carries the statement that
-	// fixes it; `ticketd repair` runs them.
-	Rewound []Rewind
+	// Rewound lists the counters (ticket tables, rows of counters) the server
+	// is refused for, because the counter is at or below the highest ticket
+	// it is known to have issued (restored from a backup, or its data lost):
+	// at most 20, sorted; RewoundTotal counts them all. It stays Up for its
+	// other counters and for worker leases. Each entry carries the statement
+	// that fixes it; `ticketd repair` runs them.
+	Rewound      []Rewind
+	RewoundTotal int
 }
 
 // flavour is the kind of server, which decides how statements are bounded on
@@ -129,9 +131,22 @@ type server struct {
 	up     atomic.Bool
 	reopen atomic.Bool // the pool must be replaced before the next check
 	warned atomic.Bool // innodb_autoinc_lock_mode warning given
-	// marksWarned, checkWarned: a statement error (a missing table or grant)
-	// writing or reading marks was logged; reset on success.
-	marksWarned, checkWarned atomic.Bool
+	// marksWarned, checkWarned, catalogWarned: a statement error (a missing
+	// table or grant) writing or reading marks, or reading the catalog, was
+	// logged; reset on success.
+	marksWarned, checkWarned, catalogWarned atomic.Bool
+	// rowPrefix is the UPDATE that takes a ticket of a row of counters on
+	// this server, up to the quoted name (rowStatement).
+	rowPrefix string
+	// foldedAt: the server's clock when its marks were last read (foldMarks).
+	foldedAt atomic.Pointer[time.Time]
+	// rewoundCount: counters it is refused for (Health's RewoundTotal).
+	rewoundCount atomic.Int64
+	// marksResetAt: when the marks it holds were last all queued to be
+	// written again (a refusal: its high_water went back), Unix ns.
+	marksResetAt atomic.Int64
+	// scan: the counter checks' progress through counters (check.go).
+	scan scanState
 
 	flavour     atomic.Uint32 // a flavour
 	version     atomic.Pointer[string]
@@ -215,6 +230,10 @@ func newServer(cfg Config, idx int, cred *credential) (*server, error) {
 		connect: cfg.connectTimeout(),
 	}
 	s.idleTimeout.Store(int64(defaultIdleTime))
+	// The row's own step advances it, so a session's auto_increment_* has no
+	// say; start and step in the WHERE refuse a row made for another place.
+	s.rowPrefix = fmt.Sprintf("UPDATE counters SET value = LAST_INSERT_ID(value + step) WHERE start = %d AND step = %d AND name = '",
+		s.offset, s.inc)
 	mc.Logger = driverLogger{s.log}
 	// Every new connection gets the session settings of the server's
 	// flavour, once the check has found it out (sessionParams), and the
@@ -251,6 +270,10 @@ func (s *server) newPool() (*sqlx.DB, error) {
 	db.SetConnMaxIdleTime(time.Duration(s.idleTimeout.Load()))
 	return db, nil
 }
+
+// rowStatement is the statement that takes a ticket of sequence name (which
+// has passed nameRE: it needs no escaping) on s.
+func (s *server) rowStatement(name string) string { return s.rowPrefix + name + "'" }
 
 // pool returns the current pool. Callers keep the pointer for the whole call so
 // that a failure is blamed on the pool it happened on (see fail).

@@ -160,6 +160,24 @@ func (ss *session) sel(ctx context.Context, what string, dest any, query string,
 	})
 }
 
+// each runs a query and calls scan for every row: for the reads of many rows
+// (the catalog), where sqlx's reflection would cost more than the rows.
+func (ss *session) each(ctx context.Context, what string, scan func(*sql.Rows) error, query string, args ...any) error {
+	return ss.do(ctx, what, query, func(ctx context.Context, c *sqlx.Conn, q string) error {
+		rows, err := c.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
 // ping is a statement too: it keeps a warm connection alive and measures the
 // round trip.
 func (ss *session) ping(ctx context.Context) error {

@@ -24,7 +24,7 @@ func TestSlowServerBounded(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	s2 := mp.Servers[1]
 	// A sequence only server 2 defines: every request for it goes there.
-	createSequence(t, []*mysqltest.Server{s2}, "slow", "Tickets64", 64, 1)
+	createTableSequence(t, []*mysqltest.Server{s2}, "slow", "Tickets64", 64, 1)
 	const poolCap = 4
 	p := openPair(t, mp, func(c *Config) {
 		c.MaxOpenConns = poolCap

@@ -40,9 +40,10 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 // failed first (panic mode).
 func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	var bufA, bufB [MaxServers]*server
-	// A server refused for this table (rewound) is not even asked: its next
+	m := p.marksOf(q)
+	// A server refused for this counter (rewound) is not even asked: its next
 	// tickets would be refused too.
-	mask := q.servers.Load() &^ q.exhausted.Load() &^ q.marks.rewound.Load()
+	mask := q.servers.Load() &^ q.exhausted.Load() &^ m.rewound.Load()
 	list := p.order(bufA[:0], mask)
 	if len(list) == 0 && mask != 0 {
 		if list = p.panicOrder(bufA[:0], mask); len(list) > 0 {
@@ -56,6 +57,13 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 		defer cancel()
 	}
 	var last error
+	if q.pinned.Load()&mask != mask {
+		// A server serves a sequence only once its definition is pinned there.
+		var err error
+		if list, err = p.ensurePins(ctx, q, list); err != nil {
+			return Ticket{}, err
+		}
+	}
 	statementOnly := true
 	for round := 0; len(list) > 0; round++ {
 		retry := bufB[:0]
@@ -78,21 +86,21 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 			}
 			last = err
 			statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
-			if classify(err) == kindSlow && q.marks.rewound.Load()&(1<<s.idx) == 0 {
+			if classify(err) == kindSlow && m.rewound.Load()&(1<<s.idx) == 0 {
 				retry = append(retry, s)
 			}
 		}
 		list = retry
 	}
 	mask = q.servers.Load()
-	rewound := q.marks.rewound.Load() & mask
+	rewound := m.rewound.Load() & mask
 	switch {
 	case mask != 0 && q.exhausted.Load()&mask == mask:
 		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", ErrSequenceExhausted, q.info.Name, q.info.Bits)
 	case last == nil && rewound != 0:
 		// The servers that could serve are refused for this table: to the
 		// caller, an outage (retry later); to the DBA, a restore to fix.
-		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", ErrNoServer, q.info.Name, p.rewoundErr(q, rewound))
+		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", ErrNoServer, q.info.Name, p.rewoundErr(m, rewound))
 	case last == nil:
 		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", ErrNoServer, q.info.Name)
 	case statementOnly:
@@ -103,9 +111,9 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	}
 }
 
-// takeOn runs one REPLACE of q on s, retrying deadlocks, and checks the
-// ticket before anyone sees it: its parity, and (guard) that s has not issued
-// it before. Lease candidates are taken unguarded (see rewind.go): a repeated
+// takeOn takes one ticket of q on s (a table's REPLACE, or a row's UPDATE),
+// retrying deadlocks, and checks the ticket before anyone sees it: its
+// parity, and (guard) that s has not issued it before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
 func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (uint64, error) {
 	return p.takeOnAs(ctx, s, q, guard, opTicket)
@@ -114,16 +122,32 @@ func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (
 func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool, o op) (uint64, error) {
 	ss := p.session(s, o)
 	defer ss.close()
-	// The highest ticket s is known to have issued for this table, loaded
-	// BEFORE the REPLACE is sent: every value in it came back from a REPLACE
-	// that had completed by now, so ours must return more (ticketRepeats).
-	before := q.marks.known[s.idx].Load()
-	what := "REPLACE INTO " + q.info.Table
+	m := p.marksOf(q)
+	// The highest ticket s is known to have issued from this counter, loaded
+	// BEFORE the statement is sent: every value in it came back from a
+	// statement that had completed by now, so ours must return more
+	// (ticketRepeats).
+	before := m.known[s.idx].Load()
+	what, query := "REPLACE INTO "+q.info.Table, q.query
+	if q.info.rowStored() {
+		what, query = "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
+	}
 	for attempt := 0; ; attempt++ {
-		res, err := ss.exec(ctx, what, q.query)
+		res, err := ss.exec(ctx, what, query)
 		var id int64
+		if err == nil && q.info.rowStored() {
+			if n, rerr := res.RowsAffected(); rerr == nil && n != 1 {
+				// No row, or one with another start or step: nothing issued.
+				err := fmt.Errorf("%w: %s: sequence %q has no row in counters with start %d and step %d there; "+
+					"create it there (ticketd sequence create) or check it (ticketd sequence check)",
+					ErrMisconfigured, s.name, q.info.Name, s.offset, s.inc)
+				s.note(err, false)
+				return 0, err
+			}
+		}
 		if err == nil {
-			// The ticket from the OK packet of this very statement. A separate
+			// The ticket from the OK packet of this very statement (the
+			// AUTO_INCREMENT, or LAST_INSERT_ID(value + step)). A separate
 			// SELECT LAST_INSERT_ID() could run on another pooled connection.
 			id, err = res.LastInsertId()
 		}
@@ -159,11 +183,11 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 			return 0, p.parityViolation(s, q, t)
 		}
 		if guard && ticketRepeats(t, before) {
-			return 0, p.rewoundTicket(s, q, t, before)
+			return 0, p.rewoundTicket(s, q, m, t, before)
 		}
-		// Recorded only now that the REPLACE has returned: a ticket still in
-		// flight must never count as issued (see ticketRepeats).
-		q.marks.raise(s.idx, t)
+		// Recorded only now that the statement has returned: a ticket still
+		// in flight must never count as issued (see ticketRepeats).
+		m.raise(s.idx, t)
 		if t > q.maxTicket {
 			return 0, p.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
 				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
@@ -177,11 +201,11 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 // counter past the last usable ticket is an exhausted sequence. A counter it
 // cannot read is taken for not exhausted, since exhaust is for good.
 func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) bool {
-	var c []uint64
-	err := ss.sel(ctx, "reading the counter of "+q.info.Table, &c,
-		`SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND AUTO_INCREMENT IS NOT NULL`,
-		p.cfg.Database, q.info.Table)
-	return err == nil && len(c) == 1 && c[0] > q.maxTicket
+	if q.info.rowStored() {
+		return true // 1690: value + step past the column's end
+	}
+	c, err := readCounters(ctx, ss, p.cfg.Database, []string{q.info.Table})
+	return err == nil && c[q.info.Table] > q.maxTicket
 }
 
 func isMySQLError(err error, number uint16) bool {
@@ -205,8 +229,8 @@ func (p *Pair) exhaust(s *server, q *sequence, cause error) error {
 func (p *Pair) parityViolation(s *server, q *sequence, t uint64) error {
 	s.parity.Add(1)
 	err := fmt.Errorf("%w: %s returned %d from %s; its tickets must be %d mod %d",
-		ErrParity, s.name, t, q.info.Table, s.offset%s.inc, s.inc)
-	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "table", q.info.Table)
+		ErrParity, s.name, t, markKey(q.info), s.offset%s.inc, s.inc)
+	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", markKey(q.info))
 	s.failures.Add(1)
 	s.note(err, false)
 	// reopen before down: the prober must not check the old pool and let it rejoin.

@@ -3,6 +3,7 @@
 //	ticketd serve [flags]                           serve IDs over HTTP
 //	ticketd inspect [-layout L] [-epoch MS] ID...   decode IDs found in logs
 //	ticketd repair [-dry-run] [flags]               fix counters rewound by a restore
+//	ticketd sequence create|list|check [flags]      named sequences on both servers
 //
 // main only wires: every subcommand lives in its own file and returns an
 // error; main prints it and exits once, with status 2 for bad usage and 1 for
@@ -65,6 +66,7 @@ commands:
   serve [flags]                           serve IDs over HTTP (see 'ticketd serve -h')
   inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line
   repair [-dry-run] [flags]               after a restore: move rewound counters past their marks
+  sequence create|list|check [flags]      named sequences on both ticket servers at once
 
 Run 'ticketd <command> -h' for a command's flags.
 `
@@ -81,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runInspect(args[1:], stdout, stderr)
 	case "repair":
 		return runRepair(args[1:], stdout, stderr)
+	case "sequence":
+		return runSequence(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,30 +300,34 @@ func buildTicketd(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// setupSQL does, as root on both servers, what a DBA does before ticketd
-// runs: two named sequences (block size 1 and 100, with the grants
-// docs/dba.md gives: ALTER to ticketd_admin, so that `ticketd repair` can
-// move a rewound one forward), and a deployment record
-// dated a day back, as a deployment that has run for a day would have. A
-// ticketd is never given IDs below its deployment's first start, so on a
-// deployment started seconds ago a clock an hour behind would be clamped to
-// that start and the fault would be a weaker one.
+// setupSQL does what a DBA does before ticketd runs: two named sequences
+// (block size 1 and 100), made with `ticketd sequence create` and the
+// sequence account, and, as root on both servers, a deployment record dated a
+// day back, as a deployment that has run for a day would have. A ticketd is
+// never given IDs below its deployment's first start, so on a deployment
+// started seconds ago a clock an hour behind would be clamped to that start
+// and the fault would be a weaker one.
 func (r *run) setupSQL() error {
-	var sql strings.Builder
 	for _, s := range sequences {
 		if s.name == "tickets64" {
 			continue
 		}
-		fmt.Fprintf(&sql, "CREATE TABLE IF NOT EXISTS tickets.seq_%[1]s LIKE tickets.Tickets64;\n"+
-			"INSERT IGNORE INTO tickets.sequences (name, table_name, bits, block_size) VALUES ('%[1]s', 'seq_%[1]s', 64, %[2]d);\n"+
-			"GRANT SELECT, INSERT, DELETE ON tickets.seq_%[1]s TO ticketd_app;\n"+
-			"GRANT ALTER ON tickets.seq_%[1]s TO ticketd_admin;\n", s.name, s.block)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, r.bin, "sequence", "create", s.name, "-block", strconv.Itoa(s.block),
+			"-servers", r.servers, "-user", r.pair.SeqUser)
+		// The password through the environment, never the command line.
+		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.pair.SeqPassword)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("chaos: ticketd sequence create %s: %w\n%s", s.name, err, out)
+		}
 	}
 	firstStart := time.Now().Add(-24 * time.Hour).UnixMilli()
-	fmt.Fprintf(&sql, "INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",
+	sql := fmt.Sprintf("INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",
 		r.layout.String(), r.layout.EpochMs, firstStart)
 	for _, s := range r.pair.Servers {
-		if _, err := s.Run(sql.String()); err != nil {
+		if _, err := s.Run(sql); err != nil {
 			return fmt.Errorf("chaos: setting up server %d: %w", s.Offset, err)
 		}
 	}

@@ -7,7 +7,8 @@
 // A fresh pair of MariaDB ticket servers (internal/mariadb: the
 // repository's my.cnf and schema.sql, free loopback ports, a temporary
 // folder), set up as a DBA would: two named sequences (block size 1 and
-// 100) and a deployment record dated a day back. The layout is 41/7/3/12:
+// 100, made by `ticketd sequence create`) and a deployment record dated a
+// day back. The layout is 41/7/3/12:
 // 8 worker IDs, 4 per server, so that restarted, racing and clock-behind
 // processes land on worker IDs that were just in use. Every ticketd runs
 // with short leases (3 s TTL, renewed every 500 ms, reserving 8 s ahead,

@@ -36,7 +36,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 
 	// A folder laid out like the repository after `make db-up build`:
-	// bin/ticketd, var/ticketd.password, var/repair.password.
+	// bin/ticketd, var/ticketd.password, var/repair.password,
+	// var/sequences.password.
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin", "ticketd")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/ticketd")
@@ -45,14 +46,22 @@ func TestDocsAgainstTicketd(t *testing.T) {
 		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
 	}
 	usage := map[string]map[string]Flag{}
-	for _, cmd := range []string{"serve", "inspect", "repair"} {
-		out, err := exec.Command(bin, cmd, "-h").CombinedOutput()
+	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence list", "sequence check"} {
+		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
 		}
 		if usage[cmd], err = ParseUsage(string(out)); err != nil {
 			t.Fatalf("ticketd %s -h: %v", cmd, err)
 		}
+	}
+	// `ticketd sequence …` in the docs: a flag of any of its commands.
+	usage["sequence"] = map[string]Flag{}
+	for _, cmd := range []string{"sequence create", "sequence list", "sequence check"} {
+		for name, f := range usage[cmd] {
+			usage["sequence"][name] = f
+		}
+		delete(usage, cmd)
 	}
 	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
@@ -61,7 +70,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(work, "var"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for name, pw := range map[string]string{"ticketd.password": pair.Password, "repair.password": pair.AdminPassword} {
+	for name, pw := range map[string]string{"ticketd.password": pair.Password, "repair.password": pair.AdminPassword,
+		"sequences.password": pair.SeqPassword} {
 		if err := os.WriteFile(filepath.Join(work, "var", name), []byte(pw+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +102,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, "docs/api.md"), addr) })
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
-		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1])
+		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1],
+			"TICKETD_SEQUENCE_SERVERS="+servers[0]+","+servers[1])
 		ran := 0
 		for _, d := range all {
 			for _, b := range d.Blocks {
@@ -326,13 +337,13 @@ func sameDefault(f Flag, doc string) error {
 
 var (
 	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair)\b([^|;&#\x60]*)`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence)\b([^|;&#\x60]*)`)
 	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
 	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
 )
 
 // checkFlagMentions: a flag written alone as code is a flag of some ticketd
-// command; a flag after `ticketd serve|inspect|repair` is one of that
+// command; a flag after `ticketd serve|inspect|repair|sequence` is one of that
 // command; a TICKETD_ variable is one ticketd reads.
 func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Flag) {
 	known := map[string]bool{"h": true}
@@ -341,12 +352,15 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 			known[name] = true
 		}
 	}
-	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true}
+	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	for name := range usage["repair"] {
 		env["TICKETD_REPAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["sequence"] {
+		env["TICKETD_SEQUENCE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {
@@ -357,7 +371,7 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 			for _, m := range flagTokenRE.FindAllStringSubmatch(s.Text, -1) {
 				mentions++
 				if !known[m[1]] {
-					t.Errorf("%s:%d: `%s`: -%s is no flag of ticketd serve, inspect or repair", d.Path, s.Line, s.Text, m[1])
+					t.Errorf("%s:%d: `%s`: -%s is no flag of ticketd serve, inspect, repair or sequence", d.Path, s.Line, s.Text, m[1])
 				}
 			}
 		}

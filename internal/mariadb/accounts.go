@@ -14,14 +14,17 @@ const (
 	// AdminUser is the account scripts/db.sh creates for `ticketd repair`;
 	// Boot creates it too so repair can be tested.
 	AdminUser = "ticketd_repair"
+	// SeqUser is the account scripts/db.sh creates for `ticketd sequence`
+	// (role ticketd_sequences); Boot creates it too.
+	SeqUser = "ticketd_seq"
 	// ReplUser is the replication account (REPLICATION SLAVE only) a replica
 	// connects to its primary with, as docs/dba.md ("Replicas") sets it up.
 	// Boot creates it on every server, so any server can get a replica.
 	ReplUser = "ticketd_repl"
 )
 
-// accountsSQL unlocks the ticketd account and creates the repair and
-// replication accounts, as scripts/db.sh and docs/dba.md do. Passwords are
+// accountsSQL unlocks the ticketd account and creates the repair, sequence
+// and replication accounts, as scripts/db.sh and docs/dba.md do. Passwords are
 // given as their mysql_native_password hash (IDENTIFIED BY PASSWORD '*…'):
 // these statements go to the binary log, which is kept for days and shipped
 // to every replica, and it must not carry a password in clear. FLUSH
@@ -32,10 +35,13 @@ ALTER USER '%[1]s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%[2]s' ACCOUNT UNLOCK;
 CREATE USER IF NOT EXISTS '%[3]s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%[4]s';
 GRANT ticketd_admin TO '%[3]s'@'127.0.0.1';
 SET DEFAULT ROLE ticketd_admin FOR '%[3]s'@'127.0.0.1';
+CREATE USER IF NOT EXISTS '%[7]s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%[8]s';
+GRANT ticketd_sequences TO '%[7]s'@'127.0.0.1';
+SET DEFAULT ROLE ticketd_sequences FOR '%[7]s'@'127.0.0.1';
 CREATE USER IF NOT EXISTS '%[5]s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%[6]s';
 GRANT REPLICATION SLAVE ON *.* TO '%[5]s'@'127.0.0.1';
 `, s.AppUser, NativePasswordHash(s.AppPassword), s.AdminUser, NativePasswordHash(s.AdminPassword),
-		ReplUser, NativePasswordHash(s.ReplPassword)) + dropHostRootSQL
+		ReplUser, NativePasswordHash(s.ReplPassword), s.SeqUser, NativePasswordHash(s.SeqPassword)) + dropHostRootSQL
 }
 
 // dropHostRootSQL drops 'root'@'<host name>', which mariadb-install-db makes

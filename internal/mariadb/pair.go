@@ -13,6 +13,8 @@ type Pair struct {
 	User, Password string // the ticketd account, the same on both servers
 	// The repair account (role ticketd_admin), the same on both servers.
 	AdminUser, AdminPassword string
+	// The sequence account (role ticketd_sequences), the same on both servers.
+	SeqUser, SeqPassword string
 }
 
 // StartPair prepares and boots a pair (the two servers start concurrently),
@@ -34,10 +36,11 @@ func StartPair(extra ...string) (*Pair, error) {
 // password per account and extra as both servers' Options.ExtraArgs; Boot
 // then starts them. On error nothing is left behind.
 func PreparePair(extra ...string) (*Pair, error) {
-	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword()}
+	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword(),
+		SeqUser: SeqUser, SeqPassword: randomPassword()}
 	repl := randomPassword()
 	for i := range p.Servers {
-		s, err := prepare(Options{Offset: i + 1, Increment: 2, ExtraArgs: extra}, passwords{p.Password, p.AdminPassword, repl})
+		s, err := prepare(Options{Offset: i + 1, Increment: 2, ExtraArgs: extra}, passwords{p.Password, p.AdminPassword, repl, p.SeqPassword})
 		if err != nil {
 			p.Close()
 			return nil, err

@@ -50,7 +50,7 @@ const replicaIDBase = 100
 // running, and starts replication. The caller must Close it.
 func (s *Server) PrepareReplica() (*Server, error) {
 	r, err := prepare(Options{Offset: s.Offset, Increment: s.Increment, ExtraArgs: s.extra},
-		passwords{s.AppPassword, s.AdminPassword, s.ReplPassword})
+		passwords{s.AppPassword, s.AdminPassword, s.ReplPassword, s.SeqPassword})
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,9 @@ type Server struct {
 	AppUser, AppPassword string
 	// The repair account ('ticketd_repair'@'127.0.0.1', role ticketd_admin).
 	AdminUser, AdminPassword string
+	// The sequence account ('ticketd_seq'@'127.0.0.1', role
+	// ticketd_sequences), for `ticketd sequence`.
+	SeqUser, SeqPassword string
 	// ReplPassword is the password of the replication account
 	// ('ticketd_repl'@'127.0.0.1', REPLICATION SLAVE), which a replica of
 	// this server connects with.
@@ -83,11 +86,12 @@ func Start(o Options) (*Server, error) {
 // left behind; otherwise the caller must Close the server (or Halt it and
 // remove Dir).
 func Prepare(o Options) (*Server, error) {
-	return prepare(o, passwords{randomPassword(), randomPassword(), randomPassword()})
+	return prepare(o, passwords{randomPassword(), randomPassword(), randomPassword(), randomPassword()})
 }
 
-// passwords of the accounts Boot sets up: ticketd, repair, replication.
-type passwords struct{ app, admin, repl string }
+// passwords of the accounts Boot sets up: ticketd, repair, replication,
+// sequences.
+type passwords struct{ app, admin, repl, seq string }
 
 func prepare(o Options, pw passwords) (*Server, error) {
 	if o.Increment == 0 {
@@ -121,6 +125,7 @@ func prepare(o Options, pw passwords) (*Server, error) {
 		Offset: o.Offset, Increment: o.Increment, Dir: dir,
 		AppUser: AppUser, AppPassword: pw.app,
 		AdminUser: AdminUser, AdminPassword: pw.admin, ReplPassword: pw.repl,
+		SeqUser: SeqUser, SeqPassword: pw.seq,
 		suffix: suffix, extra: append([]string(nil), o.ExtraArgs...), bins: bins,
 	}
 	if n := len(s.socket()); n >= 100 {

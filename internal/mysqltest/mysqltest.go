@@ -33,6 +33,8 @@ const (
 	// AdminUser is the account scripts/db.sh creates for `ticketd repair`; the
 	// harness creates it too so repair can be tested.
 	AdminUser = mariadb.AdminUser
+	// SeqUser is the account scripts/db.sh creates for `ticketd sequence`.
+	SeqUser = mariadb.SeqUser
 )
 
 // KeepEnv names the environment variable that, when set, keeps the folders
@@ -48,6 +50,8 @@ type Pair struct {
 	User, Password string // the ticketd account, the same on both servers
 	// The repair account (role ticketd_admin), the same on both servers.
 	AdminUser, AdminPassword string
+	// The sequence account (role ticketd_sequences), the same on both servers.
+	SeqUser, SeqPassword string
 }
 
 // DSNs returns the ticketd account's DSN for each server, server 1 first.
@@ -69,7 +73,8 @@ func StartPair(t testing.TB, extra ...string) *Pair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pair{User: mp.User, Password: mp.Password, AdminUser: mp.AdminUser, AdminPassword: mp.AdminPassword}
+	p := &Pair{User: mp.User, Password: mp.Password, AdminUser: mp.AdminUser, AdminPassword: mp.AdminPassword,
+		SeqUser: mp.SeqUser, SeqPassword: mp.SeqPassword}
 	for i, s := range mp.Servers {
 		p.Servers[i] = register(t, s)
 	}

@@ -6,6 +6,7 @@
 //	benchtool raw -servers A,B -table T ...   Flickr baseline: REPLACE INTO + LastInsertId straight to the pair
 //	benchtool client -url URL [-d D] [-rate R] ticketd's Go client against one ticketd, and uuid.NewV7 beside it
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
+//	benchtool seqready|seqfirst|seqwarm …     the named-sequence bench (seq.go)
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | report -dir DIR`
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | report -dir DIR | seqready|seqfirst|seqwarm [flags]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -34,6 +35,12 @@ func main() {
 		err = runClient(os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
+	case "seqready":
+		err = runSeqReady(os.Args[2:])
+	case "seqfirst":
+		err = runSeqFirst(os.Args[2:])
+	case "seqwarm":
+		err = runSeqWarm(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

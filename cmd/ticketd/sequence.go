@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"ticketd/ticket"
+)
+
+// sequenceOptions is everything `ticketd sequence create|list|check` can be
+// told, by flag or by TICKETD_SEQUENCE_* environment variable.
+type sequenceOptions struct {
+	cmd          string // create, list, check
+	servers      string
+	user         string
+	passwordFile string
+	password     string // from TICKETD_SEQUENCE_PASSWORD or the file; never a flag
+	callTimeout  time.Duration
+	tls          tlsOptions
+
+	// create
+	names []string
+	file  string
+	bits  int
+	block uint64
+	// list, check
+	name, prefix string
+	limit        int
+}
+
+const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [flags]
+       ticketd sequence create -file F [-bits 64|32] [-block B] [flags]
+       ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
+       ticketd sequence check [-name N | -prefix P] [flags]
+
+Named sequences, on both ticket servers at once (docs/dba.md, "Adding a named
+sequence").
+
+  create  defines each sequence on every server: its row of counters (the
+          server's start and step), its catalog row and its pin, in one
+          transaction per thousand. Safe to repeat; a create that did not
+          reach every server (one was down) is completed by running it again.
+          Refuses, creating nothing, when a name exists otherwise anywhere.
+          -file F: one sequence per line, "NAME [BITS [BLOCK]]" (missing
+          fields: -bits and -block), '#' starts a comment.
+  list    every sequence, in name order: its definition, each server's
+          counter (a row's value: the last ticket it handed out) and the
+          values left on the fuller server.
+  check   compares the servers: catalog rows missing or different, rows
+          redefined since ticketd served them, rows of counters missing or
+          rewound. Prints each difference; exits 1 if there is one.
+
+The account needs role ticketd_sequences (schema.sql, "Accounts"): SELECT on
+the schema and INSERT into sequences, counters and sequence_pins, nothing
+else. make db-up creates ticketd_seq with its password in
+var/sequences.password. The password is never a flag: it comes from
+TICKETD_SEQUENCE_PASSWORD or -password-file. Every flag can also be set by
+TICKETD_SEQUENCE_ and its name in upper case, dashes as underscores.
+
+`
+
+func parseSequence(args []string, stderr io.Writer, getenv func(string) string) (sequenceOptions, error) {
+	var o sequenceOptions
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprint(stderr, sequenceUsage)
+			return o, errHelp
+		}
+		fmt.Fprint(stderr, sequenceUsage)
+		return o, usagef("sequence: want create, list or check")
+	}
+	o.cmd, args = args[0], args[1:]
+	fs := flag.NewFlagSet("sequence "+o.cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sequenceUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.user, "user", "ticketd_seq", "database user with role ticketd_sequences")
+	fs.StringVar(&o.passwordFile, "password-file", "var/sequences.password", "file holding the password (ignored when TICKETD_SEQUENCE_PASSWORD is set)")
+	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)")
+	o.tls.register(fs)
+	switch o.cmd {
+	case "create":
+		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK]]"`)
+		fs.IntVar(&o.bits, "bits", 64, "width of the values: 64 (up to 2^63-1) or 32 (up to 2^32-1)")
+		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
+	case "list", "check":
+		fs.StringVar(&o.name, "name", "", "only this sequence")
+		fs.StringVar(&o.prefix, "prefix", "", "only the sequences whose name starts with this")
+		if o.cmd == "list" {
+			fs.IntVar(&o.limit, "limit", 0, "at most this many (0: all)")
+		}
+	default:
+		fmt.Fprint(stderr, sequenceUsage)
+		return o, usagef("sequence: unknown command %q: want create, list or check", o.cmd)
+	}
+	// Names may come before, between or after the flags.
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return o, errHelp
+			}
+			return o, errReported{2}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		o.names = append(o.names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if o.cmd != "create" && len(o.names) > 0 {
+		return o, usagef("sequence %s: unexpected argument %q (use -name)", o.cmd, o.names[0])
+	}
+	if err := applyEnvWith(fs, "TICKETD_SEQUENCE_", getenv); err != nil {
+		return o, err
+	}
+	if o.cmd == "create" && len(o.names) == 0 && o.file == "" {
+		return o, usagef("sequence create: name a sequence, or give -file")
+	}
+	if o.name != "" && o.prefix != "" {
+		return o, usagef("sequence %s: -name and -prefix exclude each other", o.cmd)
+	}
+	if o.limit < 0 {
+		return o, usagef("sequence list: -limit %d: want 0 or more", o.limit)
+	}
+	if o.password = getenv("TICKETD_SEQUENCE_PASSWORD"); o.password == "" {
+		pw, err := readSecret(o.passwordFile)
+		if err != nil {
+			return o, usagef("sequence: no password: set TICKETD_SEQUENCE_PASSWORD or -password-file (%v)", err)
+		}
+		o.password = pw
+	}
+	return o, nil
+}
+
+// sequenceConfig turns options into the ticket package's Config, validated
+// so a bad value is a usage error naming the flag.
+func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
+	cfg := ticket.DefaultConfig()
+	cfg.Servers = nil
+	for _, addr := range strings.Split(o.servers, ",") {
+		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
+	}
+	cfg.User, cfg.Password = o.user, o.password
+	cfg.CallTimeout = o.callTimeout
+	tlsCfg, err := o.tls.config()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TLS = tlsCfg
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("sequence: -servers/-user/-call-timeout: %v", err)
+	}
+	return cfg, nil
+}
+
+// sequenceDefs is what create is asked for: the names on the command line
+// and the lines of -file, each checked, so that a bad one is a usage error
+// before anything is written.
+func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]ticket.SequenceInfo, error) {
+	var defs []ticket.SequenceInfo
+	for _, n := range o.names {
+		defs = append(defs, ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block})
+	}
+	if o.file != "" {
+		f, err := open(o.file)
+		if err != nil {
+			return nil, usagef("sequence create: -file: %v", err)
+		}
+		defer f.Close()
+		more, err := parseDefs(f, o.file, o.bits, o.block)
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, more...)
+	}
+	for _, d := range defs {
+		if err := ticket.CheckSequenceInfo(d); err != nil {
+			return nil, usagef("sequence create: %v", err)
+		}
+	}
+	if len(defs) == 0 {
+		return nil, usagef("sequence create: %s holds no sequence", o.file)
+	}
+	return defs, nil
+}
+
+// parseDefs reads a file of definitions: one per line, "NAME [BITS
+// [BLOCK]]", fields separated by blanks; '#' starts a comment. A bad line is
+// a usage error naming the file and the line.
+func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.SequenceInfo, error) {
+	var defs []ticket.SequenceInfo
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 4096)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		d := ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}
+		bad := func(format string, args ...any) error {
+			return usagef("sequence create: %s:%d: %s", path, line, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case len(f) > 3:
+			return nil, bad("%d fields, want NAME [BITS [BLOCK]]", len(f))
+		case len(f) >= 2:
+			b, err := strconv.Atoi(f[1])
+			if err != nil {
+				return nil, bad("bits %.20q: want 64 or 32", f[1])
+			}
+			d.Bits = b
+		}
+		if len(f) == 3 {
+			b, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil {
+				return nil, bad("block %.20q: want a positive number", f[2])
+			}
+			d.BlockSize = b
+		}
+		if err := ticket.CheckSequenceInfo(d); err != nil {
+			return nil, bad("%v", err)
+		}
+		defs = append(defs, d)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, usagef("sequence create: %s: a line longer than 4096 bytes", path)
+		}
+		return nil, usagef("sequence create: %s: %v", path, err)
+	}
+	return defs, nil
+}
+
+func runSequence(args []string, stdout, stderr io.Writer) error {
+	o, err := parseSequence(args, stderr, os.Getenv)
+	if err == errHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, err := sequenceConfig(o)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch o.cmd {
+	case "create":
+		defs, err := sequenceDefs(o, func(p string) (io.ReadCloser, error) { return os.Open(p) })
+		if err != nil {
+			return err
+		}
+		return createSequences(ctx, cfg, defs, stdout)
+	case "list":
+		return listSequences(ctx, cfg, ticket.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
+	default:
+		return checkSequences(ctx, cfg, ticket.ListOptions{Name: o.name, Prefix: o.prefix}, stdout)
+	}
+}
+
+// createSequences runs ticket.CreateSequences and says, per server, what it
+// did (also when it failed part of the way).
+func createSequences(ctx context.Context, cfg ticket.Config, defs []ticket.SequenceInfo, stdout io.Writer) error {
+	rep, err := ticket.CreateSequences(ctx, cfg, defs)
+	for _, s := range rep.Servers {
+		if (s.Err == nil && err == nil) || s.Created+s.Existing > 0 {
+			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sequence create: %w", err)
+	}
+	return nil
+}
+
+// listSequences prints one line per sequence, aligned a page at a time.
+func listSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOptions, stdout, stderr io.Writer) error {
+	n := len(cfg.Servers)
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	header := "NAME\tBITS\tBLOCK\tSTORAGE"
+	for i := range n {
+		header += fmt.Sprintf("\tCOUNTER%d", i+1)
+	}
+	fmt.Fprintln(tw, header+"\tLEFT\tLEFT%\tNOTE")
+	rows := 0
+	down, err := ticket.ListSequences(ctx, cfg, opt, func(l ticket.SequenceListing) error {
+		fmt.Fprintln(tw, listLine(l))
+		if rows++; rows%1000 == 0 {
+			return tw.Flush()
+		}
+		return nil
+	})
+	if ferr := tw.Flush(); err == nil {
+		err = ferr
+	}
+	for i, d := range down {
+		if d != nil {
+			fmt.Fprintf(stderr, "ticketd sequence list: server %d could not be read (its columns show -): %v\n", i+1, d)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sequence list: %w", err)
+	}
+	return nil
+}
+
+func listLine(l ticket.SequenceListing) string {
+	var def ticket.SequenceInfo
+	var notes []string
+	var lack []string
+	differ := false
+	for i, d := range l.Defs {
+		switch {
+		case d.Bits == 0:
+			lack = append(lack, strconv.Itoa(i+1))
+		case def.Bits == 0:
+			def = d
+		case d != def:
+			differ = true
+		}
+	}
+	if differ {
+		notes = append(notes, "defined differently: see check")
+	}
+	if len(lack) > 0 && def.Bits != 0 {
+		notes = append(notes, "missing on server "+strings.Join(lack, ", "))
+	}
+	storage := "counters"
+	if def.Table != "" {
+		storage = "table " + def.Table
+	}
+	line := fmt.Sprintf("%s\t%d\t%d\t%s", l.Name, def.Bits, def.BlockSize, storage)
+	if def.Bits == 0 {
+		line = l.Name + "\t-\t-\t-"
+		notes = append(notes, "no catalog row")
+	}
+	for i := range l.Counters {
+		if l.Known[i] {
+			line += "\t" + strconv.FormatUint(l.Counters[i], 10)
+		} else {
+			line += "\t-"
+		}
+	}
+	return line + fmt.Sprintf("\t%d\t%.1f%%\t%s", l.Left, 100*l.LeftShare, strings.Join(notes, "; "))
+}
+
+// checkSequences prints each difference and exits non-zero if there is one.
+func checkSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOptions, stdout io.Writer) error {
+	found := 0
+	checked, err := ticket.CheckSequences(ctx, cfg, opt, func(d ticket.Difference) error {
+		found++
+		fmt.Fprintln(stdout, d)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sequence check: %w", err)
+	}
+	if found > 0 {
+		fmt.Fprintf(stdout, "%d sequences checked, %d differences\n", checked, found)
+		return errReported{1}
+	}
+	fmt.Fprintf(stdout, "ok: %d sequences checked, the servers agree\n", checked)
+	return nil
+}

@@ -1,0 +1,576 @@
+package ticket
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The catalog: every named sequence, as each server's `sequences` table and
+// its pins (sequence_pins) say.
+//
+// Its cost follows what changed, not its size. Each server's catalog is read
+// whole once, in pages (at Open, or when the server first joins), and after
+// that only the rows whose version is above the last one read: every INSERT
+// into sequences takes the next value of catalog_version (schema.sql's
+// trigger), in commit order, so a poll is one read of that counter, and a
+// new sequence one more small read. A counter found lower than before (the
+// table was emptied, or the server restored) reads the server's catalog
+// whole again. The prober polls every catalogRefreshTicks, and a request for
+// an unknown name polls at once (at most every catalogRetry), so a sequence
+// is usable the moment it is created, without a restart.
+//
+// Names live in a map split into shards, each copied on write, so the hot
+// path (TryNextN) looks a name up without a lock and a change copies one
+// shard, not the whole map.
+//
+// Every change of a name's rows is judged at once (recompute): servers that
+// disagree on a definition, or a row that no longer matches the definition
+// in use or a pin (a sequence redefined behind the triggers' back), refuse
+// the sequence for good; a sequence some servers lack is served by the
+// others. Each is reported (SequenceProblems), and logged once.
+
+const (
+	catShards = 64
+	// catalogPage is how many catalog rows one statement reads.
+	catalogPage = 5000
+	// catalogPollPages bounds the pages of changes one poll reads; the rest
+	// waits for the next poll.
+	catalogPollPages = 20
+	// catalogRefreshTicks: the prober polls the catalog every this many
+	// ticks (10 s with the default ProbeInterval).
+	catalogRefreshTicks = 10
+)
+
+// rowDef is a definition as one row (of sequences, or of sequence_pins)
+// holds it; ok is false when there is no row.
+type rowDef struct {
+	table string
+	block uint64
+	bits  uint8
+	ok    bool
+}
+
+func defOf(si SequenceInfo) rowDef {
+	return rowDef{table: si.Table, block: si.BlockSize, bits: uint8(si.Bits), ok: true}
+}
+
+func (d rowDef) info(name string) SequenceInfo {
+	return SequenceInfo{Name: name, Table: d.table, Bits: int(d.bits), BlockSize: d.block}
+}
+
+// seqDef is what one server holds of a name: its catalog row and its pin.
+type seqDef struct {
+	row, pin rowDef
+	gen      uint32 // the full read of that server that last saw the row
+}
+
+type catShard struct {
+	m atomic.Pointer[map[string]*sequence]
+}
+
+type catalog struct {
+	seed   maphash.Seed
+	shards [catShards]catShard
+	size   atomic.Int64
+
+	mu   sync.Mutex // serialises changes: defs, problems, new names
+	n    int
+	read uint64   // servers whose catalog was read whole (since its last reset)
+	seen []uint64 // per server: the highest catalog version read from it
+	gen  []uint32 // per server: full reads so far
+	// byTable holds the sequences stored in a table of their own: two names
+	// on one table would share one counter.
+	byTable  map[string]*sequence
+	problems problemBook
+	// touched: names whose rows changed since the last settle; all: every
+	// name (a whole catalog was read). Whether a name is missing somewhere
+	// is judged only once every server of a poll has been read (settle):
+	// judged between two servers' reads, a name created on both would look
+	// missing on the second.
+	touched    map[*sequence]struct{}
+	touchedAll bool
+	// fresh: names read but not yet published (settleCatalog publishes
+	// them all at once: one copy of each shard per poll, not per page).
+	fresh map[string]*sequence
+
+	lastMiss atomic.Int64 // Unix ns of the last poll an unknown name caused
+}
+
+func (c *catalog) init(n int) {
+	c.seed = maphash.MakeSeed()
+	c.n = n
+	c.seen = make([]uint64, n)
+	c.gen = make([]uint32, n)
+	c.byTable = map[string]*sequence{}
+	c.touched = map[*sequence]struct{}{}
+	c.fresh = map[string]*sequence{}
+	c.problems.init()
+	for i := range c.shards {
+		m := map[string]*sequence{}
+		c.shards[i].m.Store(&m)
+	}
+}
+
+func (c *catalog) shard(name string) *catShard {
+	return &c.shards[maphash.String(c.seed, name)&(catShards-1)]
+}
+
+// get is the hot path's lookup: no lock, no allocation.
+func (c *catalog) get(name string) *sequence { return (*c.shard(name).m.Load())[name] }
+
+// publish adds new sequences, one copy per shard touched. Called with c.mu held.
+func (c *catalog) publish(list []*sequence) {
+	if len(list) == 0 {
+		return
+	}
+	var by [catShards][]*sequence
+	for _, q := range list {
+		k := maphash.String(c.seed, q.info.Name) & (catShards - 1)
+		by[k] = append(by[k], q)
+	}
+	for k, add := range by {
+		if len(add) == 0 {
+			continue
+		}
+		old := *c.shards[k].m.Load()
+		next := make(map[string]*sequence, len(old)+len(add))
+		for name, q := range old {
+			next[name] = q
+		}
+		for _, q := range add {
+			next[q.info.Name] = q
+		}
+		c.shards[k].m.Store(&next)
+	}
+	c.size.Add(int64(len(list)))
+}
+
+// each calls f for every sequence until it returns false.
+func (c *catalog) each(f func(*sequence) bool) {
+	for k := range c.shards {
+		for _, q := range *c.shards[k].m.Load() {
+			if !f(q) {
+				return
+			}
+		}
+	}
+}
+
+// catRow is one catalog row with the server's pin of it.
+type catRow struct {
+	Name      string         `db:"name"`
+	Table     sql.NullString `db:"table_name"`
+	Bits      int            `db:"bits"`
+	BlockSize uint64         `db:"block_size"`
+	Version   uint64         `db:"version"`
+	PinTable  sql.NullString `db:"pin_table"`
+	PinBits   sql.NullInt64  `db:"pin_bits"`
+	PinBlock  sql.NullInt64  `db:"pin_block"`
+}
+
+const catalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.version,
+       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
+  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
+
+// scanCatRows reads catalogSelect's rows into *out, without reflection.
+func scanCatRows(out *[]catRow) func(*sql.Rows) error {
+	return func(rows *sql.Rows) error {
+		var r catRow
+		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.PinTable, &r.PinBits, &r.PinBlock); err != nil {
+			return err
+		}
+		*out = append(*out, r)
+		return nil
+	}
+}
+
+func (r catRow) info() SequenceInfo {
+	return SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
+}
+
+func (r catRow) pin() rowDef {
+	if !r.PinBits.Valid {
+		return rowDef{}
+	}
+	return rowDef{table: r.PinTable.String, bits: uint8(r.PinBits.Int64), block: uint64(r.PinBlock.Int64), ok: true}
+}
+
+// loadCatalogs brings the catalog of each server of list up to date (see the
+// comment at the top). It returns each server's error, in list order.
+// Catalog reads never overlap: a second one waits for the first (or gives up
+// when ctx ends).
+func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
+	if !p.catalogGate.enter(ctx) {
+		errs := make([]error, len(list))
+		for i := range errs {
+			errs[i] = fmt.Errorf("ticket: reading sequences: %w", ctx.Err())
+		}
+		return errs
+	}
+	defer p.catalogGate.leave()
+	errs := p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
+		err := p.syncCatalog(ctx, ss)
+		if err != nil && classify(err) == kindStatement && !ss.s.catalogWarned.Swap(true) {
+			ss.s.log.Error("cannot read the sequence catalog: its named sequences are unusable until this is fixed (load schema.sql again)", "err", err)
+		} else if err == nil {
+			ss.s.catalogWarned.Store(false)
+		}
+		return err
+	})
+	p.settleCatalog()
+	return errs
+}
+
+// settleCatalog judges, once every server of a poll has been read, whether
+// the names that changed are missing on some server.
+func (p *Pair) settleCatalog() {
+	c := &p.cat
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fresh) > 0 {
+		list := make([]*sequence, 0, len(c.fresh))
+		for _, q := range c.fresh {
+			list = append(list, q)
+		}
+		c.publish(list)
+		clear(c.fresh)
+	}
+	if c.touchedAll {
+		c.each(func(q *sequence) bool {
+			p.judgeMissingLocked(q)
+			return true
+		})
+	} else {
+		for q := range c.touched {
+			p.judgeMissingLocked(q)
+		}
+	}
+	clear(c.touched)
+	c.touchedAll = false
+}
+
+// syncCatalog reads what changed in one server's catalog.
+func (p *Pair) syncCatalog(ctx context.Context, ss *session) error {
+	i := ss.s.idx
+	var clock uint64
+	if err := ss.get(ctx, "reading the catalog version", &clock, "SELECT version FROM catalog_version WHERE id = 1"); err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		clock = 0 // emptied: a reset
+	}
+	c := &p.cat
+	c.mu.Lock()
+	read, seen := c.read&(1<<i) != 0, c.seen[i]
+	c.mu.Unlock()
+	switch {
+	case !read || clock < seen:
+		if read {
+			ss.s.log.Warn("the sequence catalog's version went back (emptied, or the server restored): reading it whole again",
+				"version", clock, "seen", seen)
+		}
+		return p.readCatalogWhole(ctx, ss, clock)
+	case clock == seen:
+		return nil
+	}
+	for range catalogPollPages {
+		var rows []catRow
+		if err := ss.each(ctx, "reading catalog changes", scanCatRows(&rows),
+			catalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, catalogPage); err != nil {
+			return err
+		}
+		top := seen
+		for _, r := range rows {
+			top = max(top, r.Version)
+		}
+		if len(rows) < catalogPage {
+			// Everything committed up to clock has been read.
+			top = max(top, clock)
+		}
+		p.applyCatalog(i, rows, false)
+		c.mu.Lock()
+		c.seen[i] = max(c.seen[i], top)
+		c.mu.Unlock()
+		seen = top
+		if len(rows) < catalogPage {
+			return nil
+		}
+	}
+	return nil // more next poll
+}
+
+// readCatalogWhole reads one server's catalog in pages by name. clock is the
+// catalog version read before: every row up to it is in the pages.
+func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) error {
+	i := ss.s.idx
+	c := &p.cat
+	c.mu.Lock()
+	c.gen[i]++
+	c.mu.Unlock()
+	after := ""
+	rows := make([]catRow, 0, catalogPage)
+	for {
+		rows = rows[:0]
+		if err := ss.each(ctx, "reading the catalog", scanCatRows(&rows),
+			catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+			return err
+		}
+		p.applyCatalog(i, rows, true)
+		if len(rows) < catalogPage {
+			break
+		}
+		after = rows[len(rows)-1].Name
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.read |= 1 << i
+	c.seen[i] = clock
+	// A row this read did not find is gone from that server (a restore, a
+	// TRUNCATE): it no longer serves the name. Its definition stays known
+	// (info, the pins), so a row put back with another one is caught.
+	gen := c.gen[i]
+	c.each(func(q *sequence) bool {
+		if q.defs[i].gen != gen && q.defs[i].row.ok {
+			q.defs[i].row = rowDef{}
+			p.recomputeLocked(q)
+		}
+		return true
+	})
+	c.touchedAll = true // names in fresh were all read from somewhere
+	return nil
+}
+
+// applyCatalog records rows read from server i and judges every name they
+// touch. whole: they come from a full read.
+func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
+	c := &p.cat
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// New names are allocated a page at a time: one allocation for their
+	// sequences and one for their definitions, not two per name (a catalog of
+	// 100,000 is read at start).
+	var seqs []sequence
+	var defs []seqDef
+	for _, r := range rows {
+		si := r.info()
+		if err := checkInfo(si); err != nil {
+			p.warn.Note(warnSeqRow, "server", i+1, "err", err)
+			continue
+		}
+		q := c.get(si.Name)
+		if q == nil {
+			if q = c.fresh[si.Name]; q == nil {
+				if len(seqs) == 0 {
+					seqs = make([]sequence, len(rows))
+					defs = make([]seqDef, len(rows)*c.n)
+				}
+				q, seqs = &seqs[0], seqs[1:]
+				initSequence(q, si)
+				q.defs, defs = defs[:c.n:c.n], defs[c.n:]
+				c.fresh[si.Name] = q
+			}
+		}
+		q.defs[i].row = defOf(si)
+		q.defs[i].pin = r.pin()
+		p.recomputeLocked(q)
+		if whole {
+			q.defs[i].gen = c.gen[i]
+		} else {
+			c.touched[q] = struct{}{}
+		}
+	}
+}
+
+// recomputeLocked judges a name from what every server holds of it: which
+// servers serve it, whether it is refused, what to report. Called with the
+// catalog's mutex held. It builds text only for a name with a problem.
+func (p *Pair) recomputeLocked(q *sequence) {
+	c := &p.cat
+	name := q.info.Name
+	inUse := defOf(q.info)
+	var mask, pinned, badPins, changed uint64
+	var first rowDef
+	differ := false
+	for i := range q.defs {
+		d := &q.defs[i]
+		if d.row.ok {
+			if mask == 0 {
+				first = d.row
+			} else if d.row != first {
+				differ = true
+			}
+			if d.row != inUse {
+				changed |= 1 << i
+			}
+			mask |= 1 << i
+		}
+		if d.pin.ok {
+			if d.pin == inUse {
+				pinned |= 1 << i
+			} else {
+				badPins |= 1 << i
+			}
+		}
+	}
+	var err error
+	kind := ""
+	rows := func(d seqDef) rowDef { return d.row }
+	switch {
+	case differ && !q.used.Load():
+		kind = ProblemDiffers
+		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd",
+			ErrMisconfigured, name, q.listDefs(rows, "server"))
+	case changed != 0:
+		// The catalog no longer says what this Pair has been serving.
+		kind = ProblemRedefined
+		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
+			"put the definition back, then restart ticketd (or create a sequence with a new name)",
+			ErrMisconfigured, name, q.listDefs(rows, "server"), q.info)
+	case badPins != 0:
+		kind = ProblemRedefined
+		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
+			"put the pinned definition back, then restart ticketd (or create a sequence with a new name)",
+			ErrMisconfigured, name, q.info, q.listDefs(func(d seqDef) rowDef {
+				if d.pin == inUse {
+					return rowDef{}
+				}
+				return d.pin
+			}, "pinned on server"))
+	}
+	if !q.info.rowStored() {
+		if other := c.byTable[q.info.Table]; other != nil && other != q {
+			shared := fmt.Errorf("%w: sequences %q and %q share table %s", ErrMisconfigured, other.info.Name, name, q.info.Table)
+			if other.breakWith(shared) {
+				p.reportLocked(other, ProblemSharedTable, shared)
+			}
+			if err == nil {
+				kind, err = ProblemSharedTable, shared
+			}
+		} else if other == nil {
+			c.byTable[q.info.Table] = q
+		}
+	}
+	q.servers.Store(mask)
+	q.pinned.Store(pinned)
+	if err != nil {
+		if q.breakWith(err) {
+			p.reportLocked(q, kind, err)
+		}
+		return
+	}
+}
+
+// judgeMissingLocked reports q when some server whose catalog was read lacks
+// it, and clears its report once none does. Called with the catalog's mutex
+// held, after a poll of every server (settleCatalog).
+func (p *Pair) judgeMissingLocked(q *sequence) {
+	c := &p.cat
+	if q.err() != nil {
+		return // refused for good: its report stays
+	}
+	name := q.info.Name
+	mask := q.servers.Load()
+	if missing := c.read &^ mask; missing != 0 && mask != 0 {
+		var have, lack []string
+		for i := range c.n {
+			switch {
+			case mask&(1<<i) != 0:
+				have = append(have, fmt.Sprint(i+1))
+			case missing&(1<<i) != 0:
+				lack = append(lack, fmt.Sprint(i+1))
+			}
+		}
+		p.reportLocked(q, ProblemMissing, fmt.Errorf("sequence %q is defined on server %s and missing on server %s: "+
+			"served by the first until it is created there too (ticketd sequence create)",
+			name, strings.Join(have, ", "), strings.Join(lack, ", ")))
+		return
+	}
+	c.problems.clear(name)
+}
+
+// listDefs names, per server, the definition pick returns (skipping none).
+func (q *sequence) listDefs(pick func(seqDef) rowDef, label string) string {
+	var parts []string
+	for i, d := range q.defs {
+		if r := pick(d); r.ok {
+			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, r.info(q.info.Name)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// reportLocked records a problem of q and logs it (aggregated).
+func (p *Pair) reportLocked(q *sequence, kind string, err error) {
+	if !p.cat.problems.set(SequenceProblem{Name: q.info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+		return // already known
+	}
+	if kind == ProblemMissing {
+		p.warn.Note(warnSeqMissing, "sequence", q.info.Name, "err", err)
+		return
+	}
+	p.warn.Note(warnSeqRefused, "sequence", q.info.Name, "err", err)
+}
+
+// lookup maps a request's name to its sequence. An unknown name makes the
+// Pair poll the catalogs (at most once per catalogRetry), so a sequence
+// created a moment ago is usable at once, without restarting ticketd.
+func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
+	}
+	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
+		return q, q.err()
+	}
+	now := time.Now().UnixNano()
+	last := p.cat.lastMiss.Load()
+	if now-last >= int64(catalogRetry) && p.cat.lastMiss.CompareAndSwap(last, now) {
+		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
+		if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
+			return q, q.err()
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+}
+
+// Sequences polls the catalogs of the servers in rotation and returns every
+// sequence defined on some server, sorted by name. It costs in proportion to
+// the catalog's size: for tools and tests, not for a request path
+// (SequenceCount and SequenceProblems cost nothing).
+func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	up := p.order(nil, allServers(len(p.servers)))
+	answered := 0
+	for _, err := range p.loadCatalogs(ctx, up) {
+		if err == nil {
+			answered++
+		}
+	}
+	if answered == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("ticket: reading sequences: %w", err)
+		}
+		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", ErrNoServer)
+	}
+	var list []SequenceInfo
+	p.cat.each(func(q *sequence) bool {
+		if q.servers.Load() != 0 {
+			list = append(list, q.info)
+		}
+		return true
+	})
+	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
+	return list, nil
+}
+
+// SequenceCount returns how many names the catalogs read so far hold.
+func (p *Pair) SequenceCount() int { return int(p.cat.size.Load()) }

@@ -1,0 +1,340 @@
+package ticket
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The counter checks (rewind.go says what they are for).
+//
+// A round, per server: fold in the marks the peers wrote since the last round
+// (highwater.go), then compare with the marks
+//
+//   - the tables' AUTO_INCREMENT (Tickets64, Tickets32, and seq_* tables of
+//     older sequences), by name from information_schema: only those tables
+//     are opened;
+//   - the rows of counters this Pair refuses the server for (to let it back
+//     in once repaired), by name;
+//   - the next few pages of counters (scanRows): at most scanPagesPerRound
+//     pages of scanPage rows, and no more once the round has spent its budget
+//     (half the CheckInterval, at most maxScanBudget). A cursor carries over
+//     to the next round, so every row is compared in turn; at 100,000
+//     sequences a whole pass takes 20 rounds, about 3 minutes with the
+//     default CheckInterval, at the cost of 5,000 rows read per server every
+//     10 s. Safety does not wait for the pass: every ticket is checked
+//     against the marks as it comes back.
+//
+// then the rows of the leases this Pair holds (copies.go). A check is
+// background work: it reports, never takes a server out of rotation.
+
+// checkMode says what a round compares besides the tables.
+type checkMode uint8
+
+const (
+	checkTables  checkMode                  = 0         // the tables only
+	checkRefused checkMode                  = 1 << iota // the refused rows: after a refused ticket
+	checkScan                                           // the next pages of counters: at Open
+	checkRound   = checkRefused | checkScan             // every CheckInterval, and at a rejoin
+)
+
+const (
+	scanPage          = 1000
+	scanPagesPerRound = 5
+	maxScanBudget     = time.Second
+	// refusedChunk bounds the names of one re-check statement.
+	refusedChunk = 500
+)
+
+// scanState is one server's progress through counters, and what the rounds
+// cost, for tests and the budget. Touched only under the check gate.
+type scanState struct {
+	after               string // the last name compared; "" starts a pass
+	rounds, pages       int
+	passes              int // whole passes over counters completed
+	lastRound, maxRound time.Duration
+	maxPages            int // most pages one round read
+	overBudget          int // rounds stopped by the time budget
+	refusedRows         int // rows refused at the last re-check
+}
+
+// scanStats returns every server's scan state, read under the check gate.
+func (p *Pair) scanStats(ctx context.Context) []scanState {
+	if !p.checkGate.enter(ctx) {
+		return nil
+	}
+	defer p.checkGate.leave()
+	out := make([]scanState, len(p.servers))
+	for i, s := range p.servers {
+		out[i] = s.scan
+	}
+	return out
+}
+
+func (p *Pair) scanBudget() time.Duration {
+	if b := p.testScanBudget.Load(); b > 0 {
+		return time.Duration(b)
+	}
+	return min(p.cfg.CheckInterval/2, maxScanBudget)
+}
+
+// checkRewinds folds the peers' marks, then compares the counters of every
+// server of check with the marks for it, and refuses or readmits it per
+// counter; and looks at the rows of the leases this Pair holds on it
+// (checkLeaseRows). It returns each server's error, in check order (nil:
+// checked). Checks never overlap: a second one waits for the first (or gives
+// up when ctx ends).
+//
+// Order matters, or a healthy server could look rewound: the marks are read
+// from the peers first, then the marks in memory, and only then the counter.
+// Every mark is then a ticket whose statement completed before the counter
+// was read, so a counter at or below it really went back.
+func (p *Pair) checkRewinds(ctx context.Context, check []*server, mode checkMode) []error {
+	if len(check) == 0 {
+		return nil
+	}
+	if !p.checkGate.enter(ctx) {
+		errs := make([]error, len(check))
+		for i := range errs {
+			errs[i] = fmt.Errorf("ticket: counter check: %w", ctx.Err())
+		}
+		return errs
+	}
+	defer p.checkGate.leave()
+	sources := p.order(nil, allServers(len(p.servers)))
+	for _, s := range check {
+		if !containsServer(sources, s) {
+			sources = append(sources, s)
+		}
+	}
+	errs := p.onEach(ctx, sources, opCheck, func(ctx context.Context, ss *session) error { return p.foldMarks(ctx, ss) })
+	for k, s := range sources {
+		if err := errs[k]; err != nil {
+			if !serverFault(classify(err)) && !s.checkWarned.Swap(true) {
+				s.log.Warn("cannot read high-water marks: restores of the other servers may go undetected", "err", err)
+			}
+			continue
+		}
+		s.checkWarned.Store(false)
+	}
+	return p.onEach(ctx, check, opCheck, func(ctx context.Context, ss *session) error {
+		begin := time.Now()
+		if err := p.checkTables(ctx, ss); err != nil {
+			return err
+		}
+		if mode&checkRefused != 0 {
+			if err := p.recheckRows(ctx, ss); err != nil {
+				return err
+			}
+		}
+		if mode&checkScan != 0 {
+			if err := p.scanRows(ctx, ss, begin); err != nil {
+				return err
+			}
+		}
+		return p.checkLeaseRows(ctx, ss)
+	})
+}
+
+// counterRow is one table's AUTO_INCREMENT.
+type counterRow struct {
+	Table   string `db:"TABLE_NAME"`
+	Counter uint64 `db:"AUTO_INCREMENT"`
+}
+
+// readCounters returns the AUTO_INCREMENT of the named tables of database on
+// s that exist and that the account may see. Naming them keeps MariaDB from
+// opening every table of the schema. On MariaDB 10.11 information_schema
+// reads InnoDB's counter itself: it moves with every ticket, shows a
+// restored dump's value at once, and after a restart shows at most the next
+// ticket.
+//
+// On MySQL 8 information_schema caches AUTO_INCREMENT for up to a day by
+// default; every session of ticketd sets information_schema_stats_expiry = 0
+// there (server.go, sessionParams), so this reads the current counter.
+func readCounters(ctx context.Context, q selecter, database string, tables []string) (map[string]uint64, error) {
+	m := make(map[string]uint64, len(tables))
+	for len(tables) > 0 {
+		chunk := tables[:min(len(tables), refusedChunk)]
+		tables = tables[len(chunk):]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, database)
+		for _, t := range chunk {
+			args = append(args, t)
+		}
+		var rows []counterRow
+		err := q.sel(ctx, "reading counters", &rows,
+			`SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
+			  WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (`+placeholders(len(chunk))+`) AND AUTO_INCREMENT IS NOT NULL`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			m[r.Table] = r.Counter
+		}
+	}
+	return m, nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// checkTables compares the tables' counters on ss's server with their marks.
+func (p *Pair) checkTables(ctx context.Context, ss *session) error {
+	s := ss.s
+	tables := p.marks.tableMarks()
+	if len(tables) == 0 {
+		return nil
+	}
+	names := make([]string, len(tables))
+	before := make([]uint64, len(tables))
+	for k, m := range tables {
+		names[k] = m.key
+		before[k] = m.known[s.idx].Load()
+	}
+	counters, err := readCounters(ctx, ss, p.cfg.Database, names)
+	if err != nil {
+		return err
+	}
+	for k, m := range tables {
+		c, ok := counters[m.key]
+		if !ok {
+			continue // not on this server (or not visible): nothing is taken from it there
+		}
+		if isRewound(c, before[k]) {
+			p.refuse(s, m, p.rewindFor(m, c, before[k]))
+		} else {
+			p.readmit(s, m, c, before[k])
+		}
+	}
+	return nil
+}
+
+// rowValue is one row of counters.
+type rowValue struct {
+	Name  string `db:"name"`
+	Value uint64 `db:"value"`
+	Start int    `db:"start"`
+	Step  int    `db:"step"`
+}
+
+// recheckRows compares the rows of counters the server is refused for.
+func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
+	s := ss.s
+	refused := p.marks.refusedRows(s.idx)
+	s.scan.refusedRows = len(refused)
+	for len(refused) > 0 {
+		chunk := refused[:min(len(refused), refusedChunk)]
+		refused = refused[len(chunk):]
+		before := make([]uint64, len(chunk))
+		args := make([]any, len(chunk))
+		for k, m := range chunk {
+			before[k] = m.known[s.idx].Load()
+			args[k] = strings.TrimPrefix(m.key, rowKeyPrefix)
+		}
+		var rows []rowValue
+		if err := ss.sel(ctx, "reading refused counters", &rows,
+			"SELECT name, value, start, step FROM counters WHERE name IN ("+placeholders(len(chunk))+")", args...); err != nil {
+			return err
+		}
+		values := make(map[string]uint64, len(rows))
+		for _, r := range rows {
+			values[r.Name] = r.Value
+		}
+		for k, m := range chunk {
+			v, ok := values[strings.TrimPrefix(m.key, rowKeyPrefix)]
+			switch {
+			case !ok:
+				p.refuse(s, m, p.rewindFor(m, 0, before[k])) // the row itself is gone
+			case rowRewound(v, before[k]):
+				p.refuse(s, m, p.rewindFor(m, v, before[k]))
+			default:
+				p.readmit(s, m, v, before[k])
+			}
+		}
+	}
+	return nil
+}
+
+// scanRows compares the next pages of counters with the marks, within the
+// round's budget (started at begin).
+func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error {
+	s := ss.s
+	st := &s.scan
+	budget := p.scanBudget()
+	pages := 0
+	defer func() {
+		st.rounds++
+		st.pages += pages
+		st.maxPages = max(st.maxPages, pages)
+		st.lastRound = time.Since(begin)
+		st.maxRound = max(st.maxRound, st.lastRound)
+	}()
+	for pages < scanPagesPerRound {
+		if pages > 0 && time.Since(begin) >= budget {
+			st.overBudget++
+			return nil
+		}
+		rows := make([]rowValue, 0, scanPage)
+		if err := ss.each(ctx, "reading counters", func(rs *sql.Rows) error {
+			var r rowValue
+			if err := rs.Scan(&r.Name, &r.Value, &r.Start, &r.Step); err != nil {
+				return err
+			}
+			rows = append(rows, r)
+			return nil
+		}, "SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
+			return err
+		}
+		pages++
+		for k, m := range p.marks.rowMarks(rows) {
+			if m == nil {
+				continue // no ticket of it is known to have been issued
+			}
+			if err := p.compareRow(ctx, ss, rows[k], m); err != nil {
+				return err
+			}
+		}
+		if len(rows) < scanPage {
+			st.after = ""
+			st.passes++
+			return nil
+		}
+		st.after = rows[len(rows)-1].Name
+	}
+	return nil
+}
+
+// compareRow judges one row read by the scan. A row that looks rewound is
+// read again after its mark: the mark read after the page may hold tickets
+// issued after the page was read.
+func (p *Pair) compareRow(ctx context.Context, ss *session, r rowValue, m *tableMarks) error {
+	s := ss.s
+	if !rowRewound(r.Value, m.known[s.idx].Load()) {
+		if m.rewound.Load()&(1<<s.idx) != 0 {
+			p.readmit(s, m, r.Value, m.known[s.idx].Load())
+		}
+		return nil
+	}
+	before := m.known[s.idx].Load()
+	var now []uint64
+	if err := ss.sel(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", r.Name); err != nil {
+		return err
+	}
+	if len(now) == 1 && rowRewound(now[0], before) {
+		p.refuse(s, m, p.rewindFor(m, now[0], before))
+	}
+	return nil
+}
+
+func containsServer(list []*server, s *server) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,255 @@
+package ticket
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The inventory: what `ticketd sequence list` and `check` read, page by page,
+// on their own connections (no Pair), with the account of role
+// ticketd_sequences (SELECT on the schema).
+
+// invPage is how many names one page of the inventory holds.
+const invPage = 1000
+
+// held is what one server holds of one name.
+type held struct {
+	def rowDef    // its catalog row
+	pin rowDef    // its pin
+	row *rowValue // its row of counters, if any
+	// table: the AUTO_INCREMENT of a table sequence's table, when visible.
+	table    uint64
+	tableSet bool
+}
+
+// connectEach opens one pool per server and checks each server's place.
+// down[i] is why server i cannot be used (unreachable); a server in the
+// wrong place (or refusing TLS) fails the whole call. The pools of the
+// servers that are up must be closed with closeServers.
+func connectEach(ctx context.Context, cfg Config) (servers []*server, down []error, err error) {
+	servers = make([]*server, len(cfg.Servers))
+	cred := newCredential(cfg)
+	for i := range cfg.Servers {
+		s, err := newServer(cfg, i, cred)
+		if err != nil {
+			closeServers(servers[:i])
+			return nil, nil, err
+		}
+		servers[i] = s
+	}
+	down = make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout()+cfg.CallTimeout)
+			defer cancel()
+			ss := &session{s: s, o: opCheck, db: s.pool()}
+			down[i] = s.check(cctx, ss)
+			ss.close()
+		})
+	}
+	wg.Wait()
+	var misplaced []error
+	for _, e := range down {
+		if errors.Is(e, ErrMisconfigured) {
+			misplaced = append(misplaced, e)
+		}
+	}
+	if len(misplaced) > 0 {
+		closeServers(servers)
+		return nil, nil, errors.Join(misplaced...)
+	}
+	return servers, down, nil
+}
+
+// inventory reads pages of names and what each server holds of them.
+type inventory struct {
+	cfg     Config
+	servers []*server
+	down    []error // per server: unreachable (nil: up)
+	// withAll: names come from the pins and counters too, not the catalog
+	// alone (check: a name only pinned, or only counted, is worth a word).
+	withAll bool
+	prefix  string
+}
+
+func (inv *inventory) up(i int) bool { return inv.down[i] == nil }
+
+// statementTimeout bounds one statement of the tools: a page, a batch.
+func (c Config) statementTimeout() time.Duration { return max(10*c.CallTimeout, 30*time.Second) }
+
+// names returns the next page of names after after, in order, and whether
+// more may follow. With several servers, a page ends at the smallest last
+// name of the servers' full pages, so no name is skipped.
+func (inv *inventory) names(ctx context.Context, after string) ([]string, bool, error) {
+	like := escapeLike(inv.prefix) + "%"
+	q := "SELECT name FROM sequences WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?"
+	args := []any{after, like, invPage}
+	if inv.withAll {
+		// Each part its own page (a range of its primary key), then the
+		// first page of their union: a page costs the same wherever it is.
+		q = `(SELECT name FROM sequences WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
+		     UNION (SELECT name FROM sequence_pins WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
+		     UNION (SELECT name FROM counters WHERE name > ? AND name LIKE ? ORDER BY name LIMIT ?)
+		     ORDER BY name LIMIT ?`
+		args = []any{after, like, invPage, after, like, invPage, after, like, invPage, invPage}
+	}
+	pages := make([][]string, len(inv.servers))
+	err := inv.each(ctx, func(ctx context.Context, s *server) error {
+		if err := s.pool().SelectContext(ctx, &pages[s.idx], q, args...); err != nil {
+			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	cut, more := "", false
+	for _, p := range pages {
+		if len(p) == invPage && (!more || p[len(p)-1] < cut) {
+			cut, more = p[len(p)-1], true
+		}
+	}
+	var all []string
+	for _, p := range pages {
+		for _, n := range p {
+			if !more || n <= cut {
+				all = append(all, n)
+			}
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all), more, nil
+}
+
+// escapeLike escapes LIKE's wildcards in a name prefix (names hold '_').
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s)
+}
+
+// each runs f on every server that is up, in parallel, each statement
+// bounded, and joins the errors.
+func (inv *inventory) each(ctx context.Context, f func(context.Context, *server) error) error {
+	errs := make([]error, len(inv.servers))
+	var wg sync.WaitGroup
+	for i, s := range inv.servers {
+		if !inv.up(i) {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, inv.cfg.statementTimeout())
+			defer cancel()
+			errs[i] = f(cctx, s)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// details reads what every server that is up holds of names.
+func (inv *inventory) details(ctx context.Context, names []string) ([][]held, error) {
+	out := make([][]held, len(names))
+	for k := range out {
+		out[k] = make([]held, len(inv.servers))
+	}
+	index := make(map[string]int, len(names))
+	args := make([]any, len(names))
+	for k, n := range names {
+		index[n] = k
+		args[k] = n
+	}
+	in := "(" + placeholders(len(names)) + ")"
+	err := inv.each(ctx, func(ctx context.Context, s *server) error {
+		var cat []catRow
+		if err := s.pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
+		}
+		var pins []struct {
+			Name  string         `db:"name"`
+			Table sql.NullString `db:"table_name"`
+			Bits  uint8          `db:"bits"`
+			Block uint64         `db:"block_size"`
+		}
+		if err := s.pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size FROM sequence_pins WHERE name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading sequence_pins: %w", s.name, err)
+		}
+		var rows []rowValue
+		if err := s.pool().SelectContext(ctx, &rows, "SELECT name, value, start, step FROM counters WHERE name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading counters: %w", s.name, err)
+		}
+		var tables []string
+		for _, r := range cat {
+			h := &out[index[r.Name]][s.idx]
+			h.def = defOf(r.info())
+			if h.def.table != "" {
+				tables = append(tables, h.def.table)
+			}
+		}
+		for _, p := range pins {
+			out[index[p.Name]][s.idx].pin = rowDef{table: p.Table.String, bits: p.Bits, block: p.Block, ok: true}
+		}
+		for _, r := range rows {
+			out[index[r.Name]][s.idx].row = &r
+		}
+		if len(tables) > 0 {
+			counters, err := readCounters(ctx, poolSelecter{s}, inv.cfg.Database, tables)
+			if err != nil {
+				return err
+			}
+			for _, r := range cat {
+				if c, ok := counters[r.Table.String]; ok {
+					h := &out[index[r.Name]][s.idx]
+					h.table, h.tableSet = c, true
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// marksFor reads the marks the servers hold for names' rows of counters:
+// mark[k][i] is the largest mark any other server holds for server i.
+func (inv *inventory) marksFor(ctx context.Context, names []string, tables []string) (map[string][]uint64, error) {
+	keys := make([]any, 0, len(names)+len(tables))
+	for _, n := range names {
+		keys = append(keys, rowKeyPrefix+n)
+	}
+	for _, t := range tables {
+		keys = append(keys, t)
+	}
+	n := len(inv.servers)
+	found := make([][]hwRow, n)
+	if len(keys) > 0 {
+		err := inv.each(ctx, func(ctx context.Context, s *server) error {
+			if err := s.pool().SelectContext(ctx, &found[s.idx],
+				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+placeholders(len(keys))+")", keys...); err != nil {
+				return fmt.Errorf("%s: reading high_water: %w", s.name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	marks := map[string][]uint64{}
+	for holder, rows := range found {
+		for _, r := range rows {
+			src := r.PeerOffset - 1
+			if src < 0 || src >= n || src == holder {
+				continue
+			}
+			if marks[r.Table] == nil {
+				marks[r.Table] = make([]uint64, n)
+			}
+			marks[r.Table][src] = max(marks[r.Table][src], r.Mark)
+		}
+	}
+	return marks, nil
+}

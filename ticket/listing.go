@@ -1,0 +1,342 @@
+package ticket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// SequenceListing is one sequence as `ticketd sequence list` shows it.
+type SequenceListing struct {
+	Name string
+	// Defs holds each server's definition (Config.Servers order); Bits 0:
+	// none there, or the server could not be read.
+	Defs []SequenceInfo
+	// Counters holds each server's counter: a row's value (the last ticket
+	// it handed out) or a table's AUTO_INCREMENT; Known[i] is false when
+	// there was none to read.
+	Counters []uint64
+	Known    []bool
+	// Left is how many values are left on the server that issued the most,
+	// LeftShare that as a share of the sequence's range, in [0, 1].
+	Left      uint64
+	LeftShare float64
+}
+
+// ListOptions narrows a listing or a check.
+type ListOptions struct {
+	Name   string // only this sequence
+	Prefix string // only the sequences whose name starts with this
+	Limit  int    // at most this many; 0: every one
+}
+
+func (o ListOptions) validate() error {
+	if o.Name != "" && !validName(o.Name) {
+		return fmt.Errorf("%w: name %.64q does not match %s", ErrBadName, o.Name, nameRE)
+	}
+	if o.Limit < 0 {
+		return fmt.Errorf("%w: limit %d", ErrInvalidArgument, o.Limit)
+	}
+	return nil
+}
+
+// ListSequences calls f for every sequence of the pair's catalogs, in name
+// order, a page (a thousand names) at a time. Servers that cannot be reached
+// are left out and named in down (nil for the others); a server in the wrong
+// place fails the call. cfg's account needs SELECT on the schema (role
+// ticketd_sequences).
+func ListSequences(ctx context.Context, cfg Config, opt ListOptions, f func(SequenceListing) error) (down []error, err error) {
+	inv, err := openInventory(ctx, cfg, opt, false)
+	if err != nil {
+		return nil, err
+	}
+	defer closeServers(inv.servers)
+	err = inv.walk(ctx, opt, func(name string, per []held) error {
+		return f(inv.listing(name, per))
+	})
+	return inv.down, err
+}
+
+func openInventory(ctx context.Context, cfg Config, opt ListOptions, all bool) (*inventory, error) {
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	servers, down, err := connectEach(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	inv := &inventory{cfg: cfg, servers: servers, down: down, withAll: all, prefix: opt.Prefix}
+	up := 0
+	for i := range servers {
+		if inv.up(i) {
+			up++
+		}
+	}
+	if up == 0 {
+		closeServers(servers)
+		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
+	}
+	return inv, nil
+}
+
+// walk calls f for every name the options select, with what each server
+// holds of it.
+func (inv *inventory) walk(ctx context.Context, opt ListOptions, f func(string, []held) error) error {
+	if opt.Name != "" {
+		per, err := inv.details(ctx, []string{opt.Name})
+		if err != nil {
+			return err
+		}
+		if !inv.anyHeld(per[0]) {
+			return fmt.Errorf("%w: %q is on no server that answered", ErrUnknownSequence, opt.Name)
+		}
+		return f(opt.Name, per[0])
+	}
+	after, n := "", 0
+	for {
+		names, more, err := inv.names(ctx, after)
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		per, err := inv.details(ctx, names)
+		if err != nil {
+			return err
+		}
+		for k, name := range names {
+			if opt.Limit > 0 && n == opt.Limit {
+				return nil
+			}
+			if err := f(name, per[k]); err != nil {
+				return err
+			}
+			n++
+		}
+		if !more {
+			return nil
+		}
+		after = names[len(names)-1]
+	}
+}
+
+func (inv *inventory) anyHeld(per []held) bool {
+	for _, h := range per {
+		if h.def.ok || h.pin.ok || h.row != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// listing turns what the servers hold of name into a SequenceListing.
+func (inv *inventory) listing(name string, per []held) SequenceListing {
+	n := len(inv.servers)
+	l := SequenceListing{Name: name, Defs: make([]SequenceInfo, n), Counters: make([]uint64, n), Known: make([]bool, n), LeftShare: 1}
+	var def rowDef
+	for i, h := range per {
+		if h.def.ok {
+			l.Defs[i] = h.def.info(name)
+			if !def.ok {
+				def = h.def
+			}
+		}
+		switch {
+		case h.def.ok && h.def.table != "":
+			l.Counters[i], l.Known[i] = h.table, h.tableSet
+		case h.row != nil:
+			l.Counters[i], l.Known[i] = h.row.Value, true
+		}
+	}
+	if !def.ok {
+		return l
+	}
+	maxT := valueLimit(int(def.bits)) / def.block
+	span := maxT / uint64(n)
+	leftT := uint64(math.MaxUint64)
+	for i := range per {
+		if !l.Known[i] {
+			continue
+		}
+		next := l.Counters[i] // a table's AUTO_INCREMENT: at most the next ticket
+		if def.table == "" {
+			next = l.Counters[i] + uint64(n) // a row's value is the last ticket
+		}
+		var left uint64
+		if next <= maxT {
+			left = (maxT-next)/uint64(n) + 1
+		}
+		leftT = min(leftT, left)
+	}
+	if leftT == math.MaxUint64 {
+		return l // no counter read
+	}
+	l.Left = leftT * def.block
+	if leftT != 0 && l.Left/leftT != def.block {
+		l.Left = math.MaxUint64 // saturate: a 64-bit sequence has more than fits
+	}
+	if span > 0 {
+		l.LeftShare = min(float64(leftT)/float64(span), 1)
+	}
+	return l
+}
+
+// Difference is one thing `ticketd sequence check` found wrong with a
+// sequence.
+type Difference struct {
+	Name string
+	What string // what is wrong, naming both sides, and what to do
+}
+
+func (d Difference) String() string { return d.Name + ": " + d.What }
+
+// CheckSequences compares, for every sequence the options select, what each
+// server holds: the catalog rows (missing on one server, or defined
+// differently), the pins (a catalog row that no longer matches the definition
+// ticketd served), the rows of counters (missing, made for another place),
+// and the counters against the high-water marks the other servers hold
+// (rewound by a restore). It calls f for each difference and returns how many
+// names it checked. Every server must be reachable.
+func CheckSequences(ctx context.Context, cfg Config, opt ListOptions, f func(Difference) error) (int, error) {
+	inv, err := openInventory(ctx, cfg, opt, true)
+	if err != nil {
+		return 0, err
+	}
+	defer closeServers(inv.servers)
+	if err := errors.Join(inv.down...); err != nil {
+		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", ErrNoServer, err)
+	}
+	checked := 0
+	var page []string
+	var pagePer [][]held
+	flush := func() error {
+		var rows, tables []string
+		for k, name := range page {
+			for _, h := range pagePer[k] {
+				if h.def.ok && h.def.table != "" {
+					tables = append(tables, h.def.table)
+				}
+			}
+			rows = append(rows, name)
+		}
+		marks, err := inv.marksFor(ctx, rows, tables)
+		if err != nil {
+			return err
+		}
+		for k, name := range page {
+			for _, what := range inv.judge(name, pagePer[k], marks) {
+				if err := f(Difference{Name: name, What: what}); err != nil {
+					return err
+				}
+			}
+			checked++
+		}
+		page, pagePer = page[:0], pagePer[:0]
+		return nil
+	}
+	err = inv.walk(ctx, opt, func(name string, per []held) error {
+		page = append(page, name)
+		pagePer = append(pagePer, per)
+		if len(page) == invPage {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil && len(page) > 0 {
+		err = flush()
+	}
+	return checked, err
+}
+
+// judge lists what is wrong with one name.
+func (inv *inventory) judge(name string, per []held, marks map[string][]uint64) []string {
+	n := len(inv.servers)
+	var out []string
+	var have, lack []string
+	var def rowDef
+	differ := false
+	for i, h := range per {
+		if !h.def.ok {
+			lack = append(lack, fmt.Sprint(i+1))
+			continue
+		}
+		have = append(have, fmt.Sprint(i+1))
+		if !def.ok {
+			def = h.def
+		} else if h.def != def {
+			differ = true
+		}
+	}
+	defs := func(pick func(held) rowDef, label string) string {
+		var parts []string
+		for i, h := range per {
+			if d := pick(h); d.ok {
+				parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, d.info(name)))
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	switch {
+	case differ:
+		out = append(out, fmt.Sprintf("defined differently on the servers (%s): ticketd refuses it", defs(func(h held) rowDef { return h.def }, "server")))
+	case len(have) > 0 && len(lack) > 0:
+		out = append(out, fmt.Sprintf("defined on server %s, missing on server %s: run the same `ticketd sequence create` again to complete it",
+			strings.Join(have, ", "), strings.Join(lack, ", ")))
+	}
+	for i, h := range per {
+		switch {
+		case h.pin.ok && h.def.ok && h.pin != h.def:
+			out = append(out, fmt.Sprintf("redefined on server %d: the catalog says %s, but it was served as %s (pinned): ticketd refuses it",
+				i+1, h.def.info(name), h.pin.info(name)))
+		case h.pin.ok && !h.def.ok:
+			out = append(out, fmt.Sprintf("its catalog row is gone from server %d (emptied with TRUNCATE?); it was served as %s (pinned): put that row back",
+				i+1, h.pin.info(name)))
+		}
+		if h.row != nil && (h.row.Start != i+1 || h.row.Step != n) {
+			out = append(out, fmt.Sprintf("its row of counters on server %d has start %d and step %d, want %d and %d: ticketd does not use it",
+				i+1, h.row.Start, h.row.Step, i+1, n))
+		}
+		if !h.def.ok {
+			continue
+		}
+		if h.def.table == "" && h.row == nil {
+			out = append(out, fmt.Sprintf("no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1))
+			continue
+		}
+		key := markKey(h.def.info(name))
+		mk := uint64(0)
+		if marks[key] != nil {
+			mk = marks[key][i]
+		}
+		switch {
+		case mk == 0:
+		case h.def.table == "" && rowRewound(h.row.Value, mk):
+			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
+				i+1, h.row.Value, mk))
+		case h.def.table != "" && h.tableSet && isRewound(h.table, mk):
+			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
+				i+1, h.def.table, h.table, mk))
+		}
+	}
+	if !def.ok && !inv.anyPinned(per) {
+		for i, h := range per {
+			if h.row != nil {
+				out = append(out, fmt.Sprintf("a row of counters on server %d, but no catalog row anywhere", i+1))
+			}
+		}
+	}
+	return out
+}
+
+func (inv *inventory) anyPinned(per []held) bool {
+	for _, h := range per {
+		if h.pin.ok {
+			return true
+		}
+	}
+	return false
+}

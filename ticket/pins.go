@@ -1,0 +1,101 @@
+package ticket
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Pins: the definitions ticketd has served.
+//
+// The catalog's triggers refuse any change to a sequence, but TRUNCATE fires
+// no trigger: a DBA can empty `sequences` and insert the same name with a
+// smaller block size, and new blocks would then overlap values already handed
+// out. So before a server serves a sequence for the first time, the
+// definition in use is written to that server's sequence_pins (INSERT IGNORE:
+// the first definition stays) and read back; `ticketd sequence create` pins
+// it too. A catalog row that no longer matches a pin, read at Open or at any
+// later change, refuses the sequence (catalog.go, recompute): after a
+// restart, too, since the pins are on the servers, not in memory.
+
+// pinnedBy says who wrote a pin, for a DBA reading sequence_pins.
+var pinnedBy = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	by := fmt.Sprintf("ticketd %s/%d", host, os.Getpid())
+	if len(by) > maxHolderLen {
+		by = by[:maxHolderLen]
+	}
+	return by
+})
+
+// ensurePins pins q on every server of list that lacks its pin, in parallel,
+// and returns the servers that now hold it (those that could not be reached
+// are left out of this call). A pin that shows another definition refuses
+// the sequence.
+func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*server) ([]*server, error) {
+	pinned := q.pinned.Load()
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for k, s := range list {
+		if pinned&(1<<s.idx) != 0 {
+			continue
+		}
+		wg.Go(func() { errs[k] = p.pin(ctx, s, q) })
+	}
+	wg.Wait()
+	if err := q.err(); err != nil {
+		return nil, err
+	}
+	out := list[:0:0]
+	var failed []error
+	for k, s := range list {
+		if errs[k] == nil && q.pinned.Load()&(1<<s.idx) != 0 {
+			out = append(out, s)
+		} else if errs[k] != nil {
+			failed = append(failed, errs[k])
+		}
+	}
+	if len(out) == 0 && len(failed) > 0 {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), errors.Join(failed...))
+		}
+		return nil, fmt.Errorf("%w: pinning sequence %q: %w", ErrNoServer, q.info.Name, errors.Join(failed...))
+	}
+	return out, nil
+}
+
+// pin writes q's definition to s's sequence_pins unless a pin is there, and
+// judges the pin s then holds.
+func (p *Pair) pin(ctx context.Context, s *server, q *sequence) error {
+	ss := p.session(s, opTicket)
+	defer ss.close()
+	what := "pinning sequence " + q.info.Name
+	var table any // NULL: a row of counters
+	if q.info.Table != "" {
+		table = q.info.Table
+	}
+	if _, err := ss.exec(ctx, what,
+		"INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES (?, ?, ?, ?, ?)",
+		q.info.Name, table, q.info.Bits, q.info.BlockSize, pinnedBy()); err != nil {
+		return err
+	}
+	var rows []struct {
+		Table sql.NullString `db:"table_name"`
+		Bits  uint8          `db:"bits"`
+		Block uint64         `db:"block_size"`
+	}
+	if err := ss.sel(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.info.Name); err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", ErrMisconfigured, s.name, what)
+	}
+	p.cat.mu.Lock()
+	q.defs[s.idx].pin = rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true}
+	p.recomputeLocked(q)
+	p.cat.mu.Unlock()
+	return q.err()
+}

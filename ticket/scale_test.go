@@ -1,0 +1,246 @@
+package ticket
+
+// 100,000 named sequences on real servers: what a multi-tenant deployment
+// (a sequence per tenant) looks like.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+)
+
+// manySequences creates n sequences s000001 … on both servers as root, as
+// `ticketd sequence create` would (rows of counters, catalog rows), with one
+// INSERT … SELECT each from MariaDB's sequence engine: seconds for 100,000.
+func manySequences(t testing.TB, mp *mysqltest.Pair, n int, block uint64) {
+	t.Helper()
+	at := time.Now()
+	for _, s := range mp.Servers {
+		s.Exec(t, fmt.Sprintf(`
+INSERT INTO tickets.counters (name, value, start, step)
+  SELECT CONCAT('s', LPAD(seq, 6, '0')), %[1]d, %[1]d, 2 FROM seq_1_to_%[2]d;
+INSERT INTO tickets.sequences (name, bits, block_size)
+  SELECT CONCAT('s', LPAD(seq, 6, '0')), 64, %[3]d FROM seq_1_to_%[2]d;`, s.Offset, n, block))
+	}
+	t.Logf("fixture: %d sequences on both servers in %v", n, time.Since(at).Round(time.Millisecond))
+}
+
+func seqName(k int) string { return fmt.Sprintf("s%06d", k) }
+
+// TestManySequences: with 100,000 sequences the Pair opens, serves a random
+// sample of them, and its periodic work stays within bounds: each counter
+// check round reads at most scanPagesPerRound pages (fewer once its budget is
+// spent) and a whole pass completes; a flush writes only the marks that moved;
+// a new sequence is found by reading the catalog's changes, not the catalog.
+func TestManySequences(t *testing.T) {
+	const n = 100_000
+	mp := startPairFast(t)
+	manySequences(t, mp, n, 10)
+
+	at := time.Now()
+	p := openPair(t, mp, func(c *Config) {
+		c.FlushInterval = 50 * time.Millisecond
+		c.CheckInterval = 100 * time.Millisecond
+	})
+	t.Logf("Open with %d sequences: %v", n, time.Since(at).Round(time.Millisecond))
+	if got := p.SequenceCount(); got != n+2 {
+		t.Fatalf("SequenceCount = %d, want %d (and tickets32, tickets64)", got, n+2)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use after Open: %d MB", ms.HeapInuse>>20)
+
+	// A random sample, each value of each once.
+	seen := map[string]*valueSet{}
+	buf := make([]uint64, 5)
+	for range 300 {
+		name := seqName(1 + rand.IntN(n))
+		got, err := p.NextN(ctxTimeout(t, 5*time.Second), name, buf)
+		if err != nil || got != len(buf) {
+			t.Fatalf("NextN(%s) = %d, %v", name, got, err)
+		}
+		if seen[name] == nil {
+			seen[name] = newValueSet(t)
+		}
+		for _, v := range buf {
+			seen[name].add(v, name)
+		}
+	}
+
+	// The counter checks: rounds bounded, and a whole pass done. At 5,000
+	// rows a round, 100,000 rows take 20 rounds.
+	waitFor(t, 2*time.Minute, "a whole pass of the counter check on both servers", func() bool {
+		st := p.scanStats(context.Background())
+		return st[0].passes >= 1 && st[1].passes >= 1
+	})
+	for i, st := range p.scanStats(context.Background()) {
+		t.Logf("server %d: %d rounds, %d pages, %d passes, most pages in a round %d, longest round %v (budget %v), %d stopped by the budget",
+			i+1, st.rounds, st.pages, st.passes, st.maxPages, st.maxRound, p.scanBudget(), st.overBudget)
+		if st.maxPages > scanPagesPerRound {
+			t.Errorf("server %d: a round read %d pages, want at most %d", i+1, st.maxPages, scanPagesPerRound)
+		}
+		if st.rounds < n/(scanPage*scanPagesPerRound) {
+			t.Errorf("server %d: a whole pass in %d rounds, want at least %d: rounds are not bounded", i+1, st.rounds, n/(scanPage*scanPagesPerRound))
+		}
+	}
+	// The time budget stops a round: with a budget of 1 ns each round
+	// reads one page only.
+	p.testScanBudget.Store(1)
+	before := p.scanStats(context.Background())
+	waitFor(t, time.Minute, "rounds under a 1 ns budget", func() bool {
+		st := p.scanStats(context.Background())
+		return st[0].rounds >= before[0].rounds+5 && st[1].rounds >= before[1].rounds+5
+	})
+	for i, st := range p.scanStats(context.Background()) {
+		rounds, pages := st.rounds-before[i].rounds, st.pages-before[i].pages
+		if pages > rounds {
+			t.Errorf("server %d: %d pages in %d rounds under a 1 ns budget, want one each", i+1, pages, rounds)
+		}
+	}
+	p.testScanBudget.Store(0)
+
+	// A flush writes the marks that moved, no others: one sequence used on
+	// both servers moves its two marks, each written to the other server.
+	waitFor(t, 10*time.Second, "the marks of the sample flushed", func() bool {
+		p.marks.mu.Lock()
+		defer p.marks.mu.Unlock()
+		return len(p.marks.pending) == 0
+	})
+	written := p.marksWritten.Load()
+	one := p.cat.get(seqName(77))
+	for range 4 { // tickets from both servers
+		if _, err := p.take(ctxTimeout(t, 5*time.Second), one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the moved marks flushed", func() bool {
+		p.marks.mu.Lock()
+		defer p.marks.mu.Unlock()
+		return len(p.marks.pending) == 0 && p.marksWritten.Load() > written
+	})
+	if got := p.marksWritten.Load() - written; got > 2 {
+		t.Errorf("%d marks written after one sequence moved, want at most 2 (its mark for each server, on the other)", got)
+	}
+
+	// A sequence created now is found by the catalog's changes alone.
+	p.cat.mu.Lock()
+	gens := append([]uint32(nil), p.cat.gen...)
+	p.cat.mu.Unlock()
+	createSequence(t, mp.Servers[:], "latecomer", 64, 1)
+	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
+		_, err := p.Next(ctxTimeout(t, 5*time.Second), "latecomer")
+		if err != nil && !errors.Is(err, ErrUnknownSequence) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	t.Logf("a sequence created among %d: first value %v after its creation", n, took.Round(time.Millisecond))
+	p.cat.mu.Lock()
+	now := append([]uint32(nil), p.cat.gen...)
+	p.cat.mu.Unlock()
+	if now[0] != gens[0] || now[1] != gens[1] {
+		t.Errorf("the catalog was read whole again (generations %v, were %v), want only its changes", now, gens)
+	}
+}
+
+// TestManySequencesRestoreAndRedefine: among 100,000 sequences, a restore of
+// server 1 rewinds the one sequence used since the backup: it alone is
+// refused on server 1, ticketd repair moves it on, and no value repeats; then
+// the catalog is emptied and loaded again with one sequence's block size
+// changed: that one alone is refused and reported.
+func TestManySequencesRestoreAndRedefine(t *testing.T) {
+	const n = 100_000
+	mp := startPairFast(t)
+	manySequences(t, mp, n, 10)
+	s1 := mp.Servers[0]
+	victim := seqName(4242)
+	values := map[string]*valueSet{}
+	take := func(p *Pair, name string, k int, phase string) {
+		t.Helper()
+		if values[name] == nil {
+			values[name] = newValueSet(t)
+		}
+		takeValues(t, p, values[name], name, k, phase)
+	}
+	p1 := openPair(t, mp, fastMarks)
+	take(p1, victim, 100, "before the backup")
+	dump := s1.Dump(t)
+	take(p1, victim, 500, "after the backup") // 50 blocks: both servers
+	if p1.marksOf(p1.cat.get(victim)).known[0].Load() == 0 {
+		t.Fatal("no block of the victim from server 1 after the backup: nothing to rewind")
+	}
+	if err := p1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	s1.Restore(t, dump)
+	t.Logf("restored server 1 (%d sequences) in %v", n, time.Since(at).Round(time.Millisecond))
+
+	p2 := openPair(t, mp, fastMarks)
+	rewound := func() (map[string]Rewind, int) { h := p2.Health()[0]; return rewoundTables(h), h.RewoundTotal }
+	// Found at Open (if the first scan round reached it), by the scan, or at
+	// the first ticket: in any case before a value of it repeats.
+	take(p2, victim, 300, "after the restore")
+	waitFor(t, time.Minute, "the victim refused on server 1", func() bool {
+		rw, _ := rewound()
+		_, ok := rw[rowKeyPrefix+victim]
+		return ok
+	})
+	if rw, total := rewound(); total != 1 || len(rw) != 1 {
+		t.Fatalf("server 1 refused for %v (%d in all), want the victim alone", rw, total)
+	}
+	if h := p2.Health()[1]; h.RewoundTotal != 0 {
+		t.Fatalf("server 2 refused for %+v", h.Rewound)
+	}
+	for range 50 { // others are served by both servers
+		take(p2, seqName(1+rand.IntN(n)), 10, "others after the restore")
+	}
+	rep, err := Repair(context.Background(), adminConfig(mp), false)
+	if err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	if len(rep.Changes) != 1 || rep.Changes[0].Table != rowKeyPrefix+victim || rep.Changes[0].Server != 0 || !rep.Changes[0].Applied {
+		t.Fatalf("Repair changed %v, want the victim's row on server 1", rep.Changes)
+	}
+	t.Logf("repair: %s", rep.Changes[0])
+	waitFor(t, 30*time.Second, "server 1 serving the victim again", func() bool {
+		_, total := rewound()
+		return total == 0
+	})
+	take(p2, victim, 500, "after the repair")
+	if v := p2.marksOf(p2.cat.get(victim)).known[0].Load(); v < rep.Changes[0].To {
+		t.Errorf("server 1's highest ticket of the victim %d, want past the repair's %d: it serves it again", v, rep.Changes[0].To)
+	}
+
+	// Redefined behind ticketd's back, among many: the triggers do not see
+	// a TRUNCATE; the catalog comes back with one block size smaller.
+	changed := seqName(99_999)
+	take(p2, changed, 20, "before the redefinition")
+	bothServers(t, mp, "TRUNCATE TABLE tickets.sequences")
+	bothServers(t, mp, fmt.Sprintf(`INSERT INTO tickets.sequences (name, bits, block_size)
+  SELECT CONCAT('s', LPAD(seq, 6, '0')), 64, IF(seq = 99999, 3, 10) FROM seq_1_to_%d`, n))
+	waitFor(t, time.Minute, "the redefinition found", func() bool {
+		_, err := p2.Next(ctxTimeout(t, 5*time.Second), changed)
+		return errors.Is(err, ErrMisconfigured)
+	})
+	counts, list := p2.SequenceProblems(10)
+	if counts[ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != changed || !list[0].Refused ||
+		!strings.Contains(list[0].Detail, "block size 3") || !strings.Contains(list[0].Detail, "block size 10") {
+		t.Fatalf("SequenceProblems = %v, %+v; want %s alone, redefined, naming both block sizes", counts, list, changed)
+	}
+	for range 50 {
+		take(p2, seqName(1+rand.IntN(n-2)), 10, "others after the redefinition")
+	}
+	total := 0
+	for _, v := range values {
+		total += len(v.seen)
+	}
+	t.Logf("%d values of %d sequences, no repeat", total, len(values))
+}
