@@ -29,7 +29,9 @@
 #   BENCH_OUT           output folder                                    [bench/out]
 #   BENCH_SEQ_COUNTS    the N measured, increasing                       [100 10000 100000]
 #   BENCH_SEQ_DURATION  seconds of the measured wrk run per N            [10]
-#   BENCH_SEQ_IDLE      seconds of idle CPU measured per N               [60]
+#   BENCH_SEQ_IDLE      seconds of idle CPU measured per N: at least Go's
+#                       forced-GC period (2 min), so that every window holds
+#                       one collection of the heap, however big [120]
 #   BENCH_SEQ_SETTLE    seconds of quiet after the warm-up and before the
 #                       idle measure                                     [15]
 #   BENCH_CONNS, BENCH_THREADS  wrk connections and threads              [32, 1]
@@ -41,7 +43,7 @@ BENCH=$REPO/bench
 OUT=${BENCH_OUT:-$BENCH/out}
 COUNTS=${BENCH_SEQ_COUNTS:-100 10000 100000}
 DURATION=${BENCH_SEQ_DURATION:-10}
-IDLE=${BENCH_SEQ_IDLE:-60}
+IDLE=${BENCH_SEQ_IDLE:-120}
 SETTLE=${BENCH_SEQ_SETTLE:-15}
 CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
