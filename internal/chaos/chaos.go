@@ -313,8 +313,9 @@ func (r *run) setupSQL() error {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// Straight to the servers, as a DBA does: the proxies are ticketd's.
 		cmd := exec.CommandContext(ctx, r.bin, "sequence", "create", s.name, "-block", strconv.Itoa(s.block),
-			"-servers", r.servers, "-user", r.pair.SeqUser)
+			"-servers", r.pair.Servers[0].Addr()+","+r.pair.Servers[1].Addr(), "-user", r.pair.SeqUser)
 		// The password through the environment, never the command line.
 		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.pair.SeqPassword)
 		out, err := cmd.CombinedOutput()
