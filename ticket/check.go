@@ -153,7 +153,7 @@ type counterRow struct {
 //
 // On MySQL 8 information_schema caches AUTO_INCREMENT for up to a day by
 // default; every session of ticketd sets information_schema_stats_expiry = 0
-// there (server.go, sessionParams), so this reads the current counter.
+// there (bounds.go, sessionParams), so this reads the current counter.
 func readCounters(ctx context.Context, q selecter, database string, tables []string) (map[string]uint64, error) {
 	m := make(map[string]uint64, len(tables))
 	for len(tables) > 0 {

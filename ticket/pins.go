@@ -18,7 +18,7 @@ import (
 // definition in use is written to that server's sequence_pins (INSERT IGNORE:
 // the first definition stays) and read back; `ticketd sequence create` pins
 // it too. A catalog row that no longer matches a pin, read at Open or at any
-// later change, refuses the sequence (catalog.go, recompute): after a
+// later change, refuses the sequence (catalog_judge.go, recomputeLocked): after a
 // restart, too, since the pins are on the servers, not in memory.
 
 // pinnedBy says who wrote a pin, for a DBA reading sequence_pins.

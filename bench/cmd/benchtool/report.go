@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,87 +96,6 @@ var endpointOrder = []struct{ label, title, yardstick string }{
 	{"ids4096", "/v1/ids?n=4096", "bare"},
 	{"tickets_b1000", "/v1/tickets B=1000", "bare"},
 	{"tickets_b1", "/v1/tickets B=1", "raw"},
-}
-
-// genResult is one line of the generator benchmarks.
-type genResult struct{ nsOp, idsPerS float64 }
-
-var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) ids/s`)
-
-func readGen(path string) (map[string]genResult, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]genResult{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		ns, _ := strconv.ParseFloat(m[2], 64)
-		ids, _ := strconv.ParseFloat(m[3], 64)
-		// With -count N, the fastest run: on a shared machine, others' work
-		// only ever slows a run down.
-		if old, ok := out[m[1]]; !ok || ns < old.nsOp {
-			out[m[1]] = genResult{ns, ids}
-		}
-	}
-	return out, sc.Err()
-}
-
-func readRuns(path string) ([]run, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []run
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		r := run{f: map[string]float64{}}
-		for _, kv := range strings.Fields(sc.Text()) {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "label":
-				r.label = v
-			case "target":
-				r.target = v
-			case "round":
-				r.round, _ = strconv.Atoi(v)
-			case "n":
-				r.n, _ = strconv.Atoi(v)
-			default:
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %q: %w", path, kv, err)
-				}
-				r.f[k] = x
-			}
-		}
-		if r.f["duration_us"] <= 0 {
-			return nil, fmt.Errorf("%s: a run without a duration: %q", path, sc.Text())
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
-}
-
-// readKV reads "name value…" lines.
-func readKV(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-			out[k] = strings.TrimSpace(v)
-		}
-	}
-	return out, nil
 }
 
 // summary keeps the figures in the order they are added.
@@ -546,108 +463,4 @@ func runReport(args []string) error {
 			meta["threads"], meta["conns"], meta["duration_s"], meta["rounds"], meta["cores"], strings.SplitN(meta["date"], "T", 2)[0])).
 		Replace(gnuplotScript)
 	return os.WriteFile(filepath.Join(*dir, "bench.gp"), []byte(gp), 0o644)
-}
-
-// plotTitle is an endpoint's label under its bars: short, on two lines.
-func plotTitle(e *endpoint) string {
-	path, rest, _ := strings.Cut(e.title, " ")
-	if p, q, ok := strings.Cut(path, "?"); ok {
-		path, rest = p, q
-	}
-	t := path + "\\n" + rest
-	switch {
-	case e.yardstick == "raw":
-		t += "\\nvs raw REPLACE"
-	case e.n > 1:
-		t += "\\n" + strings.TrimSpace(human(e.b.rps*float64(e.n))) + " IDs/s"
-	}
-	return t
-}
-
-func us(v float64) string {
-	if v >= 10000 {
-		return fmt.Sprintf("%.1f ms", v/1000)
-	}
-	return fmt.Sprintf("%.0f µs", v)
-}
-
-// gnuplotScript draws bench.png: requests/s and p50/p99 per endpoint, ticketd
-// next to its yardstick (the bare server; raw REPLACE for B=1), log scales.
-const gnuplotScript = `set terminal pngcairo size 1500,640 font "DejaVu Sans,10"
-set output "@PNG@"
-set datafile separator whitespace
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border rgb "#333333"
-set boxwidth 1
-set logscale y
-set grid ytics mytics lc rgb "#dddddd"
-set xtics nomirror font ",9"
-set key top right font ",9"
-set bmargin 5
-set multiplot layout 1,2 title "@TITLE@" font ",12"
-
-set title "Throughput (requests/s, log scale)"
-set ylabel "requests/s"
-set yrange [100:1e6]
-set format y "%.0s%c"
-fmt(v) = v >= 1e6 ? sprintf("%.2fM", v/1e6) : v >= 1e4 ? sprintf("%.0fk", v/1e3) : v >= 1e3 ? sprintf("%.1fk", v/1e3) : sprintf("%.0f", v)
-plot "@DAT@" using 3:xtic(1) title "yardstick (bare fasthttp; raw REPLACE for B=1)" lc rgb "#9e9e9e", \
-     "" using 2 title "ticketd" lc rgb "#1f77b4", \
-     "" using ($0-1.0/6):3:(fmt($3)) with labels offset 0,0.7 font ",8" notitle, \
-     "" using ($0+1.0/6):2:(fmt($2)) with labels offset 0,0.7 font ",8" notitle
-
-set title "Latency (log scale; wrk percentiles; 1k = 1 ms)"
-set ylabel "µs"
-set yrange [10:1e6]
-set format y "%.0s%c"
-lab(v) = v >= 1e4 ? sprintf("%.0fms", v/1e3) : v >= 1e3 ? sprintf("%.1fms", v/1e3) : sprintf("%.0f", v)
-plot "@DAT@" using 6:xtic(1) title "yardstick p50" lc rgb "#c7c7c7", \
-     "" using 7 title "yardstick p99" lc rgb "#7f7f7f", \
-     "" using 4 title "ticketd p50" lc rgb "#9ecae1", \
-     "" using 5 title "ticketd p99" lc rgb "#1f77b4", \
-     "" using ($0-0.3):6:(lab($6)) with labels offset 0,0.7 font ",7" notitle, \
-     "" using ($0-0.1):7:(lab($7)) with labels offset 0,0.7 font ",7" notitle, \
-     "" using ($0+0.1):4:(lab($4)) with labels offset 0,0.7 font ",7" notitle, \
-     "" using ($0+0.3):5:(lab($5)) with labels offset 0,0.7 font ",7" notitle
-unset multiplot
-`
-
-// mixed is /v1/id alone against /v1/id beside saturating batches.
-type mixed struct {
-	alone, loaded         side
-	batchIDs, batchErrors float64 // the batch load's IDs/s (median of rounds) and errors
-}
-
-func (m mixed) roundRatios() []float64 { return ratios(m.loaded.roundRPS, m.alone.roundRPS) }
-func (m mixed) rpsRatio() float64      { return median(m.roundRatios()) }
-
-func readMixed(runs []run, batchPath string) (mixed, error) {
-	var alone, loaded []run
-	for _, r := range runs {
-		if r.label != "mixed" {
-			continue
-		}
-		switch r.target {
-		case "alone":
-			alone = append(alone, r)
-		case "loaded":
-			loaded = append(loaded, r)
-		}
-	}
-	if len(alone) == 0 || len(loaded) == 0 {
-		return mixed{}, fmt.Errorf("report: mixed: %d runs alone and %d beside batches", len(alone), len(loaded))
-	}
-	m := mixed{alone: newSide(alone), loaded: newSide(loaded)}
-	batches, err := readRuns(batchPath)
-	if err != nil {
-		return mixed{}, err
-	}
-	var ids []float64
-	for _, b := range batches {
-		ids = append(ids, b.rps()*10000)
-		m.batchErrors += b.f["errors"] + b.f["non2xx"]
-	}
-	m.batchIDs = median(ids)
-	return m, nil
 }

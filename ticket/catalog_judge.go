@@ -1,0 +1,136 @@
+package ticket
+
+import (
+	"fmt"
+	"strings"
+)
+
+// recomputeLocked judges a name from what every server holds of it: which
+// servers serve it, whether it is refused, what to report. Called with the
+// catalog's mutex held. It builds text only for a name with a problem.
+func (p *Pair) recomputeLocked(q *sequence) {
+	c := &p.cat
+	name := q.info.Name
+	inUse := defOf(q.info)
+	var mask, pinned, badPins, changed uint64
+	var first rowDef
+	differ := false
+	for i := range q.defs {
+		d := &q.defs[i]
+		if d.row.ok {
+			if mask == 0 {
+				first = d.row
+			} else if d.row != first {
+				differ = true
+			}
+			if d.row != inUse {
+				changed |= 1 << i
+			}
+			mask |= 1 << i
+		}
+		if d.pin.ok {
+			if d.pin == inUse {
+				pinned |= 1 << i
+			} else {
+				badPins |= 1 << i
+			}
+		}
+	}
+	var err error
+	kind := ""
+	rows := func(d seqDef) rowDef { return d.row }
+	switch {
+	case differ && !q.used.Load():
+		kind = ProblemDiffers
+		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd",
+			ErrMisconfigured, name, q.listDefs(rows, "server"))
+	case changed != 0:
+		// The catalog no longer says what this Pair has been serving.
+		kind = ProblemRedefined
+		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
+			"put the definition back, then restart ticketd (or create a sequence with a new name)",
+			ErrMisconfigured, name, q.listDefs(rows, "server"), q.info)
+	case badPins != 0:
+		kind = ProblemRedefined
+		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
+			"put the pinned definition back, then restart ticketd (or create a sequence with a new name)",
+			ErrMisconfigured, name, q.info, q.listDefs(func(d seqDef) rowDef {
+				if d.pin == inUse {
+					return rowDef{}
+				}
+				return d.pin
+			}, "pinned on server"))
+	}
+	if !q.info.rowStored() {
+		if other := c.byTable[q.info.Table]; other != nil && other != q {
+			shared := fmt.Errorf("%w: sequences %q and %q share table %s", ErrMisconfigured, other.info.Name, name, q.info.Table)
+			if other.breakWith(shared) {
+				p.reportLocked(other, ProblemSharedTable, shared)
+			}
+			if err == nil {
+				kind, err = ProblemSharedTable, shared
+			}
+		} else if other == nil {
+			c.byTable[q.info.Table] = q
+		}
+	}
+	q.servers.Store(mask)
+	q.pinned.Store(pinned)
+	if err != nil {
+		if q.breakWith(err) {
+			p.reportLocked(q, kind, err)
+		}
+		return
+	}
+}
+
+// judgeMissingLocked reports q when some server whose catalog was read lacks
+// it, and clears its report once none does. Called with the catalog's mutex
+// held, after a poll of every server (settleCatalog).
+func (p *Pair) judgeMissingLocked(q *sequence) {
+	c := &p.cat
+	if q.err() != nil {
+		return // refused for good: its report stays
+	}
+	name := q.info.Name
+	mask := q.servers.Load()
+	if missing := c.read &^ mask; missing != 0 && mask != 0 {
+		var have, lack []string
+		for i := range c.n {
+			switch {
+			case mask&(1<<i) != 0:
+				have = append(have, fmt.Sprint(i+1))
+			case missing&(1<<i) != 0:
+				lack = append(lack, fmt.Sprint(i+1))
+			}
+		}
+		p.reportLocked(q, ProblemMissing, fmt.Errorf("sequence %q is defined on server %s and missing on server %s: "+
+			"served by the first until it is created there too (ticketd sequence create)",
+			name, strings.Join(have, ", "), strings.Join(lack, ", ")))
+		return
+	}
+	c.problems.clear(name)
+}
+
+// listDefs names, per server, the definition pick returns (skipping none).
+func (q *sequence) listDefs(pick func(seqDef) rowDef, label string) string {
+	var parts []string
+	for i, d := range q.defs {
+		if r := pick(d); r.ok {
+			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, r.info(q.info.Name)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// reportLocked records a problem of q and logs it (aggregated).
+func (p *Pair) reportLocked(q *sequence, kind string, err error) {
+	if !p.cat.problems.set(SequenceProblem{Name: q.info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+		return // already known
+	}
+	if kind == ProblemMissing {
+		p.warn.Note(warnSeqMissing, "sequence", q.info.Name, "err", err)
+		return
+	}
+	p.warn.Note(warnSeqRefused, "sequence", q.info.Name, "err", err)
+}

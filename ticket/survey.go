@@ -1,0 +1,269 @@
+package ticket
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// survey is everything Repair and Rewinds read, from every server of the pair.
+type survey struct {
+	cfg     Config
+	servers []*server
+	// fixes: how each counter's Fix is written (its width and last usable
+	// ticket), by counter key; for servers that disagree, the narrower.
+	fixes    map[string]fixInfo
+	marks    [][]hwRow           // per holder
+	counters []map[string]uint64 // per server: tables' AUTO_INCREMENT and rows' values, by counter key
+	copies   [][]leaseCopyRow    // per holder
+	leases   [][]leaseRow        // per owner
+	notes    map[int][]string    // per server: what could not be checked
+}
+
+type leaseCopyRow struct {
+	Datacenter uint32 `db:"datacenter"`
+	Worker     uint32 `db:"worker"`
+	Reserved   int64  `db:"reserved_until_ms"`
+}
+
+type leaseRow struct {
+	Datacenter uint32 `db:"datacenter"`
+	Worker     uint32 `db:"worker"`
+	Reserved   int64  `db:"reserved_until_ms"`
+	Expired    bool   `db:"expired"`
+}
+
+// takeSurvey reads, in this order, the catalogs, the marks and lease copies,
+// then the counters and lease rows: every mark read is then a ticket issued
+// before the counter was read (see checkRewinds), and a copy written before the
+// row it copies was read. Everything is read in pages.
+func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool) (*survey, error) {
+	n := len(servers)
+	sv := &survey{
+		cfg: cfg, servers: servers,
+		fixes:    map[string]fixInfo{"Tickets64": fixInfoOf(SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
+		marks:    make([][]hwRow, n),
+		counters: make([]map[string]uint64, n),
+		copies:   make([][]leaseCopyRow, n),
+		leases:   make([][]leaseRow, n),
+		notes:    map[int][]string{},
+	}
+	catalogs := make([][]SequenceInfo, n)
+	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
+		list, err := readCatalog(ctx, poolSelecter{s})
+		if err != nil {
+			return err
+		}
+		catalogs[s.idx] = list
+		rows, err := readHighWater(ctx, poolSelecter{s})
+		sv.marks[s.idx] = rows
+		if err != nil || !leases {
+			return err
+		}
+		if err := s.pool().SelectContext(ctx, &sv.copies[s.idx],
+			"SELECT datacenter, worker, reserved_until_ms FROM reservation_copies"); err != nil {
+			return fmt.Errorf("%s: reading reservation_copies: %w", s.name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, list := range catalogs {
+		for _, si := range list {
+			if err := checkInfo(si); err != nil {
+				sv.note(i, fmt.Sprintf("sequence row ignored: %v", err))
+				continue
+			}
+			f, key := fixInfoOf(si), markKey(si)
+			if old, ok := sv.fixes[key]; ok && old.maxTicket < f.maxTicket {
+				f = old // servers that disagree: the narrower definition bounds the fix
+			}
+			sv.fixes[key] = f
+		}
+	}
+	var tables []string
+	for key := range sv.fixes {
+		if !strings.HasPrefix(key, rowKeyPrefix) {
+			tables = append(tables, key)
+		}
+	}
+	slices.Sort(tables)
+	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
+		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database, tables)
+		if err != nil {
+			return err
+		}
+		if err := readRows(ctx, poolSelecter{s}, func(r rowValue) { c[rowKeyPrefix+r.Name] = r.Value }); err != nil {
+			return err
+		}
+		sv.counters[s.idx] = c
+		if !leases {
+			return nil
+		}
+		if err := s.pool().SelectContext(ctx, &sv.leases[s.idx],
+			`SELECT datacenter, worker, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired FROM worker_leases`); err != nil {
+			return fmt.Errorf("%s: reading worker_leases: %w", s.name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sv, nil
+}
+
+// readCatalog reads a server's whole catalog, in pages by name.
+func readCatalog(ctx context.Context, q selecter) ([]SequenceInfo, error) {
+	var list []SequenceInfo
+	after := ""
+	for {
+		var rows []catRow
+		if err := q.sel(ctx, "reading sequences", &rows, catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			list = append(list, r.info())
+		}
+		if len(rows) < catalogPage {
+			return list, nil
+		}
+		after = rows[len(rows)-1].Name
+	}
+}
+
+// readRows calls f for every row of counters, in pages by name.
+func readRows(ctx context.Context, q selecter, f func(rowValue)) error {
+	after := ""
+	for {
+		var rows []rowValue
+		if err := q.sel(ctx, "reading counters", &rows,
+			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, scanPage*5); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			f(r)
+		}
+		if len(rows) < scanPage*5 {
+			return nil
+		}
+		after = rows[len(rows)-1].Name
+	}
+}
+
+func (sv *survey) note(i int, msg string) { sv.notes[i] = append(sv.notes[i], msg) }
+
+// planTables returns, per server, the counters (tables and rows) that are at
+// or below the mark its peers hold for it, sorted by counter; counters it
+// cannot check go to sv.notes.
+func (sv *survey) planTables() [][]Rewind {
+	n := len(sv.servers)
+	// mark[key][i]: the largest mark for server i held by any other server.
+	mark := map[string][]uint64{}
+	for holder, rows := range sv.marks {
+		for _, r := range rows {
+			src := r.PeerOffset - 1
+			if src < 0 || src >= n || src == holder {
+				continue
+			}
+			if mark[r.Table] == nil {
+				mark[r.Table] = make([]uint64, n)
+			}
+			mark[r.Table][src] = max(mark[r.Table][src], r.Mark)
+		}
+	}
+	keys := make([]string, 0, len(sv.fixes))
+	for k := range sv.fixes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][]Rewind, n)
+	for i := range n {
+		for _, key := range keys {
+			f := sv.fixes[key]
+			var m uint64
+			if mark[key] != nil {
+				m = mark[key][i]
+			}
+			c, ok := sv.counters[i][key]
+			switch {
+			case !ok && f.row && m != 0:
+				sv.note(i, fmt.Sprintf("%s.counters: no row for sequence %s here, though it issued tickets of it (mark %d): not checked",
+					sv.cfg.Database, f.name, m))
+				continue
+			case !ok && !f.row:
+				sv.note(i, fmt.Sprintf("%s.%s: no AUTO_INCREMENT visible (no such table here, or no privilege on it): not checked", sv.cfg.Database, key))
+				continue
+			case !ok || m == 0:
+				continue
+			}
+			if (f.row && !rowRewound(c, m)) || (!f.row && !isRewound(c, m)) {
+				continue
+			}
+			out[i] = append(out[i], Rewind{Table: key, Counter: c, Mark: m,
+				Fix: rewindFix(sv.cfg.Database, key, f, m, sv.cfg.marginFor(f.bits), n)})
+		}
+	}
+	return out
+}
+
+// leaseFix is a lease row behind the copies of its reservation.
+type leaseFix struct {
+	owner              int
+	datacenter, worker uint32
+	from, to           int64
+	exists             bool
+}
+
+// planLeases returns the lease rows whose reservation is behind the largest
+// copy of it on the other servers: rows rewound by a restore of their owner.
+// Rows held right now are left alone (their holder renews them, and a renewal
+// of a rewound row fails).
+func (sv *survey) planLeases() []leaseFix {
+	n := len(sv.servers)
+	type key struct{ dc, w uint32 }
+	best := make([]map[key]int64, n) // per owner
+	for holder, rows := range sv.copies {
+		for _, r := range rows {
+			owner := ownerOf(r.Worker, n)
+			if owner == holder {
+				continue // a copy on the owner itself protects nothing
+			}
+			if best[owner] == nil {
+				best[owner] = map[key]int64{}
+			}
+			k := key{r.Datacenter, r.Worker}
+			best[owner][k] = max(best[owner][k], r.Reserved)
+		}
+	}
+	var out []leaseFix
+	for owner := range n {
+		rows := map[key]leaseRow{}
+		for _, r := range sv.leases[owner] {
+			rows[key{r.Datacenter, r.Worker}] = r
+		}
+		var fixes []leaseFix
+		for k, c := range best[owner] {
+			r, ok := rows[k]
+			switch {
+			case !ok:
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c, false})
+			case r.Expired && r.Reserved < c:
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
+			}
+		}
+		slices.SortFunc(fixes, func(a, b leaseFix) int {
+			if a.datacenter != b.datacenter {
+				return int(a.datacenter) - int(b.datacenter)
+			}
+			return int(a.worker) - int(b.worker)
+		})
+		out = append(out, fixes...)
+	}
+	return out
+}
+
+// ownerOf is the index of the server that owns worker w in a pair of n: the one
+// whose offset (index+1) is congruent to w mod n.
+func ownerOf(w uint32, n int) int { return (int(w%uint32(n)) + n - 1) % n }
