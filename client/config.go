@@ -53,9 +53,11 @@ type Config struct {
 	// Authorization: Bearer TOKEN with every request for values (the
 	// readiness probes need none). A ticketd with a tokens file answers a
 	// request without it, or with a token lacking the scope (ids, or
-	// tickets:NAME), 401 or 403: an error wrapping ErrRejected. A token with
-	// a quota refuses a batch above its rate (429): keep MaxBatch, and
-	// MaxTicketBatch, at or below the quota per second. Never printed:
+	// tickets:NAME), 401 or 403: an error wrapping ErrRejected. Over a
+	// token's quota (429) refills pause for the Retry-After and callers
+	// wait (see the package doc); a batch above the quota per second can
+	// never pass, so keep MaxBatch, and MaxTicketBatch, at or below it
+	// (a refused batch halves the next one anyway). Never printed:
 	// Config's String shows it as [redacted]. Zero: no token (a ticketd on
 	// loopback without tokens).
 	Token string

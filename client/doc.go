@@ -93,7 +93,10 @@
 // Config.Token is sent as Authorization: Bearer with every request for
 // values, for a ticketd with a tokens file; Config.RootCAs are the CAs of an
 // https:// endpoint's certificate. A refusal (401 without a valid token, 403
-// without the scope, 429 over the token's quota) wraps ErrRejected.
+// without the scope) wraps ErrRejected. Over the token's quota (429) the
+// client is paced instead: it tries the other endpoints (a quota is each
+// ticketd's own), then pauses that buffer's refills for the answer's
+// Retry-After, and callers wait, within their context, for the next refill.
 //
 // # Observability
 //

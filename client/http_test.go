@@ -108,6 +108,12 @@ func TestHTTPAnswers(t *testing.T) {
 			w.WriteHeader(404)
 			fmt.Fprintln(w, `{"error":"unknown sequence \"x\""}`)
 		}, ErrRejected, 404, `unknown sequence "x"`},
+		{"429 over quota", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(429)
+			fmt.Fprintln(w, `{"error":"quota of token \"app\" exceeded: 100 IDs per second"}`)
+		}, ErrRejected, 429, "quota"},
 		{"503 no lease", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(503)
@@ -182,4 +188,90 @@ func TestHTTPCloseLeavesNoGoroutine(t *testing.T) {
 	}
 	c.Close()
 	checkGoroutines(t, before)
+}
+
+// TestRetryAfter: a 429's Retry-After is read (whole seconds, bounded), and
+// throttled tells a quota's refusal from any other.
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		status    int
+		header    string
+		wantPause time.Duration
+		wantOK    bool
+	}{
+		{429, "2", 2 * time.Second, true},
+		{429, "", time.Second, true},
+		{429, "Wed, 21 Oct 2015 07:28:00 GMT", time.Second, true}, // a date: not used, a second
+		{429, "86400", maxRetryAfter, true},
+		{429, "-5", time.Second, true},
+		{503, "2", 0, false},
+		{403, "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d %q", tt.status, tt.header), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.header != "" {
+					w.Header().Set("Retry-After", tt.header)
+				}
+				w.WriteHeader(tt.status)
+			}))
+			defer srv.Close()
+			err := newHTTPTransport(srv.Client(), "").get(ctx10(t), srv.URL, "/v1/ids", make([]uint64, 2))
+			pause, ok := throttled(err)
+			if pause != tt.wantPause || ok != tt.wantOK {
+				t.Errorf("throttled(%v) = %v, %v; want %v, %v", err, pause, ok, tt.wantPause, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestQuotaPaces: over its token's quota (429 with Retry-After: 1) the
+// client pauses its refills for the Retry-After and its callers wait for
+// the next refill instead of failing: Next returns an ID, after the pause.
+func TestQuotaPaces(t *testing.T) {
+	var mu sync.Mutex
+	var asked []time.Time
+	ok := &binaryServer{next: 1 << 40}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			ok.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		asked = append(asked, time.Now())
+		first := len(asked) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintln(w, `{"error":"quota exceeded"}`)
+			return
+		}
+		ok.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, err := New(Config{Endpoints: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id, err := c.Next(ctx10(t))
+	if err != nil {
+		t.Fatalf("Next over the quota: %v; want an ID once the Retry-After has passed", err)
+	}
+	if id != 1<<40+1 {
+		t.Errorf("got ID %d, want %d", id, 1<<40+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) < 2 {
+		t.Fatalf("%d requests, want the refused one and a later one", len(asked))
+	}
+	if gap := asked[1].Sub(asked[0]); gap < time.Second {
+		t.Errorf("the refill after the 429 came %v after it, want at least its Retry-After (1 s)", gap)
+	}
+	if st := c.Stats().IDs; st.Throttled != 1 {
+		t.Errorf("Stats().IDs.Throttled = %d, want 1", st.Throttled)
+	}
 }

@@ -19,6 +19,10 @@ type StreamStats struct {
 
 	Refills        uint64 // batches received
 	RefillFailures uint64 // refills that no endpoint answered
+	// Throttled counts the refills ticketd answered 429 (the token's quota
+	// exceeded; RefillFailures counts them too): the stream paused for the
+	// answer's Retry-After, its callers waiting, rather than failing them.
+	Throttled uint64
 	// RefillLatencyTotal is the time the successful refills took, from
 	// sending the request to having the values: the mean is
 	// RefillLatencyTotal / Refills.

@@ -39,6 +39,8 @@ type stream struct {
 	started   uint64        // refills begun: the number of the latest
 	ended     uint64        // the number of the latest refill that ended
 	lastErr   error         // the last refill's error; nil after a success
+	paced     bool          // lastErr is a 429: the next refill waits for its Retry-After
+	throttled uint64        // refills answered 429 by every endpoint tried
 	free      [][]uint64    // spent segment buffers, for the refill goroutine
 
 	// Counters, for Stats.
@@ -148,7 +150,7 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 		case s.c.closed.Load():
 			s.mu.Unlock()
 			return filled, ErrClosed
-		case waited && s.ended >= waitFor && s.lastErr != nil:
+		case waited && s.ended >= waitFor && s.lastErr != nil && !s.paced:
 			// A refill begun after this call began waiting has failed: it
 			// tried every endpoint (see refill). Callers that wait together
 			// share it.
@@ -209,11 +211,26 @@ func (s *stream) broadcastLocked(n uint64) {
 func (s *stream) refillLoop() {
 	defer s.c.wg.Done()
 	order := make([]int, 0, len(s.c.eps))
+	var pause time.Duration // over a token's quota: no refill before it has passed
 	for {
+		if pause > 0 {
+			// Callers' wake-ups wait too: asking again before the
+			// Retry-After would only be refused again.
+			select {
+			case <-s.c.done:
+				return
+			case <-s.c.clk.after(pause):
+			}
+			pause = 0
+		}
 		wait, need := s.plan()
 		if need {
 			var err error
 			if order, err = s.refill(order); err == nil {
+				continue
+			}
+			if p, ok := throttled(err); ok {
+				pause = p
 				continue
 			}
 			// Failed: try again only when asked (a caller, a rejoin).
@@ -305,8 +322,8 @@ func (s *stream) refill(order []int) ([]int, error) {
 			if s.c.closed.Load() {
 				return order, ErrClosed
 			}
-			if isRejected(err) {
-				break // every ticketd would refuse it
+			if _, quota := throttled(err); isRejected(err) && !quota {
+				break // every ticketd would refuse it (a quota is each ticketd's own)
 			}
 		}
 		if lastResort || isRejected(err) {
@@ -320,6 +337,13 @@ func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
 	s.refillFailures++
 	s.lastErr = err
+	// Over a token's quota the refill is paused, not failed: callers keep
+	// waiting (within their context) for the refill after Retry-After, so
+	// an application above its quota is paced to it rather than refused.
+	_, s.paced = throttled(err)
+	if s.paced {
+		s.throttled++
+	}
 	// Perhaps too big to arrive in time, or above the endpoint's -max-batch
 	// (a 400): ask for less next time.
 	s.batch = max(s.batch/2, s.minBatch)
@@ -367,7 +391,7 @@ func (s *stream) appendBatch(vals []uint64, sent time.Duration, attempt uint64) 
 	s.refillMax = max(s.refillMax, took)
 	s.lastSent, s.sentAny, s.used = sent, true, false
 	s.slowFetch = took > s.c.cfg.CallTimeout/4
-	s.lastErr = nil
+	s.lastErr, s.paced = nil, false
 	s.broadcastLocked(attempt)
 }
 
@@ -400,7 +424,7 @@ func (s *stream) stats() StreamStats {
 	}
 	st := StreamStats{
 		Served: s.served, Fetched: s.fetched, Buffered: s.buffered, Batch: s.batch,
-		Refills: s.refills, RefillFailures: s.refillFailures, DroppedByAge: s.droppedByAge, Waits: s.waits,
+		Refills: s.refills, RefillFailures: s.refillFailures, Throttled: s.throttled, DroppedByAge: s.droppedByAge, Waits: s.waits,
 		RefillLatencyTotal: s.refillTotal, RefillLatencyMax: s.refillMax,
 	}
 	if s.lastErr != nil {

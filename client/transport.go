@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // transport is what the client needs of the network: a batch of values from
@@ -31,6 +32,8 @@ type StatusError struct {
 	Endpoint string // base URL
 	Status   int
 	Message  string // ticketd's {"error": …}, or the start of the body
+	// RetryAfter is the answer's Retry-After (whole seconds), 0 without one.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
@@ -159,5 +162,27 @@ func statusError(base string, resp *http.Response) error {
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"
 	}
-	return &StatusError{Endpoint: base, Status: resp.StatusCode, Message: msg}
+	se := &StatusError{Endpoint: base, Status: resp.StatusCode, Message: msg}
+	if sec, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && sec > 0 {
+		se.RetryAfter = min(time.Duration(sec)*time.Second, maxRetryAfter)
+	}
+	return se
+}
+
+// maxRetryAfter bounds the pause a Retry-After can ask of a stream: a
+// broken or hostile answer cannot stall it for hours.
+const maxRetryAfter = time.Minute
+
+// throttled returns how long to pause after err when it is a 429 (a token's
+// quota exceeded): its Retry-After, or a second (a quota's bucket refills
+// within one). ok is false for any other error.
+func throttled(err error) (pause time.Duration, ok bool) {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusTooManyRequests {
+		return 0, false
+	}
+	if se.RetryAfter > 0 {
+		return se.RetryAfter, true
+	}
+	return time.Second, true
 }
