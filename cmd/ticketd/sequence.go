@@ -136,35 +136,16 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 	if o.limit < 0 {
 		return o, usagef("sequence list: -limit %d: want 0 or more", o.limit)
 	}
-	if o.password = getenv("TICKETD_SEQUENCE_PASSWORD"); o.password == "" {
-		pw, err := readSecret(o.passwordFile)
-		if err != nil {
-			return o, usagef("sequence: no password: set TICKETD_SEQUENCE_PASSWORD or -password-file (%v)", err)
-		}
-		o.password = pw
-	}
-	return o, nil
+	var err error
+	o.password, err = adminPassword("sequence", "TICKETD_SEQUENCE_PASSWORD", o.passwordFile, getenv)
+	return o, err
 }
 
 // sequenceConfig turns options into the ticket package's Config, validated
 // so a bad value is a usage error naming the flag.
 func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
-	cfg := ticket.DefaultConfig()
-	cfg.Servers = nil
-	for _, addr := range strings.Split(o.servers, ",") {
-		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
-	}
-	cfg.User, cfg.Password = o.user, o.password
-	cfg.CallTimeout = o.callTimeout
-	tlsCfg, err := o.tls.config()
-	if err != nil {
-		return cfg, err
-	}
-	cfg.TLS = tlsCfg
-	if err := cfg.Validate(); err != nil {
-		return cfg, usagef("sequence: -servers/-user/-call-timeout: %v", err)
-	}
-	return cfg, nil
+	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
+	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-user/-call-timeout")
 }
 
 // sequenceDefs is what create is asked for: the names on the command line
