@@ -30,7 +30,7 @@ func (p *Pair) use(q *sequence) {
 }
 
 // SequenceStats returns the sequences this Pair has handed values from, at
-// most limit of them (the most used first), without I/O. Its cost follows the
+// most limit of them (the most used first, then by name), without I/O. Its cost follows the
 // number of sequences in use, not the catalog's size: one pass over them with
 // a heap of limit entries.
 func (p *Pair) SequenceStats(limit int) []SequenceStat {
@@ -46,10 +46,11 @@ func (p *Pair) SequenceStats(limit int) []SequenceStat {
 		if n == 0 {
 			continue
 		}
+		e := statEntry{q, n}
 		if len(h) < limit {
-			heap.Push(&h, statEntry{q, n})
-		} else if n > h[0].issued {
-			h[0] = statEntry{q, n}
+			heap.Push(&h, e)
+		} else if e.before(h[0]) {
+			h[0] = e
 			heap.Fix(&h, 0)
 		}
 	}
@@ -86,11 +87,20 @@ type statEntry struct {
 	issued uint64
 }
 
-// statHeap is a min-heap by issued: the least used of the kept ones on top.
+// before orders the list: the most used first, then by name, so that the
+// series /metrics writes keep their order from one scrape to the next.
+func (e statEntry) before(o statEntry) bool {
+	if e.issued != o.issued {
+		return e.issued > o.issued
+	}
+	return e.q.info.Name < o.q.info.Name
+}
+
+// statHeap is a min-heap in that order: the last of the kept ones on top.
 type statHeap []statEntry
 
 func (h statHeap) Len() int           { return len(h) }
-func (h statHeap) Less(i, j int) bool { return h[i].issued < h[j].issued }
+func (h statHeap) Less(i, j int) bool { return h[j].before(h[i]) }
 func (h statHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *statHeap) Push(x any)        { *h = append(*h, x.(statEntry)) }
 func (h *statHeap) Pop() any {

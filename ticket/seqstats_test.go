@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,31 @@ func TestUseListsOnce(t *testing.T) {
 	}
 	if len(p.inUse.list) != 1 {
 		t.Errorf("listed %d times, want once", len(p.inUse.list))
+	}
+}
+
+// TestSequenceStatsOrder: the most used first, ties by name, cut at limit
+// (the least used, then the last names, left out), without a server.
+func TestSequenceStatsOrder(t *testing.T) {
+	p := &Pair{}
+	for _, s := range []struct {
+		name   string
+		issued uint64
+	}{{"d", 5}, {"b", 7}, {"a", 5}, {"e", 1}, {"c", 5}, {"never", 0}} {
+		q := newSequence(SequenceInfo{Name: s.name, Bits: 64, BlockSize: 10})
+		p.use(q)
+		q.issued.Store(s.issued)
+	}
+	for _, tt := range []struct {
+		limit int
+		want  string
+	}{{1, "b"}, {3, "b a c"}, {4, "b a c d"}, {10, "b a c d e"}} {
+		var got []string
+		for _, st := range p.SequenceStats(tt.limit) {
+			got = append(got, st.Name)
+		}
+		if g := strings.Join(got, " "); g != tt.want {
+			t.Errorf("SequenceStats(%d): got %q, want %q", tt.limit, g, tt.want)
+		}
 	}
 }
