@@ -15,6 +15,7 @@ import (
 
 	"ticketd/client"
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 	"ticketd/internal/testcert"
 )
 
@@ -34,9 +35,9 @@ func startSecureTicketd(t *testing.T, p *mysqltest.Pair, ca *testcert.CA) string
 		t.Fatal(err)
 	}
 	leaf := ca.Issue("ticketd", "127.0.0.1")
-	addr := freeAddr(t)
-	logs := &lockedBuffer{}
-	cmd := exec.Command(ticketdBinary(t), "serve", "-listen", addr, "-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(),
+	addr := proctest.FreeAddr(t)
+	logs := &proctest.Buffer{}
+	cmd := exec.Command(proctest.Ticketd(t), "serve", "-listen", addr, "-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(),
 		"-tokens-file", tokens, "-https-cert", leaf.CertFile, "-https-key", leaf.KeyFile, "-log-level", "warn")
 	cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	cmd.Stdout, cmd.Stderr = logs, logs

@@ -5,7 +5,6 @@ package client_test
 // down, one slow or frozen.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,70 +22,16 @@ import (
 
 	"ticketd/client"
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 	"ticketd/snowflake"
 )
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// ticketdBinary builds cmd/ticketd once per test run.
-func ticketdBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ticketd-client-e2e")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ticketd")
-		out, err := exec.Command("go", "build", "-o", binPath, "ticketd/cmd/ticketd").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ticketd is one running ticketd process.
 type ticketd struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	logs *lockedBuffer
+	logs *proctest.Buffer
 	done chan struct{}
 }
 
@@ -96,8 +40,8 @@ func (d *ticketd) url() string { return "http://" + d.addr }
 // startTicketd starts ticketd on the pair and waits until /readyz is 200.
 func startTicketd(t *testing.T, p *mysqltest.Pair) *ticketd {
 	t.Helper()
-	d := &ticketd{t: t, addr: freeAddr(t), logs: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(ticketdBinary(t), "serve", "-listen", d.addr,
+	d := &ticketd{t: t, addr: proctest.FreeAddr(t), logs: &proctest.Buffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(proctest.Ticketd(t), "serve", "-listen", d.addr,
 		"-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(), "-log-level", "warn")
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs

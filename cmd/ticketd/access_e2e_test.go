@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 	"ticketd/internal/testcert"
 )
 
@@ -113,7 +114,7 @@ func TestE2ETokens(t *testing.T) {
 	defineOrders(t, p)
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, tokens, 0o600, e2eTokens...)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	d := startDaemon(t, p, "-tokens-file", tokens, "-admin-listen", admin)
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
@@ -279,7 +280,7 @@ func TestE2EHTTPS(t *testing.T) {
 	leaf := ca.Issue("ticketd", "127.0.0.1")
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, tokens, 0o600, e2eTokens...)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	d := launch(t, p, "-https-cert", leaf.CertFile, "-https-key", leaf.KeyFile, "-tokens-file", tokens, "-admin-listen", admin)
 	c := httpsClient(ca)
 	serial := func() string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // runTicketd runs the binary to its end (within a minute) and returns its
@@ -79,7 +80,7 @@ func TestE2EListenChecks(t *testing.T) {
 
 	// On every address, told to: it serves, and says it has no
 	// authentication. (The port is free and only loopback exists here.)
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	d := waitReady(t, launchAt(t, p, fmt.Sprintf("0.0.0.0:%d", port), "-insecure-listen"))
 	d.addr = fmt.Sprintf("127.0.0.1:%d", port)
 	if id, err := getID(http.DefaultClient, d.addr); err != nil || id <= 0 {

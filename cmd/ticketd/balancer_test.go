@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // haproxyBinary finds haproxy; a missing one fails the test (.ci/run installs
@@ -44,7 +45,7 @@ type balancer struct {
 	addr  string // its frontend
 	sock  string // its stats socket
 	cmd   *exec.Cmd
-	logs  *lockedBuffer
+	logs  *proctest.Buffer
 	names []string      // its servers, in order
 	done  chan struct{} // closed when it has exited
 }
@@ -88,7 +89,7 @@ func testHAProxyConfig(t *testing.T, front, sock string, servers []string) strin
 func startBalancer(t *testing.T, servers []string) *balancer {
 	t.Helper()
 	dir := t.TempDir()
-	b := &balancer{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), sock: filepath.Join(dir, "haproxy.sock"), logs: &lockedBuffer{}}
+	b := &balancer{t: t, addr: fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), sock: filepath.Join(dir, "haproxy.sock"), logs: &proctest.Buffer{}}
 	for i := range servers {
 		b.names = append(b.names, fmt.Sprintf("ticketd%d", i+1))
 	}
@@ -233,37 +234,20 @@ func startNginx(t *testing.T, servers []string) string {
 	t.Helper()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755) // nginx's workers run as nobody under root
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	conf := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(conf, []byte(testNginxConfig(t, dir, addr, servers)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
 	cmd := exec.Command(nginxBinary(t), "-p", dir, "-c", conf)
-	cmd.Stdout, cmd.Stderr = logs, logs
+	// SIGTERM: nginx's master then stops its workers too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("nginx output:\n%s", logs)
-		}
-	})
+	nginx := proctest.Start(t, "nginx", cmd, 10*time.Second)
 	c := &http.Client{Timeout: 2 * time.Second}
 	waitFor(t, "nginx answering", 20*time.Second, func() bool {
 		select {
-		case <-done:
-			t.Fatalf("nginx exited: %v\n%s", cmd.ProcessState, logs)
+		case <-nginx.Done:
+			t.Fatalf("nginx exited: %v\n%s", cmd.ProcessState, nginx.Logs)
 		default:
 		}
 		_, err := getID(c, addr)
@@ -413,7 +397,7 @@ func TestE2EBalancer(t *testing.T) {
 	addrs := make([]string, 3)
 	daemons := make([]*daemon, 3)
 	for i := range daemons {
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 		daemons[i] = waitReady(t, launchAt(t, p, addrs[i], args...))
 	}
 	b := startBalancer(t, addrs)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // TestE2EDrainAndAdmin: the binary with -admin-listen serves /metrics,
@@ -18,7 +19,7 @@ import (
 // ends a drain delay of a minute at once: it exits 0, the lease released.
 func TestE2EDrainAndAdmin(t *testing.T) {
 	p := mysqltest.StartPair(t)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	d := startDaemon(t, p, "-admin-listen", admin, "-drain-delay", "1m", "-shutdown-timeout", "2m")
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	get := func(url string) (*http.Response, string) {

@@ -6,15 +6,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +21,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
-)
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	"ticketd/internal/proctest"
 )
 
 // ticketdBinary builds cmd/ticketd once per test run. go test -short builds
@@ -39,32 +31,7 @@ func ticketdBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the ticketd binary; not in -short")
 	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ticketd-e2e")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ticketd")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return proctest.Ticketd(t)
 }
 
 // daemon is one running ticketd process.
@@ -72,26 +39,9 @@ type daemon struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	logs *lockedBuffer
+	logs *proctest.Buffer
 	done chan struct{}
 	err  error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // fastLeases makes lease events happen in seconds rather than a minute.
@@ -134,14 +84,14 @@ func waitReady(t *testing.T, d *daemon) *daemon {
 // launch starts ticketd on a free port without waiting for it.
 func launch(t *testing.T, p *mysqltest.Pair, args ...string) *daemon {
 	t.Helper()
-	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", freePort(t)), p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
+	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), p.Servers[0].Addr()+","+p.Servers[1].Addr(), args...)
 }
 
 // launchOn starts ticketd on the pair's account, reaching the servers at
 // servers (through a proxy, say), without waiting for it.
 func launchOn(t *testing.T, p *mysqltest.Pair, servers string, args ...string) *daemon {
 	t.Helper()
-	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", freePort(t)), servers, args...)
+	return launchWith(t, p, fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), servers, args...)
 }
 
 // launchAt starts ticketd listening on addr without waiting for it.
@@ -162,7 +112,7 @@ func launchWith(t *testing.T, p *mysqltest.Pair, addr, servers string, args ...s
 // process's environment, without waiting for it.
 func launchEnv(t *testing.T, addr string, env []string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}, done: make(chan struct{})}
+	d := &daemon{t: t, addr: addr, logs: &proctest.Buffer{}, done: make(chan struct{})}
 	full := append([]string{"serve", "-listen", d.addr, "-drain-delay", "100ms"}, args...)
 	d.cmd = exec.Command(ticketdBinary(t), full...)
 	d.cmd.Env = append(os.Environ(), env...)

@@ -14,6 +14,7 @@ import (
 
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // setPassword changes the ticketd account's password on s by its hash, as
@@ -93,7 +94,7 @@ func TestE2EPasswordRotation(t *testing.T) {
 	}
 	writePW(p.Password)
 	servers := p.Servers[0].Addr() + "," + p.Servers[1].Addr()
-	d := waitReady(t, launchEnv(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), []string{"TICKETD_USER=" + p.User},
+	d := waitReady(t, launchEnv(t, fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), []string{"TICKETD_USER=" + p.User},
 		append([]string{"-servers", servers, "-password-file", pwFile}, fastLeases...)...))
 	ids := startPathLoad(d.addr, "/v1/id", 3)
 	tickets := startPathLoad(d.addr, "/v1/tickets/tickets64", 3)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ticketd/internal/doccheck"
+	"ticketd/internal/proctest"
 )
 
 // TestContainerfile: what docs/deploy.md says of the image: FROM scratch,
@@ -168,7 +169,7 @@ func TestDeployEnvNamesFlags(t *testing.T) {
 	swap := map[string]string{
 		"TICKETD_PASSWORD_FILE": dir + "/db.password",
 		"TICKETD_TOKENS_FILE":   dir + "/tokens",
-		"TICKETD_LISTEN":        net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
+		"TICKETD_LISTEN":        net.JoinHostPort("127.0.0.1", strconv.Itoa(proctest.FreePort(t))),
 	}
 	for path, text := range map[string]string{swap["TICKETD_PASSWORD_FILE"]: "not-used\n",
 		swap["TICKETD_TOKENS_FILE"]: "lb 0123456789abcdef0123456789abcdef ids\n"} {

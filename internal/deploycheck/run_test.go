@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,52 +11,24 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // daemon is a started process and the channel its exit arrives on.
 type daemon struct {
 	cmd  *exec.Cmd
 	done chan error
-	logs *lockedBuffer
+	logs *proctest.Buffer
 }
 
 func startDaemon(t *testing.T, cmd *exec.Cmd) *daemon {
 	t.Helper()
-	d := &daemon{cmd: cmd, done: make(chan error, 1), logs: &lockedBuffer{}}
+	d := &daemon{cmd: cmd, done: make(chan error, 1), logs: &proctest.Buffer{}}
 	cmd.Stdout, cmd.Stderr = d.logs, d.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
@@ -160,7 +131,7 @@ func TestImageRunsInAnEmptyRoot(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Chmod(root, 0o755); os.Chmod(filepath.Dir(secret), 0o755) })
 
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	env["TICKETD_LISTEN"] = addr // the test's loopback, not the container's 0.0.0.0:8080
 	env["TICKETD_SERVERS"] = pair.Servers[0].Addr() + "," + pair.Servers[1].Addr()
 	cmd := exec.Command(entry[0], entry[1:]...)
@@ -277,7 +248,7 @@ func TestTicketServerUnitStarts(t *testing.T) {
 			}
 		}
 	}
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	move := strings.NewReplacer("/etc/ticketd-db/my.cnf", cnf, "/var/lib/ticketd-db%i", state,
 		"/run/ticketd-db%i", run, "/var/log/ticketd-db%i", logs, "%i", "2")
 	command := func(key string) *exec.Cmd {

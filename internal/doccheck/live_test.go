@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,12 +13,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // TestDocsAgainstTicketd checks the docs against the real program: the flags
@@ -141,42 +140,14 @@ func cleanEnv() []string {
 	return env
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startTicketd runs `ticketd serve` in work as `make run` does (the password
 // from var/ticketd.password, every other flag at its default) on a free port
 // and the given servers, waits until /readyz answers 200, and stops it with
 // SIGTERM at the end of the test, expecting a clean exit.
 func startTicketd(t *testing.T, work, bin string, servers [2]string, args ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
-	logs := &lockedBuffer{}
+	addr := proctest.FreeAddr(t)
+	logs := &proctest.Buffer{}
 	cmd := exec.Command(bin, append([]string{"serve", "-listen", addr, "-servers", servers[0] + "," + servers[1]}, args...)...)
 	cmd.Dir = work
 	cmd.Env = cleanEnv()
