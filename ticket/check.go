@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,10 +23,12 @@ import (
 //     pages of scanPage rows, and no more once the round has spent its budget
 //     (half the CheckInterval, at most maxScanBudget). A cursor carries over
 //     to the next round, so every row is compared in turn; at 100,000
-//     sequences a whole pass takes 20 rounds, about 3 minutes with the
-//     default CheckInterval, at the cost of 5,000 rows read per server every
+//     sequences a whole pass takes 50 rounds, about 8 minutes with the
+//     default CheckInterval, at the cost of 2,000 rows read per server every
 //     10 s. Safety does not wait for the pass: every ticket is checked
-//     against the marks as it comes back.
+//     against the marks as it comes back, so the pass only reports a
+//     restored server early, and an idle ticketd is not to spend its CPU on
+//     it (at 5 pages a round it was most of ticketd's idle work at 100,000).
 //
 // then the rows of the leases this Pair holds (copies.go). A check is
 // background work: it reports, never takes a server out of rotation.
@@ -42,7 +45,7 @@ const (
 
 const (
 	scanPage          = 1000
-	scanPagesPerRound = 5
+	scanPagesPerRound = 2
 	maxScanBudget     = time.Second
 	// refusedChunk bounds the names of one re-check statement.
 	refusedChunk = 500
@@ -273,55 +276,92 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 		st.lastRound = time.Since(begin)
 		st.maxRound = max(st.maxRound, st.lastRound)
 	}()
+	pg := &scanPageBuf{}
+	var marks []*tableMarks
 	for pages < scanPagesPerRound {
 		if pages > 0 && time.Since(begin) >= budget {
 			st.overBudget++
 			return nil
 		}
-		rows := make([]rowValue, 0, scanPage)
-		if err := ss.each(ctx, "reading counters", func(rs *sql.Rows) error {
-			var r rowValue
-			if err := rs.Scan(&r.Name, &r.Value, &r.Start, &r.Step); err != nil {
-				return err
-			}
-			rows = append(rows, r)
-			return nil
-		}, "SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
+		pg.reset()
+		if err := ss.each(ctx, "reading counters", pg.add,
+			"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
 			return err
 		}
 		pages++
-		for k, m := range p.marks.rowMarks(rows) {
+		marks = p.marks.pageMarks(pg, marks[:0])
+		for k, m := range marks {
 			if m == nil {
 				continue // no ticket of it is known to have been issued
 			}
-			if err := p.compareRow(ctx, ss, rows[k], m); err != nil {
+			if err := p.compareRow(ctx, ss, pg.name(k), pg.values[k], m); err != nil {
 				return err
 			}
 		}
-		if len(rows) < scanPage {
+		if pg.len() < scanPage {
 			st.after = ""
 			st.passes++
 			return nil
 		}
-		st.after = rows[len(rows)-1].Name
+		st.after = string(pg.name(pg.len() - 1))
 	}
+	return nil
+}
+
+// scanPageBuf is one page of counters as the scan reads it, reused from page
+// to page: the names in one byte slice (no string per row: 100,000 rows are
+// read every pass), the values parsed from their text.
+type scanPageBuf struct {
+	names  []byte
+	ends   []int // ends[k]: where row k's name ends in names
+	values []uint64
+}
+
+func (pg *scanPageBuf) reset() {
+	pg.names, pg.ends, pg.values = pg.names[:0], pg.ends[:0], pg.values[:0]
+}
+
+func (pg *scanPageBuf) len() int { return len(pg.ends) }
+
+// name is row k's name, valid until the next reset.
+func (pg *scanPageBuf) name(k int) []byte {
+	start := 0
+	if k > 0 {
+		start = pg.ends[k-1]
+	}
+	return pg.names[start:pg.ends[k]]
+}
+
+// add appends the row rs is on (name, value).
+func (pg *scanPageBuf) add(rs *sql.Rows) error {
+	var name, value sql.RawBytes
+	if err := rs.Scan(&name, &value); err != nil {
+		return err
+	}
+	v, err := strconv.ParseUint(string(value), 10, 64)
+	if err != nil {
+		return fmt.Errorf("counters: value %q of %q: %w", value, name, err)
+	}
+	pg.names = append(pg.names, name...)
+	pg.ends = append(pg.ends, len(pg.names))
+	pg.values = append(pg.values, v)
 	return nil
 }
 
 // compareRow judges one row read by the scan. A row that looks rewound is
 // read again after its mark: the mark read after the page may hold tickets
 // issued after the page was read.
-func (p *Pair) compareRow(ctx context.Context, ss *session, r rowValue, m *tableMarks) error {
+func (p *Pair) compareRow(ctx context.Context, ss *session, name []byte, value uint64, m *tableMarks) error {
 	s := ss.s
-	if !rowRewound(r.Value, m.known[s.idx].Load()) {
+	if !rowRewound(value, m.known[s.idx].Load()) {
 		if m.rewound.Load()&(1<<s.idx) != 0 {
-			p.readmit(s, m, r.Value, m.known[s.idx].Load())
+			p.readmit(s, m, value, m.known[s.idx].Load())
 		}
 		return nil
 	}
 	before := m.known[s.idx].Load()
 	var now []uint64
-	if err := ss.sel(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", r.Name); err != nil {
+	if err := ss.sel(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", string(name)); err != nil {
 		return err
 	}
 	if len(now) == 1 && rowRewound(now[0], before) {

@@ -153,14 +153,13 @@ func (b *markBook) table(key string) *tableMarks {
 	return m
 }
 
-// rowMarks returns the marks of the rows named, nil where none are known,
-// under one lock (a page of the counter check).
-func (b *markBook) rowMarks(rows []rowValue) []*tableMarks {
-	out := make([]*tableMarks, len(rows))
+// pageMarks appends to out the marks of each row of a scanned page, nil
+// where none are known, under one lock.
+func (b *markBook) pageMarks(pg *scanPageBuf, out []*tableMarks) []*tableMarks {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k, r := range rows {
-		out[k] = b.byRow[r.Name]
+	for k := range pg.len() {
+		out = append(out, b.byRow[string(pg.name(k))]) // string(…) in a map index: no allocation
 	}
 	return out
 }
