@@ -241,7 +241,7 @@ func (p *Pair) settleCatalog() {
 			list = append(list, q)
 		}
 		c.publish(list)
-		clear(c.fresh)
+		c.fresh = map[string]*sequence{} // not clear: a map keeps its size, and the first read holds every name
 	}
 	if c.touchedAll {
 		c.each(func(q *sequence) bool {

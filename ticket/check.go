@@ -23,12 +23,13 @@ import (
 //     pages of scanPage rows, and no more once the round has spent its budget
 //     (half the CheckInterval, at most maxScanBudget). A cursor carries over
 //     to the next round, so every row is compared in turn; at 100,000
-//     sequences a whole pass takes 50 rounds, about 8 minutes with the
-//     default CheckInterval, at the cost of 2,000 rows read per server every
-//     10 s. Safety does not wait for the pass: every ticket is checked
-//     against the marks as it comes back, so the pass only reports a
-//     restored server early, and an idle ticketd is not to spend its CPU on
-//     it (at 5 pages a round it was most of ticketd's idle work at 100,000).
+//     sequences a whole pass takes 100 rounds, about 17 minutes with the
+//     default CheckInterval, at the cost of 1,000 rows read per server every
+//     10 s, into buffers reused from round to round. Safety does not wait
+//     for the pass: every ticket is checked against the marks as it comes
+//     back, so the pass only reports a restored server early, and an idle
+//     ticketd is not to spend its CPU on it (at 5,000 rows a round it was
+//     most of ticketd's idle work at 100,000 sequences).
 //
 // then the rows of the leases this Pair holds (copies.go). A check is
 // background work: it reports, never takes a server out of rotation.
@@ -44,7 +45,7 @@ const (
 )
 
 const (
-	scanPage          = 1000
+	scanPage          = 500
 	scanPagesPerRound = 2
 	maxScanBudget     = time.Second
 	// refusedChunk bounds the names of one re-check statement.
@@ -61,6 +62,9 @@ type scanState struct {
 	maxPages            int // most pages one round read
 	overBudget          int // rounds stopped by the time budget
 	refusedRows         int // rows refused at the last re-check
+	// The page and its marks, reused from round to round.
+	pg    scanPageBuf
+	marks []*tableMarks
 }
 
 // scanStats returns every server's scan state, read under the check gate.
@@ -195,7 +199,7 @@ func (p *Pair) checkTables(ctx context.Context, ss *session) error {
 	names := make([]string, len(tables))
 	before := make([]uint64, len(tables))
 	for k, m := range tables {
-		names[k] = m.key
+		names[k] = m.name // a table
 		before[k] = m.known[s.idx].Load()
 	}
 	counters, err := readCounters(ctx, ss, p.cfg.Database, names)
@@ -203,7 +207,7 @@ func (p *Pair) checkTables(ctx context.Context, ss *session) error {
 		return err
 	}
 	for k, m := range tables {
-		c, ok := counters[m.key]
+		c, ok := counters[m.name]
 		if !ok {
 			continue // not on this server (or not visible): nothing is taken from it there
 		}
@@ -236,7 +240,7 @@ func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
 		args := make([]any, len(chunk))
 		for k, m := range chunk {
 			before[k] = m.known[s.idx].Load()
-			args[k] = strings.TrimPrefix(m.key, rowKeyPrefix)
+			args[k] = m.name
 		}
 		var rows []rowValue
 		if err := ss.sel(ctx, "reading refused counters", &rows,
@@ -248,7 +252,7 @@ func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
 			values[r.Name] = r.Value
 		}
 		for k, m := range chunk {
-			v, ok := values[strings.TrimPrefix(m.key, rowKeyPrefix)]
+			v, ok := values[m.name]
 			switch {
 			case !ok:
 				p.refuse(s, m, p.rewindFor(m, 0, before[k])) // the row itself is gone
@@ -276,8 +280,7 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 		st.lastRound = time.Since(begin)
 		st.maxRound = max(st.maxRound, st.lastRound)
 	}()
-	pg := &scanPageBuf{}
-	var marks []*tableMarks
+	pg := &st.pg
 	for pages < scanPagesPerRound {
 		if pages > 0 && time.Since(begin) >= budget {
 			st.overBudget++
@@ -289,8 +292,8 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 			return err
 		}
 		pages++
-		marks = p.marks.pageMarks(pg, marks[:0])
-		for k, m := range marks {
+		st.marks = p.marks.pageMarks(pg, st.marks[:0])
+		for k, m := range st.marks {
 			if m == nil {
 				continue // no ticket of it is known to have been issued
 			}

@@ -31,7 +31,12 @@ import (
 // Sequences sharing a table (the raw Tickets64 behind leases and the
 // catalog's tickets64) share one tableMarks.
 type tableMarks struct {
-	key  string // table_name in high_water: the table, or counters.NAME
+	// name is the counter: a sequence's name for a row of counters (row),
+	// else the table. key() is what high_water calls it. No key string is
+	// kept: at 100,000 sequences one more string each is one more object
+	// for every garbage collection to visit.
+	name string
+	row  bool
 	book *markBook
 
 	// known[i] is the highest ticket server i is known to have issued from
@@ -51,8 +56,19 @@ type tableMarks struct {
 	// state[i]: what Health reports while server i is refused (bit i of
 	// rewound); nil until a first refusal.
 	state []Rewind
-	// How a Fix is written: set by the sequence that uses the counter.
-	fix fixInfo
+	// How a Fix is written (fixInfo, with row and name above): set by the
+	// sequence that uses the counter; fixBits 0 until then.
+	fixBits      int
+	fixMaxTicket uint64
+}
+
+// key is the counter's name in high_water.table_name: the table, or
+// counters.NAME for a row (no table name contains a dot).
+func (m *tableMarks) key() string {
+	if m.row {
+		return rowKeyPrefix + m.name
+	}
+	return m.name
 }
 
 // fixInfo is what a Fix statement depends on.
@@ -113,40 +129,80 @@ func (m *tableMarks) behindLocked(n int) bool {
 
 // markBook holds the marks of every counter this Pair knows of: those it
 // takes tickets from, and those the servers hold marks for.
+//
+// Marks are made a slab at a time (newMarks): at 100,000 sequences in use,
+// one allocation per mark and two per mark's slices were most of what a
+// garbage collection visits, and Go collects at least every two minutes,
+// idle or not.
 type markBook struct {
 	n       int
 	mu      sync.Mutex
-	byKey   map[string]*tableMarks
 	byRow   map[string]*tableMarks   // the marks of rows of counters, by sequence name
-	tables  []*tableMarks            // the marks of tables (not rows), in creation order
+	byTable map[string]*tableMarks   // the marks of tables (a few)
+	tables  []*tableMarks            // the same, in creation order
 	pending map[*tableMarks]struct{} // grew since written everywhere
 	// rewound: the marks some server is refused for (Health lists them).
 	rewound map[*tableMarks]struct{}
+	// The slabs newMarks takes from.
+	slab    []tableMarks
+	known   []atomic.Uint64
+	flushed []uint64
 }
+
+// marksSlab is how many marks one slab holds.
+const marksSlab = 256
 
 func (b *markBook) init(n int) {
 	b.n = n
-	b.byKey = map[string]*tableMarks{}
 	b.byRow = map[string]*tableMarks{}
+	b.byTable = map[string]*tableMarks{}
 	b.pending = map[*tableMarks]struct{}{}
 	b.rewound = map[*tableMarks]struct{}{}
 }
 
-func (b *markBook) newMarks(key string) *tableMarks {
-	return &tableMarks{key: key, book: b, known: make([]atomic.Uint64, b.n), flushed: make([]uint64, b.n*b.n)}
+// newMarks makes the marks of a counter. Called with b.mu held.
+func (b *markBook) newMarks(name string, row bool) *tableMarks {
+	n := b.n
+	if len(b.slab) == 0 {
+		b.slab = make([]tableMarks, marksSlab)
+		b.known = make([]atomic.Uint64, marksSlab*n)
+		b.flushed = make([]uint64, marksSlab*n*n)
+	}
+	m := &b.slab[0]
+	b.slab = b.slab[1:]
+	m.name, m.row, m.book = name, row, b
+	m.known, b.known = b.known[:n:n], b.known[n:]
+	m.flushed, b.flushed = b.flushed[:n*n:n*n], b.flushed[n*n:]
+	return m
 }
 
-// table returns the marks of key, creating them on first use.
+// table returns the marks of key (a table, or counters.NAME), creating them
+// on first use.
 func (b *markBook) table(key string) *tableMarks {
+	name, row := strings.CutPrefix(key, rowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := b.byKey[key]
-	if m == nil {
-		m = b.newMarks(key)
-		b.byKey[key] = m
-		if name, ok := strings.CutPrefix(key, rowKeyPrefix); ok {
-			b.byRow[name] = m
-		} else {
+	return b.lookupLocked(name, row, true)
+}
+
+// rowMarks returns the marks of the row of counters of sequence name,
+// creating them on first use.
+func (b *markBook) rowMarks(name string) *tableMarks {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lookupLocked(name, true, true)
+}
+
+func (b *markBook) lookupLocked(name string, row, create bool) *tableMarks {
+	by := b.byTable
+	if row {
+		by = b.byRow
+	}
+	m := by[name]
+	if m == nil && create {
+		m = b.newMarks(name, row)
+		by[name] = m
+		if !row {
 			b.tables = append(b.tables, m)
 		}
 	}
@@ -178,7 +234,7 @@ func (b *markBook) refusedRows(i int) []*tableMarks {
 	defer b.mu.Unlock()
 	var list []*tableMarks
 	for m := range b.rewound {
-		if m.rewound.Load()&(1<<i) != 0 && strings.HasPrefix(m.key, rowKeyPrefix) {
+		if m.rewound.Load()&(1<<i) != 0 && m.row {
 			list = append(list, m)
 		}
 	}
@@ -186,9 +242,21 @@ func (b *markBook) refusedRows(i int) []*tableMarks {
 }
 
 func (b *markBook) get(key string) *tableMarks {
+	name, row := strings.CutPrefix(key, rowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.byKey[key]
+	return b.lookupLocked(name, row, false)
+}
+
+// all returns every mark.
+func (b *markBook) all() []*tableMarks {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list := make([]*tableMarks, 0, len(b.byRow)+len(b.tables))
+	for _, m := range b.byRow {
+		list = append(list, m)
+	}
+	return append(list, b.tables...)
 }
 
 // marksOf returns q's marks, creating them at q's first use.
@@ -196,10 +264,16 @@ func (p *Pair) marksOf(q *sequence) *tableMarks {
 	if m := q.marks.Load(); m != nil {
 		return m
 	}
-	m := p.marks.table(markKey(q.info))
+	var m *tableMarks
+	if q.info.rowStored() {
+		m = p.marks.rowMarks(q.info.Name) // shares the name: no "counters." string per sequence
+	} else {
+		m = p.marks.table(q.info.Table)
+	}
 	m.mu.Lock()
-	if m.fix.bits == 0 {
-		m.fix = fixInfoOf(q.info)
+	if m.fixBits == 0 {
+		f := fixInfoOf(q.info)
+		m.fixBits, m.fixMaxTicket = f.bits, f.maxTicket
 	}
 	m.mu.Unlock()
 	q.marks.CompareAndSwap(nil, m)
@@ -345,7 +419,7 @@ func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
 				q.WriteString(", ")
 			}
 			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
-			args = append(args, w.m.key, w.src+1, w.mark, p.writer)
+			args = append(args, w.m.key(), w.src+1, w.mark, p.writer)
 		}
 		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
 		// time and the writer change only with the mark (assignments run left

@@ -125,19 +125,19 @@ func ticketRepeats(t, before uint64) bool { return t <= before }
 // the catalog for a counter only the marks name.
 func (p *Pair) fixFor(m *tableMarks) fixInfo {
 	m.mu.Lock()
-	f := m.fix
+	f := fixInfo{row: m.row, name: m.name, bits: m.fixBits, maxTicket: m.fixMaxTicket}
 	m.mu.Unlock()
 	if f.bits != 0 {
 		return f
 	}
-	if name, ok := strings.CutPrefix(m.key, rowKeyPrefix); ok {
-		if q := p.cat.get(name); q != nil {
+	if m.row {
+		if q := p.cat.get(m.name); q != nil {
 			return fixInfoOf(q.info)
 		}
-		return fixInfo{row: true, name: name, bits: 64, maxTicket: valueLimit(64)}
+		return fixInfo{row: true, name: m.name, bits: 64, maxTicket: valueLimit(64)}
 	}
 	p.cat.mu.Lock()
-	q := p.cat.byTable[m.key]
+	q := p.cat.byTable[m.name]
 	p.cat.mu.Unlock()
 	if q != nil {
 		return fixInfoOf(q.info)
@@ -147,11 +147,12 @@ func (p *Pair) fixFor(m *tableMarks) fixInfo {
 
 func (p *Pair) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
 	f := p.fixFor(m)
+	key := m.key()
 	return Rewind{
-		Table:   m.key,
+		Table:   key,
 		Counter: counter,
 		Mark:    mark,
-		Fix:     rewindFix(p.cfg.Database, m.key, f, mark, p.cfg.marginFor(f.bits), len(p.servers)),
+		Fix:     rewindFix(p.cfg.Database, key, f, mark, p.cfg.marginFor(f.bits), len(p.servers)),
 	}
 }
 
@@ -182,12 +183,7 @@ func (p *Pair) refuse(s *server, m *tableMarks, r Rewind) {
 	if now-last < int64(p.cfg.CheckInterval) || !s.marksResetAt.CompareAndSwap(last, now) {
 		return
 	}
-	p.marks.mu.Lock()
-	all := make([]*tableMarks, 0, len(p.marks.byKey))
-	for _, t := range p.marks.byKey {
-		all = append(all, t)
-	}
-	p.marks.mu.Unlock()
+	all := p.marks.all()
 	n := len(p.servers)
 	for _, t := range all {
 		t.mu.Lock()
@@ -219,7 +215,7 @@ func (p *Pair) readmit(s *server, m *tableMarks, counter, mark uint64) {
 		p.marks.mu.Unlock()
 	}
 	s.log.Info("ticket server rejoins for a counter: it is past the high-water mark",
-		"counter", m.key, "value", counter, "mark", mark)
+		"counter", m.key(), "value", counter, "mark", mark)
 }
 
 // rewoundTicket refuses ticket t of q from s: it is at or below before, the
@@ -235,7 +231,7 @@ func (p *Pair) rewoundTicket(s *server, q *sequence, m *tableMarks, t, before ui
 	// only way s can rejoin for this counter.
 	p.requestCheck()
 	err := fmt.Errorf("%w: %s returned ticket %d from %s, at or below %d, which it already issued: ticket dropped and %s refused for %s; fix: %s",
-		ErrRewound, s.name, t, m.key, before, s.name, m.key, r.Fix)
+		ErrRewound, s.name, t, r.Table, before, s.name, r.Table, r.Fix)
 	s.note(err, false)
 	return err
 }

@@ -74,8 +74,8 @@ func TestManySequences(t *testing.T) {
 		}
 	}
 
-	// The counter checks: rounds bounded, and a whole pass done. At 2,000
-	// rows a round, 100,000 rows take 50 rounds.
+	// The counter checks: rounds bounded, and a whole pass done. At 1,000
+	// rows a round, 100,000 rows take 100 rounds.
 	waitFor(t, 2*time.Minute, "a whole pass of the counter check on both servers", func() bool {
 		st := p.scanStats(context.Background())
 		return st[0].passes >= 1 && st[1].passes >= 1
