@@ -24,8 +24,9 @@ import (
 // new sequence one more small read. A counter found lower than before (the
 // table was emptied, or the server restored) reads the server's catalog
 // whole again. The prober polls every catalogRefreshTicks, and a request for
-// an unknown name polls at once (at most every catalogRetry), so a sequence
-// is usable the moment it is created, without a restart.
+// an unknown name waits for a poll that begins after it arrives (one at a
+// time, at most one per catalogRetry: pollForMiss), so a sequence is usable
+// the moment it is created, without a restart.
 //
 // Names live in a map split into shards, each copied on write, so the hot
 // path (TryNextN) looks a name up without a lock and a change copies one
@@ -101,7 +102,11 @@ type catalog struct {
 	// them all at once: one copy of each shard per poll, not per page).
 	fresh map[string]*sequence
 
-	lastMiss atomic.Int64 // Unix ns of the last poll an unknown name caused
+	// Polls caused by unknown names (pollForMiss): one at a time (missPoll
+	// is its token), missPolledAt the Unix ns the last one began.
+	missPoll     chan struct{}
+	missPolledAt atomic.Int64
+	missPolls    atomic.Int64 // how many (tests)
 }
 
 func (c *catalog) init(n int) {
@@ -112,6 +117,7 @@ func (c *catalog) init(n int) {
 	c.byTable = map[string]*sequence{}
 	c.touched = map[*sequence]struct{}{}
 	c.fresh = map[string]*sequence{}
+	c.missPoll = make(chan struct{}, 1)
 	c.problems.init()
 	for i := range c.shards {
 		m := map[string]*sequence{}
@@ -241,7 +247,7 @@ func (p *Pair) settleCatalog() {
 			list = append(list, q)
 		}
 		c.publish(list)
-		c.fresh = map[string]*sequence{} // not clear: a map keeps its size, and the first read holds every name
+		c.fresh = map[string]*sequence{}
 	}
 	if c.touchedAll {
 		c.each(func(q *sequence) bool {
@@ -390,8 +396,8 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 }
 
 // lookup maps a request's name to its sequence. An unknown name makes the
-// Pair poll the catalogs (at most once per catalogRetry), so a sequence
-// created a moment ago is usable at once, without restarting ticketd.
+// Pair poll the catalogs, so a sequence created a moment ago is usable at
+// once, without restarting ticketd.
 func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
 	if !validName(name) {
 		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
@@ -399,15 +405,53 @@ func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
 	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
-	now := time.Now().UnixNano()
-	last := p.cat.lastMiss.Load()
-	if now-last >= int64(catalogRetry) && p.cat.lastMiss.CompareAndSwap(last, now) {
-		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
-		if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
-			return q, q.err()
-		}
+	if err := p.pollForMiss(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %q (%v)", ErrUnknownSequence, name, err)
+	}
+	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
+		return q, q.err()
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+}
+
+// pollForMiss returns once a poll of the catalogs that began after it was
+// called has completed, polling itself when none has. Polls caused by unknown
+// names are one at a time and at most one per catalogRetry, so a flood of
+// bad names cannot become a flood of queries; a request that comes too soon
+// after a poll waits for the next one rather than fail: the sequence it asks
+// for may have been created since the last poll began.
+func (p *Pair) pollForMiss(ctx context.Context) error {
+	c := &p.cat
+	arrived := time.Now().UnixNano()
+	for {
+		select {
+		case c.missPoll <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		last := c.missPolledAt.Load()
+		if last >= arrived {
+			<-c.missPoll
+			return nil // a poll that began after this request has completed
+		}
+		if wait := time.Duration(last + int64(catalogRetry) - time.Now().UnixNano()); wait > 0 {
+			<-c.missPoll
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		began := time.Now().UnixNano()
+		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
+		c.missPolledAt.Store(began)
+		c.missPolls.Add(1)
+		<-c.missPoll
+		return nil
+	}
 }
 
 // Sequences polls the catalogs of the servers in rotation and returns every

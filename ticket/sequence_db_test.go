@@ -202,15 +202,35 @@ func TestSequenceCatalog(t *testing.T) {
 	if _, err := p.Next(context.Background(), "later"); !errors.Is(err, ErrUnknownSequence) {
 		t.Fatalf("Next(later) before it exists = %v, want ErrUnknownSequence", err)
 	}
+	// Created right after that miss polled, well within catalogRetry: the
+	// next request waits for the next poll rather than fail.
 	createSequence(t, mp.Servers[:], "later", 32, 5)
-	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
-		_, err := p.Next(context.Background(), "later")
-		if err != nil && !errors.Is(err, ErrUnknownSequence) {
-			t.Fatalf("Next(later) = %v, want a value or ErrUnknownSequence", err)
-		}
-		return err == nil
-	})
-	t.Logf("usable %v after creation", took)
+	if _, err := p.Next(context.Background(), "later"); err != nil {
+		t.Fatalf("Next(later) right after its creation = %v, want a value", err)
+	}
+
+	// A flood of unknown names: every request hears ErrUnknownSequence, and
+	// the polls they cause are at most one per catalogRetry.
+	polls0 := p.cat.missPolls.Load()
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for g := range 20 {
+		wg.Go(func() {
+			for k := 0; time.Since(begin) < 500*time.Millisecond; k++ {
+				name := fmt.Sprintf("nope_%d_%d", g, k)
+				if _, err := p.Next(context.Background(), name); !errors.Is(err, ErrUnknownSequence) {
+					t.Errorf("Next(%s) = %v, want ErrUnknownSequence", name, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	polls := p.cat.missPolls.Load() - polls0
+	if limit := int64(elapsed/catalogRetry) + 2; polls < 1 || polls > limit {
+		t.Errorf("%d polls for a flood of unknown names over %v, want 1 to %d", polls, elapsed.Round(time.Millisecond), limit)
+	}
 	list, err := p.Sequences(context.Background())
 	if err != nil {
 		t.Fatal(err)
