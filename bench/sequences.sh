@@ -15,7 +15,8 @@
 #                           name was asked once (in use)
 #   seq_rps_N               its requests per second
 #   seq_idle_cpu_ticketd_N  CPU seconds per minute of ticketd idle (from /proc,
-#   seq_idle_cpu_mariadb_N  after the load and a settling pause); mariadb: the
+#   seq_idle_cpu_mariadb_N  after the load and a settling pause; the median of
+#                           BENCH_SEQ_IDLE_ROUNDS windows); mariadb: the
 #                           busier of the two servers (…_mariadb1_N, …_mariadb2_N)
 #   seq_rss_mb_N            ticketd's resident memory then (every name in use)
 #
@@ -32,6 +33,9 @@
 #   BENCH_SEQ_IDLE      seconds of idle CPU measured per N: at least Go's
 #                       forced-GC period (2 min), so that every window holds
 #                       one collection of the heap, however big [120]
+#   BENCH_SEQ_IDLE_ROUNDS  idle windows per N; each idle row is their median,
+#                       so that one window a passing job disturbed does not
+#                       decide a target (every window in raw/idle-N.txt)   [3]
 #   BENCH_SEQ_SETTLE    seconds of quiet after the warm-up and before the
 #                       idle measure                                     [15]
 #   BENCH_CONNS, BENCH_THREADS  wrk connections and threads              [32, 1]
@@ -44,6 +48,7 @@ OUT=${BENCH_OUT:-$BENCH/out}
 COUNTS=${BENCH_SEQ_COUNTS:-100 10000 100000}
 DURATION=${BENCH_SEQ_DURATION:-10}
 IDLE=${BENCH_SEQ_IDLE:-120}
+IDLE_ROUNDS=${BENCH_SEQ_IDLE_ROUNDS:-3}
 SETTLE=${BENCH_SEQ_SETTLE:-15}
 CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
@@ -162,12 +167,20 @@ for n in $COUNTS; do
 	row "seq_rps_$n" "$rps"
 
 	sleep "$SETTLE" # quiet: the marks of the load flushed, nothing in flight
-	a0=$(cpu_of "$TICKETD_PID") b0=$(cpu_of "$(db_pid 1)") c0=$(cpu_of "$(db_pid 2)")
-	sleep "$IDLE" # the idle window itself
-	a1=$(cpu_of "$TICKETD_PID") b1=$(cpu_of "$(db_pid 1)") c1=$(cpu_of "$(db_pid 2)")
 	per_min() { awk -v a="$1" -v b="$2" -v s="$IDLE" 'BEGIN {printf "%.3f", (b - a) * 60 / s}'; }
-	m1=$(per_min "$b0" "$b1") m2=$(per_min "$c0" "$c1")
-	row "seq_idle_cpu_ticketd_$n" "$(per_min "$a0" "$a1")"
+	: >"$RAW/idle-$n.txt"
+	for ((w = 1; w <= IDLE_ROUNDS; w++)); do # the idle windows, back to back
+		a0=$(cpu_of "$TICKETD_PID") b0=$(cpu_of "$(db_pid 1)") c0=$(cpu_of "$(db_pid 2)")
+		sleep "$IDLE"
+		a1=$(cpu_of "$TICKETD_PID") b1=$(cpu_of "$(db_pid 1)") c1=$(cpu_of "$(db_pid 2)")
+		echo "$(per_min "$a0" "$a1") $(per_min "$b0" "$b1") $(per_min "$c0" "$c1")" >>"$RAW/idle-$n.txt"
+	done
+	median() { sort -g | awk '{v[NR] = $1} END {printf "%.3f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+	t=$(awk '{print $1}' "$RAW/idle-$n.txt" | median)
+	m1=$(awk '{print $2}' "$RAW/idle-$n.txt" | median)
+	m2=$(awk '{print $3}' "$RAW/idle-$n.txt" | median)
+	say "  idle windows (ticketd, mariadbd 1, mariadbd 2, s/min): $(tr '\n' ';' <"$RAW/idle-$n.txt")"
+	row "seq_idle_cpu_ticketd_$n" "$t"
 	row "seq_idle_cpu_mariadb1_$n" "$m1"
 	row "seq_idle_cpu_mariadb2_$n" "$m2"
 	row "seq_idle_cpu_mariadb_$n" "$(awk -v a="$m1" -v b="$m2" 'BEGIN {print (a > b ? a : b)}')"
@@ -199,7 +212,7 @@ cp "$ROWS" "$OUT/sequences.txt"
 {
 	echo "# Named sequences at scale"
 	echo
-	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); wrk -t$THREADS -c$CONNS -d${DURATION}s over random names, idle over ${IDLE}s"
+	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); wrk -t$THREADS -c$CONNS -d${DURATION}s over random names, idle: median of $IDLE_ROUNDS windows of ${IDLE}s"
 	echo
 	printf '| N |'
 	for n in $COUNTS; do printf ' %s |' "$n"; done
