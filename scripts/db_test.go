@@ -3,7 +3,6 @@
 package scripts
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"ticketd/internal/mariadb"
+	"ticketd/internal/proctest"
 )
 
 // needsMariaDB leaves the test out of -short, and fails it (never skips)
@@ -24,17 +24,6 @@ func needsMariaDB(t *testing.T) {
 	if err := mariadb.Installed(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePort returns a port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // dbScript runs scripts/db.sh with the given environment.
@@ -50,7 +39,7 @@ func newDB(t *testing.T) *dbScript {
 	t.Helper()
 	d := &dbScript{t: t, Var: t.TempDir()}
 	d.env = append(os.Environ(), "VAR="+d.Var,
-		"DB1_PORT="+strconv.Itoa(freePort(t)), "DB2_PORT="+strconv.Itoa(freePort(t)))
+		"DB1_PORT="+strconv.Itoa(proctest.FreePort(t)), "DB2_PORT="+strconv.Itoa(proctest.FreePort(t)))
 	t.Cleanup(func() {
 		if out, err := d.run("down"); err != nil {
 			t.Errorf("db.sh down: %v\n%s", err, out)

@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"ticketd/internal/doccheck"
+	"ticketd/internal/proctest"
 )
 
 // guideMarkerRE marks the shell blocks of docs/dba.md that
@@ -78,8 +79,8 @@ func TestReplicaGuide(t *testing.T) {
 	// A copy of the repository's files, with every port the guide names
 	// moved to a free one.
 	work := t.TempDir()
-	ports := strings.NewReplacer("3307", strconv.Itoa(freePort(t)), "3308", strconv.Itoa(freePort(t)),
-		"3317", strconv.Itoa(freePort(t)), "3318", strconv.Itoa(freePort(t)))
+	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
+		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
 	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
 		b, err := os.ReadFile(filepath.Join("..", f))
 		if err != nil {
