@@ -62,14 +62,8 @@ type tableMarks struct {
 	fixMaxTicket uint64
 }
 
-// key is the counter's name in high_water.table_name: the table, or
-// counters.NAME for a row (no table name contains a dot).
-func (m *tableMarks) key() string {
-	if m.row {
-		return rowKeyPrefix + m.name
-	}
-	return m.name
-}
+// key is the counter's name in high_water (counterKey).
+func (m *tableMarks) key() string { return counterKey(m.name, m.row) }
 
 // fixInfo is what a Fix statement depends on.
 type fixInfo struct {

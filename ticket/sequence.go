@@ -152,13 +152,21 @@ func initSequence(q *sequence, info SequenceInfo) {
 	}
 }
 
-// markKey names the counter of a sequence in high_water: its table, or
-// counters.NAME for a row of counters (no table name contains a dot).
+// markKey names the counter of a sequence in high_water (counterKey).
 func markKey(si SequenceInfo) string {
 	if si.rowStored() {
-		return rowKeyPrefix + si.Name
+		return counterKey(si.Name, true)
 	}
-	return si.Table
+	return counterKey(si.Table, false)
+}
+
+// counterKey is a counter's name in high_water.table_name: the table, or
+// counters.NAME for a row of counters (no table name contains a dot).
+func counterKey(name string, row bool) string {
+	if row {
+		return rowKeyPrefix + name
+	}
+	return name
 }
 
 const rowKeyPrefix = "counters."
