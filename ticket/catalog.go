@@ -68,9 +68,42 @@ func (d rowDef) info(name string) SequenceInfo {
 }
 
 // seqDef is what one server holds of a name: its catalog row and its pin.
+// It holds no pointer (a table is named by its number in the catalog's
+// tables), so the garbage collector never scans the definitions of 100,000
+// sequences; two packed definitions are equal when the rows are.
 type seqDef struct {
-	row, pin rowDef
+	row, pin packedDef
 	gen      uint32 // the full read of that server that last saw the row
+}
+
+// packedDef is a rowDef as the catalog keeps it (pack, unpack).
+type packedDef struct {
+	block uint64
+	table uint32 // index in catalog.tables; 0: a row of counters
+	bits  uint8
+	ok    bool
+}
+
+// pack returns d as the catalog keeps it. Called with c.mu held.
+func (c *catalog) pack(d rowDef) packedDef {
+	if !d.ok {
+		return packedDef{}
+	}
+	t, known := c.tableIDs[d.table]
+	if !known {
+		t = uint32(len(c.tables))
+		c.tables = append(c.tables, c.names.intern(d.table))
+		c.tableIDs[c.tables[t]] = t
+	}
+	return packedDef{block: d.block, table: t, bits: d.bits, ok: true}
+}
+
+// unpack is pack's inverse. Called with c.mu held.
+func (c *catalog) unpack(d packedDef) rowDef {
+	if !d.ok {
+		return rowDef{}
+	}
+	return rowDef{table: c.tables[d.table], block: d.block, bits: d.bits, ok: true}
 }
 
 type catShard struct {
@@ -91,6 +124,12 @@ type catalog struct {
 	// on one table would share one counter.
 	byTable  map[string]*sequence
 	problems problemBook
+	// names holds every name and table the catalog keeps (arena.go).
+	names nameArena
+	// tables numbers the tables definitions name (packedDef): tables[0] is
+	// "", a row of counters.
+	tables   []string
+	tableIDs map[string]uint32
 	// touched: names whose rows changed since the last settle; all: every
 	// name (a whole catalog was read). Whether a name is missing somewhere
 	// is judged only once every server of a poll has been read (settle):
@@ -115,6 +154,8 @@ func (c *catalog) init(n int) {
 	c.seen = make([]uint64, n)
 	c.gen = make([]uint32, n)
 	c.byTable = map[string]*sequence{}
+	c.tables = []string{""}
+	c.tableIDs = map[string]uint32{"": 0}
 	c.touched = map[*sequence]struct{}{}
 	c.fresh = map[string]*sequence{}
 	c.missPoll = make(chan struct{}, 1)
@@ -345,7 +386,7 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 	gen := c.gen[i]
 	c.each(func(q *sequence) bool {
 		if q.defs[i].gen != gen && q.defs[i].row.ok {
-			q.defs[i].row = rowDef{}
+			q.defs[i].row = packedDef{}
 			p.recomputeLocked(q)
 		}
 		return true
@@ -379,13 +420,14 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 					defs = make([]seqDef, len(rows)*c.n)
 				}
 				q, seqs = &seqs[0], seqs[1:]
+				si.Name, si.Table = c.names.intern(si.Name), c.names.intern(si.Table)
 				initSequence(q, si)
 				q.defs, defs = defs[:c.n:c.n], defs[c.n:]
-				c.fresh[si.Name] = q
+				c.fresh[q.info.Name] = q
 			}
 		}
-		q.defs[i].row = defOf(si)
-		q.defs[i].pin = r.pin()
+		q.defs[i].row = c.pack(defOf(si))
+		q.defs[i].pin = c.pack(r.pin())
 		p.recomputeLocked(q)
 		if whole {
 			q.defs[i].gen = c.gen[i]

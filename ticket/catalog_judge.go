@@ -11,9 +11,9 @@ import (
 func (p *Pair) recomputeLocked(q *sequence) {
 	c := &p.cat
 	name := q.info.Name
-	inUse := defOf(q.info)
+	inUse := c.pack(defOf(q.info))
 	var mask, pinned, badPins, changed uint64
-	var first rowDef
+	var first packedDef
 	differ := false
 	for i := range q.defs {
 		d := &q.defs[i]
@@ -38,25 +38,25 @@ func (p *Pair) recomputeLocked(q *sequence) {
 	}
 	var err error
 	kind := ""
-	rows := func(d seqDef) rowDef { return d.row }
+	rows := func(d seqDef) packedDef { return d.row }
 	switch {
 	case differ && !q.used.Load():
 		kind = ProblemDiffers
 		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd",
-			ErrMisconfigured, name, q.listDefs(rows, "server"))
+			ErrMisconfigured, name, c.listDefs(q, rows, "server"))
 	case changed != 0:
 		// The catalog no longer says what this Pair has been serving.
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
 			"put the definition back, then restart ticketd (or create a sequence with a new name)",
-			ErrMisconfigured, name, q.listDefs(rows, "server"), q.info)
+			ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.info)
 	case badPins != 0:
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
 			"put the pinned definition back, then restart ticketd (or create a sequence with a new name)",
-			ErrMisconfigured, name, q.info, q.listDefs(func(d seqDef) rowDef {
+			ErrMisconfigured, name, q.info, c.listDefs(q, func(d seqDef) packedDef {
 				if d.pin == inUse {
-					return rowDef{}
+					return packedDef{}
 				}
 				return d.pin
 			}, "pinned on server"))
@@ -113,11 +113,12 @@ func (p *Pair) judgeMissingLocked(q *sequence) {
 }
 
 // listDefs names, per server, the definition pick returns (skipping none).
-func (q *sequence) listDefs(pick func(seqDef) rowDef, label string) string {
+// Called with c.mu held.
+func (c *catalog) listDefs(q *sequence, pick func(seqDef) packedDef, label string) string {
 	var parts []string
 	for i, d := range q.defs {
 		if r := pick(d); r.ok {
-			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, r.info(q.info.Name)))
+			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, c.unpack(r).info(q.info.Name)))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -32,11 +32,10 @@ import (
 // catalog's tickets64) share one tableMarks.
 type tableMarks struct {
 	// name is the counter: a sequence's name for a row of counters (row),
-	// else the table. key() is what high_water calls it. No key string is
-	// kept: at 100,000 sequences one more string each is one more object
-	// for every garbage collection to visit.
+	// else the table, kept in the markBook's arena. key() is what high_water
+	// calls it: no key string is kept, since at 100,000 sequences one more
+	// string each is one more object for every garbage collection to visit.
 	name string
-	row  bool
 	book *markBook
 
 	// known[i] is the highest ticket server i is known to have issued from
@@ -48,7 +47,6 @@ type tableMarks struct {
 	known []atomic.Uint64
 	// rewound has bit i set while server i is refused for this counter.
 	rewound atomic.Uint64
-	queued  atomic.Bool // in book.pending
 
 	mu sync.Mutex
 	// flushed[d*n+s]: the mark server d is known to hold for server s.
@@ -58,8 +56,13 @@ type tableMarks struct {
 	state []Rewind
 	// How a Fix is written (fixInfo, with row and name above): set by the
 	// sequence that uses the counter; fixBits 0 until then.
-	fixBits      int
 	fixMaxTicket uint64
+	fixBits      uint8
+
+	// The small fields last, together: at 100,000 counters, padding between
+	// them would cost a megabyte.
+	row    bool
+	queued atomic.Bool // in book.pending
 }
 
 // key is the counter's name in high_water (counterKey).
@@ -137,7 +140,8 @@ type markBook struct {
 	pending map[*tableMarks]struct{} // grew since written everywhere
 	// rewound: the marks some server is refused for (Health lists them).
 	rewound map[*tableMarks]struct{}
-	// The slabs newMarks takes from.
+	// The slabs newMarks takes from, and the arena of the names it keeps.
+	names   nameArena
 	slab    []tableMarks
 	known   []atomic.Uint64
 	flushed []uint64
@@ -164,7 +168,7 @@ func (b *markBook) newMarks(name string, row bool) *tableMarks {
 	}
 	m := &b.slab[0]
 	b.slab = b.slab[1:]
-	m.name, m.row, m.book = name, row, b
+	m.name, m.row, m.book = b.names.intern(name), row, b
 	m.known, b.known = b.known[:n:n], b.known[n:]
 	m.flushed, b.flushed = b.flushed[:n*n:n*n], b.flushed[n*n:]
 	return m
@@ -195,7 +199,7 @@ func (b *markBook) lookupLocked(name string, row, create bool) *tableMarks {
 	m := by[name]
 	if m == nil && create {
 		m = b.newMarks(name, row)
-		by[name] = m
+		by[m.name] = m
 		if !row {
 			b.tables = append(b.tables, m)
 		}
@@ -260,14 +264,14 @@ func (p *Pair) marksOf(q *sequence) *tableMarks {
 	}
 	var m *tableMarks
 	if q.info.rowStored() {
-		m = p.marks.rowMarks(q.info.Name) // shares the name: no "counters." string per sequence
+		m = p.marks.rowMarks(q.info.Name)
 	} else {
 		m = p.marks.table(q.info.Table)
 	}
 	m.mu.Lock()
 	if m.fixBits == 0 {
 		f := fixInfoOf(q.info)
-		m.fixBits, m.fixMaxTicket = f.bits, f.maxTicket
+		m.fixBits, m.fixMaxTicket = uint8(f.bits), f.maxTicket
 	}
 	m.mu.Unlock()
 	q.marks.CompareAndSwap(nil, m)

@@ -94,7 +94,7 @@ func (p *Pair) pin(ctx context.Context, s *server, q *sequence) error {
 		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", ErrMisconfigured, s.name, what)
 	}
 	p.cat.mu.Lock()
-	q.defs[s.idx].pin = rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true}
+	q.defs[s.idx].pin = p.cat.pack(rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true})
 	p.recomputeLocked(q)
 	p.cat.mu.Unlock()
 	return q.err()

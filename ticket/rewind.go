@@ -125,7 +125,7 @@ func ticketRepeats(t, before uint64) bool { return t <= before }
 // the catalog for a counter only the marks name.
 func (p *Pair) fixFor(m *tableMarks) fixInfo {
 	m.mu.Lock()
-	f := fixInfo{row: m.row, name: m.name, bits: m.fixBits, maxTicket: m.fixMaxTicket}
+	f := fixInfo{row: m.row, name: m.name, bits: int(m.fixBits), maxTicket: m.fixMaxTicket}
 	m.mu.Unlock()
 	if f.bits != 0 {
 		return f

@@ -69,17 +69,17 @@ func (p *Pair) remaining(q *sequence) float64 {
 		return 0 // a server reported it exhausted
 	}
 	m := q.marks.Load()
-	if m == nil || q.maxTicket == 0 {
+	if m == nil || q.maxTicket() == 0 {
 		return 1
 	}
 	var top uint64
 	for i := range m.known {
 		top = max(top, m.known[i].Load())
 	}
-	if top >= q.maxTicket {
+	if top >= q.maxTicket() {
 		return 0
 	}
-	return 1 - float64(top)/float64(q.maxTicket)
+	return 1 - float64(top)/float64(q.maxTicket())
 }
 
 type statEntry struct {

@@ -103,9 +103,6 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 // (its marks, its blocks) is made at its first use.
 type sequence struct {
 	info      SequenceInfo // as first seen; never changes (a change breaks it)
-	query     string       // a table's REPLACE, built once from the validated table name
-	limit     uint64       // largest value ever returned
-	maxTicket uint64       // largest ticket whose first value is within limit
 	servers   atomic.Uint64
 	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
 	// pinned: servers known to hold a pin (sequence_pins) that matches info.
@@ -115,16 +112,18 @@ type sequence struct {
 	broken atomic.Pointer[error]
 	issued atomic.Uint64 // values handed out (SequenceStats)
 	used   atomic.Bool   // a value was asked for: it is in use
+	// hasNext: next holds a prefetched block. Guarded by mu; kept here, by
+	// used, where it takes no room of its own (a catalog holds 100,000).
+	hasNext bool
 
 	// defs: what each server's catalog and pins say (catalog.go), guarded by
 	// the catalog's mutex.
 	defs []seqDef
 
-	mu      sync.Mutex
-	cur     block
-	next    block // prefetched, valid when hasNext
-	hasNext bool
-	fetch   *fetchOp // the one fetch in flight, if any
+	mu    sync.Mutex
+	cur   block
+	next  block    // prefetched, valid when hasNext
+	fetch *fetchOp // the one fetch in flight, if any
 }
 
 // fetchOp is a block fetch in flight. done is closed once err is set and, on
@@ -143,13 +142,21 @@ func newSequence(info SequenceInfo) *sequence {
 // initSequence sets up a zero sequence q for info.
 func initSequence(q *sequence, info SequenceInfo) {
 	q.info = info
-	q.limit = valueLimit(info.Bits)
-	q.maxTicket = q.limit / info.BlockSize
-	if !info.rowStored() {
-		// The table name comes only from the catalog, has passed tableRE, and
-		// is quoted: request text never reaches SQL.
-		q.query = "REPLACE INTO `" + info.Table + "` (stub) VALUES ('a')"
-	}
+}
+
+// limit is the largest value q ever returns.
+func (q *sequence) limit() uint64 { return valueLimit(q.info.Bits) }
+
+// maxTicket is the largest ticket whose first value is within limit.
+func (q *sequence) maxTicket() uint64 { return q.limit() / q.info.BlockSize }
+
+// tableStatement takes a ticket of a sequence stored in a table of its own.
+// The table name comes only from the catalog, has passed tableRE, and is
+// quoted: request text never reaches SQL. It is built per block, not kept:
+// such sequences are few, and every byte a sequence holds is held 100,000
+// times in a large catalog.
+func tableStatement(table string) string {
+	return "REPLACE INTO `" + table + "` (stub) VALUES ('a')"
 }
 
 // markKey names the counter of a sequence in high_water (counterKey).
@@ -355,7 +362,7 @@ func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 	var b block
 	if err == nil {
 		var ok bool
-		if b, ok = blockFor(t.Value, q.info.BlockSize, q.limit); !ok {
+		if b, ok = blockFor(t.Value, q.info.BlockSize, q.limit()); !ok {
 			// take checks maxTicket, so this is a bug, not a state of the server.
 			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
 		}
@@ -386,7 +393,7 @@ func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
 	if err != nil {
 		return err
 	}
-	b, ok := blockFor(t.Value, q.info.BlockSize, q.limit)
+	b, ok := blockFor(t.Value, q.info.BlockSize, q.limit())
 	if !ok {
 		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
 	}

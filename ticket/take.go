@@ -128,9 +128,9 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 	// statement that had completed by now, so ours must return more
 	// (ticketRepeats).
 	before := m.known[s.idx].Load()
-	what, query := "REPLACE INTO "+q.info.Table, q.query
-	if q.info.rowStored() {
-		what, query = "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
+	what, query := "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
+	if !q.info.rowStored() {
+		what, query = "REPLACE INTO "+q.info.Table, tableStatement(q.info.Table)
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := ss.exec(ctx, what, query)
@@ -188,7 +188,7 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 		// Recorded only now that the statement has returned: a ticket still
 		// in flight must never count as issued (see ticketRepeats).
 		m.raise(s.idx, t)
-		if t > q.maxTicket {
+		if t > q.maxTicket() {
 			return 0, p.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
 				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
 		}
@@ -205,7 +205,7 @@ func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) b
 		return true // 1690: value + step past the column's end
 	}
 	c, err := readCounters(ctx, ss, p.cfg.Database, []string{q.info.Table})
-	return err == nil && c[q.info.Table] > q.maxTicket
+	return err == nil && c[q.info.Table] > q.maxTicket()
 }
 
 func isMySQLError(err error, number uint16) bool {
