@@ -128,8 +128,10 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 	// statement that had completed by now, so ours must return more
 	// (ticketRepeats).
 	before := m.known[s.idx].Load()
-	what, query := "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
-	if !q.info.rowStored() {
+	var what, query string
+	if q.info.rowStored() {
+		what, query = "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
+	} else {
 		what, query = "REPLACE INTO "+q.info.Table, tableStatement(q.info.Table)
 	}
 	for attempt := 0; ; attempt++ {
