@@ -4,7 +4,8 @@
 #   make check     the fast loop, no MariaDB needed: gofmt, go vet, staticcheck,
 #                  go mod tidy -diff, go test -short (unit tests, fakes, fuzz seeds)
 #   make test      the static checks of make check + every test (unit and
-#                  real-MariaDB integration) under -race; never skips
+#                  real-MariaDB integration) under -race; never skips;
+#                  installs what its tests run (make test-deps)
 #   make db-up     start the two ticket servers (installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
@@ -80,11 +81,14 @@ short:
 
 check: fmt vet staticcheck tidy short
 
-# The integration tests start their own MariaDB servers: install it if missing.
-# The network-fault tests put toxiproxy between ticketd and the servers. The
-# balancer tests need haproxy (installed with apt-get when root) and nginx (a
-# binary unpacked into bin/nginx/ if none is installed); no service starts.
-test: fmt vet staticcheck tidy db-install toxiproxy balancers-install
+# make test installs everything its tests run, so that on a fresh machine it
+# passes by itself (CI's .ci/run is nothing but make test): scripts/deps.sh's
+# packages with apt-get (MariaDB: the integration tests start their own
+# servers; curl, openssl, systemd-analyze, haproxy, nft, promtool and
+# prometheus), none of their services started; toxiproxy (the network-fault
+# tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
+# when none is installed.
+test: fmt vet staticcheck tidy test-deps
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
@@ -102,6 +106,12 @@ toxiproxy: $(TOXIPROXY)
 
 db-install:
 	@scripts/db.sh install
+
+# Everything make test runs, without running it (a test that finds a tool
+# missing names this target).
+.PHONY: test-deps
+test-deps: toxiproxy balancers-install
+	@scripts/deps.sh test
 
 balancers-install:
 	@scripts/balancers.sh install

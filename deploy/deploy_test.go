@@ -33,7 +33,7 @@ func tool(t *testing.T, name, install string, also ...string) string {
 	if testing.Short() {
 		t.Skipf("%s is not installed (%s); not needed under -short", name, install)
 	}
-	t.Fatalf("%s is not installed: %s (make test and .ci/run do it)", name, install)
+	t.Fatalf("%s is not installed: make test-deps installs it (%s)", name, install)
 	return ""
 }
 

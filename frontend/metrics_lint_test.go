@@ -80,7 +80,7 @@ func promtoolCheck(t *testing.T, text string) {
 			t.Log("promtool is missing; checked by lint only under -short")
 			return
 		}
-		t.Fatal("promtool is missing: apt-get install prometheus (.ci/run installs it)")
+		t.Fatal("promtool is missing: make test-deps installs it (apt-get install prometheus)")
 	}
 	cmd := exec.Command(p, "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)

@@ -25,7 +25,7 @@ import (
 	"ticketd/internal/proctest"
 )
 
-// haproxyBinary finds haproxy; a missing one fails the test (.ci/run installs
+// haproxyBinary finds haproxy; a missing one fails the test (make test-deps installs
 // it). go test -short runs no end-to-end test, so it never gets here.
 func haproxyBinary(t *testing.T) string {
 	t.Helper()
@@ -35,7 +35,7 @@ func haproxyBinary(t *testing.T) string {
 	if _, err := os.Stat("/usr/sbin/haproxy"); err == nil {
 		return "/usr/sbin/haproxy"
 	}
-	t.Fatal("haproxy is not installed: apt-get install haproxy (.ci/run does it)")
+	t.Fatal("haproxy is not installed: make test-deps installs it (apt-get install haproxy)")
 	return ""
 }
 
@@ -184,7 +184,7 @@ func nginxBinary(t *testing.T) string {
 	if p, err := exec.LookPath("nginx"); err == nil {
 		return p
 	}
-	t.Fatal("nginx is missing: scripts/balancers.sh install (make test runs it)")
+	t.Fatal("nginx is missing: make test-deps unpacks it into bin/nginx/")
 	return ""
 }
 

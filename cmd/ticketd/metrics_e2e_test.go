@@ -151,13 +151,13 @@ func TestE2EMetrics(t *testing.T) {
 	}
 }
 
-// promTool finds name on PATH; missing, the test fails (.ci/run installs the
+// promTool finds name on PATH; missing, the test fails (make test-deps installs the
 // prometheus package, which brings prometheus and promtool).
 func promTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s is missing: apt-get install prometheus (.ci/run installs it)", name)
+		t.Fatalf("%s is missing: make test-deps installs it (apt-get install prometheus)", name)
 	}
 	return p
 }

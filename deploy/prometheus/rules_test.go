@@ -15,14 +15,14 @@ import (
 // TestAlertRules checks the rules (promtool check rules), runs their unit
 // tests (promtool test rules), and checks that the tests show every alert
 // both firing and not. promtool comes with Debian's prometheus package;
-// .ci/run installs it.
+// make test-deps installs it.
 func TestAlertRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		if testing.Short() {
 			t.Skip("promtool is missing; the alert rules are tested outside -short")
 		}
-		t.Fatal("promtool is missing: apt-get install prometheus (.ci/run installs it)")
+		t.Fatal("promtool is missing: make test-deps installs it (apt-get install prometheus)")
 	}
 	for _, args := range [][]string{
 		{"check", "rules", "ticketd.rules.yml"},

@@ -111,7 +111,7 @@ func tool(t *testing.T, name, pkg string) string {
 		if testing.Short() {
 			t.Skipf("%s is missing; under -short that is allowed", name)
 		}
-		t.Fatalf("%s is missing: apt-get install %s (.ci/run installs it)", name, pkg)
+		t.Fatalf("%s is missing: make test-deps installs it (apt-get install %s)", name, pkg)
 	}
 	return p
 }

@@ -32,7 +32,7 @@ func systemdAnalyze(t *testing.T) string {
 		if testing.Short() {
 			t.Skip("systemd-analyze is missing; under -short that is allowed")
 		}
-		t.Fatal("systemd-analyze is missing: apt-get install systemd (.ci/run installs it)")
+		t.Fatal("systemd-analyze is missing: make test-deps installs it (apt-get install systemd)")
 	}
 	return p
 }

@@ -31,7 +31,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	root, all := docs(t)
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Fatal("curl is missing, and the docs' examples use it: apt-get install curl (make test and .ci/run install it)")
+		t.Fatal("curl is missing, and the docs' examples use it: make test-deps installs it (apt-get install curl)")
 	}
 
 	// A folder laid out like the repository after `make db-up build`:

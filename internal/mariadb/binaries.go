@@ -11,7 +11,7 @@ import (
 )
 
 // Install is the hint every "MariaDB is missing" error carries.
-const Install = "install mariadb-server: apt-get install mariadb-server, or run make db-up which does"
+const Install = "make test-deps installs it (or make db-up; by hand: apt-get install mariadb-server mariadb-client)"
 
 // BinDirEnv names the environment variable that, when set, is the only folder
 // searched for the MariaDB programs.

@@ -10,7 +10,7 @@ import (
 )
 
 // promtool returns promtool's path; missing, the test fails (outside -short):
-// .ci/run installs it with Debian's prometheus package.
+// make test-deps installs it with Debian's prometheus package.
 func promtool(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("promtool")
@@ -18,7 +18,7 @@ func promtool(t *testing.T) string {
 		if testing.Short() {
 			t.Skip("promtool is missing; the exposition is checked with it outside -short")
 		}
-		t.Fatal("promtool is missing: apt-get install prometheus (.ci/run installs it)")
+		t.Fatal("promtool is missing: make test-deps installs it (apt-get install prometheus)")
 	}
 	return p
 }
