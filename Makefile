@@ -110,7 +110,11 @@ db-install:
 # Everything make test runs, without running it (a test that finds a tool
 # missing names this target).
 .PHONY: test-deps
-test-deps: toxiproxy balancers-install
+test-deps: test-packages toxiproxy balancers-install
+
+# The packages first, so that haproxy comes from here (no service started).
+.PHONY: test-packages
+test-packages:
 	@scripts/deps.sh test
 
 balancers-install:
