@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"ticketd/ticket/seqname"
 )
 
 // Scope is a right a token may hold, other than the right to a named
@@ -95,18 +97,7 @@ func parseScopes(field string) (grants, string) {
 }
 
 // ValidSequenceName reports whether name may name a sequence: the rule of
-// schema.sql's sequences table, ^[a-z][a-z0-9_]{0,47}$, checked without a
-// regexp. A tickets:NAME scope with any other name could never match a
-// request, so the parser refuses it.
-func ValidSequenceName(name string) bool {
-	if len(name) == 0 || len(name) > 48 || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
-}
+// schema.sql's sequences table, ^[a-z][a-z0-9_]{0,47}$ (package seqname,
+// the one rule ticketd checks names with). A tickets:NAME scope with any
+// other name could never match a request, so the parser refuses it.
+func ValidSequenceName(name string) bool { return seqname.Valid(name) }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"ticketd/ticket/seqname"
 )
 
 // SequenceInfo is a named sequence as the DBA defined it in table `sequences`.
@@ -38,7 +40,6 @@ func (si SequenceInfo) String() string {
 }
 
 const (
-	nameMaxLen   = 48
 	maxBlockSize = 1_000_000_000 // schema.sql's CHECK sequence_block_ok
 	// catalogRetry: an unknown name makes the Pair look for catalog changes
 	// at most this often, so a flood of bad names cannot turn into a flood
@@ -46,25 +47,15 @@ const (
 	catalogRetry = 100 * time.Millisecond
 )
 
-// nameRE and tableRE mirror schema.sql's CHECK constraints. nameRE documents
-// validName, which is the same test without a regexp on the hot path.
+// nameRE and tableRE mirror schema.sql's CHECK constraints; validName is
+// nameRE without a regexp, for the hot path (package seqname: the one rule,
+// shared with auth's tickets:NAME scopes).
 var (
-	nameRE  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+	nameRE  = seqname.Regexp
 	tableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
 )
 
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > nameMaxLen || name[0] < 'a' || name[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
-}
+func validName(name string) bool { return seqname.Valid(name) }
 
 // valueLimit is the largest value a sequence of the given width may return. A
 // 64-bit sequence stops at 2^63-1 so that every value fits a signed BIGINT and

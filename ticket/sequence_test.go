@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
@@ -15,68 +14,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 )
-
-func TestValidName(t *testing.T) {
-	tests := []struct {
-		name string
-		want bool
-	}{
-		{"orders", true},
-		{"a", true},
-		{"tickets64", true},
-		{"a_b_9", true},
-		{strings.Repeat("a", 48), true},
-		{strings.Repeat("a", 49), false},
-		{"", false},
-		{"9orders", false},
-		{"_orders", false},
-		{"Orders", false},
-		{"orders-x", false},
-		{"orders;drop", false},
-		{"orders`", false},
-		{"ord ers", false},
-		{"órders", false},
-		{"orders\x00", false},
-		{"../orders", false},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%q", tt.name), func(t *testing.T) {
-			if got := validName(tt.name); got != tt.want {
-				t.Fatalf("validName(%q) = %v, want %v", tt.name, got, tt.want)
-			}
-			if got := nameRE.MatchString(tt.name); got != tt.want {
-				t.Fatalf("nameRE.MatchString(%q) = %v, want %v", tt.name, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestValidNameMatchesRegexp: the hand-written check is the schema's regexp.
-func TestValidNameMatchesRegexp(t *testing.T) {
-	const alphabet = "az09_A-`{/ \x00é"
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
-		b := make([]byte, r.IntN(52))
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		s := string(b)
-		if got, want := validName(s), nameRE.MatchString(s); got != want {
-			t.Fatalf("validName(%q) = %v, want %v (the regexp)", s, got, want)
-		}
-	}
-}
-
-func FuzzValidName(f *testing.F) {
-	for _, s := range []string{"orders", "", "a_1", "Aa", strings.Repeat("z", 48)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := validName(s), nameRE.MatchString(s); got != want {
-			t.Fatalf("validName(%q) = %v, want %v (the regexp)", s, got, want)
-		}
-	})
-}
 
 func TestBlockFor(t *testing.T) {
 	l32, l64 := valueLimit(32), valueLimit(64)
