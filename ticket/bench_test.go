@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // BenchmarkNext measures a named sequence against a real pair running the
@@ -18,7 +19,7 @@ func BenchmarkNext(b *testing.B) {
 	mp := mysqltest.StartPair(b)
 	createSequence(b, mp.Servers[:], "bench1", 64, 1)
 	createSequence(b, mp.Servers[:], "bench1000", 64, 1000)
-	p := openPair(b, mp, func(c *Config) { c.CallTimeout = 5 * time.Second })
+	p := openPair(b, mp, func(c *spec.Config) { c.CallTimeout = 5 * time.Second })
 	for _, bc := range []struct{ name, seq string }{{"B=1", "bench1"}, {"B=1000", "bench1000"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			taken := func() uint64 {

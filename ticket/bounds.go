@@ -25,7 +25,7 @@ const (
 // (a new one costs four round trips), and the server holds no more
 // connections of ticketd than ticketd does. MySQL's bound is a session setting
 // (sessionParams); an unknown server gets the query as it is.
-func (s *server) bounded(query string, d time.Duration) string {
+func (s *Server) bounded(query string, d time.Duration) string {
 	if flavour(s.flavour.Load()) != flavourMariaDB {
 		return query
 	}
@@ -36,7 +36,7 @@ func (s *server) bounded(query string, d time.Duration) string {
 // d less a round trip, its deviation and 10 ms, and at most three quarters
 // of d (room for a busy server's timer and a busy client's scheduler), but
 // at least half of d.
-func (s *server) serverBound(d time.Duration) time.Duration {
+func (s *Server) serverBound(d time.Duration) time.Duration {
 	srtt, rttvar, _ := s.lat.estimate()
 	return max(min(d-srtt-rttvar-10*time.Millisecond, d*3/4), d/2)
 }
@@ -61,7 +61,7 @@ func boundMariaDB(query string, d time.Duration) string {
 // (max_execution_time, ms, the statement cap), lock waits bounded to the
 // cap, and, on MySQL 8, information_schema_stats_expiry = 0 so that the
 // counters read from information_schema are current, not up to a day old.
-func (s *server) sessionParams() map[string]string {
+func (s *Server) sessionParams() map[string]string {
 	if flavour(s.flavour.Load()) != flavourMySQL {
 		return nil
 	}

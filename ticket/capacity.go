@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"ticketd/ticket/internal/spec"
 )
 
 // HeldWorkers counts, on every server, the worker IDs of one datacenter whose
@@ -20,10 +21,10 @@ import (
 // those servers' errors, and the other counts are still good.
 func (p *Pair) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
 	if p.closed.Load() {
-		return nil, ErrClosed
+		return nil, spec.ErrClosed
 	}
 	if workerBits < MinWorkerBits || workerBits > MaxWorkerBits {
-		return nil, fmt.Errorf("%w: workerBits %d outside [%d, %d]", ErrInvalidArgument, workerBits, MinWorkerBits, MaxWorkerBits)
+		return nil, fmt.Errorf("%w: workerBits %d outside [%d, %d]", spec.ErrInvalidArgument, workerBits, MinWorkerBits, MaxWorkerBits)
 	}
 	held := make([]int, len(p.servers))
 	errs := make([]error, len(p.servers))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestHeldWorkers: the counts follow acquisitions, releases and expiry, per
@@ -66,7 +67,7 @@ func TestHeldWorkers(t *testing.T) {
 	if got := count(); !slices.Equal(got, []int{2, 1}) {
 		t.Fatalf("after the 200 ms lease expired: held %v, want [2 1]", got)
 	}
-	if _, err := p.HeldWorkers(ctx, 3, 0); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := p.HeldWorkers(ctx, 3, 0); !errors.Is(err, spec.ErrInvalidArgument) {
 		t.Fatalf("HeldWorkers with 0 worker bits = %v, want ErrInvalidArgument", err)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -59,12 +60,12 @@ type rowDef struct {
 	ok    bool
 }
 
-func defOf(si SequenceInfo) rowDef {
+func defOf(si spec.SequenceInfo) rowDef {
 	return rowDef{table: si.Table, block: si.BlockSize, bits: uint8(si.Bits), ok: true}
 }
 
-func (d rowDef) info(name string) SequenceInfo {
-	return SequenceInfo{Name: name, Table: d.table, Bits: int(d.bits), BlockSize: d.block}
+func (d rowDef) info(name string) spec.SequenceInfo {
+	return spec.SequenceInfo{Name: name, Table: d.table, Bits: int(d.bits), BlockSize: d.block}
 }
 
 // seqDef is what one server holds of a name: its catalog row and its pin.
@@ -239,8 +240,8 @@ func scanCatRows(out *[]catRow) func(*sql.Rows) error {
 	}
 }
 
-func (r catRow) info() SequenceInfo {
-	return SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
+func (r catRow) info() spec.SequenceInfo {
+	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
 }
 
 func (r catRow) pin() rowDef {
@@ -254,7 +255,7 @@ func (r catRow) pin() rowDef {
 // comment at the top). It returns each server's error, in list order.
 // Catalog reads never overlap: a second one waits for the first (or gives up
 // when ctx ends).
-func (p *Pair) loadCatalogs(ctx context.Context, list []*server) []error {
+func (p *Pair) loadCatalogs(ctx context.Context, list []*Server) []error {
 	if !p.catalogGate.enter(ctx) {
 		errs := make([]error, len(list))
 		for i := range errs {
@@ -408,7 +409,7 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 	var defs []seqDef
 	for _, r := range rows {
 		si := r.info()
-		if err := checkInfo(si); err != nil {
+		if err := spec.CheckInfo(si); err != nil {
 			p.warn.Note(warnSeqRow, "server", i+1, "err", err)
 			continue
 		}
@@ -441,19 +442,19 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 // Pair poll the catalogs, so a sequence created a moment ago is usable at
 // once, without restarting ticketd.
 func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
-	if !validName(name) {
-		return nil, fmt.Errorf("%w: %.64q does not match %s", ErrBadName, name, nameRE)
+	if !spec.ValidName(name) {
+		return nil, fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE)
 	}
 	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
 	if err := p.pollForMiss(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %q (%v)", ErrUnknownSequence, name, err)
+		return nil, fmt.Errorf("%w: %q (%v)", spec.ErrUnknownSequence, name, err)
 	}
 	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+	return nil, fmt.Errorf("%w: %q", spec.ErrUnknownSequence, name)
 }
 
 // pollForMiss returns once a poll of the catalogs that began after it was
@@ -500,9 +501,9 @@ func (p *Pair) pollForMiss(ctx context.Context) error {
 // sequence defined on some server, sorted by name. It costs in proportion to
 // the catalog's size: for tools and tests, not for a request path
 // (SequenceCount and SequenceProblems cost nothing).
-func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
+func (p *Pair) Sequences(ctx context.Context) ([]spec.SequenceInfo, error) {
 	if p.closed.Load() {
-		return nil, ErrClosed
+		return nil, spec.ErrClosed
 	}
 	up := p.order(nil, allServers(len(p.servers)))
 	answered := 0
@@ -515,16 +516,16 @@ func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("ticket: reading sequences: %w", err)
 		}
-		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", ErrNoServer)
+		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", spec.ErrNoServer)
 	}
-	var list []SequenceInfo
+	var list []spec.SequenceInfo
 	p.cat.each(func(q *sequence) bool {
 		if q.servers.Load() != 0 {
 			list = append(list, q.info)
 		}
 		return true
 	})
-	slices.SortFunc(list, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(list, func(a, b spec.SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
 	return list, nil
 }
 

@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"strings"
+	"ticketd/ticket/internal/spec"
 )
 
 // recomputeLocked judges a name from what every server holds of it: which
@@ -43,27 +44,27 @@ func (p *Pair) recomputeLocked(q *sequence) {
 	case differ && !q.used.Load():
 		kind = ProblemDiffers
 		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd",
-			ErrMisconfigured, name, c.listDefs(q, rows, "server"))
+			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"))
 	case changed != 0:
 		// The catalog no longer says what this Pair has been serving.
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
 			"put the definition back, then restart ticketd (or create a sequence with a new name)",
-			ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.info)
+			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.info)
 	case badPins != 0:
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
 			"put the pinned definition back, then restart ticketd (or create a sequence with a new name)",
-			ErrMisconfigured, name, q.info, c.listDefs(q, func(d seqDef) packedDef {
+			spec.ErrMisconfigured, name, q.info, c.listDefs(q, func(d seqDef) packedDef {
 				if d.pin == inUse {
 					return packedDef{}
 				}
 				return d.pin
 			}, "pinned on server"))
 	}
-	if !q.info.rowStored() {
+	if !q.info.RowStored() {
 		if other := c.byTable[q.info.Table]; other != nil && other != q {
-			shared := fmt.Errorf("%w: sequences %q and %q share table %s", ErrMisconfigured, other.info.Name, name, q.info.Table)
+			shared := fmt.Errorf("%w: sequences %q and %q share table %s", spec.ErrMisconfigured, other.info.Name, name, q.info.Table)
 			if other.breakWith(shared) {
 				p.reportLocked(other, ProblemSharedTable, shared)
 			}

@@ -98,7 +98,7 @@ func (p *Pair) scanBudget() time.Duration {
 // from the peers first, then the marks in memory, and only then the counter.
 // Every mark is then a ticket whose statement completed before the counter
 // was read, so a counter at or below it really went back.
-func (p *Pair) checkRewinds(ctx context.Context, check []*server, mode checkMode) []error {
+func (p *Pair) checkRewinds(ctx context.Context, check []*Server, mode checkMode) []error {
 	if len(check) == 0 {
 		return nil
 	}
@@ -373,7 +373,7 @@ func (p *Pair) compareRow(ctx context.Context, ss *session, name []byte, value u
 	return nil
 }
 
-func containsServer(list []*server, s *server) bool {
+func containsServer(list []*Server, s *Server) bool {
 	for _, x := range list {
 		if x == s {
 			return true

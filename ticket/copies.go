@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -47,7 +48,7 @@ type heldLease struct {
 	version  uint64
 	reserved int64 // the latest reservation, to be copied to every peer
 	// written[i]: the reservation server i is known to hold (0: none yet).
-	written [MaxServers]int64
+	written [spec.MaxServers]int64
 	// done: released or lost; the entry goes once every peer has caught up.
 	done bool
 }
@@ -177,8 +178,8 @@ const copyTo = `INSERT INTO reservation_copies (datacenter, worker, holder, rese
 
 // peersOf returns the servers in rotation other than owner that answer
 // (none timing out): where its reservations are read back from.
-func (p *Pair) peersOf(owner *server) []*server {
-	var list []*server
+func (p *Pair) peersOf(owner *Server) []*Server {
+	var list []*Server
 	for _, s := range p.servers {
 		if s != owner && s.up.Load() && !s.suspect() {
 			list = append(list, s)
@@ -191,7 +192,7 @@ func (p *Pair) peersOf(owner *server) []*server {
 // largest reservation copy held by the other servers in rotation. Servers that
 // cannot answer are skipped: their copies only matter if owner was restored
 // too, which would be a second failure.
-func (p *Pair) readCopies(ctx context.Context, owner *server, dc uint32, space uint64) map[uint32]int64 {
+func (p *Pair) readCopies(ctx context.Context, owner *Server, dc uint32, space uint64) map[uint32]int64 {
 	peers := p.peersOf(owner)
 	if len(peers) == 0 {
 		return nil

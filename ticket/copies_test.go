@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestCopiesCatchUp: renewals while the peer is down cannot copy the
@@ -52,7 +53,7 @@ func TestCopiesCatchUp(t *testing.T) {
 // has failed.
 func TestLeaseRewoundSeen(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	p := openPair(t, mp, func(c *Config) { c.CheckInterval = 100 * time.Millisecond })
+	p := openPair(t, mp, func(c *spec.Config) { c.CheckInterval = 100 * time.Millisecond })
 	l, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("rewound", 5, 0))
 	if err != nil {
 		t.Fatal(err)

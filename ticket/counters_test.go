@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestRowParityWhateverTheSession: a session may change its own
@@ -20,7 +21,7 @@ import (
 func TestRowParityWhateverTheSession(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	createSequence(t, mp.Servers[:], "even", 64, 1)
-	p := openPair(t, mp, func(c *Config) { c.MaxOpenConns, c.WarmConns = 1, -1 })
+	p := openPair(t, mp, func(c *spec.Config) { c.MaxOpenConns, c.WarmConns = 1, -1 })
 	s2 := p.servers[1] // even tickets
 	// The one connection of server 2's pool, changed to increment 1.
 	poison := func() {
@@ -51,7 +52,7 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	// proves the session really was changed.
 	var violated bool
 	for range 10 {
-		if _, err := p.takeOn(ctxTimeout(t, 5*time.Second), s2, p.raw64, true); errors.Is(err, ErrParity) {
+		if _, err := p.takeOn(ctxTimeout(t, 5*time.Second), s2, p.raw64, true); errors.Is(err, spec.ErrParity) {
 			violated = true
 			break
 		}
@@ -91,9 +92,9 @@ INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('renum', 64, 3), 
 
 	var logs strings.Builder
 	var logMu sync.Mutex
-	p2 := openPair(t, mp, func(c *Config) { c.Logger = newLockedLogger(&logs, &logMu) })
+	p2 := openPair(t, mp, func(c *spec.Config) { c.Logger = newLockedLogger(&logs, &logMu) })
 	_, err := p2.NextN(context.Background(), "renum", make([]uint64, 10))
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "block size 3") || !strings.Contains(err.Error(), "block size 10") {
+	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "block size 3") || !strings.Contains(err.Error(), "block size 10") {
 		t.Fatalf("NextN(renum) after the redefinition and a restart = %v, want ErrMisconfigured naming both block sizes", err)
 	}
 	counts, list := p2.SequenceProblems(10)

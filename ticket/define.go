@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"ticketd/ticket/internal/spec"
 )
 
 // Creating sequences: what `ticketd sequence create` runs, on its own
@@ -45,7 +46,7 @@ const createBatch = 1000
 // pinned with one, or has a row of counters made for another place); a
 // server that cannot be reached is skipped and reported, and the error says
 // to run it again. Repeating it is safe: what exists is left as it is.
-func CreateSequences(ctx context.Context, cfg Config, defs []SequenceInfo) (CreateReport, error) {
+func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceInfo) (CreateReport, error) {
 	defs, err := normalizeDefs(defs)
 	if err != nil {
 		return CreateReport{}, err
@@ -78,7 +79,7 @@ func CreateSequences(ctx context.Context, cfg Config, defs []SequenceInfo) (Crea
 		if len(conflicts) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(conflicts)-len(shown))
 		}
-		return rep, fmt.Errorf("%w: nothing created: %s%s", ErrMisconfigured, strings.Join(shown, "; "), more)
+		return rep, fmt.Errorf("%w: nothing created: %s%s", spec.ErrMisconfigured, strings.Join(shown, "; "), more)
 	}
 
 	for b := 0; b < len(defs); b += createBatch {
@@ -99,21 +100,21 @@ func CreateSequences(ctx context.Context, cfg Config, defs []SequenceInfo) (Crea
 }
 
 // normalizeDefs validates defs, drops repeats, and sorts them by name.
-func normalizeDefs(defs []SequenceInfo) ([]SequenceInfo, error) {
+func normalizeDefs(defs []spec.SequenceInfo) ([]spec.SequenceInfo, error) {
 	if len(defs) == 0 {
-		return nil, fmt.Errorf("%w: no sequence to create", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no sequence to create", spec.ErrInvalidArgument)
 	}
 	out := slices.Clone(defs)
-	slices.SortStableFunc(out, func(a, b SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out, func(a, b spec.SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
 	var errs []error
 	for k, si := range out {
 		if si.Table != "" {
-			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q)", ErrInvalidArgument, si.Name, si.Table))
-		} else if err := checkInfo(si); err != nil {
-			errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidArgument, err))
+			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q)", spec.ErrInvalidArgument, si.Name, si.Table))
+		} else if err := spec.CheckInfo(si); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", spec.ErrInvalidArgument, err))
 		}
 		if k > 0 && out[k-1].Name == si.Name && out[k-1] != si {
-			errs = append(errs, fmt.Errorf("%w: %q given twice, as %s and as %s", ErrInvalidArgument, si.Name, out[k-1], si))
+			errs = append(errs, fmt.Errorf("%w: %q given twice, as %s and as %s", spec.ErrInvalidArgument, si.Name, out[k-1], si))
 		}
 	}
 	if len(errs) > 0 {
@@ -122,7 +123,7 @@ func normalizeDefs(defs []SequenceInfo) ([]SequenceInfo, error) {
 	return slices.Compact(out), nil
 }
 
-func defNames(defs []SequenceInfo) []string {
+func defNames(defs []spec.SequenceInfo) []string {
 	out := make([]string, len(defs))
 	for k, si := range defs {
 		out[k] = si.Name
@@ -132,7 +133,7 @@ func defNames(defs []SequenceInfo) []string {
 
 // conflicts lists why si cannot be created as asked, given what each server
 // holds of its name.
-func (inv *inventory) conflicts(si SequenceInfo, per []held) []string {
+func (inv *inventory) conflicts(si spec.SequenceInfo, per []held) []string {
 	want := defOf(si)
 	var out []string
 	for i, h := range per {
@@ -152,7 +153,7 @@ func (inv *inventory) conflicts(si SequenceInfo, per []held) []string {
 // createBatch creates batch on every server that is up and lacks part of it,
 // then reads it back. A server that fails is marked in rep and skipped from
 // then on.
-func (inv *inventory) createBatch(ctx context.Context, cfg Config, batch []SequenceInfo, rep *CreateReport) error {
+func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []spec.SequenceInfo, rep *CreateReport) error {
 	per, err := inv.details(ctx, defNames(batch))
 	if err != nil {
 		return err
@@ -172,9 +173,9 @@ func (inv *inventory) createBatch(ctx context.Context, cfg Config, batch []Seque
 	}
 	n := len(inv.servers)
 	by := fmt.Sprintf("ticketd sequence create %s/%d", hostname(), os.Getpid())
-	return inv.each(ctx, func(ctx context.Context, s *server) error {
+	return inv.each(ctx, func(ctx context.Context, s *Server) error {
 		i := s.idx
-		var todo []SequenceInfo
+		var todo []spec.SequenceInfo
 		var values []uint64
 		existing := 0
 		for k, si := range batch {
@@ -187,9 +188,9 @@ func (inv *inventory) createBatch(ctx context.Context, cfg Config, batch []Seque
 				// Made by hand, never served: pinned now.
 			}
 			v := uint64(i + 1) // the start, never handed out
-			if m := marks[rowKeyPrefix+si.Name]; m != nil && m[i] > 0 {
+			if m := marks[spec.RowKeyPrefix+si.Name]; m != nil && m[i] > 0 {
 				// The row went missing after it handed out tickets: start past them.
-				v = m[i] + rowMargin(cfg.marginFor(si.Bits), n)
+				v = m[i] + rowMargin(cfg.MarginFor(si.Bits), n)
 			}
 			todo = append(todo, si)
 			values = append(values, v)
@@ -210,7 +211,7 @@ func (inv *inventory) createBatch(ctx context.Context, cfg Config, batch []Seque
 		}
 		for k, si := range batch {
 			if c := inv.conflicts(si, expand(got[k], i, n)); len(c) > 0 || !got[k].def.ok || got[k].row == nil {
-				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", ErrMisconfigured, s.name, si.Name, c)
+				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.name, si.Name, c)
 			}
 		}
 		rep.Servers[i].Created += len(batch) - existing
@@ -227,7 +228,7 @@ func expand(h held, i, n int) []held {
 }
 
 // detailsOn is details for one server.
-func (inv *inventory) detailsOn(ctx context.Context, s *server, names []string) ([]held, error) {
+func (inv *inventory) detailsOn(ctx context.Context, s *Server, names []string) ([]held, error) {
 	one := &inventory{cfg: inv.cfg, servers: inv.servers, down: make([]error, len(inv.servers))}
 	for i := range one.down {
 		if i != s.idx {
@@ -248,13 +249,13 @@ func (inv *inventory) detailsOn(ctx context.Context, s *server, names []string) 
 var errSkipped = errors.New("skipped")
 
 // insertDefs writes the rows of todo on s in one transaction.
-func insertDefs(ctx context.Context, s *server, todo []SequenceInfo, values []uint64, n int, by string) error {
+func insertDefs(ctx context.Context, s *Server, todo []spec.SequenceInfo, values []uint64, n int, by string) error {
 	tx, err := s.pool().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: starting the create: %w", s.name, err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
-	rows := func(per string, args func(k int, si SequenceInfo) []any) (string, []any) {
+	rows := func(per string, args func(k int, si spec.SequenceInfo) []any) (string, []any) {
 		var q strings.Builder
 		all := make([]any, 0, len(todo)*5)
 		for k, si := range todo {
@@ -266,15 +267,15 @@ func insertDefs(ctx context.Context, s *server, todo []SequenceInfo, values []ui
 		}
 		return q.String(), all
 	}
-	vals, args := rows("(?, ?, ?, ?)", func(k int, si SequenceInfo) []any { return []any{si.Name, values[k], s.idx + 1, n} })
+	vals, args := rows("(?, ?, ?, ?)", func(k int, si spec.SequenceInfo) []any { return []any{si.Name, values[k], s.idx + 1, n} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO counters (name, value, start, step) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating rows of counters: %w", s.name, err)
 	}
-	vals, args = rows("(?, ?, ?)", func(_ int, si SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize} })
+	vals, args = rows("(?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating catalog rows: %w", s.name, err)
 	}
-	vals, args = rows("(?, NULL, ?, ?, ?)", func(_ int, si SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by} })
+	vals, args = rows("(?, NULL, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: pinning: %w", s.name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"ticketd/ticket/internal/spec"
 )
 
 // Deployment is the ID settings every ticketd of one deployment must share,
@@ -39,15 +40,15 @@ type deploymentRow struct {
 // tickets reach into the range of IDs already issued.
 func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deployment, error) {
 	if p.closed.Load() {
-		return Deployment{}, ErrClosed
+		return Deployment{}, spec.ErrClosed
 	}
 	switch {
-	case want.Layout == "" || len(want.Layout) > maxLayoutLen || !printableASCII(want.Layout):
-		return Deployment{}, fmt.Errorf("%w: Deployment.Layout must be 1..%d printable ASCII bytes", ErrInvalidArgument, maxLayoutLen)
+	case want.Layout == "" || len(want.Layout) > maxLayoutLen || !spec.PrintableASCII(want.Layout):
+		return Deployment{}, fmt.Errorf("%w: Deployment.Layout must be 1..%d printable ASCII bytes", spec.ErrInvalidArgument, maxLayoutLen)
 	case want.EpochMs < 0 || want.FirstStartMs <= 0:
-		return Deployment{}, fmt.Errorf("%w: Deployment epoch %d / first start %d: want Unix milliseconds", ErrInvalidArgument, want.EpochMs, want.FirstStartMs)
-	case len(want.CreatedBy) > maxHolderLen || !printableASCII(want.CreatedBy):
-		return Deployment{}, fmt.Errorf("%w: Deployment.CreatedBy must be at most %d printable ASCII bytes", ErrInvalidArgument, maxHolderLen)
+		return Deployment{}, fmt.Errorf("%w: Deployment epoch %d / first start %d: want Unix milliseconds", spec.ErrInvalidArgument, want.EpochMs, want.FirstStartMs)
+	case len(want.CreatedBy) > spec.MaxHolderLen || !spec.PrintableASCII(want.CreatedBy):
+		return Deployment{}, fmt.Errorf("%w: Deployment.CreatedBy must be at most %d printable ASCII bytes", spec.ErrInvalidArgument, spec.MaxHolderLen)
 	}
 
 	// Read every server: the earliest existing record is the one to spread.
@@ -56,7 +57,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		return Deployment{}, err
 	}
 	base := deploymentRow(want)
-	var missing []*server
+	var missing []*Server
 	reachable := 0
 	for i, s := range p.servers {
 		switch {
@@ -72,7 +73,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		}
 	}
 	if reachable == 0 {
-		return Deployment{}, fmt.Errorf("%w: recording the deployment: %w", ErrNoServer, errors.Join(errs...))
+		return Deployment{}, fmt.Errorf("%w: recording the deployment: %w", spec.ErrNoServer, errors.Join(errs...))
 	}
 	if len(missing) > 0 {
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
@@ -96,7 +97,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		}
 	}
 	if got == nil {
-		return Deployment{}, fmt.Errorf("%w: no server kept the deployment record: %w", ErrNoServer, errors.Join(errs...))
+		return Deployment{}, fmt.Errorf("%w: no server kept the deployment record: %w", spec.ErrNoServer, errors.Join(errs...))
 	}
 	return Deployment{Layout: got.Layout, EpochMs: got.EpochMs, FirstStartMs: got.FirstStartMs, CreatedBy: got.CreatedBy}, nil
 }
@@ -122,12 +123,12 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 	return rows, errs
 }
 
-func checkDeployments(servers []*server, want Deployment, rows []*deploymentRow) error {
+func checkDeployments(servers []*Server, want Deployment, rows []*deploymentRow) error {
 	var errs []error
 	for i, r := range rows {
 		if r != nil && (r.Layout != want.Layout || r.EpochMs != want.EpochMs) {
 			errs = append(errs, fmt.Errorf("%w: %s records layout %q epoch %d (first started %d by %q); this ticketd has layout %q epoch %d",
-				ErrDeploymentMismatch, servers[i].name, r.Layout, r.EpochMs, r.FirstStartMs, r.CreatedBy, want.Layout, want.EpochMs))
+				spec.ErrDeploymentMismatch, servers[i].name, r.Layout, r.EpochMs, r.FirstStartMs, r.CreatedBy, want.Layout, want.EpochMs))
 		}
 	}
 	return errors.Join(errs...)
@@ -140,7 +141,7 @@ func checkDeployments(servers []*server, want Deployment, rows []*deploymentRow)
 // EnsureDeployment checks it against every server.
 func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, err error) {
 	if p.closed.Load() {
-		return Deployment{}, false, ErrClosed
+		return Deployment{}, false, spec.ErrClosed
 	}
 	rows, errs := p.readDeployments(ctx)
 	reachable := 0
@@ -155,7 +156,7 @@ func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, e
 	}
 	switch {
 	case reachable == 0:
-		return Deployment{}, false, fmt.Errorf("%w: reading the deployment record: %w", ErrNoServer, errors.Join(errs...))
+		return Deployment{}, false, fmt.Errorf("%w: reading the deployment record: %w", spec.ErrNoServer, errors.Join(errs...))
 	case got == nil:
 		return Deployment{}, false, nil
 	}

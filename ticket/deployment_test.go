@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestEnsureDeployment: the first ticketd records its settings on both servers;
@@ -58,7 +59,7 @@ func TestEnsureDeployment(t *testing.T) {
 			d := later
 			tt.mod(&d)
 			_, err := p.EnsureDeployment(ctx, d)
-			if !errors.Is(err, ErrDeploymentMismatch) {
+			if !errors.Is(err, spec.ErrDeploymentMismatch) {
 				t.Fatalf("EnsureDeployment(%+v) = %v, want ErrDeploymentMismatch", d, err)
 			}
 			for _, w := range append(tt.want, "server 1 ("+mp.Servers[0].Addr()+")", "server 2 (") {
@@ -88,10 +89,10 @@ func TestEnsureDeployment(t *testing.T) {
 		t.Fatalf("with server 1 down = %+v, %v; want %+v", got, err, first)
 	}
 	mp.Servers[1].Stop(t)
-	if _, err := p.EnsureDeployment(ctx, later); !errors.Is(err, ErrNoServer) {
+	if _, err := p.EnsureDeployment(ctx, later); !errors.Is(err, spec.ErrNoServer) {
 		t.Fatalf("with both down = %v, want ErrNoServer", err)
 	}
-	if _, _, err := p.RecordedDeployment(ctx); !errors.Is(err, ErrNoServer) {
+	if _, _, err := p.RecordedDeployment(ctx); !errors.Is(err, spec.ErrNoServer) {
 		t.Fatalf("RecordedDeployment with both down = %v, want ErrNoServer", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestEnsureDeploymentRefusesBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := good
 			tt.mod(&d)
-			if _, err := p.EnsureDeployment(context.Background(), d); !errors.Is(err, ErrInvalidArgument) {
+			if _, err := p.EnsureDeployment(context.Background(), d); !errors.Is(err, spec.ErrInvalidArgument) {
 				t.Fatalf("EnsureDeployment(%+v) = %v, want ErrInvalidArgument", d, err)
 			}
 		})

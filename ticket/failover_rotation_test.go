@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestFailoverAcquireOutOfRotation: a failover lease (AcquireRequest.Server
@@ -19,10 +20,10 @@ import (
 func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	// No prober round during the test: only the failover path can help.
-	p := openPair(t, mp, func(c *Config) { c.ProbeInterval = time.Minute })
+	p := openPair(t, mp, func(c *spec.Config) { c.ProbeInterval = time.Minute })
 
 	mp.Servers[1].Freeze(t)
-	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("frozen", 5, 1)); !errors.Is(err, ErrServerDown) {
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("frozen", 5, 1)); !errors.Is(err, spec.ErrServerDown) {
 		t.Fatalf("AcquireWorker on a frozen server = %v, want ErrServerDown", err)
 	}
 	mp.Servers[1].Resume(t)
@@ -32,7 +33,7 @@ func TestFailoverAcquireOutOfRotation(t *testing.T) {
 
 	// A dead failure takes it out: the server stopped.
 	mp.Servers[1].Stop(t)
-	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("stopped", 5, 1)); !errors.Is(err, ErrServerDown) {
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("stopped", 5, 1)); !errors.Is(err, spec.ErrServerDown) {
 		t.Fatalf("AcquireWorker on a stopped server = %v, want ErrServerDown", err)
 	}
 	if p.Health()[1].Up {
@@ -50,7 +51,7 @@ func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	checkOwner(t, l)
 
 	mp.Servers[1].Kill(t)
-	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("killed", 5, 1)); !errors.Is(err, ErrServerDown) {
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("killed", 5, 1)); !errors.Is(err, spec.ErrServerDown) {
 		t.Fatalf("AcquireWorker on a killed server = %v, want ErrServerDown", err)
 	}
 }

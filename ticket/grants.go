@@ -47,7 +47,7 @@ type ExtraPrivileges struct {
 // server in rotation. A server it could not ask is left out, and its error
 // joined into err.
 func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
-	var list []*server
+	var list []*Server
 	for _, s := range p.servers {
 		if s.up.Load() {
 			list = append(list, s)
@@ -120,7 +120,7 @@ func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
 	return res, nil
 }
 
-func indexOf(list []*server, s *server) int {
+func indexOf(list []*Server, s *Server) int {
 	for i, x := range list {
 		if x == s {
 			return i

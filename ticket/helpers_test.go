@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // openPair opens a Pair on the harness's servers, with timeouts short enough for
 // tests, closed by t.Cleanup before the servers are killed.
-func openPair(t testing.TB, mp *mysqltest.Pair, mods ...func(*Config)) *Pair {
+func openPair(t testing.TB, mp *mysqltest.Pair, mods ...func(*spec.Config)) *Pair {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Servers = []ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
+	cfg := spec.DefaultConfig()
+	cfg.Servers = []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
 	cfg.User, cfg.Password = mp.User, mp.Password
 	cfg.CallTimeout = 300 * time.Millisecond
 	cfg.ProbeInterval = 100 * time.Millisecond

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -54,7 +55,7 @@ type tableMarks struct {
 	// state[i]: what Health reports while server i is refused (bit i of
 	// rewound); nil until a first refusal.
 	state []Rewind
-	// How a Fix is written (fixInfo, with row and name above): set by the
+	// How a Fix is written (FixInfo, with row and name above): set by the
 	// sequence that uses the counter; fixBits 0 until then.
 	fixMaxTicket uint64
 	fixBits      uint8
@@ -65,20 +66,8 @@ type tableMarks struct {
 	queued atomic.Bool // in book.pending
 }
 
-// key is the counter's name in high_water (counterKey).
-func (m *tableMarks) key() string { return counterKey(m.name, m.row) }
-
-// fixInfo is what a Fix statement depends on.
-type fixInfo struct {
-	row       bool   // a row of counters (name), else a table (key)
-	name      string // the sequence, for a row
-	bits      int
-	maxTicket uint64
-}
-
-func fixInfoOf(si SequenceInfo) fixInfo {
-	return fixInfo{row: si.rowStored(), name: si.Name, bits: si.Bits, maxTicket: valueLimit(si.Bits) / max(si.BlockSize, 1)}
-}
+// key is the counter's name in high_water (CounterKey).
+func (m *tableMarks) key() string { return spec.CounterKey(m.name, m.row) }
 
 // raise records that server i issued ticket t, and queues the marks for the
 // next flush when they grew. One CompareAndSwap in the common case: tickets
@@ -177,7 +166,7 @@ func (b *markBook) newMarks(name string, row bool) *tableMarks {
 // table returns the marks of key (a table, or counters.NAME), creating them
 // on first use.
 func (b *markBook) table(key string) *tableMarks {
-	name, row := strings.CutPrefix(key, rowKeyPrefix)
+	name, row := strings.CutPrefix(key, spec.RowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lookupLocked(name, row, true)
@@ -240,7 +229,7 @@ func (b *markBook) refusedRows(i int) []*tableMarks {
 }
 
 func (b *markBook) get(key string) *tableMarks {
-	name, row := strings.CutPrefix(key, rowKeyPrefix)
+	name, row := strings.CutPrefix(key, spec.RowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lookupLocked(name, row, false)
@@ -263,15 +252,15 @@ func (p *Pair) marksOf(q *sequence) *tableMarks {
 		return m
 	}
 	var m *tableMarks
-	if q.info.rowStored() {
+	if q.info.RowStored() {
 		m = p.marks.rowMarks(q.info.Name)
 	} else {
 		m = p.marks.table(q.info.Table)
 	}
 	m.mu.Lock()
 	if m.fixBits == 0 {
-		f := fixInfoOf(q.info)
-		m.fixBits, m.fixMaxTicket = uint8(f.bits), f.maxTicket
+		f := spec.FixInfoOf(q.info)
+		m.fixBits, m.fixMaxTicket = uint8(f.Bits), f.MaxTicket
 	}
 	m.mu.Unlock()
 	q.marks.CompareAndSwap(nil, m)
@@ -402,7 +391,7 @@ func (p *Pair) flushMarks(ctx context.Context) {
 	}
 }
 
-func (p *Pair) writeMarks(ctx context.Context, d *server, batch []markWrite) {
+func (p *Pair) writeMarks(ctx context.Context, d *Server, batch []markWrite) {
 	ss := p.session(d, opMarks)
 	defer ss.close()
 	n := len(p.servers)
@@ -493,7 +482,7 @@ func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
 }
 
 // applyMarks merges the marks server holder keeps for the other servers.
-func (p *Pair) applyMarks(holder *server, rows []hwRow) {
+func (p *Pair) applyMarks(holder *Server, rows []hwRow) {
 	n := len(p.servers)
 	for _, r := range rows {
 		src := r.PeerOffset - 1

@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"testing"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestMarksInSlabs: the marks of many counters are made a slab at a time, not
@@ -32,9 +33,9 @@ func TestMarksInSlabs(t *testing.T) {
 
 	seen := map[*uint64]string{}
 	for k := range next {
-		m := b.get(rowKeyPrefix + names[k])
-		if m == nil || m.name != names[k] || !m.row || m.key() != rowKeyPrefix+names[k] {
-			t.Fatalf("get(%q) = %+v, want the marks of that row", rowKeyPrefix+names[k], m)
+		m := b.get(spec.RowKeyPrefix + names[k])
+		if m == nil || m.name != names[k] || !m.row || m.key() != spec.RowKeyPrefix+names[k] {
+			t.Fatalf("get(%q) = %+v, want the marks of that row", spec.RowKeyPrefix+names[k], m)
 		}
 		if len(m.known) != n || len(m.flushed) != n*n {
 			t.Fatalf("%s: %d known and %d flushed, want %d and %d", names[k], len(m.known), len(m.flushed), n, n*n)
@@ -48,7 +49,7 @@ func TestMarksInSlabs(t *testing.T) {
 		m.known[n-1].Store(uint64(k + 1)) // the last slot: a neighbour's first would show it
 	}
 	for k := range next {
-		m := b.get(rowKeyPrefix + names[k])
+		m := b.get(spec.RowKeyPrefix + names[k])
 		if got := m.known[0].Load(); got != 0 {
 			t.Fatalf("%s: known[0] = %d, want 0: slabs overlap", names[k], got)
 		}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+	"ticketd/ticket/internal/spec"
 )
 
 // The inventory: what `ticketd sequence list` and `check` read, page by page,
@@ -32,8 +32,8 @@ type held struct {
 // down[i] is why server i cannot be used (unreachable); a server in the
 // wrong place (or refusing TLS) fails the whole call. The pools of the
 // servers that are up must be closed with closeServers.
-func connectEach(ctx context.Context, cfg Config) (servers []*server, down []error, err error) {
-	servers = make([]*server, len(cfg.Servers))
+func connectEach(ctx context.Context, cfg spec.Config) (servers []*Server, down []error, err error) {
+	servers = make([]*Server, len(cfg.Servers))
 	cred := newCredential(cfg)
 	for i := range cfg.Servers {
 		s, err := newServer(cfg, i, cred)
@@ -47,7 +47,7 @@ func connectEach(ctx context.Context, cfg Config) (servers []*server, down []err
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.connectTimeout()+cfg.CallTimeout)
+			cctx, cancel := context.WithTimeout(ctx, cfg.EffectiveConnectTimeout()+cfg.CallTimeout)
 			defer cancel()
 			ss := &session{s: s, o: opCheck, db: s.pool()}
 			down[i] = s.check(cctx, ss)
@@ -57,7 +57,7 @@ func connectEach(ctx context.Context, cfg Config) (servers []*server, down []err
 	wg.Wait()
 	var misplaced []error
 	for _, e := range down {
-		if errors.Is(e, ErrMisconfigured) {
+		if errors.Is(e, spec.ErrMisconfigured) {
 			misplaced = append(misplaced, e)
 		}
 	}
@@ -70,8 +70,8 @@ func connectEach(ctx context.Context, cfg Config) (servers []*server, down []err
 
 // inventory reads pages of names and what each server holds of them.
 type inventory struct {
-	cfg     Config
-	servers []*server
+	cfg     spec.Config
+	servers []*Server
 	down    []error // per server: unreachable (nil: up)
 	// withAll: names come from the pins and counters too, not the catalog
 	// alone (check: a name only pinned, or only counted, is worth a word).
@@ -80,9 +80,6 @@ type inventory struct {
 }
 
 func (inv *inventory) up(i int) bool { return inv.down[i] == nil }
-
-// statementTimeout bounds one statement of the tools: a page, a batch.
-func (c Config) statementTimeout() time.Duration { return max(10*c.CallTimeout, 30*time.Second) }
 
 // names returns the next page of names after after, in order, and whether
 // more may follow. With several servers, a page ends at the smallest last
@@ -101,7 +98,7 @@ func (inv *inventory) names(ctx context.Context, after string) ([]string, bool, 
 		args = []any{after, like, invPage, after, like, invPage, after, like, invPage, invPage}
 	}
 	pages := make([][]string, len(inv.servers))
-	err := inv.each(ctx, func(ctx context.Context, s *server) error {
+	err := inv.each(ctx, func(ctx context.Context, s *Server) error {
 		if err := s.pool().SelectContext(ctx, &pages[s.idx], q, args...); err != nil {
 			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
 		}
@@ -135,7 +132,7 @@ func escapeLike(s string) string {
 
 // each runs f on every server that is up, in parallel, each statement
 // bounded, and joins the errors.
-func (inv *inventory) each(ctx context.Context, f func(context.Context, *server) error) error {
+func (inv *inventory) each(ctx context.Context, f func(context.Context, *Server) error) error {
 	errs := make([]error, len(inv.servers))
 	var wg sync.WaitGroup
 	for i, s := range inv.servers {
@@ -143,7 +140,7 @@ func (inv *inventory) each(ctx context.Context, f func(context.Context, *server)
 			continue
 		}
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, inv.cfg.statementTimeout())
+			cctx, cancel := context.WithTimeout(ctx, inv.cfg.StatementTimeout())
 			defer cancel()
 			errs[i] = f(cctx, s)
 		})
@@ -165,7 +162,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		args[k] = n
 	}
 	in := "(" + placeholders(len(names)) + ")"
-	err := inv.each(ctx, func(ctx context.Context, s *server) error {
+	err := inv.each(ctx, func(ctx context.Context, s *Server) error {
 		var cat []catRow
 		if err := s.pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
@@ -219,7 +216,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 func (inv *inventory) marksFor(ctx context.Context, names []string, tables []string) (map[string][]uint64, error) {
 	keys := make([]any, 0, len(names)+len(tables))
 	for _, n := range names {
-		keys = append(keys, rowKeyPrefix+n)
+		keys = append(keys, spec.RowKeyPrefix+n)
 	}
 	for _, t := range tables {
 		keys = append(keys, t)
@@ -227,7 +224,7 @@ func (inv *inventory) marksFor(ctx context.Context, names []string, tables []str
 	n := len(inv.servers)
 	found := make([][]hwRow, n)
 	if len(keys) > 0 {
-		err := inv.each(ctx, func(ctx context.Context, s *server) error {
+		err := inv.each(ctx, func(ctx context.Context, s *Server) error {
 			if err := s.pool().SelectContext(ctx, &found[s.idx],
 				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+placeholders(len(keys))+")", keys...); err != nil {
 				return fmt.Errorf("%s: reading high_water: %w", s.name, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -18,9 +19,8 @@ const (
 	// MaxReserveMs bounds ReserveMs and MaxWaitMs: a day ahead is already far
 	// beyond any sensible fence.
 	MaxReserveMs  = int64(24 * time.Hour / time.Millisecond)
-	maxHolderLen  = 255 // worker_leases.holder VARCHAR(255)
-	ticketTries   = 8   // candidates drawn from tickets before scanning the table
-	scanClaimsMax = 16  // claims tried from one scan before giving up on a server
+	ticketTries   = 8  // candidates drawn from tickets before scanning the table
+	scanClaimsMax = 16 // claims tried from one scan before giving up on a server
 )
 
 // AcquireRequest asks for a worker ID.
@@ -65,19 +65,10 @@ type Lease struct {
 // claimed by someone else between our read and our compare-and-set.
 var errNotFree = errors.New("worker ID not free")
 
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 func (p *Pair) checkAcquire(r AcquireRequest) error {
 	n := len(p.servers)
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{ErrInvalidArgument}, args...)...)
+		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{spec.ErrInvalidArgument}, args...)...)
 	}
 	switch {
 	case r.WorkerBits < MinWorkerBits || r.WorkerBits > MaxWorkerBits:
@@ -85,8 +76,8 @@ func (p *Pair) checkAcquire(r AcquireRequest) error {
 	case 1<<r.WorkerBits < n:
 		// Parity ownership needs every server to own an equal share of worker IDs.
 		return bad("2^WorkerBits=%d is smaller than the %d servers", 1<<r.WorkerBits, n)
-	case r.Holder == "" || len(r.Holder) > maxHolderLen || !printableASCII(r.Holder):
-		return bad("Holder must be 1..%d printable ASCII bytes", maxHolderLen)
+	case r.Holder == "" || len(r.Holder) > spec.MaxHolderLen || !spec.PrintableASCII(r.Holder):
+		return bad("Holder must be 1..%d printable ASCII bytes", spec.MaxHolderLen)
 	case r.TTL < MinLeaseTTL || r.TTL > MaxLeaseTTL:
 		return bad("TTL %v outside [%v, %v]", r.TTL, MinLeaseTTL, MaxLeaseTTL)
 	case r.NowMs <= 0:
@@ -103,7 +94,7 @@ func (p *Pair) checkAcquire(r AcquireRequest) error {
 
 func (p *Pair) checkLease(l Lease) error {
 	if l.Server < 0 || l.Server >= len(p.servers) || l.Holder == "" {
-		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", ErrInvalidArgument, l.Server, l.Holder)
+		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", spec.ErrInvalidArgument, l.Server, l.Holder)
 	}
 	return nil
 }
@@ -115,12 +106,12 @@ func (p *Pair) checkLease(l Lease) error {
 // server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
 func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, error) {
 	if p.closed.Load() {
-		return Lease{}, ErrClosed
+		return Lease{}, spec.ErrClosed
 	}
 	if err := p.checkAcquire(req); err != nil {
 		return Lease{}, err
 	}
-	var list []*server
+	var list []*Server
 	if req.Server >= 0 {
 		s := p.servers[req.Server]
 		if !s.up.Load() {
@@ -130,17 +121,17 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 			// place) instead of refusing until the prober's next round. The
 			// prober alone brings s back into rotation.
 			if err := p.recheck(ctx, s); err != nil {
-				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", ErrServerDown, s.name, s.health().LastError, err)
+				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.name, s.health().LastError, err)
 			}
 		}
-		list = []*server{s}
+		list = []*Server{s}
 	} else {
-		var buf [MaxServers]*server
+		var buf [spec.MaxServers]*Server
 		all := allServers(len(p.servers))
 		if list = p.order(buf[:0], all); len(list) == 0 {
 			// Panic mode: none in rotation, but one may still answer.
 			if list = p.panicOrder(buf[:0], all); len(list) == 0 {
-				return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", ErrNoServer)
+				return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", spec.ErrNoServer)
 			}
 			p.panics.Add(1)
 			p.warn.Note(warnPanic, "work", "acquire", "servers", len(list))
@@ -155,7 +146,7 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 		if cerr := ctx.Err(); cerr != nil {
 			return Lease{}, fmt.Errorf("ticket: acquiring a worker ID: %w", cerr)
 		}
-		if errors.Is(err, ErrAllWorkersHeld) {
+		if errors.Is(err, spec.ErrAllWorkersHeld) {
 			held = append(held, err)
 		} else {
 			failed = append(failed, err)
@@ -168,14 +159,14 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 	case req.Server >= 0:
 		return Lease{}, failed[0]
 	default:
-		return Lease{}, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(failed...))
+		return Lease{}, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(failed...))
 	}
 }
 
 // recheck runs the prober's check on a server out of rotation: reachable, and
 // with the increment and offset of its place. A server whose sessions wait to
 // be replaced after a parity violation is left to the prober.
-func (p *Pair) recheck(ctx context.Context, s *server) error {
+func (p *Pair) recheck(ctx context.Context, s *Server) error {
 	if s.reopen.Load() {
 		return errors.New("its sessions are to be replaced after a parity violation")
 	}
@@ -185,7 +176,7 @@ func (p *Pair) recheck(ctx context.Context, s *server) error {
 }
 
 // acquireOn tries to claim a worker ID of s's parity on s.
-func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Lease, error) {
+func (p *Pair) acquireOn(ctx context.Context, s *Server, req AcquireRequest) (Lease, error) {
 	n := uint64(len(p.servers))
 	space := uint64(1) << req.WorkerBits
 	perServer := space / n // worker IDs s owns
@@ -204,7 +195,7 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 		if uint64(w)%n != residue {
 			// takeOn checked the ticket's parity and n divides 2^WorkerBits, so
 			// this is unreachable; claiming w here could double-own it.
-			return Lease{}, fmt.Errorf("%w: worker %d from ticket %d is not owned by %s", ErrParity, w, t, s.name)
+			return Lease{}, fmt.Errorf("%w: worker %d from ticket %d is not owned by %s", spec.ErrParity, w, t, s.name)
 		}
 		if tried[w] {
 			continue
@@ -236,13 +227,13 @@ func (p *Pair) acquireOn(ctx context.Context, s *server, req AcquireRequest) (Le
 		}
 	}
 	return Lease{}, fmt.Errorf("%w: %s: every worker ID of its parity (%d of %d) in datacenter %d is held or reserved more than %d ms ahead",
-		ErrAllWorkersHeld, s.name, perServer, space, req.Datacenter, req.MaxWaitMs)
+		spec.ErrAllWorkersHeld, s.name, perServer, space, req.Datacenter, req.MaxWaitMs)
 }
 
 // freeWorkers reads s's lease rows of the datacenter and returns a test for
 // "claimable": no row (never held), or expired, with a reservation (the larger
 // of the row's and its copies') we accept.
-func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
+func (p *Pair) freeWorkers(ctx context.Context, s *Server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
 	ss := p.session(s, opAcquire)
 	defer ss.close()
 	var rows []struct {
@@ -275,7 +266,7 @@ func (p *Pair) freeWorkers(ctx context.Context, s *server, req AcquireRequest, s
 // judged by the database's clock alone: holders' clocks may disagree. The floor
 // is the larger of the row's reservation and copyMs, the largest copy of it on
 // the other servers (copies.go): a row restored from a backup may be behind.
-func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
+func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
 	ss := p.session(s, opAcquire)
 	defer ss.close()
 	what := fmt.Sprintf("claiming worker %d", w)
@@ -344,13 +335,13 @@ func (p *Pair) claim(ctx context.Context, s *server, req AcquireRequest, w uint3
 // reservation is then copied to the other servers, best effort (copies.go).
 func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
 	if p.closed.Load() {
-		return l, ErrClosed
+		return l, spec.ErrClosed
 	}
 	if err := p.checkLease(l); err != nil {
 		return l, err
 	}
 	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
-		return l, fmt.Errorf("%w: TTL %v outside [%v, %v]", ErrInvalidArgument, ttl, MinLeaseTTL, MaxLeaseTTL)
+		return l, fmt.Errorf("%w: TTL %v outside [%v, %v]", spec.ErrInvalidArgument, ttl, MinLeaseTTL, MaxLeaseTTL)
 	}
 	// Tried even when s is out of rotation: that may be about its tickets only,
 	// and a renewal that could have succeeded must not be skipped.
@@ -380,9 +371,9 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 }
 
 // lostErr: the lease row no longer matches l.
-func lostErr(s *server, l Lease) error {
+func lostErr(s *Server, l Lease) error {
 	return fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d with a reservation of at least %d (taken over, released, or its row restored from a backup)",
-		ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version, l.ReservedUntilMs)
+		spec.ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version, l.ReservedUntilMs)
 }
 
 // ReleaseWorker ends the lease now and records the last timestamp issued with
@@ -394,13 +385,13 @@ func lostErr(s *server, l Lease) error {
 // lease is no longer ours (or its row was restored from a backup).
 func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
 	if p.closed.Load() {
-		return ErrClosed
+		return spec.ErrClosed
 	}
 	if err := p.checkLease(l); err != nil {
 		return err
 	}
 	if lastIssuedMs < 0 || lastIssuedMs >= 1<<62 {
-		return fmt.Errorf("%w: lastIssuedMs %d is not a Unix millisecond", ErrInvalidArgument, lastIssuedMs)
+		return fmt.Errorf("%w: lastIssuedMs %d is not a Unix millisecond", spec.ErrInvalidArgument, lastIssuedMs)
 	}
 	s := p.servers[l.Server]
 	ss := p.session(s, opRelease)
@@ -443,9 +434,9 @@ func claimErr(w uint32, err error) error {
 func leaseErr(err error) error {
 	switch k := classify(err); {
 	case k == kindStatement:
-		return fmt.Errorf("%w: %w", ErrMisconfigured, err)
+		return fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
 	case serverFault(k):
-		return fmt.Errorf("%w: %w", ErrServerDown, err)
+		return fmt.Errorf("%w: %w", spec.ErrServerDown, err)
 	default: // a deadlock execRetry gave up on: contention, not ill health
 		return err
 	}

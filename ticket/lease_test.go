@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 func nowMs() int64 { return time.Now().UnixMilli() }
@@ -56,7 +57,7 @@ func TestLeaseAcquireConcurrentExclusive(t *testing.T) {
 			}
 			held[l.Worker] = l.Holder
 			checkOwner(t, l)
-		case !errors.Is(err, ErrAllWorkersHeld):
+		case !errors.Is(err, spec.ErrAllWorkersHeld):
 			t.Errorf("acquirer %d: %v, want a lease or ErrAllWorkersHeld", i, err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestLeaseChurnNeverShared(t *testing.T) {
 				req := leaseReq(name, bits, -1)
 				req.MaxWaitMs = MaxReserveMs // never skip for a reservation: contention is the point
 				l, err := p.AcquireWorker(context.Background(), req)
-				if errors.Is(err, ErrAllWorkersHeld) {
+				if errors.Is(err, spec.ErrAllWorkersHeld) {
 					// Jitter, not synchronisation: acquirers retry at
 					// random moments to vary the interleavings.
 					time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
@@ -166,7 +167,7 @@ func TestLeaseExpiredTakeover(t *testing.T) {
 	}
 	b := leaseReq("new", 1, 0)
 	b.NowMs, b.MaxWaitMs = now, 5_000
-	if _, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, ErrAllWorkersHeld) {
+	if _, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, spec.ErrAllWorkersHeld) {
 		t.Fatalf("acquiring a live lease = %v, want ErrAllWorkersHeld", err)
 	}
 	// Wait out the 200 ms TTL: expiry is decided by the database's clock
@@ -180,10 +181,10 @@ func TestLeaseExpiredTakeover(t *testing.T) {
 		t.Fatalf("takeover lease = %+v, want worker 1, FloorMs %d, ReservedUntilMs %d, version %d",
 			lb, la.ReservedUntilMs, la.ReservedUntilMs+b.ReserveMs, la.Version+1)
 	}
-	if _, err := p.RenewWorker(context.Background(), la, now+2_000, time.Second); !errors.Is(err, ErrLeaseLost) {
+	if _, err := p.RenewWorker(context.Background(), la, now+2_000, time.Second); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("old holder's RenewWorker = %v, want ErrLeaseLost", err)
 	}
-	if err := p.ReleaseWorker(context.Background(), la, now); !errors.Is(err, ErrLeaseLost) {
+	if err := p.ReleaseWorker(context.Background(), la, now); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("old holder's ReleaseWorker = %v, want ErrLeaseLost", err)
 	}
 	if _, err := p.RenewWorker(context.Background(), lb, now+2_000, time.Second); err != nil {
@@ -225,7 +226,7 @@ func TestLeaseReservationAhead(t *testing.T) {
 		t.Fatalf("lease = %+v, want worker %d (reserved only %d ms ahead) with FloorMs %d, not worker %d (reserved 600 s ahead)",
 			l, lNear.Worker, near.ReserveMs, lNear.ReservedUntilMs, lFar.Worker)
 	}
-	if _, err := p.AcquireWorker(context.Background(), want); !errors.Is(err, ErrAllWorkersHeld) {
+	if _, err := p.AcquireWorker(context.Background(), want); !errors.Is(err, spec.ErrAllWorkersHeld) {
 		t.Fatalf("only a far reservation left: AcquireWorker = %v, want ErrAllWorkersHeld", err)
 	}
 	patient := want
@@ -259,7 +260,7 @@ func TestLeaseAllHeld(t *testing.T) {
 	}
 	for _, server := range []int{-1, 0, 1} {
 		_, err := p.AcquireWorker(context.Background(), leaseReq("fifth", 2, server))
-		if !errors.Is(err, ErrAllWorkersHeld) {
+		if !errors.Is(err, spec.ErrAllWorkersHeld) {
 			t.Fatalf("Server %d: fifth AcquireWorker = %v, want ErrAllWorkersHeld", server, err)
 		}
 	}
@@ -294,7 +295,7 @@ func TestLeaseRenew(t *testing.T) {
 	if l.ReservedUntilMs != first+600 {
 		t.Fatalf("ReservedUntilMs = %d, want %d", l.ReservedUntilMs, first+600)
 	}
-	if _, err := p.AcquireWorker(context.Background(), leaseReq("intruder", 1, 1)); !errors.Is(err, ErrAllWorkersHeld) {
+	if _, err := p.AcquireWorker(context.Background(), leaseReq("intruder", 1, 1)); !errors.Is(err, spec.ErrAllWorkersHeld) {
 		t.Fatalf("acquiring a renewed lease = %v, want ErrAllWorkersHeld", err)
 	}
 	back, err := p.RenewWorker(context.Background(), l, first, time.Second)
@@ -310,7 +311,7 @@ func TestLeaseRenew(t *testing.T) {
 	// A renewal of a lease whose owner is down reports the server, not a lost lease.
 	mp.Servers[1].Kill(t)
 	_, err = p.RenewWorker(context.Background(), l, l.ReservedUntilMs, time.Second)
-	if !errors.Is(err, ErrServerDown) || errors.Is(err, ErrLeaseLost) {
+	if !errors.Is(err, spec.ErrServerDown) || errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("RenewWorker with its server killed = %v, want ErrServerDown", err)
 	}
 }
@@ -335,10 +336,10 @@ func TestLeaseRelease(t *testing.T) {
 	if got := mp.Servers[1].Query(t, "SELECT last_issued_ms, reserved_until_ms, released_at IS NOT NULL FROM worker_leases WHERE datacenter = 3 AND worker = 0"); got != fmt.Sprintf("%d\t%d\t1", lastIssued, lastIssued+1) {
 		t.Fatalf("released row = %q, want last_issued_ms %d, reserved_until_ms %d, released_at set", got, lastIssued, lastIssued+1)
 	}
-	if _, err := p.RenewWorker(context.Background(), la, now+1000, time.Second); !errors.Is(err, ErrLeaseLost) {
+	if _, err := p.RenewWorker(context.Background(), la, now+1000, time.Second); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("RenewWorker after release = %v, want ErrLeaseLost", err)
 	}
-	if err := p.ReleaseWorker(context.Background(), la, lastIssued); !errors.Is(err, ErrLeaseLost) {
+	if err := p.ReleaseWorker(context.Background(), la, lastIssued); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("second ReleaseWorker = %v, want ErrLeaseLost", err)
 	}
 	b := leaseReq("arriving", 1, 1)
@@ -382,12 +383,12 @@ func TestLeaseFailover(t *testing.T) {
 		checkOwner(t, l)
 	}
 	_, err := p.AcquireWorker(context.Background(), leaseReq("only1", 5, 0))
-	if !errors.Is(err, ErrServerDown) {
+	if !errors.Is(err, spec.ErrServerDown) {
 		t.Fatalf("AcquireWorker on the killed server = %v, want ErrServerDown", err)
 	}
 	mp.Servers[1].Kill(t)
 	_, err = p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("none", 5, -1))
-	if !errors.Is(err, ErrNoServer) {
+	if !errors.Is(err, spec.ErrNoServer) {
 		t.Fatalf("AcquireWorker with both servers down = %v, want ErrNoServer", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"ticketd/internal/leaktest"
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // pairGoroutines are the functions a Pair's goroutines run: its own loops
@@ -26,11 +27,11 @@ func TestShutdownFrozenServer(t *testing.T) {
 	// some: the marks of each must then be written to the other.
 	takeBoth := func(t *testing.T, callTimeout time.Duration) *Pair {
 		t.Helper()
-		cfg := Config{
-			Servers:  []ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}},
+		cfg := spec.Config{
+			Servers:  []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}},
 			User:     mp.User,
 			Password: mp.Password, CallTimeout: callTimeout,
-			FlushInterval: MaxFlushInterval, CheckInterval: MaxCheckInterval, // only Shutdown flushes
+			FlushInterval: spec.MaxFlushInterval, CheckInterval: spec.MaxCheckInterval, // only Shutdown flushes
 		}
 		p, err := Open(context.Background(), cfg)
 		if err != nil {
@@ -72,7 +73,7 @@ func TestShutdownFrozenServer(t *testing.T) {
 		if err := leaktest.Wait(5*time.Second, pairGoroutines...); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Ticket64(context.Background()); !errors.Is(err, ErrClosed) {
+		if _, err := p.Ticket64(context.Background()); !errors.Is(err, spec.ErrClosed) {
 			t.Errorf("Ticket64 after Shutdown = %v, want ErrClosed", err)
 		}
 		if err := p.Shutdown(context.Background()); err != nil {

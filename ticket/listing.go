@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"ticketd/ticket/internal/spec"
 )
 
 // SequenceListing is one sequence as `ticketd sequence list` shows it.
@@ -13,7 +14,7 @@ type SequenceListing struct {
 	Name string
 	// Defs holds each server's definition (Config.Servers order); Bits 0:
 	// none there, or the server could not be read.
-	Defs []SequenceInfo
+	Defs []spec.SequenceInfo
 	// Counters holds each server's counter: a row's value (the last ticket
 	// it handed out) or a table's AUTO_INCREMENT; Known[i] is false when
 	// there was none to read.
@@ -33,11 +34,11 @@ type ListOptions struct {
 }
 
 func (o ListOptions) validate() error {
-	if o.Name != "" && !validName(o.Name) {
-		return fmt.Errorf("%w: name %.64q does not match %s", ErrBadName, o.Name, nameRE)
+	if o.Name != "" && !spec.ValidName(o.Name) {
+		return fmt.Errorf("%w: name %.64q does not match %s", spec.ErrBadName, o.Name, spec.NameRE)
 	}
 	if o.Limit < 0 {
-		return fmt.Errorf("%w: limit %d", ErrInvalidArgument, o.Limit)
+		return fmt.Errorf("%w: limit %d", spec.ErrInvalidArgument, o.Limit)
 	}
 	return nil
 }
@@ -47,7 +48,7 @@ func (o ListOptions) validate() error {
 // are left out and named in down (nil for the others); a server in the wrong
 // place fails the call. cfg's account needs SELECT on the schema (role
 // ticketd_sequences).
-func ListSequences(ctx context.Context, cfg Config, opt ListOptions, f func(SequenceListing) error) (down []error, err error) {
+func ListSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f func(SequenceListing) error) (down []error, err error) {
 	inv, err := openInventory(ctx, cfg, opt, false)
 	if err != nil {
 		return nil, err
@@ -59,7 +60,7 @@ func ListSequences(ctx context.Context, cfg Config, opt ListOptions, f func(Sequ
 	return inv.down, err
 }
 
-func openInventory(ctx context.Context, cfg Config, opt ListOptions, all bool) (*inventory, error) {
+func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bool) (*inventory, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func openInventory(ctx context.Context, cfg Config, opt ListOptions, all bool) (
 	}
 	if up == 0 {
 		closeServers(servers)
-		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
+		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(down...))
 	}
 	return inv, nil
 }
@@ -94,7 +95,7 @@ func (inv *inventory) walk(ctx context.Context, opt ListOptions, f func(string, 
 			return err
 		}
 		if !inv.anyHeld(per[0]) {
-			return fmt.Errorf("%w: %q is on no server that answered", ErrUnknownSequence, opt.Name)
+			return fmt.Errorf("%w: %q is on no server that answered", spec.ErrUnknownSequence, opt.Name)
 		}
 		return f(opt.Name, per[0])
 	}
@@ -136,7 +137,7 @@ func (inv *inventory) anyHeld(per []held) bool {
 // listing turns what the servers hold of name into a SequenceListing.
 func (inv *inventory) listing(name string, per []held) SequenceListing {
 	n := len(inv.servers)
-	l := SequenceListing{Name: name, Defs: make([]SequenceInfo, n), Counters: make([]uint64, n), Known: make([]bool, n), LeftShare: 1}
+	l := SequenceListing{Name: name, Defs: make([]spec.SequenceInfo, n), Counters: make([]uint64, n), Known: make([]bool, n), LeftShare: 1}
 	var def rowDef
 	for i, h := range per {
 		if h.def.ok {
@@ -155,7 +156,7 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 	if !def.ok {
 		return l
 	}
-	maxT := valueLimit(int(def.bits)) / def.block
+	maxT := spec.ValueLimit(int(def.bits)) / def.block
 	span := maxT / uint64(n)
 	leftT := uint64(math.MaxUint64)
 	for i := range per {
@@ -201,14 +202,14 @@ func (d Difference) String() string { return d.Name + ": " + d.What }
 // and the counters against the high-water marks the other servers hold
 // (rewound by a restore). It calls f for each difference and returns how many
 // names it checked. Every server must be reachable.
-func CheckSequences(ctx context.Context, cfg Config, opt ListOptions, f func(Difference) error) (int, error) {
+func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f func(Difference) error) (int, error) {
 	inv, err := openInventory(ctx, cfg, opt, true)
 	if err != nil {
 		return 0, err
 	}
 	defer closeServers(inv.servers)
 	if err := errors.Join(inv.down...); err != nil {
-		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", ErrNoServer, err)
+		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", spec.ErrNoServer, err)
 	}
 	checked := 0
 	var page []string
@@ -307,7 +308,7 @@ func (inv *inventory) judge(name string, per []held, marks map[string][]uint64) 
 			out = append(out, fmt.Sprintf("no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1))
 			continue
 		}
-		key := markKey(h.def.info(name))
+		key := spec.MarkKey(h.def.info(name))
 		mk := uint64(0)
 		if marks[key] != nil {
 			mk = marks[key][i]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/spec"
 )
 
 // The kinds of repeated warnings, aggregated by p.warn: each is logged at
@@ -31,9 +32,9 @@ const (
 // it, or Shutdown it with a deadline, to stop its background work and release
 // its connections.
 type Pair struct {
-	cfg     Config
+	cfg     spec.Config
 	log     *slog.Logger
-	servers []*server
+	servers []*Server
 	cred    *credential   // the password of new connections (password.go)
 	rr      atomic.Uint64 // round-robin cursor over servers
 
@@ -88,8 +89,8 @@ type Pair struct {
 // read whole, in pages, which at 100,000 sequences takes about a second, and
 // the rows of counters one round's worth (check.go). A server whose counter is behind the marks its peers hold joins
 // refused for that counter (Health's Rewound says so).
-func Open(ctx context.Context, cfg Config) (*Pair, error) {
-	cfg = cfg.withDefaults()
+func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	p := &Pair{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		servers: make([]*server, len(cfg.Servers)),
+		servers: make([]*Server, len(cfg.Servers)),
 		life:    life,
 		stop:    stop,
 	}
@@ -112,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow, warnSeqMissing)
 	p.warn.Declare(slog.LevelError, warnSeqRefused, warnRewound)
 	p.warn.Declare(slog.LevelInfo, warnIn)
-	p.raw64 = newSequence(SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
+	p.raw64 = newSequence(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	p.marksOf(p.raw64)
 	p.raw64.servers.Store(allServers(len(cfg.Servers)))
 	p.raw64.pinned.Store(allServers(len(cfg.Servers))) // not a catalog sequence: nothing to pin
@@ -134,13 +135,13 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 		return nil, fmt.Errorf("ticket: open: %w", err)
 	}
 	var misconf, down []error
-	var up []*server
+	var up []*Server
 	for i, err := range errs {
 		s := p.servers[i]
 		switch {
 		case err == nil:
 			up = append(up, s)
-		case errors.Is(err, ErrMisconfigured):
+		case errors.Is(err, spec.ErrMisconfigured):
 			misconf = append(misconf, err)
 		default:
 			s.note(err, false)
@@ -149,7 +150,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 			s.mu.Unlock()
 			down = append(down, err)
 			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it",
-				"dsn", p.cfg.redactedDSN(i), "err", err)
+				"dsn", p.cfg.RedactedDSN(i), "err", err)
 		}
 	}
 	if len(misconf) > 0 {
@@ -158,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	}
 	if len(up) == 0 {
 		p.abort()
-		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(down...))
+		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(down...))
 	}
 	// The catalog before the rotation: a sequence routes only to servers that
 	// define it. Then the counters, against the marks the servers hold for
@@ -176,7 +177,7 @@ func Open(ctx context.Context, cfg Config) (*Pair, error) {
 	}
 	if joined == 0 {
 		p.abort()
-		return nil, fmt.Errorf("%w: %w", ErrNoServer, errors.Join(checked...))
+		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(checked...))
 	}
 	p.goBackground(p.probeLoop)
 	p.goBackground(p.marksLoop)
@@ -306,7 +307,7 @@ func (p *Pair) Health() []ServerHealth {
 // onEach runs fn on every server of list in parallel, each in a session of
 // kind o, and returns the errors in list order. What a failure means for the
 // server is the session's to record (session.go, outcome).
-func (p *Pair) onEach(ctx context.Context, list []*server, o op, fn func(context.Context, *session) error) []error {
+func (p *Pair) onEach(ctx context.Context, list []*Server, o op, fn func(context.Context, *session) error) []error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, s := range list {
@@ -367,7 +368,7 @@ func (p *Pair) probeLoop() {
 }
 
 // probe checks a server out of rotation and, if it passes, puts it back.
-func (p *Pair) probe(s *server) {
+func (p *Pair) probe(s *Server) {
 	if s.reopen.Swap(false) {
 		if err := s.replacePool(); err != nil {
 			s.reopen.Store(true)
@@ -382,7 +383,7 @@ func (p *Pair) probe(s *server) {
 		if p.life.Err() != nil {
 			return
 		}
-		if errors.Is(err, ErrMisconfigured) {
+		if errors.Is(err, spec.ErrMisconfigured) {
 			s.mu.Lock()
 			first := s.out != outSettings
 			s.out = outSettings
@@ -400,13 +401,13 @@ func (p *Pair) probe(s *server) {
 	}
 	// A server that was down at start, or restored, may define sequences
 	// differently: its catalog is read before it serves any.
-	if errs := p.loadCatalogs(p.life, []*server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
+	if errs := p.loadCatalogs(p.life, []*Server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
 		return // unreachable again
 	}
 	// Restored while it was away? Its counters against the marks its peers
 	// hold, and the rows of the leases this Pair holds on it, before it
 	// serves again.
-	if errs := p.checkRewinds(p.life, []*server{s}, checkRound); errs[0] != nil && classify(errs[0]) == kindDead {
+	if errs := p.checkRewinds(p.life, []*Server{s}, checkRound); errs[0] != nil && classify(errs[0]) == kindDead {
 		return // unreachable again
 	}
 	// A catalog it refuses to show (a missing grant) costs it its sequences, not
@@ -421,7 +422,7 @@ func (p *Pair) probe(s *server) {
 // over time even when no request goes to it any more, and one that answers
 // again is preferred again. A server refused for Tickets64 is checked with
 // the prober's settings check instead.
-func (p *Pair) probeUp(s *server) {
+func (p *Pair) probeUp(s *Server) {
 	s.checkSoon.Store(false)
 	if p.marksOf(p.raw64).rewound.Load()&(1<<s.idx) == 0 {
 		_, _ = p.takeOn(p.life, s, p.raw64, true)
@@ -434,7 +435,7 @@ func (p *Pair) probeUp(s *server) {
 	case err == nil:
 		s.requestOK()
 	case p.life.Err() != nil:
-	case errors.Is(err, ErrMisconfigured):
+	case errors.Is(err, spec.ErrMisconfigured):
 		p.takeOut(s, outSettings, err)
 	case classify(err) == kindDead:
 		p.takeOut(s, outDead, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestTicketsConcurrentUnique: 32 goroutines × 2,000 tickets over the pair. No
@@ -17,7 +18,7 @@ import (
 // and both servers share the load.
 func TestTicketsConcurrentUnique(t *testing.T) {
 	mp := startPairFast(t)
-	p := openPair(t, mp, func(c *Config) { c.CallTimeout = 2 * time.Second })
+	p := openPair(t, mp, func(c *spec.Config) { c.CallTimeout = 2 * time.Second })
 	const goroutines, each = 32, 2000
 	got := make([][]Ticket, goroutines)
 	var failures atomic.Int64
@@ -177,7 +178,7 @@ func TestFrozenServer(t *testing.T) {
 	mp := startPairFast(t)
 	const callTimeout = 250 * time.Millisecond
 	const margin = 400 * time.Millisecond // scheduling on a busy 2-core VM under -race
-	p := openPair(t, mp, func(c *Config) { c.CallTimeout = callTimeout })
+	p := openPair(t, mp, func(c *spec.Config) { c.CallTimeout = callTimeout })
 	for range 20 { // warm both pools, so the freeze catches idle connections
 		if _, err := p.Ticket64(context.Background()); err != nil {
 			t.Fatal(err)
@@ -274,15 +275,15 @@ func TestOpenRefusesMisplacedServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Servers = []ServerConfig{{Addr: tt.slots[0]}, {Addr: tt.slots[1]}}
+			cfg := spec.DefaultConfig()
+			cfg.Servers = []spec.ServerConfig{{Addr: tt.slots[0]}, {Addr: tt.slots[1]}}
 			cfg.User, cfg.Password = mp.User, mp.Password
 			p, err := Open(context.Background(), cfg)
 			if err == nil {
 				p.Close()
 				t.Fatal("Open = nil error, want ErrMisconfigured")
 			}
-			if !errors.Is(err, ErrMisconfigured) {
+			if !errors.Is(err, spec.ErrMisconfigured) {
 				t.Fatalf("Open = %v, want ErrMisconfigured", err)
 			}
 			msg := strings.ReplaceAll(err.Error(), " auto_increment_offset", ", auto_increment_offset")
@@ -304,14 +305,14 @@ func TestWrongPasswordNotLeaked(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	var logs strings.Builder
 	var mu sync.Mutex
-	cfg := DefaultConfig()
-	cfg.Servers = []ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
+	cfg := spec.DefaultConfig()
+	cfg.Servers = []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
 	cfg.User = mp.User
 	const wrong = "wr0ng-pa55word-xyz"
 	cfg.Password = wrong
 	cfg.Logger = newLockedLogger(&logs, &mu)
 	_, err := Open(context.Background(), cfg)
-	if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "Access denied") {
+	if !errors.Is(err, spec.ErrNoServer) || !strings.Contains(err.Error(), "Access denied") {
 		t.Fatalf("Open with a wrong password = %v, want ErrNoServer saying access denied", err)
 	}
 	mu.Lock()
@@ -330,7 +331,7 @@ func TestWrongPasswordNotLeaked(t *testing.T) {
 func TestParitySessionViolation(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	// One connection per server, so the bad session is the one REPLACE runs on.
-	p := openPair(t, mp, func(c *Config) { c.MaxOpenConns = 1 })
+	p := openPair(t, mp, func(c *spec.Config) { c.MaxOpenConns = 1 })
 	if _, err := p.servers[1].pool().ExecContext(context.Background(),
 		"SET SESSION auto_increment_increment = 1, auto_increment_offset = 1"); err != nil {
 		t.Fatal(err)
@@ -411,13 +412,13 @@ func TestCloseStopsEverything(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := p.Ticket64(context.Background()); !errors.Is(err, ErrClosed) {
+	if _, err := p.Ticket64(context.Background()); !errors.Is(err, spec.ErrClosed) {
 		t.Errorf("Ticket64 after Close = %v, want ErrClosed", err)
 	}
-	if _, err := p.Next(context.Background(), "tickets64"); !errors.Is(err, ErrClosed) {
+	if _, err := p.Next(context.Background(), "tickets64"); !errors.Is(err, spec.ErrClosed) {
 		t.Errorf("Next after Close = %v, want ErrClosed", err)
 	}
-	if _, err := p.AcquireWorker(context.Background(), AcquireRequest{}); !errors.Is(err, ErrClosed) {
+	if _, err := p.AcquireWorker(context.Background(), AcquireRequest{}); !errors.Is(err, spec.ErrClosed) {
 		t.Errorf("AcquireWorker after Close = %v, want ErrClosed", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/spec"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -53,7 +54,7 @@ type credential struct {
 	changes, rereads atomic.Uint64
 }
 
-func newCredential(cfg Config) *credential {
+func newCredential(cfg spec.Config) *credential {
 	c := &credential{source: cfg.PasswordSource, log: cfg.Logger}
 	pw := cfg.Password
 	c.cur.Store(&pw)

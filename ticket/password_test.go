@@ -15,6 +15,7 @@ import (
 
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestCredentialRefused: which password a refused connection tries next.
@@ -41,7 +42,7 @@ func TestCredentialRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			c := newCredential(Config{Password: "pw-OLD-31337", PasswordSource: tt.source, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			c := newCredential(spec.Config{Password: "pw-OLD-31337", PasswordSource: tt.source, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if tt.set != "" {
 				c.set(tt.set)
 			}
@@ -142,7 +143,7 @@ func TestPasswordRotation(t *testing.T) {
 	})
 
 	t.Run("SetPassword", func(t *testing.T) {
-		p := openPair(t, mp, func(c *Config) { c.Password = pw })
+		p := openPair(t, mp, func(c *spec.Config) { c.Password = pw })
 		if _, err := takeMany(p, 10); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +162,7 @@ func TestPasswordRotation(t *testing.T) {
 	})
 
 	t.Run("SetPassword before the servers change", func(t *testing.T) {
-		p := openPair(t, mp, func(c *Config) { c.Password = pw })
+		p := openPair(t, mp, func(c *spec.Config) { c.Password = pw })
 		p.SetPassword(next())
 		killAll()
 		// The servers still have the old one: tried after the new one.
@@ -186,7 +187,7 @@ func TestPasswordRotation(t *testing.T) {
 		source := func() (string, error) { mu.Lock(); defer mu.Unlock(); return file, nil }
 		var logs strings.Builder
 		var logMu sync.Mutex
-		p := openPair(t, mp, func(c *Config) {
+		p := openPair(t, mp, func(c *spec.Config) {
 			c.Password, c.PasswordSource = pw, source
 			c.Logger = newLockedLogger(&logs, &logMu)
 		})

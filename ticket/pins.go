@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"ticketd/ticket/internal/spec"
 )
 
 // Pins: the definitions ticketd has served.
@@ -25,8 +26,8 @@ import (
 var pinnedBy = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	by := fmt.Sprintf("ticketd %s/%d", host, os.Getpid())
-	if len(by) > maxHolderLen {
-		by = by[:maxHolderLen]
+	if len(by) > spec.MaxHolderLen {
+		by = by[:spec.MaxHolderLen]
 	}
 	return by
 })
@@ -35,7 +36,7 @@ var pinnedBy = sync.OnceValue(func() string {
 // and returns the servers that now hold it (those that could not be reached
 // are left out of this call). A pin that shows another definition refuses
 // the sequence.
-func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*server) ([]*server, error) {
+func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*Server) ([]*Server, error) {
 	pinned := q.pinned.Load()
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
@@ -62,14 +63,14 @@ func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*server) ([]*
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), errors.Join(failed...))
 		}
-		return nil, fmt.Errorf("%w: pinning sequence %q: %w", ErrNoServer, q.info.Name, errors.Join(failed...))
+		return nil, fmt.Errorf("%w: pinning sequence %q: %w", spec.ErrNoServer, q.info.Name, errors.Join(failed...))
 	}
 	return out, nil
 }
 
 // pin writes q's definition to s's sequence_pins unless a pin is there, and
 // judges the pin s then holds.
-func (p *Pair) pin(ctx context.Context, s *server, q *sequence) error {
+func (p *Pair) pin(ctx context.Context, s *Server, q *sequence) error {
 	ss := p.session(s, opTicket)
 	defer ss.close()
 	what := "pinning sequence " + q.info.Name
@@ -91,7 +92,7 @@ func (p *Pair) pin(ctx context.Context, s *server, q *sequence) error {
 		return err
 	}
 	if len(rows) != 1 {
-		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", ErrMisconfigured, s.name, what)
+		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.name, what)
 	}
 	p.cat.mu.Lock()
 	q.defs[s.idx].pin = p.cat.pack(rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"ticketd/ticket/internal/spec"
 )
 
 // Repair: what `ticketd repair` runs, on its own connections (no Pair, no
@@ -38,7 +39,7 @@ func (c RepairChange) String() string {
 		return fmt.Sprintf("%s: %s.worker_leases datacenter %d worker %d reserved_until_ms %d -> %d (copy on the other servers %d)",
 			c.Name, c.Database, c.Datacenter, c.Worker, c.From, c.To, c.Mark)
 	}
-	if name, ok := strings.CutPrefix(c.Table, rowKeyPrefix); ok {
+	if name, ok := strings.CutPrefix(c.Table, spec.RowKeyPrefix); ok {
 		return fmt.Sprintf("%s: %s.counters %s value %d -> %d (mark %d)", c.Name, c.Database, name, c.From, c.To, c.Mark)
 	}
 	return fmt.Sprintf("%s: %s.%s AUTO_INCREMENT %d -> %d (mark %d)", c.Name, c.Database, c.Table, c.From, c.To, c.Mark)
@@ -50,8 +51,8 @@ const leaseTable = "worker_leases"
 // pair. A repair of half a pair is refused: the marks for a server live on the
 // others, and a misplaced server (the list in the wrong order) would be
 // compared with another server's marks.
-func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
-	servers := make([]*server, len(cfg.Servers))
+func connectAll(ctx context.Context, cfg spec.Config) ([]*Server, error) {
+	servers := make([]*Server, len(cfg.Servers))
 	closeAll := func() {
 		for _, s := range servers {
 			if s != nil {
@@ -90,12 +91,12 @@ func connectAll(ctx context.Context, cfg Config) ([]*server, error) {
 // eachServer runs fn on every server in parallel, each under the tools'
 // statement timeout (a read of 100,000 catalog rows takes a few pages), and
 // joins the errors.
-func eachServer(ctx context.Context, cfg Config, servers []*server, fn func(context.Context, *server) error) error {
+func eachServer(ctx context.Context, cfg spec.Config, servers []*Server, fn func(context.Context, *Server) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.statementTimeout())
+			cctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout())
 			defer cancel()
 			errs[i] = fn(cctx, s)
 		})
@@ -104,8 +105,8 @@ func eachServer(ctx context.Context, cfg Config, servers []*server, fn func(cont
 	return errors.Join(errs...)
 }
 
-func prepare(cfg Config) (Config, error) {
-	cfg = cfg.withDefaults()
+func prepare(cfg spec.Config) (spec.Config, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
@@ -116,7 +117,7 @@ func prepare(cfg Config) (Config, error) {
 // for it, and returns per server (Config.Servers order) the tables it is
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
-func Rewinds(ctx context.Context, cfg Config) ([][]Rewind, error) {
+func Rewinds(ctx context.Context, cfg spec.Config) ([][]Rewind, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ type RepairReport struct {
 // A counter whose mark plus margin would pass the table's last usable ticket is
 // not touched and makes Repair fail (the sequence is exhausted on that server).
 // On failure the report still lists what was changed before.
-func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) {
+func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return RepairReport{}, err
@@ -172,24 +173,24 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 		s := servers[i]
 		for _, r := range list {
 			f := sv.fixes[r.Table]
-			margin := cfg.marginFor(f.bits)
-			if f.row {
+			margin := cfg.MarginFor(f.Bits)
+			if f.Row {
 				margin = rowMargin(margin, len(servers))
 			}
-			target, ok := repairTarget(r.Mark, margin, f.maxTicket)
+			target, ok := repairTarget(r.Mark, margin, f.MaxTicket)
 			if !ok {
-				errs = append(errs, fmt.Errorf("%w: %s: %s", ErrSequenceExhausted, s.name, r.Fix))
+				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.name, r.Fix))
 				continue
 			}
 			stmt := fixText(cfg.Database, r.Table, target)
-			if f.row {
-				stmt = rowFixText(cfg.Database, f.name, target)
+			if f.Row {
+				stmt = rowFixText(cfg.Database, f.Name, target)
 			}
 			c := RepairChange{Server: i, Name: s.name, Database: cfg.Database, Table: r.Table,
 				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
 			if !dryRun {
 				move := alterCounter
-				if f.row {
+				if f.Row {
 					move = moveRow
 				}
 				to, err := move(ctx, cfg, s, r.Table, target)
@@ -234,7 +235,7 @@ func Repair(ctx context.Context, cfg Config, dryRun bool) (RepairReport, error) 
 // accepts a LOWER value too (anything above the largest id in the table, which
 // for a ticket table is the last ticket issued), so a counter that got past
 // target meanwhile must not be touched.
-func alterCounter(ctx context.Context, cfg Config, s *server, table string, target uint64) (uint64, error) {
+func alterCounter(ctx context.Context, cfg spec.Config, s *Server, table string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout) // ALTER waits for the table's metadata lock
 	defer cancel()
 	now, err := readCounters(ctx, poolSelecter{s}, cfg.Database, []string{table})
@@ -249,7 +250,7 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 		if classify(err) == kindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not alter %s.%s: on this server, GRANT ALTER ON %s.%s TO ticketd_admin "+
 				"(and give the account that role; see schema.sql, \"Accounts\"): %w",
-				ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, table, cfg.Database, table, err)
+				spec.ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, table, cfg.Database, table, err)
 		}
 		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
 	}
@@ -265,15 +266,15 @@ func alterCounter(ctx context.Context, cfg Config, s *server, table string, targ
 
 // moveRow moves the value of a row of counters (key counters.NAME) on s to
 // target, never down, and returns the value it then reads.
-func moveRow(ctx context.Context, cfg Config, s *server, key string, target uint64) (uint64, error) {
+func moveRow(ctx context.Context, cfg spec.Config, s *Server, key string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout)
 	defer cancel()
-	name := strings.TrimPrefix(key, rowKeyPrefix)
+	name := strings.TrimPrefix(key, spec.RowKeyPrefix)
 	stmt := rowFixText(cfg.Database, name, target)
 	if _, err := s.pool().ExecContext(ctx, "UPDATE counters SET value = ? WHERE name = ? AND value < ?", target, name, target); err != nil {
 		if classify(err) == kindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not update %s.counters: it needs role ticketd_admin (schema.sql, \"Accounts\"): %w",
-				ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, err)
+				spec.ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, err)
 		}
 		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
 	}
@@ -287,14 +288,14 @@ func moveRow(ctx context.Context, cfg Config, s *server, key string, target uint
 	return v[0], nil
 }
 
-func closeServers(servers []*server) {
+func closeServers(servers []*Server) {
 	for _, s := range servers {
 		s.pool().Close()
 	}
 }
 
 // execRetryPool is execRetry straight on s's pool, for repair.
-func execRetryPool(ctx context.Context, s *server, query string) (sql.Result, error) {
+func execRetryPool(ctx context.Context, s *Server, query string) (sql.Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := s.pool().ExecContext(ctx, query)
 		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // valueSet collects every value handed out and fails the test on a repeat.
@@ -66,7 +67,7 @@ func takeValues(t testing.TB, p *Pair, set *valueSet, name string, n int, phase 
 func counterOf(t testing.TB, s *mysqltest.Server, table string) uint64 {
 	t.Helper()
 	q := "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = '" + table + "'"
-	if name, ok := strings.CutPrefix(table, rowKeyPrefix); ok {
+	if name, ok := strings.CutPrefix(table, spec.RowKeyPrefix); ok {
 		q = "SELECT value FROM tickets.counters WHERE name = '" + name + "'"
 	}
 	out := s.Query(t, q)
@@ -91,15 +92,15 @@ func markOn(t testing.TB, s *mysqltest.Server, table string, peerOffset int) uin
 }
 
 // adminConfig is the configuration `ticketd repair` builds: the repair account.
-func adminConfig(mp *mysqltest.Pair) Config {
-	cfg := DefaultConfig()
-	cfg.Servers = []ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
+func adminConfig(mp *mysqltest.Pair) spec.Config {
+	cfg := spec.DefaultConfig()
+	cfg.Servers = []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
 	cfg.User, cfg.Password = mp.AdminUser, mp.AdminPassword
 	cfg.CallTimeout = 2 * time.Second
 	return cfg
 }
 
-func fastMarks(c *Config) {
+func fastMarks(c *spec.Config) {
 	c.FlushInterval = 50 * time.Millisecond
 	c.CheckInterval = 200 * time.Millisecond
 }
@@ -161,10 +162,10 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 
 	var logMu sync.Mutex
 	var logs strings.Builder
-	p2 := openPair(t, mp, fastMarks, func(c *Config) { c.Logger = newLockedLogger(&logs, &logMu) })
+	p2 := openPair(t, mp, fastMarks, func(c *spec.Config) { c.Logger = newLockedLogger(&logs, &logMu) })
 	h := p2.Health()[0]
 	rw := rewoundTables(h)
-	wantFix := fmt.Sprintf("ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = %d", max1+DefaultMargin)
+	wantFix := fmt.Sprintf("ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = %d", max1+spec.DefaultMargin)
 	if r, ok := rw["Tickets64"]; !ok || r.Counter != c || r.Mark != max1 || r.Fix != wantFix {
 		t.Fatalf("server 1 health at Open: %+v, want Tickets64 refused with counter %d, mark %d, fix %q", h.Rewound, c, max1, wantFix)
 	}
@@ -213,14 +214,14 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	}
 	for _, ch := range rep.Changes {
 		t.Logf("repair: %s", ch)
-		if ch.Server != 0 || !ch.Applied || ch.To != ch.Mark+DefaultMargin || counterOf(t, s1, ch.Table) != ch.To {
-			t.Errorf("change %+v: want server 1, applied, counter now mark + %d", ch, DefaultMargin)
+		if ch.Server != 0 || !ch.Applied || ch.To != ch.Mark+spec.DefaultMargin || counterOf(t, s1, ch.Table) != ch.To {
+			t.Errorf("change %+v: want server 1, applied, counter now mark + %d", ch, spec.DefaultMargin)
 		}
 	}
 	waitFor(t, 5*time.Second, "server 1 rejoining after the repair", func() bool { return len(p2.Health()[0].Rewound) == 0 })
 	after, count := takeTickets(t, p2, tickets, 500, "after the repair")
-	if count[0] == 0 || after[0] <= max1+DefaultMargin-2 {
-		t.Fatalf("after the repair: %d tickets from server 1 (largest %d), want some, past %d", count[0], after[0], max1+DefaultMargin)
+	if count[0] == 0 || after[0] <= max1+spec.DefaultMargin-2 {
+		t.Fatalf("after the repair: %d tickets from server 1 (largest %d), want some, past %d", count[0], after[0], max1+spec.DefaultMargin)
 	}
 	takeValues(t, p2, orders, "orders", 500, "orders after the repair")
 	takeValues(t, p2, legacy, "legacy", 500, "legacy after the repair")
@@ -239,9 +240,9 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 func TestRestoreWhileOpen(t *testing.T) {
 	mp := startPairFast(t)
 	s1 := mp.Servers[0]
-	p := openPair(t, mp, func(c *Config) {
+	p := openPair(t, mp, func(c *spec.Config) {
 		c.FlushInterval = 50 * time.Millisecond
-		c.CheckInterval = MaxCheckInterval
+		c.CheckInterval = spec.MaxCheckInterval
 	})
 	set := newValueSet(t)
 	takeTickets(t, p, set, 200, "before the backup")
@@ -260,7 +261,7 @@ func TestRestoreWhileOpen(t *testing.T) {
 		takeTickets(t, p, set, 1, "right after the restore")
 	}
 	h := p.Health()[0]
-	if !strings.Contains(h.LastError, "returned ticket") || !strings.Contains(h.LastError, ErrRewound.Error()) {
+	if !strings.Contains(h.LastError, "returned ticket") || !strings.Contains(h.LastError, spec.ErrRewound.Error()) {
 		t.Fatalf("server 1 last error %q: want the refused ticket", h.LastError)
 	}
 	_, count := takeTickets(t, p, set, 500, "after the restore")
@@ -279,9 +280,9 @@ func TestRestoreWhileOpen(t *testing.T) {
 func TestRestoreCheckedAtRejoin(t *testing.T) {
 	mp := startPairFast(t)
 	s1 := mp.Servers[0]
-	p := openPair(t, mp, func(c *Config) {
+	p := openPair(t, mp, func(c *spec.Config) {
 		c.FlushInterval = 50 * time.Millisecond
-		c.CheckInterval = MaxCheckInterval
+		c.CheckInterval = spec.MaxCheckInterval
 	})
 	set := newValueSet(t)
 	takeTickets(t, p, set, 200, "before the backup")
@@ -309,7 +310,7 @@ func TestRestoreCheckedAtRejoin(t *testing.T) {
 // Close, and survive a kill -9 of either server (each holds the other's).
 func TestMarksSurvive(t *testing.T) {
 	mp := mysqltest.StartPair(t) // durable settings: a kill must not lose a committed mark
-	p := openPair(t, mp, func(c *Config) { c.FlushInterval = 50 * time.Millisecond })
+	p := openPair(t, mp, func(c *spec.Config) { c.FlushInterval = 50 * time.Millisecond })
 	set := newValueSet(t)
 	maxBy, _ := takeTickets(t, p, set, 300, "first")
 	waitFor(t, 3*time.Second, "marks flushed while open", func() bool {
@@ -385,7 +386,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 		t.Fatalf("restored row reserves until %s, want the backup's %d", got, r1)
 	}
 	// Had A lived, its next renewal would find the row behind its reservation.
-	if _, err := p.RenewWorker(context.Background(), la, now+70_000, ttl); !errors.Is(err, ErrLeaseLost) {
+	if _, err := p.RenewWorker(context.Background(), la, now+70_000, ttl); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("A's renewal of the rewound row = %v, want ErrLeaseLost", err)
 	}
 	// Repair sees the row behind its copy (not applied: acquisition is tested).
@@ -397,7 +398,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 
 	lag := now - 2_000 // the new holder's clock: behind even A's start
 	b := AcquireRequest{Datacenter: 3, WorkerBits: 1, Holder: "B", TTL: ttl, NowMs: lag, ReserveMs: 5_000, MaxWaitMs: 1_000, Server: 1}
-	if l, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, ErrAllWorkersHeld) {
+	if l, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, spec.ErrAllWorkersHeld) {
 		t.Fatalf("impatient B = %+v, %v; want worker 0 skipped (reserved %d ms ahead of its clock)", l, err, r2-lag)
 	}
 	b.MaxWaitMs = MaxReserveMs
@@ -503,7 +504,7 @@ func TestRepairRefusals(t *testing.T) {
 
 	s1.Exec(t, "REVOKE ALTER ON tickets.Tickets64 FROM ticketd_admin")
 	_, err = Repair(context.Background(), adminConfig(mp), false)
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "GRANT ALTER ON tickets.Tickets64 TO ticketd_admin") ||
+	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "GRANT ALTER ON tickets.Tickets64 TO ticketd_admin") ||
 		!strings.Contains(err.Error(), "server 1") {
 		t.Fatalf("Repair without the ALTER grant = %v; want the grant named", err)
 	}

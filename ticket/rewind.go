@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"strings"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -72,29 +73,29 @@ func rowMargin(margin uint64, n int) uint64 {
 }
 
 // fixText is the statement that fixes a rewound table (database and table names
-// have passed databaseRE and tableRE, so they need no escaping).
+// have passed databaseRE and TableRE, so they need no escaping).
 func fixText(database, table string, target uint64) string {
 	return fmt.Sprintf("ALTER TABLE %s.`%s` AUTO_INCREMENT = %d", database, table, target)
 }
 
 // rowFixText is the statement that fixes a rewound row of counters (the name
-// has passed nameRE). It never moves a value back.
+// has passed NameRE). It never moves a value back.
 func rowFixText(database, name string, target uint64) string {
 	return fmt.Sprintf("UPDATE %s.counters SET value = %d WHERE name = '%s' AND value < %d", database, target, name, target)
 }
 
 // rewindFix returns Fix for the counter key whose mark is mark.
-func rewindFix(database, key string, f fixInfo, mark, margin uint64, n int) string {
-	if f.row {
+func rewindFix(database, key string, f spec.FixInfo, mark, margin uint64, n int) string {
+	if f.Row {
 		margin = rowMargin(margin, n)
 	}
-	target, ok := repairTarget(mark, margin, f.maxTicket)
+	target, ok := repairTarget(mark, margin, f.MaxTicket)
 	if !ok {
 		return fmt.Sprintf("none: %s.%s has no ticket left within %d bits past its mark %d plus a margin of %d: "+
-			"it is exhausted on this server; define a new sequence", database, key, f.bits, mark, margin)
+			"it is exhausted on this server; define a new sequence", database, key, f.Bits, mark, margin)
 	}
-	if f.row {
-		return rowFixText(database, f.name, target)
+	if f.Row {
+		return rowFixText(database, f.Name, target)
 	}
 	return fixText(database, key, target)
 }
@@ -123,26 +124,26 @@ func ticketRepeats(t, before uint64) bool { return t <= before }
 
 // fixFor is how m's Fix is written: from the sequence that uses it, or from
 // the catalog for a counter only the marks name.
-func (p *Pair) fixFor(m *tableMarks) fixInfo {
+func (p *Pair) fixFor(m *tableMarks) spec.FixInfo {
 	m.mu.Lock()
-	f := fixInfo{row: m.row, name: m.name, bits: int(m.fixBits), maxTicket: m.fixMaxTicket}
+	f := spec.FixInfo{Row: m.row, Name: m.name, Bits: int(m.fixBits), MaxTicket: m.fixMaxTicket}
 	m.mu.Unlock()
-	if f.bits != 0 {
+	if f.Bits != 0 {
 		return f
 	}
 	if m.row {
 		if q := p.cat.get(m.name); q != nil {
-			return fixInfoOf(q.info)
+			return spec.FixInfoOf(q.info)
 		}
-		return fixInfo{row: true, name: m.name, bits: 64, maxTicket: valueLimit(64)}
+		return spec.FixInfo{Row: true, Name: m.name, Bits: 64, MaxTicket: spec.ValueLimit(64)}
 	}
 	p.cat.mu.Lock()
 	q := p.cat.byTable[m.name]
 	p.cat.mu.Unlock()
 	if q != nil {
-		return fixInfoOf(q.info)
+		return spec.FixInfoOf(q.info)
 	}
-	return fixInfo{bits: 64, maxTicket: valueLimit(64)}
+	return spec.FixInfo{Bits: 64, MaxTicket: spec.ValueLimit(64)}
 }
 
 func (p *Pair) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
@@ -152,13 +153,13 @@ func (p *Pair) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
 		Table:   key,
 		Counter: counter,
 		Mark:    mark,
-		Fix:     rewindFix(p.cfg.Database, key, f, mark, p.cfg.marginFor(f.bits), len(p.servers)),
+		Fix:     rewindFix(p.cfg.Database, key, f, mark, p.cfg.MarginFor(f.Bits), len(p.servers)),
 	}
 }
 
 // refuse records that s is rewound for m's counter, and says so once per
 // transition, with the fix.
-func (p *Pair) refuse(s *server, m *tableMarks, r Rewind) {
+func (p *Pair) refuse(s *Server, m *tableMarks, r Rewind) {
 	bit := uint64(1) << s.idx
 	m.mu.Lock()
 	if m.state == nil {
@@ -196,7 +197,7 @@ func (p *Pair) refuse(s *server, m *tableMarks, r Rewind) {
 }
 
 // readmit lets s serve m's counter again: it has passed the mark.
-func (p *Pair) readmit(s *server, m *tableMarks, counter, mark uint64) {
+func (p *Pair) readmit(s *Server, m *tableMarks, counter, mark uint64) {
 	bit := uint64(1) << s.idx
 	m.mu.Lock()
 	was := m.rewound.And(^bit)&bit != 0
@@ -220,9 +221,9 @@ func (p *Pair) readmit(s *server, m *tableMarks, counter, mark uint64) {
 
 // rewoundTicket refuses ticket t of q from s: it is at or below before, the
 // highest ticket s had issued when the statement was sent.
-func (p *Pair) rewoundTicket(s *server, q *sequence, m *tableMarks, t, before uint64) error {
+func (p *Pair) rewoundTicket(s *Server, q *sequence, m *tableMarks, t, before uint64) error {
 	counter := t + s.inc // a table's AUTO_INCREMENT right after t
-	if q.info.rowStored() {
+	if q.info.RowStored() {
 		counter = t // a row's value is the ticket
 	}
 	r := p.rewindFor(m, counter, before)
@@ -231,7 +232,7 @@ func (p *Pair) rewoundTicket(s *server, q *sequence, m *tableMarks, t, before ui
 	// only way s can rejoin for this counter.
 	p.requestCheck()
 	err := fmt.Errorf("%w: %s returned ticket %d from %s, at or below %d, which it already issued: ticket dropped and %s refused for %s; fix: %s",
-		ErrRewound, s.name, t, r.Table, before, s.name, r.Table, r.Fix)
+		spec.ErrRewound, s.name, t, r.Table, before, s.name, r.Table, r.Fix)
 	s.note(err, false)
 	return err
 }
@@ -247,7 +248,7 @@ func (p *Pair) rewoundErr(m *tableMarks, mask uint64) error {
 		}
 	}
 	m.mu.Unlock()
-	return fmt.Errorf("%w: %s", ErrRewound, strings.Join(parts, "; "))
+	return fmt.Errorf("%w: %s", spec.ErrRewound, strings.Join(parts, "; "))
 }
 
 // maxRewindsListed bounds Health's Rewound list; RewoundTotal counts them all.

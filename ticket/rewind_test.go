@@ -6,25 +6,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
 // Unit tests of the restore protection's pure logic: no database.
 
 func TestRepairTarget(t *testing.T) {
-	max32 := valueLimit(32)
+	max32 := spec.ValueLimit(32)
 	tests := []struct {
 		name                    string
 		mark, margin, maxTicket uint64
 		want                    uint64
 		ok                      bool
 	}{
-		{"64-bit", 1244, DefaultMargin, valueLimit(64), 1_001_244, true},
-		{"32-bit", 1244, DefaultMargin32, max32, 101_244, true},
-		{"32-bit at the very end", max32 - DefaultMargin32, DefaultMargin32, max32, max32, true},
-		{"32-bit one past the end", max32 - DefaultMargin32 + 1, DefaultMargin32, max32, 0, false},
-		{"32-bit mark at the end", max32, DefaultMargin32, max32, 0, false},
-		{"32-bit, block size 1000", 4_200_000, DefaultMargin32, max32 / 1000, 0, false},
+		{"64-bit", 1244, spec.DefaultMargin, spec.ValueLimit(64), 1_001_244, true},
+		{"32-bit", 1244, spec.DefaultMargin32, max32, 101_244, true},
+		{"32-bit at the very end", max32 - spec.DefaultMargin32, spec.DefaultMargin32, max32, max32, true},
+		{"32-bit one past the end", max32 - spec.DefaultMargin32 + 1, spec.DefaultMargin32, max32, 0, false},
+		{"32-bit mark at the end", max32, spec.DefaultMargin32, max32, 0, false},
+		{"32-bit, block size 1000", 4_200_000, spec.DefaultMargin32, max32 / 1000, 0, false},
 		{"would wrap 64 bits", 1<<64 - 10, 100, 1<<64 - 1, 0, false},
 		{"mark beyond the table", 50, 10, 40, 0, false},
 	}
@@ -42,22 +43,22 @@ func TestRepairTarget(t *testing.T) {
 }
 
 func TestRewindFix(t *testing.T) {
-	table := func(bits int, maxTicket uint64) fixInfo { return fixInfo{bits: bits, maxTicket: maxTicket} }
-	if got, want := rewindFix("tickets", "Tickets64", table(64, valueLimit(64)), 1244, DefaultMargin, 2),
+	table := func(bits int, maxTicket uint64) spec.FixInfo { return spec.FixInfo{Bits: bits, MaxTicket: maxTicket} }
+	if got, want := rewindFix("tickets", "Tickets64", table(64, spec.ValueLimit(64)), 1244, spec.DefaultMargin, 2),
 		"ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = 1001244"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
-	if got, want := rewindFix("tickets", "seq_orders", table(32, valueLimit(32)/10), 77, 1000, 2),
+	if got, want := rewindFix("tickets", "seq_orders", table(32, spec.ValueLimit(32)/10), 77, 1000, 2),
 		"ALTER TABLE tickets.`seq_orders` AUTO_INCREMENT = 1077"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
 	// A row keeps its server's parity: the margin is rounded up to the step.
-	row := fixInfo{row: true, name: "orders", bits: 64, maxTicket: valueLimit(64) / 1000}
+	row := spec.FixInfo{Row: true, Name: "orders", Bits: 64, MaxTicket: spec.ValueLimit(64) / 1000}
 	if got, want := rewindFix("tickets", "counters.orders", row, 77, 1001, 2),
 		"UPDATE tickets.counters SET value = 1079 WHERE name = 'orders' AND value < 1079"; got != want {
 		t.Errorf("row fix = %q, want %q", got, want)
 	}
-	got := rewindFix("tickets", "Tickets32", table(32, valueLimit(32)), valueLimit(32)-5, DefaultMargin32, 2)
+	got := rewindFix("tickets", "Tickets32", table(32, spec.ValueLimit(32)), spec.ValueLimit(32)-5, spec.DefaultMargin32, 2)
 	for _, want := range []string{"none:", "exhausted", "Tickets32", "32 bits", "define a new sequence"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("exhausted fix %q lacks %q", got, want)
@@ -65,60 +66,6 @@ func TestRewindFix(t *testing.T) {
 	}
 	if strings.Contains(got, "ALTER") {
 		t.Errorf("exhausted fix %q must not offer an ALTER past 2^32-1", got)
-	}
-}
-
-func TestMarginFor(t *testing.T) {
-	var c Config
-	if got := c.marginFor(64); got != DefaultMargin {
-		t.Errorf("64-bit default margin %d, want %d", got, DefaultMargin)
-	}
-	if got := c.marginFor(32); got != DefaultMargin32 {
-		t.Errorf("32-bit default margin %d, want %d", got, DefaultMargin32)
-	}
-	c.Margin = 5000
-	if c.marginFor(32) != 5000 || c.marginFor(64) != 5000 {
-		t.Errorf("Margin 5000 not used for every width")
-	}
-}
-
-func TestRestoreConfigBounds(t *testing.T) {
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
-		{"defaults", func(*Config) {}, ""},
-		{"zero means default", func(c *Config) { c.FlushInterval, c.CheckInterval, c.Margin = 0, 0, 0 }, ""},
-		{"flush at min", func(c *Config) { c.FlushInterval = MinFlushInterval }, ""},
-		{"flush below min", func(c *Config) { c.FlushInterval = MinFlushInterval - 1 }, "FlushInterval"},
-		{"flush above max", func(c *Config) { c.FlushInterval = MaxFlushInterval + 1 }, "FlushInterval"},
-		{"check at max", func(c *Config) { c.CheckInterval = MaxCheckInterval }, ""},
-		{"check below min", func(c *Config) { c.CheckInterval = MinCheckInterval - 1 }, "CheckInterval"},
-		{"check above max", func(c *Config) { c.CheckInterval = MaxCheckInterval + 1 }, "CheckInterval"},
-		{"margin at min", func(c *Config) { c.Margin = MinMargin }, ""},
-		{"margin below min", func(c *Config) { c.Margin = MinMargin - 1 }, "Margin"},
-		{"margin above max", func(c *Config) { c.Margin = MaxMargin + 1 }, "Margin"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.mod(&c)
-			err := c.Validate()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Validate() = %v, want an error naming %s", err, tt.wantErr)
-			}
-		})
-	}
-	got := Config{Servers: DefaultConfig().Servers, User: "u"}.withDefaults()
-	if got.FlushInterval != DefaultFlushInterval || got.CheckInterval != DefaultCheckInterval {
-		t.Errorf("withDefaults: flush %v, check %v", got.FlushInterval, got.CheckInterval)
 	}
 }
 
@@ -214,20 +161,20 @@ func TestOwnerOf(t *testing.T) {
 // holds for itself is ignored (it would rewind with it); counters above the
 // mark are healthy; each rewound table carries its fix.
 func TestPlanTables(t *testing.T) {
-	cfg := DefaultConfig().withDefaults()
+	cfg := spec.DefaultConfig().WithDefaults()
 	sv := &survey{
 		cfg:     cfg,
-		servers: make([]*server, 2),
-		fixes: map[string]fixInfo{
-			"Tickets64":       fixInfoOf(SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1}),
-			"Tickets32":       fixInfoOf(SequenceInfo{Table: "Tickets32", Bits: 32, BlockSize: 1}),
-			"seq_orders":      fixInfoOf(SequenceInfo{Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000}),
-			"counters.events": fixInfoOf(SequenceInfo{Name: "events", Bits: 64, BlockSize: 10}),
-			"counters.unused": fixInfoOf(SequenceInfo{Name: "unused", Bits: 64, BlockSize: 10}),
+		servers: make([]*Server, 2),
+		fixes: map[string]spec.FixInfo{
+			"Tickets64":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1}),
+			"Tickets32":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets32", Bits: 32, BlockSize: 1}),
+			"seq_orders":      spec.FixInfoOf(spec.SequenceInfo{Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000}),
+			"counters.events": spec.FixInfoOf(spec.SequenceInfo{Name: "events", Bits: 64, BlockSize: 10}),
+			"counters.unused": spec.FixInfoOf(spec.SequenceInfo{Name: "unused", Bits: 64, BlockSize: 10}),
 		},
 		marks: [][]hwRow{
 			{{"Tickets64", 2, 5000}, {"Tickets64", 1, 999999}}, // on server 1: a mark for itself, ignored
-			{{"Tickets64", 1, 1243}, {"Tickets32", 1, valueLimit(32) - 3}, {"seq_orders", 1, 77}, {"counters.events", 1, 401}},
+			{{"Tickets64", 1, 1243}, {"Tickets32", 1, spec.ValueLimit(32) - 3}, {"seq_orders", 1, 77}, {"counters.events", 1, 401}},
 		},
 		counters: []map[string]uint64{
 			// A row's value is its last ticket: 399 < 401 is rewound (its next is 401).
@@ -263,7 +210,7 @@ func TestPlanTables(t *testing.T) {
 // own owner are not.
 func TestPlanLeases(t *testing.T) {
 	sv := &survey{
-		servers: make([]*server, 2),
+		servers: make([]*Server, 2),
 		copies: [][]leaseCopyRow{
 			{{3, 0, 9000}, {3, 2, 500}, {3, 4, 7000}, {3, 6, 100}, {3, 1, 99999}}, // on server 1: copies of server 2's even IDs
 			{{3, 1, 4000}},

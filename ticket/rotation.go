@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"slices"
+	"ticketd/ticket/internal/spec"
 	"time"
 )
 
@@ -33,7 +34,7 @@ const (
 func (p *Pair) slowWindow() time.Duration { return max(minSlowWindow, 10*p.cfg.CallTimeout) }
 
 // requestOK ends a timeout streak: the server answered a request.
-func (s *server) requestOK() {
+func (s *Server) requestOK() {
 	s.mu.Lock()
 	s.slowStreak = 0
 	s.lastSuccess = s.now()
@@ -43,7 +44,7 @@ func (s *server) requestOK() {
 // slowFailed records a request statement that ran out of time and reports
 // whether the server should now leave the rotation: slowStreakOut in a row,
 // and no success for window (since the first of them when it never had one).
-func (s *server) slowFailed(window time.Duration) bool {
+func (s *Server) slowFailed(window time.Duration) bool {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -54,7 +55,7 @@ func (s *server) slowFailed(window time.Duration) bool {
 }
 
 // takeOut takes s out of rotation for reason.
-func (p *Pair) takeOut(s *server, reason outReason, err error) {
+func (p *Pair) takeOut(s *Server, reason outReason, err error) {
 	now := s.now()
 	s.mu.Lock()
 	s.lastFail = now
@@ -76,7 +77,7 @@ func (p *Pair) takeOut(s *server, reason outReason, err error) {
 }
 
 // markUp puts s (back) into rotation: the prober's check passed.
-func (p *Pair) markUp(s *server) {
+func (p *Pair) markUp(s *Server) {
 	s.mu.Lock()
 	s.slowStreak = 0
 	s.lastSuccess = s.now()
@@ -100,7 +101,7 @@ func (p *Pair) markUp(s *server) {
 }
 
 // suspect: in rotation, but its last request statements ran out of time.
-func (s *server) suspect() bool {
+func (s *Server) suspect() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.slowStreak > 0
@@ -109,7 +110,7 @@ func (s *server) suspect() bool {
 // panicEligible: out of rotation for being dead or slow, so a request with
 // nowhere else to go may still try it. A server refused for its settings or
 // its parity is never tried before the prober has checked it.
-func (s *server) panicEligible() bool {
+func (s *Server) panicEligible() bool {
 	if s.up.Load() || s.reopen.Load() {
 		return false
 	}
@@ -120,7 +121,7 @@ func (s *server) panicEligible() bool {
 
 // sampled records a successful statement's duration and updates the
 // preference.
-func (p *Pair) sampled(s *server, d time.Duration) {
+func (p *Pair) sampled(s *Server, d time.Duration) {
 	s.lat.sample(d)
 	srtt, _, _ := s.lat.estimate()
 	s.srttNs.Store(int64(srtt))
@@ -157,7 +158,7 @@ func (p *Pair) prefer() {
 
 // class orders servers in rotation: 0 near and answering, 1 far, 2 timing
 // out (tried last).
-func (s *server) class() int {
+func (s *Server) class() int {
 	switch {
 	case s.suspect():
 		return 2
@@ -173,10 +174,10 @@ func (s *server) class() int {
 // servers of similar latency, the far one of a pair in two places serves
 // only when the near one fails, and a failed server's share goes to the
 // next one.
-func (p *Pair) order(buf []*server, mask uint64) []*server {
+func (p *Pair) order(buf []*Server, mask uint64) []*Server {
 	n := len(p.servers)
 	start := int(p.rr.Add(1) % uint64(n))
-	var classes [MaxServers]int8
+	var classes [spec.MaxServers]int8
 	for i, s := range p.servers {
 		classes[i] = -1
 		if mask&(1<<s.idx) != 0 && s.up.Load() {
@@ -196,27 +197,27 @@ func (p *Pair) order(buf []*server, mask uint64) []*server {
 // panicOrder returns, when no server of mask is in rotation, the ones a
 // request may try anyway ("panic mode", as load balancers call it): those out
 // for being dead or slow, least recently failed first.
-func (p *Pair) panicOrder(buf []*server, mask uint64) []*server {
+func (p *Pair) panicOrder(buf []*Server, mask uint64) []*Server {
 	first := len(buf)
 	for _, s := range p.servers {
 		if mask&(1<<s.idx) != 0 && s.panicEligible() {
 			buf = append(buf, s)
 		}
 	}
-	slices.SortStableFunc(buf[first:], func(a, b *server) int {
+	slices.SortStableFunc(buf[first:], func(a, b *Server) int {
 		return a.lastFailed().Compare(b.lastFailed())
 	})
 	return buf
 }
 
-func (s *server) lastFailed() time.Time {
+func (s *Server) lastFailed() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastFail
 }
 
 // preference says in words why s is (or is not) tried first.
-func (p *Pair) preference(s *server) (bool, string) {
+func (p *Pair) preference(s *Server) (bool, string) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 	if !s.up.Load() {
 		return false, "out of rotation: tried only when no server is in rotation"
@@ -228,7 +229,7 @@ func (p *Pair) preference(s *server) (bool, string) {
 		return false, fmt.Sprintf("timing out (%d in a row): tried after the others", n)
 	}
 	mine := time.Duration(s.srttNs.Load())
-	var nearer *server
+	var nearer *Server
 	var farOnes []string
 	for _, o := range p.servers {
 		if o == s || !o.up.Load() || o.suspect() {

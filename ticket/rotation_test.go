@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/spec"
 )
 
 // fakeClock is a settable clock for the rotation rules.
@@ -36,15 +37,15 @@ func (c *fakeClock) advance(d time.Duration) {
 // starts in rotation.
 func offlinePair(t *testing.T, n int) (*Pair, *fakeClock) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := spec.DefaultConfig()
 	cfg.Servers = nil
 	for i := range n {
-		cfg.Servers = append(cfg.Servers, ServerConfig{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
+		cfg.Servers = append(cfg.Servers, spec.ServerConfig{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p := &Pair{cfg: cfg, log: cfg.Logger, servers: make([]*server, n), warn: logsum.New(cfg.Logger, time.Hour)}
+	p := &Pair{cfg: cfg, log: cfg.Logger, servers: make([]*Server, n), warn: logsum.New(cfg.Logger, time.Hour)}
 	p.leases.init(n)
 	for i := range n {
 		s, err := newServer(cfg, i, newCredential(cfg))
@@ -289,7 +290,7 @@ func TestPanicOrder(t *testing.T) {
 	}
 }
 
-func names(list []*server) []int {
+func names(list []*Server) []int {
 	var out []int
 	for _, s := range list {
 		out = append(out, s.idx+1)
@@ -303,7 +304,7 @@ func names(list []*server) []int {
 func TestNearestFirst(t *testing.T) {
 	p, _ := offlinePair(t, 2)
 	near, far := p.servers[0], p.servers[1]
-	set := func(s *server, d time.Duration) {
+	set := func(s *Server, d time.Duration) {
 		// Enough samples for srtt to settle at d.
 		for range 60 {
 			p.sampled(s, d)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // manySequences creates n sequences s000001 … on both servers as root, as
@@ -45,7 +46,7 @@ func TestManySequences(t *testing.T) {
 	manySequences(t, mp, n, 10)
 
 	at := time.Now()
-	p := openPair(t, mp, func(c *Config) {
+	p := openPair(t, mp, func(c *spec.Config) {
 		c.FlushInterval = 50 * time.Millisecond
 		c.CheckInterval = 100 * time.Millisecond
 	})
@@ -136,7 +137,7 @@ func TestManySequences(t *testing.T) {
 	createSequence(t, mp.Servers[:], "latecomer", 64, 1)
 	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
 		_, err := p.Next(ctxTimeout(t, 5*time.Second), "latecomer")
-		if err != nil && !errors.Is(err, ErrUnknownSequence) {
+		if err != nil && !errors.Is(err, spec.ErrUnknownSequence) {
 			t.Fatal(err)
 		}
 		return err == nil
@@ -190,7 +191,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	take(p2, victim, 300, "after the restore")
 	waitFor(t, time.Minute, "the victim refused on server 1", func() bool {
 		rw, _ := rewound()
-		_, ok := rw[rowKeyPrefix+victim]
+		_, ok := rw[spec.RowKeyPrefix+victim]
 		return ok
 	})
 	if rw, total := rewound(); total != 1 || len(rw) != 1 {
@@ -206,7 +207,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
-	if len(rep.Changes) != 1 || rep.Changes[0].Table != rowKeyPrefix+victim || rep.Changes[0].Server != 0 || !rep.Changes[0].Applied {
+	if len(rep.Changes) != 1 || rep.Changes[0].Table != spec.RowKeyPrefix+victim || rep.Changes[0].Server != 0 || !rep.Changes[0].Applied {
 		t.Fatalf("Repair changed %v, want the victim's row on server 1", rep.Changes)
 	}
 	t.Logf("repair: %s", rep.Changes[0])
@@ -228,7 +229,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
   SELECT CONCAT('s', LPAD(seq, 6, '0')), 64, IF(seq = 99999, 3, 10) FROM seq_1_to_%d`, n))
 	waitFor(t, time.Minute, "the redefinition found", func() bool {
 		_, err := p2.Next(ctxTimeout(t, 5*time.Second), changed)
-		return errors.Is(err, ErrMisconfigured)
+		return errors.Is(err, spec.ErrMisconfigured)
 	})
 	counts, list := p2.SequenceProblems(10)
 	if counts[ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != changed || !list[0].Refused ||

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestSequenceStats: the sequences values were handed from, the most used
@@ -58,7 +59,7 @@ func TestSequenceStats(t *testing.T) {
 	// end32 has 2 values left on one server and 1 on the other: a call for
 	// 10 hands out some, then finds it exhausted.
 	endN, err := p.NextN(ctx, "end32", buf[:10])
-	if !errors.Is(err, ErrSequenceExhausted) || endN == 0 {
+	if !errors.Is(err, spec.ErrSequenceExhausted) || endN == 0 {
 		t.Fatalf("NextN(end32, 10) = %d, %v; want some values, then ErrSequenceExhausted", endN, err)
 	}
 
@@ -119,7 +120,7 @@ func TestSequenceStats(t *testing.T) {
 // first value: nothing allocated, and it is listed once however often used.
 func TestUseListsOnce(t *testing.T) {
 	p := &Pair{}
-	q := newSequence(SequenceInfo{Name: "orders", Bits: 64, BlockSize: 100})
+	q := newSequence(spec.SequenceInfo{Name: "orders", Bits: 64, BlockSize: 100})
 	p.use(q)
 	if n := testing.AllocsPerRun(1000, func() { p.use(q) }); n != 0 {
 		t.Errorf("use: %v allocations, want 0", n)
@@ -137,7 +138,7 @@ func TestSequenceStatsOrder(t *testing.T) {
 		name   string
 		issued uint64
 	}{{"d", 5}, {"b", 7}, {"a", 5}, {"e", 1}, {"c", 5}, {"never", 0}} {
-		q := newSequence(SequenceInfo{Name: s.name, Bits: 64, BlockSize: 10})
+		q := newSequence(spec.SequenceInfo{Name: s.name, Bits: 64, BlockSize: 10})
 		p.use(q)
 		q.issued.Store(s.issued)
 	}

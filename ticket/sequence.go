@@ -5,67 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"regexp"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/spec"
 	"time"
-
-	"ticketd/ticket/seqname"
 )
 
-// SequenceInfo is a named sequence as the DBA defined it in table `sequences`.
-type SequenceInfo struct {
-	Name string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
-	// Table is where its counter lives: "" for a row of table counters, which
-	// is how `ticketd sequence create` makes every sequence; Tickets64,
-	// Tickets32, or a seq_* table of its own (sequences made before counters
-	// existed, which keep working).
-	Table string
-	// Bits is 32 or 64: no value above 2^32-1, resp. 2^63-1, is ever returned.
-	Bits int
-	// BlockSize B: one ticket t stands for the values [t·B, t·B+B).
-	BlockSize uint64
-}
-
-// rowStored reports whether the sequence's counter is a row of counters.
-func (si SequenceInfo) rowStored() bool { return si.Table == "" }
-
-// String names the definition as the logs and errors do.
-func (si SequenceInfo) String() string {
-	where := "a row of counters"
-	if !si.rowStored() {
-		where = "table " + si.Table
-	}
-	return fmt.Sprintf("%d bits, block size %d, %s", si.Bits, si.BlockSize, where)
-}
-
 const (
-	maxBlockSize = 1_000_000_000 // schema.sql's CHECK sequence_block_ok
 	// catalogRetry: an unknown name makes the Pair look for catalog changes
 	// at most this often, so a flood of bad names cannot turn into a flood
 	// of queries, and a sequence created a moment ago is found at once.
 	catalogRetry = 100 * time.Millisecond
 )
-
-// nameRE and tableRE mirror schema.sql's CHECK constraints; validName is
-// nameRE without a regexp, for the hot path (package seqname: the one rule,
-// shared with auth's tickets:NAME scopes).
-var (
-	nameRE  = seqname.Regexp
-	tableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
-)
-
-func validName(name string) bool { return seqname.Valid(name) }
-
-// valueLimit is the largest value a sequence of the given width may return. A
-// 64-bit sequence stops at 2^63-1 so that every value fits a signed BIGINT and
-// JSON readers that use int64.
-func valueLimit(bits int) uint64 {
-	if bits == 32 {
-		return 1<<32 - 1
-	}
-	return 1<<63 - 1
-}
 
 // block is the values [next, end) still to hand out.
 type block struct{ next, end uint64 }
@@ -93,7 +44,7 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 // exists for every name in the catalog; what only a sequence in use needs
 // (its marks, its blocks) is made at its first use.
 type sequence struct {
-	info      SequenceInfo // as first seen; never changes (a change breaks it)
+	info      spec.SequenceInfo // as first seen; never changes (a change breaks it)
 	servers   atomic.Uint64
 	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
 	// pinned: servers known to hold a pin (sequence_pins) that matches info.
@@ -124,50 +75,31 @@ type fetchOp struct {
 	err  error
 }
 
-func newSequence(info SequenceInfo) *sequence {
+func newSequence(info spec.SequenceInfo) *sequence {
 	q := new(sequence)
 	initSequence(q, info)
 	return q
 }
 
 // initSequence sets up a zero sequence q for info.
-func initSequence(q *sequence, info SequenceInfo) {
+func initSequence(q *sequence, info spec.SequenceInfo) {
 	q.info = info
 }
 
 // limit is the largest value q ever returns.
-func (q *sequence) limit() uint64 { return valueLimit(q.info.Bits) }
+func (q *sequence) limit() uint64 { return spec.ValueLimit(q.info.Bits) }
 
 // maxTicket is the largest ticket whose first value is within limit.
 func (q *sequence) maxTicket() uint64 { return q.limit() / q.info.BlockSize }
 
 // tableStatement takes a ticket of a sequence stored in a table of its own.
-// The table name comes only from the catalog, has passed tableRE, and is
+// The table name comes only from the catalog, has passed TableRE, and is
 // quoted: request text never reaches SQL. It is built per block, not kept:
 // such sequences are few, and every byte a sequence holds is held 100,000
 // times in a large catalog.
 func tableStatement(table string) string {
 	return "REPLACE INTO `" + table + "` (stub) VALUES ('a')"
 }
-
-// markKey names the counter of a sequence in high_water (counterKey).
-func markKey(si SequenceInfo) string {
-	if si.rowStored() {
-		return counterKey(si.Name, true)
-	}
-	return counterKey(si.Table, false)
-}
-
-// counterKey is a counter's name in high_water.table_name: the table, or
-// counters.NAME for a row of counters (no table name contains a dot).
-func counterKey(name string, row bool) string {
-	if row {
-		return rowKeyPrefix + name
-	}
-	return name
-}
-
-const rowKeyPrefix = "counters."
 
 func (q *sequence) err() error {
 	if e := q.broken.Load(); e != nil {
@@ -182,31 +114,6 @@ func (q *sequence) breakWith(err error) bool {
 	return q.broken.CompareAndSwap(nil, &err)
 }
 
-// CheckSequenceInfo reports why si is no sequence a catalog may hold (a bad
-// name, width, block size or table), wrapping ErrInvalidArgument.
-func CheckSequenceInfo(si SequenceInfo) error {
-	if err := checkInfo(si); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
-	}
-	return nil
-}
-
-// checkInfo reports why a catalog row cannot be used, mirroring schema.sql's
-// CHECK constraints (a server with an older schema may lack them).
-func checkInfo(si SequenceInfo) error {
-	switch {
-	case !validName(si.Name):
-		return fmt.Errorf("name %.64q does not match %s", si.Name, nameRE)
-	case si.Table != "" && !tableRE.MatchString(si.Table):
-		return fmt.Errorf("table %.80q does not match %s", si.Table, tableRE)
-	case si.Bits != 32 && si.Bits != 64:
-		return fmt.Errorf("bits %d: want 32 or 64", si.Bits)
-	case si.BlockSize < 1 || si.BlockSize > maxBlockSize:
-		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, maxBlockSize)
-	}
-	return nil
-}
-
 // Next returns one value of the named sequence.
 func (p *Pair) Next(ctx context.Context, name string) (uint64, error) {
 	var v [1]uint64
@@ -219,7 +126,7 @@ func (p *Pair) Next(ctx context.Context, name string) (uint64, error) {
 // bounds len(dst): with block size 1 each value is one round trip.
 func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
 	if p.closed.Load() {
-		return 0, ErrClosed
+		return 0, spec.ErrClosed
 	}
 	if len(dst) == 0 {
 		return 0, nil
@@ -259,7 +166,7 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 		f := q.fetch
 		q.mu.Unlock()
 		if f == nil {
-			return n, ErrClosed // startFetch refused: Shutdown has begun
+			return n, spec.ErrClosed // startFetch refused: Shutdown has begun
 		}
 		select {
 		case <-f.done:
@@ -348,14 +255,14 @@ func (p *Pair) startFetch(q *sequence) {
 func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 	t, err := p.take(p.life, q)
 	if err != nil && p.life.Err() != nil {
-		err = ErrClosed // the waiters should hear why, not "context canceled"
+		err = spec.ErrClosed // the waiters should hear why, not "context canceled"
 	}
 	var b block
 	if err == nil {
 		var ok bool
 		if b, ok = blockFor(t.Value, q.info.BlockSize, q.limit()); !ok {
 			// take checks maxTicket, so this is a bug, not a state of the server.
-			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
 		}
 	}
 	q.mu.Lock()
@@ -372,8 +279,8 @@ func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
 // may get past (a server that was slow or down), unlike a sequence that is
 // exhausted or misconfigured, or a closed Pair.
 func retryable(err error) bool {
-	return (errors.Is(err, ErrNoServer) || errors.Is(err, ErrServerDown)) &&
-		!errors.Is(err, ErrSequenceExhausted) && !errors.Is(err, ErrClosed)
+	return (errors.Is(err, spec.ErrNoServer) || errors.Is(err, spec.ErrServerDown)) &&
+		!errors.Is(err, spec.ErrSequenceExhausted) && !errors.Is(err, spec.ErrClosed)
 }
 
 // fetchNow takes a block in the caller's goroutine and installs it where
@@ -386,7 +293,7 @@ func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
 	}
 	b, ok := blockFor(t.Value, q.info.BlockSize, q.limit())
 	if !ok {
-		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

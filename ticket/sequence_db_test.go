@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // collect takes values of name on g goroutines, n per NextN call, calls times
@@ -162,7 +163,7 @@ func TestSequenceExhausted(t *testing.T) {
 					break
 				}
 			}
-			if !errors.Is(err, ErrSequenceExhausted) {
+			if !errors.Is(err, spec.ErrSequenceExhausted) {
 				t.Fatalf("after %d values: %v, want ErrSequenceExhausted", len(seen), err)
 			}
 			if len(seen) == 0 && !tt.none {
@@ -173,7 +174,7 @@ func TestSequenceExhausted(t *testing.T) {
 					t.Fatalf("value %d above %d", v, tt.limit)
 				}
 			}
-			if _, err := p.Next(context.Background(), tt.name); !errors.Is(err, ErrSequenceExhausted) {
+			if _, err := p.Next(context.Background(), tt.name); !errors.Is(err, spec.ErrSequenceExhausted) {
 				t.Fatalf("Next after exhaustion = %v, want ErrSequenceExhausted", err)
 			}
 			t.Logf("%d values, then: %v", len(seen), err)
@@ -195,11 +196,11 @@ func TestSequenceCatalog(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	p := openPair(t, mp)
 	for _, bad := range []string{"", "Orders", "9x", "x;DROP TABLE sequences", strings.Repeat("a", 49), "seq`x"} {
-		if _, err := p.Next(context.Background(), bad); !errors.Is(err, ErrBadName) {
+		if _, err := p.Next(context.Background(), bad); !errors.Is(err, spec.ErrBadName) {
 			t.Errorf("Next(%q) = %v, want ErrBadName", bad, err)
 		}
 	}
-	if _, err := p.Next(context.Background(), "later"); !errors.Is(err, ErrUnknownSequence) {
+	if _, err := p.Next(context.Background(), "later"); !errors.Is(err, spec.ErrUnknownSequence) {
 		t.Fatalf("Next(later) before it exists = %v, want ErrUnknownSequence", err)
 	}
 	// Created right after that miss polled, well within catalogRetry: the
@@ -218,7 +219,7 @@ func TestSequenceCatalog(t *testing.T) {
 		wg.Go(func() {
 			for k := 0; time.Since(begin) < 500*time.Millisecond; k++ {
 				name := fmt.Sprintf("nope_%d_%d", g, k)
-				if _, err := p.Next(context.Background(), name); !errors.Is(err, ErrUnknownSequence) {
+				if _, err := p.Next(context.Background(), name); !errors.Is(err, spec.ErrUnknownSequence) {
 					t.Errorf("Next(%s) = %v, want ErrUnknownSequence", name, err)
 					return
 				}
@@ -235,7 +236,7 @@ func TestSequenceCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SequenceInfo{
+	want := []spec.SequenceInfo{
 		{Name: "later", Bits: 32, BlockSize: 5},
 		{Name: "tickets32", Table: "Tickets32", Bits: 32, BlockSize: 1},
 		{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1},
@@ -302,7 +303,7 @@ func TestSequenceConflict(t *testing.T) {
 	createSequence(t, mp.Servers[1:], "mixed", 64, 100)
 	p := openPair(t, mp)
 	_, err := p.Next(context.Background(), "mixed")
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "block size 10") || !strings.Contains(err.Error(), "block size 100") {
+	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "block size 10") || !strings.Contains(err.Error(), "block size 100") {
 		t.Fatalf("Next(mixed) = %v, want ErrMisconfigured naming both block sizes", err)
 	}
 }
@@ -329,7 +330,7 @@ func TestSequenceRedefined(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := p.Next(context.Background(), "renum")
-	if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), "block size 3") ||
+	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "block size 3") ||
 		!strings.Contains(err.Error(), "in use as 64 bits, block size 10, a row of counters") {
 		t.Fatalf("Next after the block size changed = %v, want ErrMisconfigured naming the size in use", err)
 	}

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"ticketd/ticket/internal/spec"
 
 	"github.com/go-sql-driver/mysql"
 )
 
 func TestBlockFor(t *testing.T) {
-	l32, l64 := valueLimit(32), valueLimit(64)
+	l32, l64 := spec.ValueLimit(32), spec.ValueLimit(64)
 	tests := []struct {
 		name        string
 		t, size     uint64
@@ -38,7 +39,7 @@ func TestBlockFor(t *testing.T) {
 		{"64-bit block cut at 2^63-1", (1<<63 - 1) / 1000, 1000, l64, true, (1<<63 - 1) / 1000 * 1000, 1 << 63},
 		// t·B = 2^64 + 1024 would wrap to 1024, a value long since handed out.
 		{"product wraps past 2^64", 1<<54 + 1, 1024, l64, false, 0, 0},
-		{"max ticket, max block", math.MaxUint64, maxBlockSize, l64, false, 0, 0},
+		{"max ticket, max block", math.MaxUint64, spec.MaxBlockSize, l64, false, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,10 +66,10 @@ func TestMaxTicket(t *testing.T) {
 	tests := []struct {
 		bits int
 		size uint64
-	}{{32, 1}, {32, 1000}, {32, maxBlockSize}, {64, 1}, {64, 1000}, {64, maxBlockSize}}
+	}{{32, 1}, {32, 1000}, {32, spec.MaxBlockSize}, {64, 1}, {64, 1000}, {64, spec.MaxBlockSize}}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d bits B=%d", tt.bits, tt.size), func(t *testing.T) {
-			q := newSequence(SequenceInfo{Name: "x", Table: "seq_x", Bits: tt.bits, BlockSize: tt.size})
+			q := newSequence(spec.SequenceInfo{Name: "x", Table: "seq_x", Bits: tt.bits, BlockSize: tt.size})
 			if _, ok := blockFor(q.maxTicket(), tt.size, q.limit()); !ok {
 				t.Fatalf("maxTicket %d has no block, want one", q.maxTicket())
 			}
@@ -85,7 +86,7 @@ func TestDisjointBlocks(t *testing.T) {
 	const size = 37
 	seen := map[uint64]uint64{}
 	for tk := uint64(1); tk <= 200; tk++ {
-		b, ok := blockFor(tk, size, valueLimit(64))
+		b, ok := blockFor(tk, size, spec.ValueLimit(64))
 		if !ok {
 			t.Fatalf("blockFor(%d) not ok", tk)
 		}
@@ -95,39 +96,6 @@ func TestDisjointBlocks(t *testing.T) {
 			}
 			seen[v] = tk
 		}
-	}
-}
-
-func TestCheckInfo(t *testing.T) {
-	good := SequenceInfo{Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000}
-	tests := []struct {
-		name string
-		mod  func(*SequenceInfo)
-		want string
-	}{
-		{"good", func(*SequenceInfo) {}, ""},
-		{"Tickets32", func(s *SequenceInfo) { s.Table, s.Bits = "Tickets32", 32 }, ""},
-		{"bad name", func(s *SequenceInfo) { s.Name = "Orders" }, "name"},
-		{"a row of counters", func(s *SequenceInfo) { s.Table = "" }, ""},
-		{"table not seq_", func(s *SequenceInfo) { s.Table = "users" }, "table"},
-		{"table with backtick", func(s *SequenceInfo) { s.Table = "seq_a`; DROP TABLE x; --" }, "table"},
-		{"table upper case", func(s *SequenceInfo) { s.Table = "seq_A" }, "table"},
-		{"bits 16", func(s *SequenceInfo) { s.Bits = 16 }, "bits"},
-		{"block 0", func(s *SequenceInfo) { s.BlockSize = 0 }, "block_size"},
-		{"block too big", func(s *SequenceInfo) { s.BlockSize = maxBlockSize + 1 }, "block_size"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			si := good
-			tt.mod(&si)
-			err := checkInfo(si)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("checkInfo(%+v) = %v, want nil", si, err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("checkInfo(%+v) = %v, want an error about %s", si, err, tt.want)
-			}
-		})
 	}
 }
 
@@ -151,8 +119,8 @@ func TestClassify(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, kindDead},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, kindDead},
 		{errors.New("dial tcp: connection refused"), kindDead},
-		{ErrMisconfigured, kindDead},
-		{ErrParity, kindDead},
+		{spec.ErrMisconfigured, kindDead},
+		{spec.ErrParity, kindDead},
 		{context.DeadlineExceeded, kindSlow},
 		{fmt.Errorf("server 1: REPLACE: %w", context.DeadlineExceeded), kindSlow},
 		{os.ErrDeadlineExceeded, kindSlow},                                // an i/o timeout
@@ -172,7 +140,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestCheckAcquire(t *testing.T) {
-	p := &Pair{servers: make([]*server, 2)}
+	p := &Pair{servers: make([]*Server, 2)}
 	good := AcquireRequest{WorkerBits: 5, Holder: "host/1/abc", TTL: 10e9, NowMs: 1_700_000_000_000, ReserveMs: 60000, MaxWaitMs: 1000, Server: -1}
 	tests := []struct {
 		name string
@@ -205,16 +173,16 @@ func TestCheckAcquire(t *testing.T) {
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("checkAcquire = %v, want nil", err)
-			case tt.want != "" && (!errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want)):
+			case tt.want != "" && (!errors.Is(err, spec.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("checkAcquire = %v, want ErrInvalidArgument about %s", err, tt.want)
 			}
 		})
 	}
 	// Four servers: one worker bit cannot give each server its share.
-	p4 := &Pair{servers: make([]*server, 4)}
+	p4 := &Pair{servers: make([]*Server, 4)}
 	r := good
 	r.WorkerBits = 1
-	if err := p4.checkAcquire(r); !errors.Is(err, ErrInvalidArgument) {
+	if err := p4.checkAcquire(r); !errors.Is(err, spec.ErrInvalidArgument) {
 		t.Fatalf("4 servers, 1 worker bit: checkAcquire = %v, want ErrInvalidArgument", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/spec"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -98,10 +99,10 @@ const (
 	outParity             // it returned a ticket of the wrong parity
 )
 
-// server is one member of the pair: its pool, its health and its identity. The
+// Server is one member of the pair: its pool, its health and its identity. The
 // pool sits behind an atomic pointer because a parity violation replaces it: the
 // offending session must not serve another ticket.
-type server struct {
+type Server struct {
 	idx    int
 	offset uint64 // auto_increment_offset it must have
 	inc    uint64 // auto_increment_increment it must have (the pair's size)
@@ -184,7 +185,7 @@ func ioTimeout(ceiling, connect time.Duration) time.Duration {
 // well within it.
 const defaultIdleTime = 2 * time.Minute
 
-func newServer(cfg Config, idx int, cred *credential) (*server, error) {
+func newServer(cfg spec.Config, idx int, cred *credential) (*Server, error) {
 	mc := mysql.NewConfig()
 	mc.Net = "tcp"
 	mc.Addr = cfg.Servers[idx].Addr
@@ -198,12 +199,12 @@ func newServer(cfg Config, idx int, cred *credential) (*server, error) {
 	mc.ClientFoundRows = true
 	// One round trip per statement instead of prepare + execute + close.
 	mc.InterpolateParams = true
-	mc.TLS = cfg.tlsFor(mc.Addr) // nil: plain text
-	ceiling := MaxCallTimeoutFactor * cfg.CallTimeout
-	mc.Timeout = cfg.connectTimeout()
-	mc.ReadTimeout = ioTimeout(ceiling, cfg.connectTimeout())
+	mc.TLS = cfg.TLSFor(mc.Addr) // nil: plain text
+	ceiling := spec.MaxCallTimeoutFactor * cfg.CallTimeout
+	mc.Timeout = cfg.EffectiveConnectTimeout()
+	mc.ReadTimeout = ioTimeout(ceiling, cfg.EffectiveConnectTimeout())
 	mc.WriteTimeout = mc.ReadTimeout
-	s := &server{
+	s := &Server{
 		idx:     idx,
 		offset:  uint64(idx + 1),
 		inc:     uint64(len(cfg.Servers)),
@@ -217,7 +218,7 @@ func newServer(cfg Config, idx int, cred *credential) (*server, error) {
 		now:     time.Now,
 		floor:   cfg.CallTimeout,
 		ceiling: ceiling,
-		connect: cfg.connectTimeout(),
+		connect: cfg.EffectiveConnectTimeout(),
 	}
 	s.idleTimeout.Store(int64(defaultIdleTime))
 	// The row's own step advances it, so a session's auto_increment_* has no
@@ -245,7 +246,7 @@ func newServer(cfg Config, idx int, cred *credential) (*server, error) {
 
 // newPool opens a pool through a connector made from mysql.Config, so no DSN
 // string holding the password ever exists.
-func (s *server) newPool() (*sqlx.DB, error) {
+func (s *Server) newPool() (*sqlx.DB, error) {
 	conn, err := mysql.NewConnector(s.mcfg)
 	if err != nil {
 		// The driver's config errors name options, never their values.
@@ -262,17 +263,17 @@ func (s *server) newPool() (*sqlx.DB, error) {
 }
 
 // rowStatement is the statement that takes a ticket of sequence name (which
-// has passed nameRE: it needs no escaping) on s.
-func (s *server) rowStatement(name string) string { return s.rowPrefix + name + "'" }
+// has passed NameRE: it needs no escaping) on s.
+func (s *Server) rowStatement(name string) string { return s.rowPrefix + name + "'" }
 
 // pool returns the current pool. Callers keep the pointer for the whole call so
 // that a failure is blamed on the pool it happened on (see fail).
-func (s *server) pool() *sqlx.DB { return s.db.Load() }
+func (s *Server) pool() *sqlx.DB { return s.db.Load() }
 
 // replacePool drops every session of the server: the one that broke parity may
 // have changed its own auto_increment variables, and only a new connection
 // starts from the server's global values again.
-func (s *server) replacePool() error {
+func (s *Server) replacePool() error {
 	db, err := s.newPool()
 	if err != nil {
 		return err
@@ -284,12 +285,12 @@ func (s *server) replacePool() error {
 }
 
 // deadline is the deadline of s's next request statement (latency.go).
-func (s *server) deadline() time.Duration { return s.lat.deadline(s.floor, s.ceiling) }
+func (s *Server) deadline() time.Duration { return s.lat.deadline(s.floor, s.ceiling) }
 
 // bgDeadline is the deadline of a background statement: background work is
 // not waited for by any request, and some of it (the counters of many
 // tables) takes longer than a ticket.
-func (s *server) bgDeadline() time.Duration {
+func (s *Server) bgDeadline() time.Duration {
 	return max(4*s.deadline(), minBackgroundDeadline)
 }
 
@@ -303,7 +304,7 @@ const minBackgroundDeadline = 5 * time.Second
 // dedicated connection, which is discarded unless it passed: a connection
 // opened while the global variables were wrong keeps the wrong values for its
 // whole life.
-func (s *server) check(ctx context.Context, ss *session) (err error) {
+func (s *Server) check(ctx context.Context, ss *session) (err error) {
 	defer func() {
 		if err != nil {
 			ss.discard()
@@ -320,15 +321,15 @@ func (s *server) check(ctx context.Context, ss *session) (err error) {
 		"@@innodb_autoinc_lock_mode AS lock_mode, @@version AS version, @@wait_timeout AS wait_timeout"); err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
-			return fmt.Errorf("%w: %w: %s: %w", ErrMisconfigured, ErrTLS, s.name, err)
+			return fmt.Errorf("%w: %w: %s: %w", spec.ErrMisconfigured, spec.ErrTLS, s.name, err)
 		}
-		return fmt.Errorf("%w: %s: %w", ErrServerDown, s.name, err)
+		return fmt.Errorf("%w: %s: %w", spec.ErrServerDown, s.name, err)
 	}
 	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
 	inc, off, lockMode := row.Inc, row.Off, row.Lock
 	if inc != s.inc || off != s.offset {
 		return fmt.Errorf("%w: %s has auto_increment_increment=%d auto_increment_offset=%d, want %d and %d (its place in the pair)",
-			ErrMisconfigured, s.name, inc, off, s.inc, s.offset)
+			spec.ErrMisconfigured, s.name, inc, off, s.inc, s.offset)
 	}
 	if lockMode != 0 && !s.warned.Swap(true) {
 		// Not wrong, only slow: concurrent REPLACEs deadlock under modes 1 and 2.
@@ -341,7 +342,7 @@ func (s *server) check(ctx context.Context, ss *session) (err error) {
 // flavour, and its wait_timeout, which bounds how long an idle connection may
 // be kept. A MySQL server seen for the first time gets its session settings
 // on the check's own connection too, which was opened before they were known.
-func (s *server) learn(ctx context.Context, ss *session, version string, waitTimeout time.Duration) {
+func (s *Server) learn(ctx context.Context, ss *session, version string, waitTimeout time.Duration) {
 	if old := s.version.Load(); old == nil || *old != version {
 		s.version.Store(&version)
 	}
@@ -370,13 +371,13 @@ func (s *server) learn(ctx context.Context, ss *session, version string, waitTim
 
 // warmEvery is how often the warm connections are refreshed: well within
 // the time an idle connection is kept.
-func (s *server) warmEvery() time.Duration {
+func (s *Server) warmEvery() time.Duration {
 	return max(time.Duration(s.idleTimeout.Load())/3, time.Second)
 }
 
 // note records an error in the health report without changing the rotation.
 // bg says it came from background work.
-func (s *server) note(err error, bg bool) {
+func (s *Server) note(err error, bg bool) {
 	s.mu.Lock()
 	s.lastErr = err.Error()
 	s.lastErrAt = s.now()
@@ -387,7 +388,7 @@ func (s *server) note(err error, bg bool) {
 
 // clearErr moves the current error to the history: the server is healthy
 // again. A background success clears only an error of background work.
-func (s *server) clearErr(bg bool) {
+func (s *Server) clearErr(bg bool) {
 	if !s.hasErr.Load() {
 		return
 	}
@@ -400,7 +401,7 @@ func (s *server) clearErr(bg bool) {
 	s.mu.Unlock()
 }
 
-func (s *server) health() ServerHealth {
+func (s *Server) health() ServerHealth {
 	srtt, rttvar, _ := s.lat.estimate()
 	h := ServerHealth{
 		Index:              s.idx,

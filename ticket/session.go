@@ -47,7 +47,7 @@ func (o op) background() bool { return o > opProbe }
 // with its own deadline and server-side bound. Close it when done.
 type session struct {
 	p    *Pair // nil outside a Pair (repair): no rotation, no Observe
-	s    *server
+	s    *Server
 	o    op
 	long bool // background deadlines (server.bgDeadline)
 	db   *sqlx.DB
@@ -56,7 +56,7 @@ type session struct {
 
 // session starts an operation of kind o on s. Background work gets the
 // background deadline.
-func (p *Pair) session(s *server, o op) *session {
+func (p *Pair) session(s *Server, o op) *session {
 	return &session{p: p, s: s, o: o, long: o.background(), db: s.pool()}
 }
 
@@ -250,7 +250,7 @@ type selecter interface {
 
 // poolSelecter runs SELECTs straight on a pool, for `ticketd repair`, which
 // runs outside any rotation.
-type poolSelecter struct{ s *server }
+type poolSelecter struct{ s *Server }
 
 func (q poolSelecter) sel(ctx context.Context, what string, dest any, query string, args ...any) error {
 	if err := q.s.pool().SelectContext(ctx, dest, query, args...); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/spec"
 )
 
 // TestSlowServerBounded: a server whose table is locked (every REPLACE waits
@@ -26,7 +27,7 @@ func TestSlowServerBounded(t *testing.T) {
 	// A sequence only server 2 defines: every request for it goes there.
 	createTableSequence(t, []*mysqltest.Server{s2}, "slow", "Tickets64", 64, 1)
 	const poolCap = 4
-	p := openPair(t, mp, func(c *Config) {
+	p := openPair(t, mp, func(c *spec.Config) {
 		c.MaxOpenConns = poolCap
 		c.CallTimeout = 300 * time.Millisecond
 	})
@@ -150,11 +151,11 @@ func statementBound(info string) (time.Duration, bool) {
 // counted.
 func TestPanicMode(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	p := openPair(t, mp, func(c *Config) { c.ProbeInterval = time.Minute })
+	p := openPair(t, mp, func(c *spec.Config) { c.ProbeInterval = time.Minute })
 	for _, s := range mp.Servers {
 		s.Stop(t)
 	}
-	if _, err := p.Ticket64(ctxTimeout(t, 5*time.Second)); !errors.Is(err, ErrNoServer) {
+	if _, err := p.Ticket64(ctxTimeout(t, 5*time.Second)); !errors.Is(err, spec.ErrNoServer) {
 		t.Fatalf("Ticket64 with both servers stopped = %v, want ErrNoServer", err)
 	}
 	for i, h := range p.Health() {
@@ -186,7 +187,7 @@ func TestObserve(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var failures int
-	p := openPair(t, mp, func(c *Config) {
+	p := openPair(t, mp, func(c *spec.Config) {
 		c.Observe = func(server int, kind string, d time.Duration, err error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"ticketd/ticket/internal/spec"
 )
 
 // survey is everything Repair and Rewinds read, from every server of the pair.
 type survey struct {
-	cfg     Config
-	servers []*server
+	cfg     spec.Config
+	servers []*Server
 	// fixes: how each counter's Fix is written (its width and last usable
 	// ticket), by counter key; for servers that disagree, the narrower.
-	fixes    map[string]fixInfo
+	fixes    map[string]spec.FixInfo
 	marks    [][]hwRow           // per holder
 	counters []map[string]uint64 // per server: tables' AUTO_INCREMENT and rows' values, by counter key
 	copies   [][]leaseCopyRow    // per holder
@@ -38,19 +39,19 @@ type leaseRow struct {
 // then the counters and lease rows: every mark read is then a ticket issued
 // before the counter was read (see checkRewinds), and a copy written before the
 // row it copies was read. Everything is read in pages.
-func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool) (*survey, error) {
+func takeSurvey(ctx context.Context, cfg spec.Config, servers []*Server, leases bool) (*survey, error) {
 	n := len(servers)
 	sv := &survey{
 		cfg: cfg, servers: servers,
-		fixes:    map[string]fixInfo{"Tickets64": fixInfoOf(SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
+		fixes:    map[string]spec.FixInfo{"Tickets64": spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
 		marks:    make([][]hwRow, n),
 		counters: make([]map[string]uint64, n),
 		copies:   make([][]leaseCopyRow, n),
 		leases:   make([][]leaseRow, n),
 		notes:    map[int][]string{},
 	}
-	catalogs := make([][]SequenceInfo, n)
-	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
+	catalogs := make([][]spec.SequenceInfo, n)
+	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *Server) error {
 		list, err := readCatalog(ctx, poolSelecter{s})
 		if err != nil {
 			return err
@@ -72,12 +73,12 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 	}
 	for i, list := range catalogs {
 		for _, si := range list {
-			if err := checkInfo(si); err != nil {
+			if err := spec.CheckInfo(si); err != nil {
 				sv.note(i, fmt.Sprintf("sequence row ignored: %v", err))
 				continue
 			}
-			f, key := fixInfoOf(si), markKey(si)
-			if old, ok := sv.fixes[key]; ok && old.maxTicket < f.maxTicket {
+			f, key := spec.FixInfoOf(si), spec.MarkKey(si)
+			if old, ok := sv.fixes[key]; ok && old.MaxTicket < f.MaxTicket {
 				f = old // servers that disagree: the narrower definition bounds the fix
 			}
 			sv.fixes[key] = f
@@ -85,17 +86,17 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 	}
 	var tables []string
 	for key := range sv.fixes {
-		if !strings.HasPrefix(key, rowKeyPrefix) {
+		if !strings.HasPrefix(key, spec.RowKeyPrefix) {
 			tables = append(tables, key)
 		}
 	}
 	slices.Sort(tables)
-	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *server) error {
+	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *Server) error {
 		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database, tables)
 		if err != nil {
 			return err
 		}
-		if err := readRows(ctx, poolSelecter{s}, func(r rowValue) { c[rowKeyPrefix+r.Name] = r.Value }); err != nil {
+		if err := readRows(ctx, poolSelecter{s}, func(r rowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
 			return err
 		}
 		sv.counters[s.idx] = c
@@ -115,8 +116,8 @@ func takeSurvey(ctx context.Context, cfg Config, servers []*server, leases bool)
 }
 
 // readCatalog reads a server's whole catalog, in pages by name.
-func readCatalog(ctx context.Context, q selecter) ([]SequenceInfo, error) {
-	var list []SequenceInfo
+func readCatalog(ctx context.Context, q selecter) ([]spec.SequenceInfo, error) {
+	var list []spec.SequenceInfo
 	after := ""
 	for {
 		var rows []catRow
@@ -188,21 +189,21 @@ func (sv *survey) planTables() [][]Rewind {
 			}
 			c, ok := sv.counters[i][key]
 			switch {
-			case !ok && f.row && m != 0:
+			case !ok && f.Row && m != 0:
 				sv.note(i, fmt.Sprintf("%s.counters: no row for sequence %s here, though it issued tickets of it (mark %d): not checked",
-					sv.cfg.Database, f.name, m))
+					sv.cfg.Database, f.Name, m))
 				continue
-			case !ok && !f.row:
+			case !ok && !f.Row:
 				sv.note(i, fmt.Sprintf("%s.%s: no AUTO_INCREMENT visible (no such table here, or no privilege on it): not checked", sv.cfg.Database, key))
 				continue
 			case !ok || m == 0:
 				continue
 			}
-			if (f.row && !rowRewound(c, m)) || (!f.row && !isRewound(c, m)) {
+			if (f.Row && !rowRewound(c, m)) || (!f.Row && !isRewound(c, m)) {
 				continue
 			}
 			out[i] = append(out[i], Rewind{Table: key, Counter: c, Mark: m,
-				Fix: rewindFix(sv.cfg.Database, key, f, m, sv.cfg.marginFor(f.bits), n)})
+				Fix: rewindFix(sv.cfg.Database, key, f, m, sv.cfg.MarginFor(f.Bits), n)})
 		}
 	}
 	return out

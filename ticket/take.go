@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"ticketd/ticket/internal/spec"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -25,7 +26,7 @@ const maxDeadlockRetries = 16
 // fallback. Its parity has been checked against the server that issued it.
 func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 	if p.closed.Load() {
-		return Ticket{}, ErrClosed
+		return Ticket{}, spec.ErrClosed
 	}
 	return p.take(ctx, p.raw64)
 }
@@ -39,7 +40,7 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 // server is in rotation the call tries the others anyway, least recently
 // failed first (panic mode).
 func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
-	var bufA, bufB [MaxServers]*server
+	var bufA, bufB [spec.MaxServers]*Server
 	m := p.marksOf(q)
 	// A server refused for this counter (rewound) is not even asked: its next
 	// tickets would be refused too.
@@ -53,7 +54,7 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, MaxCallTimeoutFactor*p.cfg.CallTimeout)
+		ctx, cancel = context.WithTimeout(ctx, spec.MaxCallTimeoutFactor*p.cfg.CallTimeout)
 		defer cancel()
 	}
 	var last error
@@ -82,10 +83,10 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 				return Ticket{}, err
 			}
 			if p.closed.Load() {
-				return Ticket{}, ErrClosed
+				return Ticket{}, spec.ErrClosed
 			}
 			last = err
-			statementOnly = statementOnly && errors.Is(err, ErrMisconfigured)
+			statementOnly = statementOnly && errors.Is(err, spec.ErrMisconfigured)
 			if classify(err) == kindSlow && m.rewound.Load()&(1<<s.idx) == 0 {
 				retry = append(retry, s)
 			}
@@ -96,18 +97,18 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	rewound := m.rewound.Load() & mask
 	switch {
 	case mask != 0 && q.exhausted.Load()&mask == mask:
-		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", ErrSequenceExhausted, q.info.Name, q.info.Bits)
+		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", spec.ErrSequenceExhausted, q.info.Name, q.info.Bits)
 	case last == nil && rewound != 0:
 		// The servers that could serve are refused for this table: to the
 		// caller, an outage (retry later); to the DBA, a restore to fix.
-		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", ErrNoServer, q.info.Name, p.rewoundErr(m, rewound))
+		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.info.Name, p.rewoundErr(m, rewound))
 	case last == nil:
-		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", ErrNoServer, q.info.Name)
+		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.info.Name)
 	case statementOnly:
 		// Every server is up but refuses this table: a DBA matter, not an outage.
 		return Ticket{}, last
 	default:
-		return Ticket{}, fmt.Errorf("%w: %w", ErrNoServer, last)
+		return Ticket{}, fmt.Errorf("%w: %w", spec.ErrNoServer, last)
 	}
 }
 
@@ -115,11 +116,11 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 // retrying deadlocks, and checks the ticket before anyone sees it: its
 // parity, and (guard) that s has not issued it before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
-func (p *Pair) takeOn(ctx context.Context, s *server, q *sequence, guard bool) (uint64, error) {
+func (p *Pair) takeOn(ctx context.Context, s *Server, q *sequence, guard bool) (uint64, error) {
 	return p.takeOnAs(ctx, s, q, guard, opTicket)
 }
 
-func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool, o op) (uint64, error) {
+func (p *Pair) takeOnAs(ctx context.Context, s *Server, q *sequence, guard bool, o op) (uint64, error) {
 	ss := p.session(s, o)
 	defer ss.close()
 	m := p.marksOf(q)
@@ -129,7 +130,7 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 	// (ticketRepeats).
 	before := m.known[s.idx].Load()
 	var what, query string
-	if q.info.rowStored() {
+	if q.info.RowStored() {
 		what, query = "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
 	} else {
 		what, query = "REPLACE INTO "+q.info.Table, tableStatement(q.info.Table)
@@ -137,12 +138,12 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 	for attempt := 0; ; attempt++ {
 		res, err := ss.exec(ctx, what, query)
 		var id int64
-		if err == nil && q.info.rowStored() {
+		if err == nil && q.info.RowStored() {
 			if n, rerr := res.RowsAffected(); rerr == nil && n != 1 {
 				// No row, or one with another start or step: nothing issued.
 				err := fmt.Errorf("%w: %s: sequence %q has no row in counters with start %d and step %d there; "+
 					"create it there (ticketd sequence create) or check it (ticketd sequence check)",
-					ErrMisconfigured, s.name, q.info.Name, s.offset, s.inc)
+					spec.ErrMisconfigured, s.name, q.info.Name, s.offset, s.inc)
 				s.note(err, false)
 				return 0, err
 			}
@@ -162,22 +163,22 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 				// Contention, not ill health: the server stays in rotation.
 				return 0, fmt.Errorf("deadlocked %d times: %w", attempt+1, err)
 			case kindStatement:
-				return 0, fmt.Errorf("%w: %w", ErrMisconfigured, err)
+				return 0, fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
 			case kindExhausted:
 				if isMySQLError(err, erAutoincReadFailed) && !p.counterExhausted(ctx, ss, q) {
 					// Not the column's end: the lock wait was cut short.
-					return 0, fmt.Errorf("%w: %w: %w", ErrServerDown, errInterrupted, err)
+					return 0, fmt.Errorf("%w: %w: %w", spec.ErrServerDown, errInterrupted, err)
 				}
 				return 0, p.exhaust(s, q, err)
 			default:
 				// The session has judged the server (session.go, outcome).
-				return 0, fmt.Errorf("%w: %w", ErrServerDown, err)
+				return 0, fmt.Errorf("%w: %w", spec.ErrServerDown, err)
 			}
 		}
 		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
 		if t == 0 {
 			// No AUTO_INCREMENT on the table: nothing was issued.
-			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", ErrMisconfigured, s.name, q.info.Table)
+			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.name, q.info.Table)
 			s.note(err, false)
 			return 0, err
 		}
@@ -203,7 +204,7 @@ func (p *Pair) takeOnAs(ctx context.Context, s *server, q *sequence, guard bool,
 // counter past the last usable ticket is an exhausted sequence. A counter it
 // cannot read is taken for not exhausted, since exhaust is for good.
 func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) bool {
-	if q.info.rowStored() {
+	if q.info.RowStored() {
 		return true // 1690: value + step past the column's end
 	}
 	c, err := readCounters(ctx, ss, p.cfg.Database, []string{q.info.Table})
@@ -217,22 +218,22 @@ func isMySQLError(err error, number uint16) bool {
 
 // exhaust records that q has no value left on s; the counter only moves up, so
 // s is never asked for q again by this Pair.
-func (p *Pair) exhaust(s *server, q *sequence, cause error) error {
+func (p *Pair) exhaust(s *Server, q *sequence, cause error) error {
 	if q.exhausted.Or(1<<s.idx)&(1<<s.idx) == 0 {
 		s.log.Warn("sequence exhausted on this server", "sequence", q.info.Name, "err", cause)
 	}
-	return fmt.Errorf("%w: %w", ErrSequenceExhausted, cause)
+	return fmt.Errorf("%w: %w", spec.ErrSequenceExhausted, cause)
 }
 
 // parityViolation drops a ticket that the other server may also issue, and takes
 // s out of rotation with its pool marked for replacement: the session that broke
 // parity (SET SESSION auto_increment_*) must not serve again. s rejoins once the
 // prober has found the right settings on a fresh connection.
-func (p *Pair) parityViolation(s *server, q *sequence, t uint64) error {
+func (p *Pair) parityViolation(s *Server, q *sequence, t uint64) error {
 	s.parity.Add(1)
 	err := fmt.Errorf("%w: %s returned %d from %s; its tickets must be %d mod %d",
-		ErrParity, s.name, t, markKey(q.info), s.offset%s.inc, s.inc)
-	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", markKey(q.info))
+		spec.ErrParity, s.name, t, spec.MarkKey(q.info), s.offset%s.inc, s.inc)
+	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", spec.MarkKey(q.info))
 	s.failures.Add(1)
 	s.note(err, false)
 	// reopen before down: the prober must not check the old pool and let it rejoin.

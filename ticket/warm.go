@@ -15,7 +15,7 @@ import (
 // a pair in two places). It is background work: a failure is reported, never
 // held against the server. The first round runs at once.
 func (p *Pair) warmLoop() {
-	if p.cfg.warmConns() <= 0 {
+	if p.cfg.EffectiveWarmConns() <= 0 {
 		return
 	}
 	t := time.NewTimer(0)
@@ -40,9 +40,9 @@ func (p *Pair) warmLoop() {
 }
 
 // warm takes WarmConns connections of s at once and pings each.
-func (p *Pair) warm(s *server) {
+func (p *Pair) warm(s *Server) {
 	var wg sync.WaitGroup
-	for range p.cfg.warmConns() {
+	for range p.cfg.EffectiveWarmConns() {
 		wg.Go(func() {
 			ss := p.session(s, opCheck)
 			ss.long = false // a ping is quick; a slow one is worth knowing about

@@ -1,4 +1,4 @@
-package ticket
+package spec
 
 import (
 	"crypto/tls"
@@ -179,13 +179,13 @@ func DefaultServers() []ServerConfig {
 // pair that `make db-up` starts. The password is left empty: it belongs to the
 // deployment, not the code. (Logger stays nil: slog.Default() at Open.)
 func DefaultConfig() Config {
-	c := Config{}.withDefaults()
+	c := Config{}.WithDefaults()
 	c.Logger = nil
 	return c
 }
 
-// withDefaults fills the zero fields with their defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults fills the zero fields with their defaults.
+func (c Config) WithDefaults() Config {
 	if len(c.Servers) == 0 {
 		c.Servers = DefaultServers()
 	}
@@ -220,7 +220,7 @@ func (c Config) withDefaults() Config {
 // Validate reports every field outside its bounds, a zero field as its
 // default, each error wrapping ErrInvalidConfig. It never quotes the password.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
@@ -253,7 +253,7 @@ func (c Config) Validate() error {
 	if c.CallTimeout < MinCallTimeout || c.CallTimeout > MaxCallTimeout {
 		bad("CallTimeout %v outside [%v, %v]", c.CallTimeout, MinCallTimeout, MaxCallTimeout)
 	}
-	if ct := c.connectTimeout(); c.ConnectTimeout != 0 && (ct < c.CallTimeout || ct > MaxCallTimeout*ConnectTimeoutFactor) {
+	if ct := c.EffectiveConnectTimeout(); c.ConnectTimeout != 0 && (ct < c.CallTimeout || ct > MaxCallTimeout*ConnectTimeoutFactor) {
 		bad("ConnectTimeout %v outside [CallTimeout %v, %v]", ct, c.CallTimeout, MaxCallTimeout*ConnectTimeoutFactor)
 	}
 	if c.ProbeInterval < MinProbeInterval || c.ProbeInterval > MaxProbeInterval {
@@ -280,16 +280,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// connectTimeout is ConnectTimeout, or its default derived from CallTimeout.
-func (c Config) connectTimeout() time.Duration {
+// EffectiveConnectTimeout is ConnectTimeout, or its default derived from CallTimeout.
+func (c Config) EffectiveConnectTimeout() time.Duration {
 	if c.ConnectTimeout != 0 {
 		return c.ConnectTimeout
 	}
 	return ConnectTimeoutFactor * c.CallTimeout
 }
 
-// warmConns is WarmConns with its default (at most MaxOpenConns); 0 for none.
-func (c Config) warmConns() int {
+// EffectiveWarmConns is WarmConns with its default (at most MaxOpenConns); 0 for none.
+func (c Config) EffectiveWarmConns() int {
 	switch {
 	case c.WarmConns < 0:
 		return 0
@@ -299,8 +299,8 @@ func (c Config) warmConns() int {
 	return c.WarmConns
 }
 
-// marginFor is the margin of a table of the given width.
-func (c Config) marginFor(bits int) uint64 {
+// MarginFor is the margin of a table of the given width.
+func (c Config) MarginFor(bits int) uint64 {
 	switch {
 	case c.Margin != 0:
 		return c.Margin
@@ -390,12 +390,15 @@ func redacted(pw string) string {
 	return "[redacted]"
 }
 
-// redactedDSN is how a server is named in logs and errors: the go-sql-driver DSN
+// RedactedDSN is how a server is named in logs and errors: the go-sql-driver DSN
 // shape a DBA recognises, with the password replaced.
-func (c Config) redactedDSN(i int) string {
+func (c Config) RedactedDSN(i int) string {
 	pw := ""
 	if c.Password != "" {
 		pw = ":***"
 	}
 	return fmt.Sprintf("%s%s@tcp(%s)/%s", c.User, pw, c.Servers[i].Addr, c.Database)
 }
+
+// StatementTimeout bounds one statement of the tools: a page, a batch.
+func (c Config) StatementTimeout() time.Duration { return max(10*c.CallTimeout, 30*time.Second) }

@@ -1,4 +1,4 @@
-package ticket
+package spec
 
 import (
 	"crypto/tls"
@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // MinTLSVersion is the oldest TLS version Config.TLS allows: a lower
@@ -75,10 +73,10 @@ func checkTLS(c *tls.Config) error {
 	return nil
 }
 
-// tlsFor returns the TLS configuration of the connections to the server at
+// TLSFor returns the TLS configuration of the connections to the server at
 // addr: a copy of c.TLS, at least TLS 1.2, verifying the server's name (its
 // host when TLS.ServerName is empty). nil when c.TLS is nil.
-func (c Config) tlsFor(addr string) *tls.Config {
+func (c Config) TLSFor(addr string) *tls.Config {
 	if c.TLS == nil {
 		return nil
 	}
@@ -90,18 +88,4 @@ func (c Config) tlsFor(addr string) *tls.Config {
 		}
 	}
 	return t
-}
-
-// tlsRefused reports whether err says a TLS link could not be set up for a
-// reason that trying again does not fix: the server's certificate does not
-// verify (unknown CA, wrong name, expired), the server refused ours, or it
-// offers no TLS at all.
-func tlsRefused(err error) bool {
-	var verify *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	var host x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var alert tls.AlertError
-	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) ||
-		errors.As(err, &invalid) || errors.As(err, &alert) || errors.Is(err, mysql.ErrNoTLS)
 }

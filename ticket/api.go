@@ -1,0 +1,94 @@
+package ticket
+
+import (
+	"crypto/tls"
+
+	"ticketd/ticket/internal/spec"
+)
+
+// The vocabulary every room of the package shares lives in internal/spec;
+// these names are the package's API for it. Each is the same type, constant
+// or sentinel as there: errors.Is and type switches see no difference.
+
+type (
+	// Config configures a Pair (and the administrative commands of
+	// package dba). The zero value of every field is the default
+	// documented on it; DefaultConfig returns them filled in.
+	Config = spec.Config
+	// ServerConfig names one ticket server; its place in Config.Servers
+	// fixes its auto_increment_offset.
+	ServerConfig = spec.ServerConfig
+	// TLSFiles names the PEM files of an encrypted link to the servers.
+	TLSFiles = spec.TLSFiles
+	// SequenceInfo is a named sequence as the DBA defined it.
+	SequenceInfo = spec.SequenceInfo
+)
+
+// Defaults and bounds of Config (internal/spec documents each).
+const (
+	DefaultUser          = spec.DefaultUser
+	DefaultDatabase      = spec.DefaultDatabase
+	DefaultCallTimeout   = spec.DefaultCallTimeout
+	DefaultProbeInterval = spec.DefaultProbeInterval
+	DefaultMaxOpenConns  = spec.DefaultMaxOpenConns
+	DefaultWarmConns     = spec.DefaultWarmConns
+	MaxCallTimeoutFactor = spec.MaxCallTimeoutFactor
+	ConnectTimeoutFactor = spec.ConnectTimeoutFactor
+	DefaultFlushInterval = spec.DefaultFlushInterval
+	DefaultCheckInterval = spec.DefaultCheckInterval
+	DefaultMargin        = spec.DefaultMargin
+	DefaultMargin32      = spec.DefaultMargin32
+	MinCallTimeout       = spec.MinCallTimeout
+	MaxCallTimeout       = spec.MaxCallTimeout
+	MinProbeInterval     = spec.MinProbeInterval
+	MaxProbeInterval     = spec.MaxProbeInterval
+	MinOpenConns         = spec.MinOpenConns
+	MaxOpenConnsLimit    = spec.MaxOpenConnsLimit
+	MaxWarmConns         = spec.MaxWarmConns
+	MinFlushInterval     = spec.MinFlushInterval
+	MaxFlushInterval     = spec.MaxFlushInterval
+	MinCheckInterval     = spec.MinCheckInterval
+	MaxCheckInterval     = spec.MaxCheckInterval
+	MinMargin            = spec.MinMargin
+	MaxMargin            = spec.MaxMargin
+	MaxServers           = spec.MaxServers
+	MinTLSVersion        = spec.MinTLSVersion
+	// MaxBlockSize is the largest block size of a sequence.
+	MaxBlockSize = spec.MaxBlockSize
+)
+
+// Sentinel errors. Every error this package returns that a caller may want to
+// act on wraps exactly one of these (test with errors.Is); internal/spec says
+// what each means.
+var (
+	ErrInvalidConfig      = spec.ErrInvalidConfig
+	ErrInvalidArgument    = spec.ErrInvalidArgument
+	ErrNoServer           = spec.ErrNoServer
+	ErrServerDown         = spec.ErrServerDown
+	ErrMisconfigured      = spec.ErrMisconfigured
+	ErrTLS                = spec.ErrTLS
+	ErrParity             = spec.ErrParity
+	ErrBadName            = spec.ErrBadName
+	ErrUnknownSequence    = spec.ErrUnknownSequence
+	ErrSequenceExhausted  = spec.ErrSequenceExhausted
+	ErrLeaseLost          = spec.ErrLeaseLost
+	ErrAllWorkersHeld     = spec.ErrAllWorkersHeld
+	ErrDeploymentMismatch = spec.ErrDeploymentMismatch
+	ErrRewound            = spec.ErrRewound
+	ErrClosed             = spec.ErrClosed
+)
+
+// DefaultConfig returns the defaults filled in: the configuration of the
+// local pair that `make db-up` starts, without a password.
+func DefaultConfig() Config { return spec.DefaultConfig() }
+
+// DefaultServers returns the local pair that `make db-up` starts.
+func DefaultServers() []ServerConfig { return spec.DefaultServers() }
+
+// LoadTLS reads f into a TLS configuration for Config.TLS (TLS 1.2 or later,
+// the servers verified against f.CA and their names).
+func LoadTLS(f TLSFiles) (*tls.Config, error) { return spec.LoadTLS(f) }
+
+// CheckSequenceInfo reports why si is no sequence a catalog may hold (a bad
+// name, width, block size or table), wrapping ErrInvalidArgument.
+func CheckSequenceInfo(si SequenceInfo) error { return spec.CheckSequenceInfo(si) }

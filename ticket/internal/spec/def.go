@@ -1,0 +1,125 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"ticketd/ticket/seqname"
+)
+
+// SequenceInfo is a named sequence as the DBA defined it in table `sequences`.
+type SequenceInfo struct {
+	Name string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
+	// Table is where its counter lives: "" for a row of table counters, which
+	// is how `ticketd sequence create` makes every sequence; Tickets64,
+	// Tickets32, or a seq_* table of its own (sequences made before counters
+	// existed, which keep working).
+	Table string
+	// Bits is 32 or 64: no value above 2^32-1, resp. 2^63-1, is ever returned.
+	Bits int
+	// BlockSize B: one ticket t stands for the values [t·B, t·B+B).
+	BlockSize uint64
+}
+
+// RowStored reports whether the sequence's counter is a row of counters.
+func (si SequenceInfo) RowStored() bool { return si.Table == "" }
+
+// String names the definition as the logs and errors do.
+func (si SequenceInfo) String() string {
+	where := "a row of counters"
+	if !si.RowStored() {
+		where = "table " + si.Table
+	}
+	return fmt.Sprintf("%d bits, block size %d, %s", si.Bits, si.BlockSize, where)
+}
+
+// MaxBlockSize is the largest block size (schema.sql's CHECK sequence_block_ok).
+const MaxBlockSize = 1_000_000_000
+
+// NameRE and TableRE mirror schema.sql's CHECK constraints; ValidName is
+// NameRE without a regexp, for the hot path (package seqname: the one rule,
+// shared with auth's tickets:NAME scopes).
+var (
+	NameRE  = seqname.Regexp
+	TableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
+)
+
+func ValidName(name string) bool { return seqname.Valid(name) }
+
+// ValueLimit is the largest value a sequence of the given width may return. A
+// 64-bit sequence stops at 2^63-1 so that every value fits a signed BIGINT and
+// JSON readers that use int64.
+func ValueLimit(bits int) uint64 {
+	if bits == 32 {
+		return 1<<32 - 1
+	}
+	return 1<<63 - 1
+}
+
+// MarkKey names the counter of a sequence in high_water (CounterKey).
+func MarkKey(si SequenceInfo) string {
+	if si.RowStored() {
+		return CounterKey(si.Name, true)
+	}
+	return CounterKey(si.Table, false)
+}
+
+// CounterKey is a counter's name in high_water.table_name: the table, or
+// counters.NAME for a row of counters (no table name contains a dot).
+func CounterKey(name string, row bool) string {
+	if row {
+		return RowKeyPrefix + name
+	}
+	return name
+}
+
+const RowKeyPrefix = "counters."
+
+// CheckSequenceInfo reports why si is no sequence a catalog may hold (a bad
+// name, width, block size or table), wrapping ErrInvalidArgument.
+func CheckSequenceInfo(si SequenceInfo) error {
+	if err := CheckInfo(si); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// CheckInfo reports why a catalog row cannot be used, mirroring schema.sql's
+// CHECK constraints (a server with an older schema may lack them).
+func CheckInfo(si SequenceInfo) error {
+	switch {
+	case !ValidName(si.Name):
+		return fmt.Errorf("name %.64q does not match %s", si.Name, NameRE)
+	case si.Table != "" && !TableRE.MatchString(si.Table):
+		return fmt.Errorf("table %.80q does not match %s", si.Table, TableRE)
+	case si.Bits != 32 && si.Bits != 64:
+		return fmt.Errorf("bits %d: want 32 or 64", si.Bits)
+	case si.BlockSize < 1 || si.BlockSize > MaxBlockSize:
+		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, MaxBlockSize)
+	}
+	return nil
+}
+
+// FixInfo is what a Fix statement depends on.
+type FixInfo struct {
+	Row       bool   // a row of counters (name), else a table (key)
+	Name      string // the sequence, for a row
+	Bits      int
+	MaxTicket uint64
+}
+
+func FixInfoOf(si SequenceInfo) FixInfo {
+	return FixInfo{Row: si.RowStored(), Name: si.Name, Bits: si.Bits, MaxTicket: ValueLimit(si.Bits) / max(si.BlockSize, 1)}
+}
+
+// MaxHolderLen bounds the text that names a holder (worker_leases.holder
+// and sequence_pins.pinned_by are VARCHAR(255)).
+const MaxHolderLen = 255
+
+func PrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,57 @@
+package spec
+
+import (
+	"errors"
+)
+
+// Sentinel errors. Every error package ticket (and its rooms) returns that a caller may want to act
+// on wraps exactly one of these (test with errors.Is); the rest of the message says
+// which server, sequence or worker it concerns. No error ever carries a password.
+var (
+	// ErrInvalidConfig: Config.Validate refused a field.
+	ErrInvalidConfig = errors.New("ticket: invalid config")
+	// ErrInvalidArgument: a request (AcquireRequest, Deployment, a lease) is malformed.
+	ErrInvalidArgument = errors.New("ticket: invalid argument")
+	// ErrNoServer: no ticket server could serve the call; the last server error is
+	// wrapped as well.
+	ErrNoServer = errors.New("ticket: no ticket server available")
+	// ErrServerDown: the one server a call had to use (a lease's owner, or
+	// AcquireRequest.Server) could not be reached or is out of rotation.
+	ErrServerDown = errors.New("ticket: ticket server down")
+	// ErrMisconfigured: a server's auto_increment settings do not match its place in
+	// the pair, the servers disagree on a sequence's definition, or a TLS link
+	// to a server was refused (then ErrTLS too).
+	ErrMisconfigured = errors.New("ticket: ticket server misconfigured")
+	// ErrTLS: Config.TLS is set and the link to a server could not be
+	// encrypted: its certificate does not verify (another CA, another name,
+	// expired), it refused ticketd's, or it offers no TLS. ticketd never falls
+	// back to plain text. Always wrapped together with ErrMisconfigured.
+	ErrTLS = errors.New("ticket: TLS refused")
+	// ErrParity: a server returned a ticket of the other servers' parity. That ticket
+	// was dropped, and the server taken out of rotation.
+	ErrParity = errors.New("ticket: ticket of the wrong parity")
+	// ErrBadName: a sequence name that can never be valid.
+	ErrBadName = errors.New("ticket: bad sequence name")
+	// ErrUnknownSequence: a well-formed name the DBA has not defined.
+	ErrUnknownSequence = errors.New("ticket: unknown sequence")
+	// ErrSequenceExhausted: the sequence has no value left within its bit width on
+	// any server.
+	ErrSequenceExhausted = errors.New("ticket: sequence exhausted")
+	// ErrLeaseLost: another holder (or a newer version) owns the worker ID now; the
+	// caller must stop issuing with it at once.
+	ErrLeaseLost = errors.New("ticket: worker lease lost")
+	// ErrAllWorkersHeld: every worker ID on every reachable server is held, or
+	// reserved too far ahead of the caller's clock.
+	ErrAllWorkersHeld = errors.New("ticket: all worker IDs are held")
+	// ErrDeploymentMismatch: a server records a different ID layout or epoch than
+	// this ticketd was started with; issuing IDs could then collide.
+	ErrDeploymentMismatch = errors.New("ticket: deployment settings mismatch")
+	// ErrRewound: a server's counter for a ticket table is at or below the
+	// high-water mark of tickets it is known to have issued (it was restored from
+	// a backup, or lost its data): it would hand out tickets again. The server is
+	// refused for that table until its counter passes the mark; the message
+	// names the server, the table and the ALTER TABLE that fixes it.
+	ErrRewound = errors.New("ticket: ticket server counter rewound")
+	// ErrClosed: the Pair was closed.
+	ErrClosed = errors.New("ticket: pair closed")
+)
