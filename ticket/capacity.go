@@ -19,27 +19,24 @@ import (
 // of rotation is asked all the same (the count is what matters, not its
 // tickets). held[i] is -1 for a server that did not answer; err then joins
 // those servers' errors, and the other counts are still good.
-func (p *Pair) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
-	if p.closed.Load() {
-		return nil, spec.ErrClosed
-	}
+func (ls *Leases) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
 	if workerBits < MinWorkerBits || workerBits > MaxWorkerBits {
 		return nil, fmt.Errorf("%w: workerBits %d outside [%d, %d]", spec.ErrInvalidArgument, workerBits, MinWorkerBits, MaxWorkerBits)
 	}
-	held := make([]int, len(p.servers))
-	errs := make([]error, len(p.servers))
+	held := make([]int, len(ls.servers))
+	errs := make([]error, len(ls.servers))
 	var wg sync.WaitGroup
-	for i, s := range p.servers {
+	for i, s := range ls.servers {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+			cctx, cancel := context.WithTimeout(ctx, ls.cfg.CallTimeout)
 			defer cancel()
 			var n int
-			err := s.pool().GetContext(cctx, &n,
+			err := s.Pool().GetContext(cctx, &n,
 				`SELECT COUNT(*) FROM worker_leases
 				  WHERE datacenter = ? AND worker < ? AND expires_at > UTC_TIMESTAMP(3)`,
 				datacenter, uint64(1)<<workerBits)
 			if err != nil {
-				held[i], errs[i] = -1, fmt.Errorf("%s: counting held worker IDs: %w", s.name, err)
+				held[i], errs[i] = -1, fmt.Errorf("%s: counting held worker IDs: %w", s.Name, err)
 				return
 			}
 			held[i] = n

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -255,32 +256,32 @@ func (r catRow) pin() rowDef {
 // comment at the top). It returns each server's error, in list order.
 // Catalog reads never overlap: a second one waits for the first (or gives up
 // when ctx ends).
-func (p *Pair) loadCatalogs(ctx context.Context, list []*Server) []error {
-	if !p.catalogGate.enter(ctx) {
+func (sq *Sequences) loadCatalogs(ctx context.Context, list []*conn.Server) []error {
+	if !sq.catalogGate.Enter(ctx) {
 		errs := make([]error, len(list))
 		for i := range errs {
 			errs[i] = fmt.Errorf("ticket: reading sequences: %w", ctx.Err())
 		}
 		return errs
 	}
-	defer p.catalogGate.leave()
-	errs := p.onEach(ctx, list, opCatalog, func(ctx context.Context, ss *session) error {
-		err := p.syncCatalog(ctx, ss)
-		if err != nil && classify(err) == kindStatement && !ss.s.catalogWarned.Swap(true) {
-			ss.s.log.Error("cannot read the sequence catalog: its named sequences are unusable until this is fixed (load schema.sql again)", "err", err)
+	defer sq.catalogGate.Leave()
+	errs := sq.rot.OnEach(ctx, list, conn.OpCatalog, func(ctx context.Context, ss *conn.Session) error {
+		err := sq.syncCatalog(ctx, ss)
+		if err != nil && conn.Classify(err) == conn.KindStatement && !sq.warned[ss.Server.Idx].Swap(true) {
+			ss.Server.Log.Error("cannot read the sequence catalog: its named sequences are unusable until this is fixed (load schema.sql again)", "err", err)
 		} else if err == nil {
-			ss.s.catalogWarned.Store(false)
+			sq.warned[ss.Server.Idx].Store(false)
 		}
 		return err
 	})
-	p.settleCatalog()
+	sq.settleCatalog()
 	return errs
 }
 
 // settleCatalog judges, once every server of a poll has been read, whether
 // the names that changed are missing on some server.
-func (p *Pair) settleCatalog() {
-	c := &p.cat
+func (sq *Sequences) settleCatalog() {
+	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.fresh) > 0 {
@@ -293,12 +294,12 @@ func (p *Pair) settleCatalog() {
 	}
 	if c.touchedAll {
 		c.each(func(q *sequence) bool {
-			p.judgeMissingLocked(q)
+			sq.judgeMissingLocked(q)
 			return true
 		})
 	} else {
 		for q := range c.touched {
-			p.judgeMissingLocked(q)
+			sq.judgeMissingLocked(q)
 		}
 	}
 	clear(c.touched)
@@ -306,32 +307,32 @@ func (p *Pair) settleCatalog() {
 }
 
 // syncCatalog reads what changed in one server's catalog.
-func (p *Pair) syncCatalog(ctx context.Context, ss *session) error {
-	i := ss.s.idx
+func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
+	i := ss.Server.Idx
 	var clock uint64
-	if err := ss.get(ctx, "reading the catalog version", &clock, "SELECT version FROM catalog_version WHERE id = 1"); err != nil {
+	if err := ss.Get(ctx, "reading the catalog version", &clock, "SELECT version FROM catalog_version WHERE id = 1"); err != nil {
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		clock = 0 // emptied: a reset
 	}
-	c := &p.cat
+	c := &sq.cat
 	c.mu.Lock()
 	read, seen := c.read&(1<<i) != 0, c.seen[i]
 	c.mu.Unlock()
 	switch {
 	case !read || clock < seen:
 		if read {
-			ss.s.log.Warn("the sequence catalog's version went back (emptied, or the server restored): reading it whole again",
+			ss.Server.Log.Warn("the sequence catalog's version went back (emptied, or the server restored): reading it whole again",
 				"version", clock, "seen", seen)
 		}
-		return p.readCatalogWhole(ctx, ss, clock)
+		return sq.readCatalogWhole(ctx, ss, clock)
 	case clock == seen:
 		return nil
 	}
 	for range catalogPollPages {
 		var rows []catRow
-		if err := ss.each(ctx, "reading catalog changes", scanCatRows(&rows),
+		if err := ss.Each(ctx, "reading catalog changes", scanCatRows(&rows),
 			catalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, catalogPage); err != nil {
 			return err
 		}
@@ -343,7 +344,7 @@ func (p *Pair) syncCatalog(ctx context.Context, ss *session) error {
 			// Everything committed up to clock has been read.
 			top = max(top, clock)
 		}
-		p.applyCatalog(i, rows, false)
+		sq.applyCatalog(i, rows, false)
 		c.mu.Lock()
 		c.seen[i] = max(c.seen[i], top)
 		c.mu.Unlock()
@@ -357,9 +358,9 @@ func (p *Pair) syncCatalog(ctx context.Context, ss *session) error {
 
 // readCatalogWhole reads one server's catalog in pages by name. clock is the
 // catalog version read before: every row up to it is in the pages.
-func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) error {
-	i := ss.s.idx
-	c := &p.cat
+func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clock uint64) error {
+	i := ss.Server.Idx
+	c := &sq.cat
 	c.mu.Lock()
 	c.gen[i]++
 	c.mu.Unlock()
@@ -367,11 +368,11 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 	rows := make([]catRow, 0, catalogPage)
 	for {
 		rows = rows[:0]
-		if err := ss.each(ctx, "reading the catalog", scanCatRows(&rows),
+		if err := ss.Each(ctx, "reading the catalog", scanCatRows(&rows),
 			catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
 			return err
 		}
-		p.applyCatalog(i, rows, true)
+		sq.applyCatalog(i, rows, true)
 		if len(rows) < catalogPage {
 			break
 		}
@@ -388,7 +389,7 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 	c.each(func(q *sequence) bool {
 		if q.defs[i].gen != gen && q.defs[i].row.ok {
 			q.defs[i].row = packedDef{}
-			p.recomputeLocked(q)
+			sq.recomputeLocked(q)
 		}
 		return true
 	})
@@ -398,8 +399,8 @@ func (p *Pair) readCatalogWhole(ctx context.Context, ss *session, clock uint64) 
 
 // applyCatalog records rows read from server i and judges every name they
 // touch. whole: they come from a full read.
-func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
-	c := &p.cat
+func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
+	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// New names are allocated a page at a time: one allocation for their
@@ -410,7 +411,7 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 	for _, r := range rows {
 		si := r.info()
 		if err := spec.CheckInfo(si); err != nil {
-			p.warn.Note(warnSeqRow, "server", i+1, "err", err)
+			sq.warn.Note(warnSeqRow, "server", i+1, "err", err)
 			continue
 		}
 		q := c.get(si.Name)
@@ -429,7 +430,7 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 		}
 		q.defs[i].row = c.pack(defOf(si))
 		q.defs[i].pin = c.pack(r.pin())
-		p.recomputeLocked(q)
+		sq.recomputeLocked(q)
 		if whole {
 			q.defs[i].gen = c.gen[i]
 		} else {
@@ -441,17 +442,17 @@ func (p *Pair) applyCatalog(i int, rows []catRow, whole bool) {
 // lookup maps a request's name to its sequence. An unknown name makes the
 // Pair poll the catalogs, so a sequence created a moment ago is usable at
 // once, without restarting ticketd.
-func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
+func (sq *Sequences) lookup(ctx context.Context, name string) (*sequence, error) {
 	if !spec.ValidName(name) {
 		return nil, fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE)
 	}
-	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
+	if q := sq.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
-	if err := p.pollForMiss(ctx); err != nil {
+	if err := sq.pollForMiss(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %q (%v)", spec.ErrUnknownSequence, name, err)
 	}
-	if q := p.cat.get(name); q != nil && q.servers.Load() != 0 {
+	if q := sq.cat.get(name); q != nil && q.servers.Load() != 0 {
 		return q, q.err()
 	}
 	return nil, fmt.Errorf("%w: %q", spec.ErrUnknownSequence, name)
@@ -463,8 +464,8 @@ func (p *Pair) lookup(ctx context.Context, name string) (*sequence, error) {
 // bad names cannot become a flood of queries; a request that comes too soon
 // after a poll waits for the next one rather than fail: the sequence it asks
 // for may have been created since the last poll began.
-func (p *Pair) pollForMiss(ctx context.Context) error {
-	c := &p.cat
+func (sq *Sequences) pollForMiss(ctx context.Context) error {
+	c := &sq.cat
 	arrived := time.Now().UnixNano()
 	for {
 		select {
@@ -489,7 +490,7 @@ func (p *Pair) pollForMiss(ctx context.Context) error {
 			}
 		}
 		began := time.Now().UnixNano()
-		p.loadCatalogs(ctx, p.order(nil, allServers(len(p.servers))))
+		sq.loadCatalogs(ctx, sq.rot.Order(nil, AllServers(len(sq.servers))))
 		c.missPolledAt.Store(began)
 		c.missPolls.Add(1)
 		<-c.missPoll
@@ -501,13 +502,13 @@ func (p *Pair) pollForMiss(ctx context.Context) error {
 // sequence defined on some server, sorted by name. It costs in proportion to
 // the catalog's size: for tools and tests, not for a request path
 // (SequenceCount and SequenceProblems cost nothing).
-func (p *Pair) Sequences(ctx context.Context) ([]spec.SequenceInfo, error) {
-	if p.closed.Load() {
+func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
+	if sq.lt.Closed() {
 		return nil, spec.ErrClosed
 	}
-	up := p.order(nil, allServers(len(p.servers)))
+	up := sq.rot.Order(nil, AllServers(len(sq.servers)))
 	answered := 0
-	for _, err := range p.loadCatalogs(ctx, up) {
+	for _, err := range sq.loadCatalogs(ctx, up) {
 		if err == nil {
 			answered++
 		}
@@ -519,7 +520,7 @@ func (p *Pair) Sequences(ctx context.Context) ([]spec.SequenceInfo, error) {
 		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", spec.ErrNoServer)
 	}
 	var list []spec.SequenceInfo
-	p.cat.each(func(q *sequence) bool {
+	sq.cat.each(func(q *sequence) bool {
 		if q.servers.Load() != 0 {
 			list = append(list, q.info)
 		}
@@ -530,4 +531,4 @@ func (p *Pair) Sequences(ctx context.Context) ([]spec.SequenceInfo, error) {
 }
 
 // SequenceCount returns how many names the catalogs read so far hold.
-func (p *Pair) SequenceCount() int { return int(p.cat.size.Load()) }
+func (sq *Sequences) Count() int { return int(sq.cat.size.Load()) }

@@ -42,8 +42,9 @@ func BenchmarkCatalogGC(b *testing.B) {
 // each defined and pinned on both and in use, as after their first values.
 // Names are one string each, as a scanned row's are.
 func catalogInMemory(n int) *Pair {
-	p := &Pair{}
-	p.cat.init(2)
+	// Only the catalog and the marks: no server, no rotation.
+	p := &Pair{marks: &markBook{}, seqs: &Sequences{}}
+	p.seqs.cat.init(2)
 	p.marks.init(2)
 	rows := make([]catRow, 0, catalogPage)
 	for k := 0; k < n; {
@@ -53,13 +54,13 @@ func catalogInMemory(n int) *Pair {
 				PinBits: sql.NullInt64{Int64: 64, Valid: true}, PinBlock: sql.NullInt64{Int64: 1000, Valid: true}})
 		}
 		for i := range 2 {
-			p.applyCatalog(i, rows, true)
+			p.seqs.applyCatalog(i, rows, true)
 		}
 	}
-	p.settleCatalog()
-	p.cat.each(func(q *sequence) bool {
-		p.use(q)
-		m := p.marksOf(q)
+	p.seqs.settleCatalog()
+	p.seqs.cat.each(func(q *sequence) bool {
+		p.seqs.use(q)
+		m := q.marksIn(p.marks)
 		m.raise(0, 7)
 		m.raise(1, 8)
 		return true

@@ -9,8 +9,8 @@ import (
 // recomputeLocked judges a name from what every server holds of it: which
 // servers serve it, whether it is refused, what to report. Called with the
 // catalog's mutex held. It builds text only for a name with a problem.
-func (p *Pair) recomputeLocked(q *sequence) {
-	c := &p.cat
+func (sq *Sequences) recomputeLocked(q *sequence) {
+	c := &sq.cat
 	name := q.info.Name
 	inUse := c.pack(defOf(q.info))
 	var mask, pinned, badPins, changed uint64
@@ -66,7 +66,7 @@ func (p *Pair) recomputeLocked(q *sequence) {
 		if other := c.byTable[q.info.Table]; other != nil && other != q {
 			shared := fmt.Errorf("%w: sequences %q and %q share table %s", spec.ErrMisconfigured, other.info.Name, name, q.info.Table)
 			if other.breakWith(shared) {
-				p.reportLocked(other, ProblemSharedTable, shared)
+				sq.reportLocked(other, ProblemSharedTable, shared)
 			}
 			if err == nil {
 				kind, err = ProblemSharedTable, shared
@@ -79,7 +79,7 @@ func (p *Pair) recomputeLocked(q *sequence) {
 	q.pinned.Store(pinned)
 	if err != nil {
 		if q.breakWith(err) {
-			p.reportLocked(q, kind, err)
+			sq.reportLocked(q, kind, err)
 		}
 		return
 	}
@@ -88,8 +88,8 @@ func (p *Pair) recomputeLocked(q *sequence) {
 // judgeMissingLocked reports q when some server whose catalog was read lacks
 // it, and clears its report once none does. Called with the catalog's mutex
 // held, after a poll of every server (settleCatalog).
-func (p *Pair) judgeMissingLocked(q *sequence) {
-	c := &p.cat
+func (sq *Sequences) judgeMissingLocked(q *sequence) {
+	c := &sq.cat
 	if q.err() != nil {
 		return // refused for good: its report stays
 	}
@@ -105,7 +105,7 @@ func (p *Pair) judgeMissingLocked(q *sequence) {
 				lack = append(lack, fmt.Sprint(i+1))
 			}
 		}
-		p.reportLocked(q, ProblemMissing, fmt.Errorf("sequence %q is defined on server %s and missing on server %s: "+
+		sq.reportLocked(q, ProblemMissing, fmt.Errorf("sequence %q is defined on server %s and missing on server %s: "+
 			"served by the first until it is created there too (ticketd sequence create)",
 			name, strings.Join(have, ", "), strings.Join(lack, ", ")))
 		return
@@ -126,13 +126,13 @@ func (c *catalog) listDefs(q *sequence, pick func(seqDef) packedDef, label strin
 }
 
 // reportLocked records a problem of q and logs it (aggregated).
-func (p *Pair) reportLocked(q *sequence, kind string, err error) {
-	if !p.cat.problems.set(SequenceProblem{Name: q.info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+func (sq *Sequences) reportLocked(q *sequence, kind string, err error) {
+	if !sq.cat.problems.set(SequenceProblem{Name: q.info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
 		return // already known
 	}
 	if kind == ProblemMissing {
-		p.warn.Note(warnSeqMissing, "sequence", q.info.Name, "err", err)
+		sq.warn.Note(warnSeqMissing, "sequence", q.info.Name, "err", err)
 		return
 	}
-	p.warn.Note(warnSeqRefused, "sequence", q.info.Name, "err", err)
+	sq.warn.Note(warnSeqRefused, "sequence", q.info.Name, "err", err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"ticketd/ticket/internal/conn"
 	"time"
 )
 
@@ -68,23 +69,23 @@ type scanState struct {
 }
 
 // scanStats returns every server's scan state, read under the check gate.
-func (p *Pair) scanStats(ctx context.Context) []scanState {
-	if !p.checkGate.enter(ctx) {
+func (b *markBook) scanStats(ctx context.Context) []scanState {
+	if !b.checkGate.Enter(ctx) {
 		return nil
 	}
-	defer p.checkGate.leave()
-	out := make([]scanState, len(p.servers))
-	for i, s := range p.servers {
-		out[i] = s.scan
+	defer b.checkGate.Leave()
+	out := make([]scanState, len(b.servers))
+	for i := range b.servers {
+		out[i] = b.per[i].scan
 	}
 	return out
 }
 
-func (p *Pair) scanBudget() time.Duration {
-	if b := p.testScanBudget.Load(); b > 0 {
+func (b *markBook) scanBudget() time.Duration {
+	if b := b.testScanBudget.Load(); b > 0 {
 		return time.Duration(b)
 	}
-	return min(p.cfg.CheckInterval/2, maxScanBudget)
+	return min(b.cfg.CheckInterval/2, maxScanBudget)
 }
 
 // checkRewinds folds the peers' marks, then compares the counters of every
@@ -98,50 +99,53 @@ func (p *Pair) scanBudget() time.Duration {
 // from the peers first, then the marks in memory, and only then the counter.
 // Every mark is then a ticket whose statement completed before the counter
 // was read, so a counter at or below it really went back.
-func (p *Pair) checkRewinds(ctx context.Context, check []*Server, mode checkMode) []error {
+func (b *markBook) checkRewinds(ctx context.Context, check []*conn.Server, mode checkMode) []error {
 	if len(check) == 0 {
 		return nil
 	}
-	if !p.checkGate.enter(ctx) {
+	if !b.checkGate.Enter(ctx) {
 		errs := make([]error, len(check))
 		for i := range errs {
 			errs[i] = fmt.Errorf("ticket: counter check: %w", ctx.Err())
 		}
 		return errs
 	}
-	defer p.checkGate.leave()
-	sources := p.order(nil, allServers(len(p.servers)))
+	defer b.checkGate.Leave()
+	sources := b.rot.Order(nil, AllServers(len(b.servers)))
 	for _, s := range check {
 		if !containsServer(sources, s) {
 			sources = append(sources, s)
 		}
 	}
-	errs := p.onEach(ctx, sources, opCheck, func(ctx context.Context, ss *session) error { return p.foldMarks(ctx, ss) })
+	errs := b.rot.OnEach(ctx, sources, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error { return b.foldMarks(ctx, ss) })
 	for k, s := range sources {
 		if err := errs[k]; err != nil {
-			if !serverFault(classify(err)) && !s.checkWarned.Swap(true) {
-				s.log.Warn("cannot read high-water marks: restores of the other servers may go undetected", "err", err)
+			if !conn.ServerFault(conn.Classify(err)) && !b.per[s.Idx].checkWarned.Swap(true) {
+				s.Log.Warn("cannot read high-water marks: restores of the other servers may go undetected", "err", err)
 			}
 			continue
 		}
-		s.checkWarned.Store(false)
+		b.per[s.Idx].checkWarned.Store(false)
 	}
-	return p.onEach(ctx, check, opCheck, func(ctx context.Context, ss *session) error {
+	return b.rot.OnEach(ctx, check, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 		begin := time.Now()
-		if err := p.checkTables(ctx, ss); err != nil {
+		if err := b.checkTables(ctx, ss); err != nil {
 			return err
 		}
 		if mode&checkRefused != 0 {
-			if err := p.recheckRows(ctx, ss); err != nil {
+			if err := b.recheckRows(ctx, ss); err != nil {
 				return err
 			}
 		}
 		if mode&checkScan != 0 {
-			if err := p.scanRows(ctx, ss, begin); err != nil {
+			if err := b.scanRows(ctx, ss, begin); err != nil {
 				return err
 			}
 		}
-		return p.checkLeaseRows(ctx, ss)
+		if b.hooks.AfterCheck != nil {
+			return b.hooks.AfterCheck(ctx, ss)
+		}
+		return nil
 	})
 }
 
@@ -159,9 +163,9 @@ type counterRow struct {
 // ticket.
 //
 // On MySQL 8 information_schema caches AUTO_INCREMENT for up to a day by
-// default; every session of ticketd sets information_schema_stats_expiry = 0
+// default; every Session of ticketd sets information_schema_stats_expiry = 0
 // there (bounds.go, sessionParams), so this reads the current counter.
-func readCounters(ctx context.Context, q selecter, database string, tables []string) (map[string]uint64, error) {
+func readCounters(ctx context.Context, q conn.Querier, database string, tables []string) (map[string]uint64, error) {
 	m := make(map[string]uint64, len(tables))
 	for len(tables) > 0 {
 		chunk := tables[:min(len(tables), refusedChunk)]
@@ -172,7 +176,7 @@ func readCounters(ctx context.Context, q selecter, database string, tables []str
 			args = append(args, t)
 		}
 		var rows []counterRow
-		err := q.sel(ctx, "reading counters", &rows,
+		err := q.Select(ctx, "reading counters", &rows,
 			`SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
 			  WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (`+placeholders(len(chunk))+`) AND AUTO_INCREMENT IS NOT NULL`, args...)
 		if err != nil {
@@ -190,9 +194,9 @@ func placeholders(n int) string {
 }
 
 // checkTables compares the tables' counters on ss's server with their marks.
-func (p *Pair) checkTables(ctx context.Context, ss *session) error {
-	s := ss.s
-	tables := p.marks.tableMarks()
+func (b *markBook) checkTables(ctx context.Context, ss *conn.Session) error {
+	s := ss.Server
+	tables := b.tableMarks()
 	if len(tables) == 0 {
 		return nil
 	}
@@ -200,9 +204,9 @@ func (p *Pair) checkTables(ctx context.Context, ss *session) error {
 	before := make([]uint64, len(tables))
 	for k, m := range tables {
 		names[k] = m.name // a table
-		before[k] = m.known[s.idx].Load()
+		before[k] = m.known[s.Idx].Load()
 	}
-	counters, err := readCounters(ctx, ss, p.cfg.Database, names)
+	counters, err := readCounters(ctx, ss, b.cfg.Database, names)
 	if err != nil {
 		return err
 	}
@@ -212,9 +216,9 @@ func (p *Pair) checkTables(ctx context.Context, ss *session) error {
 			continue // not on this server (or not visible): nothing is taken from it there
 		}
 		if isRewound(c, before[k]) {
-			p.refuse(s, m, p.rewindFor(m, c, before[k]))
+			b.refuse(s, m, b.rewindFor(m, c, before[k]))
 		} else {
-			p.readmit(s, m, c, before[k])
+			b.readmit(s, m, c, before[k])
 		}
 	}
 	return nil
@@ -229,21 +233,21 @@ type rowValue struct {
 }
 
 // recheckRows compares the rows of counters the server is refused for.
-func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
-	s := ss.s
-	refused := p.marks.refusedRows(s.idx)
-	s.scan.refusedRows = len(refused)
+func (b *markBook) recheckRows(ctx context.Context, ss *conn.Session) error {
+	s := ss.Server
+	refused := b.refusedRows(s.Idx)
+	b.per[s.Idx].scan.refusedRows = len(refused)
 	for len(refused) > 0 {
 		chunk := refused[:min(len(refused), refusedChunk)]
 		refused = refused[len(chunk):]
 		before := make([]uint64, len(chunk))
 		args := make([]any, len(chunk))
 		for k, m := range chunk {
-			before[k] = m.known[s.idx].Load()
+			before[k] = m.known[s.Idx].Load()
 			args[k] = m.name
 		}
 		var rows []rowValue
-		if err := ss.sel(ctx, "reading refused counters", &rows,
+		if err := ss.Select(ctx, "reading refused counters", &rows,
 			"SELECT name, value, start, step FROM counters WHERE name IN ("+placeholders(len(chunk))+")", args...); err != nil {
 			return err
 		}
@@ -255,11 +259,11 @@ func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
 			v, ok := values[m.name]
 			switch {
 			case !ok:
-				p.refuse(s, m, p.rewindFor(m, 0, before[k])) // the row itself is gone
+				b.refuse(s, m, b.rewindFor(m, 0, before[k])) // the row itself is gone
 			case rowRewound(v, before[k]):
-				p.refuse(s, m, p.rewindFor(m, v, before[k]))
+				b.refuse(s, m, b.rewindFor(m, v, before[k]))
 			default:
-				p.readmit(s, m, v, before[k])
+				b.readmit(s, m, v, before[k])
 			}
 		}
 	}
@@ -268,10 +272,10 @@ func (p *Pair) recheckRows(ctx context.Context, ss *session) error {
 
 // scanRows compares the next pages of counters with the marks, within the
 // round's budget (started at begin).
-func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error {
-	s := ss.s
-	st := &s.scan
-	budget := p.scanBudget()
+func (b *markBook) scanRows(ctx context.Context, ss *conn.Session, begin time.Time) error {
+	s := ss.Server
+	st := &b.per[s.Idx].scan
+	budget := b.scanBudget()
 	pages := 0
 	defer func() {
 		st.rounds++
@@ -287,17 +291,17 @@ func (p *Pair) scanRows(ctx context.Context, ss *session, begin time.Time) error
 			return nil
 		}
 		pg.reset()
-		if err := ss.each(ctx, "reading counters", pg.add,
+		if err := ss.Each(ctx, "reading counters", pg.add,
 			"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
 			return err
 		}
 		pages++
-		st.marks = p.marks.pageMarks(pg, st.marks[:0])
+		st.marks = b.pageMarks(pg, st.marks[:0])
 		for k, m := range st.marks {
 			if m == nil {
 				continue // no ticket of it is known to have been issued
 			}
-			if err := p.compareRow(ctx, ss, pg.name(k), pg.values[k], m); err != nil {
+			if err := b.compareRow(ctx, ss, pg.name(k), pg.values[k], m); err != nil {
 				return err
 			}
 		}
@@ -354,26 +358,26 @@ func (pg *scanPageBuf) add(rs *sql.Rows) error {
 // compareRow judges one row read by the scan. A row that looks rewound is
 // read again after its mark: the mark read after the page may hold tickets
 // issued after the page was read.
-func (p *Pair) compareRow(ctx context.Context, ss *session, name []byte, value uint64, m *tableMarks) error {
-	s := ss.s
-	if !rowRewound(value, m.known[s.idx].Load()) {
-		if m.rewound.Load()&(1<<s.idx) != 0 {
-			p.readmit(s, m, value, m.known[s.idx].Load())
+func (b *markBook) compareRow(ctx context.Context, ss *conn.Session, name []byte, value uint64, m *tableMarks) error {
+	s := ss.Server
+	if !rowRewound(value, m.known[s.Idx].Load()) {
+		if m.rewound.Load()&(1<<s.Idx) != 0 {
+			b.readmit(s, m, value, m.known[s.Idx].Load())
 		}
 		return nil
 	}
-	before := m.known[s.idx].Load()
+	before := m.known[s.Idx].Load()
 	var now []uint64
-	if err := ss.sel(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", string(name)); err != nil {
+	if err := ss.Select(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", string(name)); err != nil {
 		return err
 	}
 	if len(now) == 1 && rowRewound(now[0], before) {
-		p.refuse(s, m, p.rewindFor(m, now[0], before))
+		b.refuse(s, m, b.rewindFor(m, now[0], before))
 	}
 	return nil
 }
 
-func containsServer(list []*Server, s *Server) bool {
+func containsServer(list []*conn.Server, s *conn.Server) bool {
 	for _, x := range list {
 		if x == s {
 			return true

@@ -3,7 +3,11 @@ package ticket
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
+	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -39,6 +43,57 @@ type copyRow struct {
 }
 
 type leaseKey struct{ dc, worker uint32 }
+
+// Leases is the worker leases of a pair: acquiring, renewing and releasing
+// them, and their reservation copies. It is safe for concurrent use.
+type Leases struct {
+	cfg     spec.Config
+	servers []*conn.Server
+	rot     *Rotation
+	tk      *Taker
+	warn    *logsum.Summary
+	// book: the leases this Pair holds, for the copies that catch up and
+	// the rewound-lease check; copyNow asks the bookkeeping loop to write
+	// the pending copies now (a server rejoined).
+	book    leaseBook
+	copyNow chan struct{}
+	per     []serverLeases
+}
+
+// serverLeases is what Leases keeps per server.
+type serverLeases struct {
+	// copySlow: a reservation copy to it timed out; copies wait for the
+	// catch-up instead of holding up renewals, until one succeeds.
+	copySlow atomic.Bool
+	// copyFailures: reservation copies that could not be written to it.
+	copyFailures atomic.Uint64
+	// rewound: a lease row held on it went back (ServerHealth.LeaseRewound).
+	rewound atomic.Bool
+}
+
+// WarnCopy is the kind of warning a copy not written logs.
+const WarnCopy = "reservation copy not written; it is written once the server answers again"
+
+// NewLeases returns the leases of servers, taking candidates through tk.
+func NewLeases(cfg spec.Config, servers []*conn.Server, rot *Rotation, tk *Taker, warn *logsum.Summary) *Leases {
+	warn.Declare(slog.LevelWarn, WarnCopy)
+	ls := &Leases{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn,
+		copyNow: make(chan struct{}, 1), per: make([]serverLeases, len(servers))}
+	ls.book.init(len(servers))
+	return ls
+}
+
+// CopyNow is signalled when the copies should be caught up now.
+func (ls *Leases) CopyNow() <-chan struct{} { return ls.copyNow }
+
+// Pending counts the leases whose latest reservation server i lacks.
+func (ls *Leases) Pending(i int) int { return ls.book.pending(i) }
+
+// Rewound reports whether a lease row held on server i was found rewound.
+func (ls *Leases) Rewound(i int) bool { return ls.per[i].rewound.Load() }
+
+// CopyFailures counts the reservation copies not written to server i.
+func (ls *Leases) CopyFailures(i int) uint64 { return ls.per[i].copyFailures.Load() }
 
 // heldLease is one lease this Pair acquired or renewed, and where its
 // reservation is known to be copied.
@@ -178,10 +233,10 @@ const copyTo = `INSERT INTO reservation_copies (datacenter, worker, holder, rese
 
 // peersOf returns the servers in rotation other than owner that answer
 // (none timing out): where its reservations are read back from.
-func (p *Pair) peersOf(owner *Server) []*Server {
-	var list []*Server
-	for _, s := range p.servers {
-		if s != owner && s.up.Load() && !s.suspect() {
+func (ls *Leases) peersOf(owner *conn.Server) []*conn.Server {
+	var list []*conn.Server
+	for _, s := range ls.servers {
+		if s != owner && ls.rot.Up(s) && !ls.rot.Suspect(s) {
 			list = append(list, s)
 		}
 	}
@@ -192,22 +247,22 @@ func (p *Pair) peersOf(owner *Server) []*Server {
 // largest reservation copy held by the other servers in rotation. Servers that
 // cannot answer are skipped: their copies only matter if owner was restored
 // too, which would be a second failure.
-func (p *Pair) readCopies(ctx context.Context, owner *Server, dc uint32, space uint64) map[uint32]int64 {
-	peers := p.peersOf(owner)
+func (ls *Leases) readCopies(ctx context.Context, owner *conn.Server, dc uint32, space uint64) map[uint32]int64 {
+	peers := ls.peersOf(owner)
 	if len(peers) == 0 {
 		return nil
 	}
-	n := uint64(len(p.servers))
+	n := uint64(len(ls.servers))
 	found := make([][]copyRow, len(peers))
 	var wg sync.WaitGroup
 	for k, q := range peers {
 		wg.Go(func() {
-			ss := p.session(q, opCopy)
-			ss.long = false // an acquire waits for it
-			defer ss.close()
-			_ = ss.sel(ctx, "reading reservation copies", &found[k],
+			ss := ls.rot.Session(q, conn.OpCopy)
+			ss.Long = false // an acquire waits for it
+			defer ss.Close()
+			_ = ss.Select(ctx, "reading reservation copies", &found[k],
 				`SELECT worker, reserved_until_ms FROM reservation_copies
-				  WHERE datacenter = ? AND worker < ? AND worker % ? = ?`, dc, space, n, owner.offset%n)
+				  WHERE datacenter = ? AND worker < ? AND worker % ? = ?`, dc, space, n, owner.Offset%n)
 		})
 	}
 	wg.Wait()
@@ -226,34 +281,34 @@ func (p *Pair) readCopies(ctx context.Context, owner *Server, dc uint32, space u
 // with a request statement's deadline, detached from the caller's own: a
 // copy is part of the reservation's safety, and the caller may be about to
 // give up just when its lease was written.
-func (p *Pair) writeCopies(ctx context.Context, l Lease) {
-	p.leases.update(l)
-	owner := p.servers[l.Server]
+func (ls *Leases) writeCopies(ctx context.Context, l Lease) {
+	ls.book.update(l)
+	owner := ls.servers[l.Server]
 	key := leaseKey{l.Datacenter, l.Worker}
 	var wg sync.WaitGroup
-	for _, q := range p.servers {
+	for _, q := range ls.servers {
 		if q == owner {
 			continue
 		}
-		if !q.up.Load() || q.copySlow.Load() || q.suspect() {
-			q.copyFailures.Add(1)
-			p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "why", "the server is out of rotation or timing out")
+		if !ls.rot.Up(q) || ls.per[q.Idx].copySlow.Load() || ls.rot.Suspect(q) {
+			ls.per[q.Idx].copyFailures.Add(1)
+			ls.warn.NoteFor(WarnCopy, q.Label, "server", q.Idx+1, "worker", l.Worker, "why", "the server is out of rotation or timing out")
 			continue
 		}
 		wg.Go(func() {
-			ss := p.session(q, opCopy)
-			ss.long = false
-			defer ss.close()
-			if _, err := execRetry(context.WithoutCancel(ctx), ss, "writing the reservation copy", copyTo,
+			ss := ls.rot.Session(q, conn.OpCopy)
+			ss.Long = false
+			defer ss.Close()
+			if _, err := conn.ExecRetry(context.WithoutCancel(ctx), ss, "writing the reservation copy", copyTo,
 				l.Datacenter, l.Worker, l.Holder, l.ReservedUntilMs); err != nil {
-				q.copyFailures.Add(1)
-				if classify(err) == kindSlow {
-					q.copySlow.Store(true)
+				ls.per[q.Idx].copyFailures.Add(1)
+				if conn.Classify(err) == conn.KindSlow {
+					ls.per[q.Idx].copySlow.Store(true)
 				}
-				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
+				ls.warn.NoteFor(WarnCopy, q.Label, "server", q.Idx+1, "worker", l.Worker, "err", err)
 				return
 			}
-			p.leases.wrote(key, l.Holder, q.idx, l.ReservedUntilMs)
+			ls.book.wrote(key, l.Holder, q.Idx, l.ReservedUntilMs)
 		})
 	}
 	wg.Wait()
@@ -269,27 +324,27 @@ func (p *Pair) writeCopies(ctx context.Context, l Lease) {
 // later holder wrote is theirs. A peer that cannot be lowered now keeps its
 // higher copy (safe; the next holder waits or skips), and is only raised to
 // the released value if it had fallen behind it.
-func (p *Pair) lowerCopies(ctx context.Context, l Lease, reserved int64) {
-	p.leases.finish(l, reserved)
-	owner := p.servers[l.Server]
+func (ls *Leases) lowerCopies(ctx context.Context, l Lease, reserved int64) {
+	ls.book.finish(l, reserved)
+	owner := ls.servers[l.Server]
 	key := leaseKey{l.Datacenter, l.Worker}
 	var wg sync.WaitGroup
-	for _, q := range p.servers {
-		if q == owner || !q.up.Load() || q.copySlow.Load() || q.suspect() {
+	for _, q := range ls.servers {
+		if q == owner || !ls.rot.Up(q) || ls.per[q.Idx].copySlow.Load() || ls.rot.Suspect(q) {
 			continue
 		}
 		wg.Go(func() {
-			ss := p.session(q, opCopy)
-			ss.long = false
-			defer ss.close()
-			if _, err := execRetry(context.WithoutCancel(ctx), ss, "lowering the reservation copy after release",
+			ss := ls.rot.Session(q, conn.OpCopy)
+			ss.Long = false
+			defer ss.Close()
+			if _, err := conn.ExecRetry(context.WithoutCancel(ctx), ss, "lowering the reservation copy after release",
 				`UPDATE reservation_copies SET reserved_until_ms = ?, updated_at = UTC_TIMESTAMP(3)
 				  WHERE datacenter = ? AND worker = ? AND holder = ?`,
 				reserved, l.Datacenter, l.Worker, l.Holder); err != nil {
-				p.warn.NoteFor(warnCopy, q.label, "server", q.idx+1, "worker", l.Worker, "err", err)
+				ls.warn.NoteFor(WarnCopy, q.Label, "server", q.Idx+1, "worker", l.Worker, "err", err)
 				return
 			}
-			p.leases.wrote(key, l.Holder, q.idx, reserved)
+			ls.book.wrote(key, l.Holder, q.Idx, reserved)
 		})
 	}
 	wg.Wait()
@@ -298,26 +353,26 @@ func (p *Pair) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 // catchUp writes to every server in rotation the latest reservation of each
 // lease it missed. Run by marksLoop every FlushInterval and as soon as a
 // server rejoins; its statements are background work.
-func (p *Pair) catchUp(ctx context.Context) {
+func (ls *Leases) catchUp(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, q := range p.servers {
-		if !q.up.Load() {
+	for _, q := range ls.servers {
+		if !ls.rot.Up(q) {
 			continue
 		}
-		list := p.leases.behind(q.idx)
+		list := ls.book.behind(q.Idx)
 		if len(list) == 0 {
 			continue
 		}
 		wg.Go(func() {
-			ss := p.session(q, opCopy)
-			defer ss.close()
+			ss := ls.rot.Session(q, conn.OpCopy)
+			defer ss.Close()
 			for _, c := range list {
-				if _, err := execRetry(ctx, ss, "catching up the reservation copy", copyTo,
+				if _, err := conn.ExecRetry(ctx, ss, "catching up the reservation copy", copyTo,
 					c.key.dc, c.key.worker, c.holder, c.reserved); err != nil {
-					return // the session has reported it; next round
+					return // the Session has reported it; next round
 				}
-				q.copySlow.Store(false)
-				p.leases.wrote(c.key, c.holder, q.idx, c.reserved)
+				ls.per[q.Idx].copySlow.Store(false)
+				ls.book.wrote(c.key, c.holder, q.Idx, c.reserved)
 			}
 		})
 	}
@@ -325,12 +380,9 @@ func (p *Pair) catchUp(ctx context.Context) {
 }
 
 // nudgeCopies asks marksLoop to catch up now, without waiting.
-func (p *Pair) nudgeCopies() {
-	if p.copyNow == nil {
-		return
-	}
+func (ls *Leases) nudgeCopies() {
 	select {
-	case p.copyNow <- struct{}{}:
+	case ls.copyNow <- struct{}{}:
 	default:
 	}
 }
@@ -341,16 +393,16 @@ func (p *Pair) nudgeCopies() {
 // holder's next renewal will fail with ErrLeaseLost. ServerHealth.LeaseRewound
 // says so, so the holder can switch before that. A row with a newer version
 // is another holder's: that is a lost lease, not a rewind.
-func (p *Pair) checkLeaseRows(ctx context.Context, ss *session) error {
-	s := ss.s
+func (ls *Leases) checkLeaseRows(ctx context.Context, ss *conn.Session) error {
+	s := ss.Server
 	rewound := false
-	for _, l := range p.leases.owned(s.idx, time.Now().UnixMilli()) {
+	for _, l := range ls.book.owned(s.Idx, time.Now().UnixMilli()) {
 		var rows []struct {
 			Version  uint64 `db:"version"`
 			Holder   string `db:"holder"`
 			Reserved int64  `db:"reserved_until_ms"`
 		}
-		if err := ss.sel(ctx, fmt.Sprintf("reading the row of worker %d", l.Worker), &rows,
+		if err := ss.Select(ctx, fmt.Sprintf("reading the row of worker %d", l.Worker), &rows,
 			`SELECT version, holder, reserved_until_ms FROM worker_leases WHERE datacenter = ? AND worker = ?`,
 			l.Datacenter, l.Worker); err != nil {
 			return err
@@ -359,12 +411,9 @@ func (p *Pair) checkLeaseRows(ctx context.Context, ss *session) error {
 			rewound = true
 		}
 	}
-	s.mu.Lock()
-	was := s.leaseRewind
-	s.leaseRewind = rewound
-	s.mu.Unlock()
+	was := ls.per[s.Idx].rewound.Swap(rewound)
 	if rewound && !was {
-		s.log.Error("the row of a worker lease held by this ticketd went back (restored from a backup?): the lease must be replaced")
+		s.Log.Error("the row of a worker lease held by this ticketd went back (restored from a backup?): the lease must be replaced")
 	}
 	return nil
 }

@@ -12,11 +12,11 @@ import (
 	"ticketd/ticket/internal/spec"
 )
 
-// TestRowParityWhateverTheSession: a session may change its own
-// auto_increment_* (no privilege needed). Through such a session a REPLACE on
+// TestRowParityWhateverTheSession: a Session may change its own
+// auto_increment_* (no privilege needed). Through such a Session a REPLACE on
 // a ticket table returns a ticket of the wrong parity (caught, and the server
 // taken out, as before), but a row of counters advances by its own step: every
-// value keeps its server's parity. The CHECK refuses a session that tries to
+// value keeps its server's parity. The CHECK refuses a Session that tries to
 // write a value of the other parity into a row directly.
 func TestRowParityWhateverTheSession(t *testing.T) {
 	mp := mysqltest.StartPair(t)
@@ -26,7 +26,7 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	// The one connection of server 2's pool, changed to increment 1.
 	poison := func() {
 		t.Helper()
-		c, err := s2.pool().Conn(context.Background())
+		c, err := s2.Pool().Conn(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,30 +37,30 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	}
 	poison()
 	for range 50 {
-		v, err := p.takeOn(ctxTimeout(t, 5*time.Second), s2, p.cat.get("even"), true)
+		v, err := p.tk.takeOn(ctxTimeout(t, 5*time.Second), s2, &p.seqs.cat.get("even").Counter, true)
 		if err != nil {
-			t.Fatalf("a row of counters through the changed session: %v", err)
+			t.Fatalf("a row of counters through the changed Session: %v", err)
 		}
 		if v%2 != 0 {
-			t.Fatalf("server 2 handed out %d for a row of counters through a session with auto_increment_increment=1", v)
+			t.Fatalf("server 2 handed out %d for a row of counters through a Session with auto_increment_increment=1", v)
 		}
 	}
 	if h := p.Health()[1]; h.ParityViolations != 0 || !h.Up {
 		t.Fatalf("server 2 after 50 row tickets: %+v, want no parity violation", h)
 	}
-	// The control: the same session makes Tickets64 break parity, which
-	// proves the session really was changed.
+	// The control: the same Session makes Tickets64 break parity, which
+	// proves the Session really was changed.
 	var violated bool
 	for range 10 {
-		if _, err := p.takeOn(ctxTimeout(t, 5*time.Second), s2, p.raw64, true); errors.Is(err, spec.ErrParity) {
+		if _, err := p.tk.takeOn(ctxTimeout(t, 5*time.Second), s2, p.tk.Raw64(), true); errors.Is(err, spec.ErrParity) {
 			violated = true
 			break
 		}
 	}
 	if !violated {
-		t.Fatal("Tickets64 through the changed session kept its parity: the session was not changed, the test proves nothing")
+		t.Fatal("Tickets64 through the changed Session kept its parity: the Session was not changed, the test proves nothing")
 	}
-	// The CHECK: no session writes a value of the other parity.
+	// The CHECK: no Session writes a value of the other parity.
 	_, err := mp.Servers[1].Run("UPDATE tickets.counters SET value = value + 1 WHERE name = 'even'")
 	if err == nil || !strings.Contains(err.Error(), "counter_parity_ok") {
 		t.Fatalf("a value of the other parity written into a row: %v, want the CHECK counter_parity_ok to refuse it", err)
@@ -119,9 +119,9 @@ func TestCatalogReset(t *testing.T) {
 	createSequence(t, mp.Servers[:], "first", 64, 1)
 	p := openPair(t, mp)
 	gen := func() []uint32 {
-		p.cat.mu.Lock()
-		defer p.cat.mu.Unlock()
-		return append([]uint32(nil), p.cat.gen...)
+		p.seqs.cat.mu.Lock()
+		defer p.seqs.cat.mu.Unlock()
+		return append([]uint32(nil), p.seqs.cat.gen...)
 	}
 	g0 := gen()
 	createSequence(t, mp.Servers[:], "second", 64, 1)

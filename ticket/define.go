@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -58,7 +59,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 	defer closeServers(inv.servers)
 	rep := CreateReport{Servers: make([]CreateServer, len(inv.servers))}
 	for i, s := range inv.servers {
-		rep.Servers[i] = CreateServer{Name: s.name, Err: inv.down[i]}
+		rep.Servers[i] = CreateServer{Name: s.Name, Err: inv.down[i]}
 	}
 
 	// Compare first, everywhere: nothing is written if anything differs.
@@ -173,8 +174,8 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 	}
 	n := len(inv.servers)
 	by := fmt.Sprintf("ticketd sequence create %s/%d", hostname(), os.Getpid())
-	return inv.each(ctx, func(ctx context.Context, s *Server) error {
-		i := s.idx
+	return inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		i := s.Idx
 		var todo []spec.SequenceInfo
 		var values []uint64
 		existing := 0
@@ -211,7 +212,7 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 		}
 		for k, si := range batch {
 			if c := inv.conflicts(si, expand(got[k], i, n)); len(c) > 0 || !got[k].def.ok || got[k].row == nil {
-				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.name, si.Name, c)
+				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.Name, si.Name, c)
 			}
 		}
 		rep.Servers[i].Created += len(batch) - existing
@@ -228,10 +229,10 @@ func expand(h held, i, n int) []held {
 }
 
 // detailsOn is details for one server.
-func (inv *inventory) detailsOn(ctx context.Context, s *Server, names []string) ([]held, error) {
+func (inv *inventory) detailsOn(ctx context.Context, s *conn.Server, names []string) ([]held, error) {
 	one := &inventory{cfg: inv.cfg, servers: inv.servers, down: make([]error, len(inv.servers))}
 	for i := range one.down {
-		if i != s.idx {
+		if i != s.Idx {
 			one.down[i] = errSkipped
 		}
 	}
@@ -241,7 +242,7 @@ func (inv *inventory) detailsOn(ctx context.Context, s *Server, names []string) 
 	}
 	out := make([]held, len(names))
 	for k := range per {
-		out[k] = per[k][s.idx]
+		out[k] = per[k][s.Idx]
 	}
 	return out, nil
 }
@@ -249,10 +250,10 @@ func (inv *inventory) detailsOn(ctx context.Context, s *Server, names []string) 
 var errSkipped = errors.New("skipped")
 
 // insertDefs writes the rows of todo on s in one transaction.
-func insertDefs(ctx context.Context, s *Server, todo []spec.SequenceInfo, values []uint64, n int, by string) error {
-	tx, err := s.pool().BeginTx(ctx, nil)
+func insertDefs(ctx context.Context, s *conn.Server, todo []spec.SequenceInfo, values []uint64, n int, by string) error {
+	tx, err := s.Pool().BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: starting the create: %w", s.name, err)
+		return fmt.Errorf("%s: starting the create: %w", s.Name, err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
 	rows := func(per string, args func(k int, si spec.SequenceInfo) []any) (string, []any) {
@@ -267,20 +268,20 @@ func insertDefs(ctx context.Context, s *Server, todo []spec.SequenceInfo, values
 		}
 		return q.String(), all
 	}
-	vals, args := rows("(?, ?, ?, ?)", func(k int, si spec.SequenceInfo) []any { return []any{si.Name, values[k], s.idx + 1, n} })
+	vals, args := rows("(?, ?, ?, ?)", func(k int, si spec.SequenceInfo) []any { return []any{si.Name, values[k], s.Idx + 1, n} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO counters (name, value, start, step) VALUES "+vals, args...); err != nil {
-		return fmt.Errorf("%s: creating rows of counters: %w", s.name, err)
+		return fmt.Errorf("%s: creating rows of counters: %w", s.Name, err)
 	}
 	vals, args = rows("(?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size) VALUES "+vals, args...); err != nil {
-		return fmt.Errorf("%s: creating catalog rows: %w", s.name, err)
+		return fmt.Errorf("%s: creating catalog rows: %w", s.Name, err)
 	}
 	vals, args = rows("(?, NULL, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES "+vals, args...); err != nil {
-		return fmt.Errorf("%s: pinning: %w", s.name, err)
+		return fmt.Errorf("%s: pinning: %w", s.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: committing the create: %w", s.name, err)
+		return fmt.Errorf("%s: committing the create: %w", s.Name, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -39,7 +40,7 @@ type deploymentRow struct {
 // first_start_ms there would, were the other server ever lost, let fallback
 // tickets reach into the range of IDs already issued.
 func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deployment, error) {
-	if p.closed.Load() {
+	if p.lt.Closed() {
 		return Deployment{}, spec.ErrClosed
 	}
 	switch {
@@ -57,7 +58,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		return Deployment{}, err
 	}
 	base := deploymentRow(want)
-	var missing []*Server
+	var missing []*conn.Server
 	reachable := 0
 	for i, s := range p.servers {
 		switch {
@@ -78,9 +79,9 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if len(missing) > 0 {
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
 		// re-read below judges it.
-		p.onEach(ctx, missing, opCheck, func(ctx context.Context, ss *session) error {
-			ss.long = false // at start: a caller waits
-			_, err := ss.exec(ctx, "recording the deployment",
+		p.rot.OnEach(ctx, missing, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+			ss.Long = false // at start: a caller waits
+			_, err := ss.Exec(ctx, "recording the deployment",
 				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
 				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
 			return err
@@ -106,10 +107,10 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 // the error of each server that could not be read.
 func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
 	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
-	errs := p.onEach(ctx, p.servers, opCheck, func(ctx context.Context, ss *session) error {
-		ss.long = false // at start: a caller waits
+	errs := p.rot.OnEach(ctx, p.servers, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+		ss.Long = false // at start: a caller waits
 		var r deploymentRow
-		err := ss.get(ctx, "reading deployment", &r,
+		err := ss.Get(ctx, "reading deployment", &r,
 			`SELECT layout, epoch_ms, first_start_ms, created_by FROM deployment WHERE id = 1`)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -117,18 +118,18 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 		if err != nil {
 			return err
 		}
-		rows[ss.s.idx] = &r
+		rows[ss.Server.Idx] = &r
 		return nil
 	})
 	return rows, errs
 }
 
-func checkDeployments(servers []*Server, want Deployment, rows []*deploymentRow) error {
+func checkDeployments(servers []*conn.Server, want Deployment, rows []*deploymentRow) error {
 	var errs []error
 	for i, r := range rows {
 		if r != nil && (r.Layout != want.Layout || r.EpochMs != want.EpochMs) {
 			errs = append(errs, fmt.Errorf("%w: %s records layout %q epoch %d (first started %d by %q); this ticketd has layout %q epoch %d",
-				spec.ErrDeploymentMismatch, servers[i].name, r.Layout, r.EpochMs, r.FirstStartMs, r.CreatedBy, want.Layout, want.EpochMs))
+				spec.ErrDeploymentMismatch, servers[i].Name, r.Layout, r.EpochMs, r.FirstStartMs, r.CreatedBy, want.Layout, want.EpochMs))
 		}
 	}
 	return errors.Join(errs...)
@@ -140,7 +141,7 @@ func checkDeployments(servers []*Server, want Deployment, rows []*deploymentRow)
 // server answers. A ticketd told no layout adopts the record this way; then
 // EnsureDeployment checks it against every server.
 func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, err error) {
-	if p.closed.Load() {
+	if p.lt.Closed() {
 		return Deployment{}, false, spec.ErrClosed
 	}
 	rows, errs := p.readDeployments(ctx)

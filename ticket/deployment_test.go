@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -98,7 +99,7 @@ func TestEnsureDeployment(t *testing.T) {
 }
 
 func TestEnsureDeploymentRefusesBadInput(t *testing.T) {
-	p := &Pair{}
+	p := &Pair{lt: life.New()} // never opened: only the argument checks run
 	good := Deployment{Layout: "41/5/5/12", EpochMs: 1288834974657, FirstStartMs: 1_700_000_000_000}
 	tests := []struct {
 		name string

@@ -28,7 +28,7 @@
 // deletes the table's one row and inserts it again, advancing AUTO_INCREMENT; the
 // new id comes back in the statement's OK packet (sql.Result.LastInsertId). No
 // separate SELECT LAST_INSERT_ID() is ever sent: through a pool it may run on
-// another connection and return another session's number.
+// another connection and return another Session's number.
 //
 // Calls go to the servers in rotation, nearest first, alternating between
 // servers of similar latency (see Rotation). Each statement on one server has
@@ -73,7 +73,7 @@
 // deviation and 10 ms, at least half of it. The server then stops it just
 // before ticketd would, and the error (1969) comes back on a connection that
 // stays usable. On MySQL, where max_execution_time bounds SELECTs only, every
-// session sets max_execution_time to the cap, lock_wait_timeout and
+// Session sets max_execution_time to the cap, lock_wait_timeout and
 // innodb_lock_wait_timeout to the cap in seconds, and (MySQL 8)
 // information_schema_stats_expiry = 0, without which the counters read from
 // information_schema are up to a day old. The flavour is read from @@version
@@ -83,7 +83,7 @@
 //
 // # Rotation
 //
-// A slow server is not a dead one. A failed statement is sorted (classify):
+// A slow server is not a dead one. A failed statement is sorted (Classify):
 //
 //   - dead: connection refused or reset, EOF under a statement or in the
 //     handshake, authentication refused (1045), any server error that is not
@@ -138,10 +138,10 @@
 // (ServerHealth.Preference).
 //
 // Every ticket's parity is checked before anyone sees it: ticket mod N must equal
-// offset mod N. A session can change its own auto_increment variables, and a
+// offset mod N. A Session can change its own auto_increment variables, and a
 // ticket of the other parity could equal one the other server hands out. Such a
 // ticket is dropped, the server leaves the rotation (Health reports the
-// violation), its pool is replaced so the offending session is gone, and it
+// violation), its pool is replaced so the offending Session is gone, and it
 // rejoins only after the prober's check passes again.
 //
 // # Named sequences and blocks
@@ -155,7 +155,7 @@
 //	UPDATE counters SET value = LAST_INSERT_ID(value + step) WHERE start = 1 AND step = 2 AND name = 'orders'
 //
 // the new value in its OK packet (LastInsertId), as for REPLACE. The row's own
-// step keeps the server's parity whatever a session's auto_increment_* say;
+// step keeps the server's parity whatever a Session's auto_increment_* say;
 // the WHERE never uses a row made for the other place; the ticket's parity is
 // checked all the same. Sequences of older deployments name a counter table of
 // their own (seq_*, like Tickets64) and keep working, with REPLACE.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"ticketd/ticket/internal/conn"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -47,23 +48,23 @@ type ExtraPrivileges struct {
 // server in rotation. A server it could not ask is left out, and its error
 // joined into err.
 func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
-	var list []*Server
+	var list []*conn.Server
 	for _, s := range p.servers {
-		if s.up.Load() {
+		if p.rot.Up(s) {
 			list = append(list, s)
 		}
 	}
 	out := make([]ExtraPrivileges, len(list))
-	errs := p.onEach(ctx, list, opCheck, func(ctx context.Context, ss *session) error {
+	errs := p.rot.OnEach(ctx, list, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 		show := func(what, stmt string) ([]string, error) {
 			var lines []string
 			// SHOW statements take no server-side bound (q is ignored).
-			err := ss.do(ctx, what, stmt, func(ctx context.Context, c *sqlx.Conn, _ string) error {
+			err := ss.Do(ctx, what, stmt, func(ctx context.Context, c *sqlx.Conn, _ string) error {
 				return c.SelectContext(ctx, &lines, stmt)
 			})
 			return lines, err
 		}
-		e := ExtraPrivileges{Server: ss.s.idx}
+		e := ExtraPrivileges{Server: ss.Server.Idx}
 		own, err := show("reading the account's grants", "SHOW GRANTS FOR CURRENT_USER()")
 		if err != nil {
 			return err
@@ -102,7 +103,7 @@ func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
 			e.Unchecked = fmt.Sprintf("the account does not have the role %s (schema.sql, docs/dba.md): every privilege it holds is listed", AppRole)
 		}
 		e.Extra = extraPrivileges(own, app, roles)
-		out[indexOf(list, ss.s)] = e
+		out[indexOf(list, ss.Server)] = e
 		return nil
 	})
 	var res []ExtraPrivileges
@@ -120,7 +121,7 @@ func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
 	return res, nil
 }
 
-func indexOf(list []*Server, s *Server) int {
+func indexOf(list []*conn.Server, s *conn.Server) int {
 	for i, x := range list {
 		if x == s {
 			return i

@@ -6,9 +6,13 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -134,7 +138,67 @@ type markBook struct {
 	slab    []tableMarks
 	known   []atomic.Uint64
 	flushed []uint64
+
+	// What the flushes and the checks work with (NewMarkBook); nil in a
+	// book used for its bookkeeping alone (tests).
+	cfg     spec.Config
+	servers []*conn.Server
+	rot     *Rotation
+	warn    *logsum.Summary
+	hooks   MarkHooks
+	per     []serverMarks // per server
+	// checkNow asks for a counter check soon (requestCheck, CheckNow).
+	checkNow chan struct{}
+	// written counts the marks written to the servers (one per row).
+	written atomic.Uint64
+	// writer names this book in high_water.writer (random, per Open).
+	writer string
+	// testScanBudget, when set (by tests), replaces a check round's budget.
+	testScanBudget atomic.Int64
+	// checkGate keeps the counter checks from overlapping with themselves.
+	checkGate life.Gate
 }
+
+// serverMarks is what the book keeps per server.
+type serverMarks struct {
+	// marksWarned, checkWarned: a statement error (a missing table or
+	// grant) writing or reading marks was logged; reset on success.
+	marksWarned, checkWarned atomic.Bool
+	// foldedAt: the server's clock when its marks were last read (foldMarks).
+	foldedAt atomic.Pointer[time.Time]
+	// rewoundCount: counters it is refused for (Health's RewoundTotal).
+	rewoundCount atomic.Int64
+	// marksResetAt: when the marks it holds were last all queued to be
+	// written again (a refusal: its high_water went back), Unix ns.
+	marksResetAt atomic.Int64
+	// scan: the counter checks' progress through counters (check.go).
+	scan scanState
+}
+
+// MarkHooks are what the book asks of the rooms above it.
+type MarkHooks struct {
+	// FixFor says how the Fix of a counter only the marks name is written
+	// (its width and last usable ticket), from the catalog: false when the
+	// catalog does not know it.
+	FixFor func(row bool, name string) (spec.FixInfo, bool)
+	// AfterCheck runs at the end of each server's check round, on its
+	// Session (the rows of the leases held there).
+	AfterCheck func(ctx context.Context, ss *conn.Session) error
+}
+
+// NewMarkBook returns the marks of a pair of servers, whose checks and
+// flushes run through rot.
+func NewMarkBook(cfg spec.Config, servers []*conn.Server, rot *Rotation, warn *logsum.Summary) *markBook {
+	b := &markBook{cfg: cfg, servers: servers, rot: rot, warn: warn,
+		per: make([]serverMarks, len(servers)), checkNow: make(chan struct{}, 1),
+		writer: newWriterID(), checkGate: life.NewGate()}
+	b.init(len(servers))
+	warn.Declare(slog.LevelError, WarnRewound)
+	return b
+}
+
+// SetHooks sets the hooks; call it before any check.
+func (b *markBook) SetHooks(h MarkHooks) { b.hooks = h }
 
 // marksSlab is how many marks one slab holds.
 const marksSlab = 256
@@ -246,25 +310,22 @@ func (b *markBook) all() []*tableMarks {
 	return append(list, b.tables...)
 }
 
-// marksOf returns q's marks, creating them at q's first use.
-func (p *Pair) marksOf(q *sequence) *tableMarks {
-	if m := q.marks.Load(); m != nil {
-		return m
-	}
+// For returns the marks of the counter of the sequence si, creating them on
+// first use; their Fix is written from si.
+func (b *markBook) For(si spec.SequenceInfo) *tableMarks {
 	var m *tableMarks
-	if q.info.RowStored() {
-		m = p.marks.rowMarks(q.info.Name)
+	if si.RowStored() {
+		m = b.rowMarks(si.Name)
 	} else {
-		m = p.marks.table(q.info.Table)
+		m = b.table(si.Table)
 	}
 	m.mu.Lock()
 	if m.fixBits == 0 {
-		f := spec.FixInfoOf(q.info)
+		f := spec.FixInfoOf(si)
 		m.fixBits, m.fixMaxTicket = uint8(f.Bits), f.MaxTicket
 	}
 	m.mu.Unlock()
-	q.marks.CompareAndSwap(nil, m)
-	return q.marks.Load()
+	return m
 }
 
 // hwRow is one row of table high_water: the mark `Mark` for the server whose
@@ -280,7 +341,7 @@ const hwPage = 5000
 
 // readHighWater reads every mark a server holds, in pages. A page's last
 // counter may be cut short by the LIMIT: it is read again with the next page.
-func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
+func readHighWater(ctx context.Context, q conn.Querier) ([]hwRow, error) {
 	var all []hwRow
 	after := ""
 	for {
@@ -307,14 +368,14 @@ func readHighWater(ctx context.Context, q selecter) ([]hwRow, error) {
 }
 
 // selHW reads rows of high_water into *out: without reflection in a
-// session (the marks of 100,000 sequences are read at Open), through sqlx
+// Session (the marks of 100,000 sequences are read at Open), through sqlx
 // elsewhere (repair).
-func selHW(ctx context.Context, q selecter, what string, out *[]hwRow, query string, args ...any) error {
-	ss, ok := q.(*session)
+func selHW(ctx context.Context, q conn.Querier, what string, out *[]hwRow, query string, args ...any) error {
+	ss, ok := q.(*conn.Session)
 	if !ok {
-		return q.sel(ctx, what, out, query, args...)
+		return q.Select(ctx, what, out, query, args...)
 	}
-	return ss.each(ctx, what, func(rows *sql.Rows) error {
+	return ss.Each(ctx, what, func(rows *sql.Rows) error {
 		var r hwRow
 		if err := rows.Scan(&r.Table, &r.PeerOffset, &r.Mark); err != nil {
 			return err
@@ -339,8 +400,7 @@ const marksPerStatement = 1000
 // only, none when nothing grew. A mark a server out of rotation (or a failed
 // write) still lacks stays queued for the next flush; failures are
 // reported, never held against the server.
-func (p *Pair) flushMarks(ctx context.Context) {
-	b := &p.marks
+func (b *markBook) flushMarks(ctx context.Context) {
 	b.mu.Lock()
 	if len(b.pending) == 0 {
 		b.mu.Unlock()
@@ -352,32 +412,32 @@ func (p *Pair) flushMarks(ctx context.Context) {
 	}
 	b.pending = map[*tableMarks]struct{}{}
 	b.mu.Unlock()
-	n := len(p.servers)
+	n := len(b.servers)
 	for _, m := range list {
 		m.queued.Store(false) // before the values are read: a raise after this queues again
 	}
 	batches := make([][]markWrite, n)
-	for _, d := range p.servers {
-		if !d.up.Load() {
+	for _, d := range b.servers {
+		if !b.rot.Up(d) {
 			continue
 		}
 		for _, m := range list {
 			m.mu.Lock()
 			for src := range n {
-				if src == d.idx {
+				if src == d.Idx {
 					continue // a server's own marks would rewind with it
 				}
-				if v := m.known[src].Load(); v > m.flushed[d.idx*n+src] {
-					batches[d.idx] = append(batches[d.idx], markWrite{m, src, v})
+				if v := m.known[src].Load(); v > m.flushed[d.Idx*n+src] {
+					batches[d.Idx] = append(batches[d.Idx], markWrite{m, src, v})
 				}
 			}
 			m.mu.Unlock()
 		}
 	}
 	var wg sync.WaitGroup
-	for _, d := range p.servers {
-		if len(batches[d.idx]) > 0 {
-			wg.Go(func() { p.writeMarks(ctx, d, batches[d.idx]) })
+	for _, d := range b.servers {
+		if len(batches[d.Idx]) > 0 {
+			wg.Go(func() { b.writeMarks(ctx, d, batches[d.Idx]) })
 		}
 	}
 	wg.Wait()
@@ -391,10 +451,10 @@ func (p *Pair) flushMarks(ctx context.Context) {
 	}
 }
 
-func (p *Pair) writeMarks(ctx context.Context, d *Server, batch []markWrite) {
-	ss := p.session(d, opMarks)
-	defer ss.close()
-	n := len(p.servers)
+func (b *markBook) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite) {
+	ss := b.rot.Session(d, conn.OpMarks)
+	defer ss.Close()
+	n := len(b.servers)
 	for len(batch) > 0 {
 		chunk := batch[:min(len(batch), marksPerStatement)]
 		batch = batch[len(chunk):]
@@ -406,7 +466,7 @@ func (p *Pair) writeMarks(ctx context.Context, d *Server, batch []markWrite) {
 				q.WriteString(", ")
 			}
 			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
-			args = append(args, w.m.key(), w.src+1, w.mark, p.writer)
+			args = append(args, w.m.key(), w.src+1, w.mark, b.writer)
 		}
 		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
 		// time and the writer change only with the mark (assignments run left
@@ -414,20 +474,20 @@ func (p *Pair) writeMarks(ctx context.Context, d *Server, batch []markWrite) {
 		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer)," +
 			" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
 		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
-		_, err := execRetry(cctx, ss, "writing high-water marks", q.String(), args...)
+		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", q.String(), args...)
 		cancel()
 		if err != nil {
-			if classify(err) == kindStatement && !d.marksWarned.Swap(true) {
+			if conn.Classify(err) == conn.KindStatement && !b.per[d.Idx].marksWarned.Swap(true) {
 				// A missing table or grant (an old schema.sql): say so once.
-				d.log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
+				d.Log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
 			}
 			return
 		}
-		d.marksWarned.Store(false)
-		p.marksWritten.Add(uint64(len(chunk)))
+		b.per[d.Idx].marksWarned.Store(false)
+		b.written.Add(uint64(len(chunk)))
 		for _, w := range chunk {
 			w.m.mu.Lock()
-			w.m.flushed[d.idx*n+w.src] = max(w.m.flushed[d.idx*n+w.src], w.mark)
+			w.m.flushed[d.Idx*n+w.src] = max(w.m.flushed[d.Idx*n+w.src], w.mark)
 			w.m.mu.Unlock()
 		}
 	}
@@ -452,20 +512,20 @@ const foldLimit = 50_000
 // ticketd raised since the last fold (less foldSlack), by the index on
 // updated_at. Its own it knows: after a busy spell, a quiet Pair reads
 // nothing back.
-func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
-	s := ss.s
+func (b *markBook) foldMarks(ctx context.Context, ss *conn.Session) error {
+	s := ss.Server
 	var now time.Time
-	if err := ss.get(ctx, "reading the server's clock", &now, "SELECT UTC_TIMESTAMP(3)"); err != nil {
+	if err := ss.Get(ctx, "reading the server's clock", &now, "SELECT UTC_TIMESTAMP(3)"); err != nil {
 		return err
 	}
 	since := time.Time{}
-	if p := s.foldedAt.Load(); p != nil {
+	if p := b.per[s.Idx].foldedAt.Load(); p != nil {
 		since = p.Add(-foldSlack)
 	}
 	var rows []hwRow
 	if !since.IsZero() {
 		if err := selHW(ctx, ss, "reading high_water changes", &rows,
-			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, p.writer, foldLimit); err != nil {
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, b.writer, foldLimit); err != nil {
 			return err
 		}
 	}
@@ -476,61 +536,33 @@ func (p *Pair) foldMarks(ctx context.Context, ss *session) error {
 		}
 		rows = all
 	}
-	p.applyMarks(s, rows)
-	s.foldedAt.Store(&now)
+	b.applyMarks(s, rows)
+	b.per[s.Idx].foldedAt.Store(&now)
 	return nil
 }
 
 // applyMarks merges the marks server holder keeps for the other servers.
-func (p *Pair) applyMarks(holder *Server, rows []hwRow) {
-	n := len(p.servers)
+func (b *markBook) applyMarks(holder *conn.Server, rows []hwRow) {
+	n := len(b.servers)
 	for _, r := range rows {
 		src := r.PeerOffset - 1
-		if src < 0 || src >= n || src == holder.idx {
+		if src < 0 || src >= n || src == holder.Idx {
 			continue // a mark for itself would rewind with it: never trusted, never written
 		}
-		m := p.marks.table(r.Table)
+		m := b.table(r.Table)
 		if atomicMax(&m.known[src], r.Mark) {
 			m.queue() // the other servers may lack it
 		}
 		m.mu.Lock()
-		m.flushed[holder.idx*n+src] = max(m.flushed[holder.idx*n+src], r.Mark)
+		m.flushed[holder.Idx*n+src] = max(m.flushed[holder.Idx*n+src], r.Mark)
 		m.mu.Unlock()
 	}
 }
 
-// marksLoop is the Pair's bookkeeper for restores: it flushes the marks and
-// catches up the reservation copies every FlushInterval, checks every
-// server's counters every CheckInterval and whenever a refused ticket asks for
-// it (checkNow), and catches up the copies as soon as a server rejoins
-// (copyNow). One goroutine does it all, so none of this overlaps with itself.
-// Shutdown flushes once more after it has returned.
-func (p *Pair) marksLoop() {
-	flush := time.NewTicker(p.cfg.FlushInterval)
-	defer flush.Stop()
-	check := time.NewTicker(p.cfg.CheckInterval)
-	defer check.Stop()
-	for {
-		select {
-		case <-p.life.Done():
-			return // Shutdown writes the marks one last time
-		case <-flush.C:
-			p.flushMarks(p.life)
-			p.catchUp(p.life)
-		case <-p.copyNow:
-			p.catchUp(p.life)
-		case <-check.C:
-			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))), checkRound)
-		case <-p.checkNow:
-			p.checkRewinds(p.life, p.order(nil, allServers(len(p.servers))), checkRefused)
-		}
-	}
-}
-
 // requestCheck asks marksLoop for a counter check soon, without waiting.
-func (p *Pair) requestCheck() {
+func (b *markBook) requestCheck() {
 	select {
-	case p.checkNow <- struct{}{}:
+	case b.checkNow <- struct{}{}:
 	default: // one is pending already
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -32,11 +33,11 @@ type held struct {
 // down[i] is why server i cannot be used (unreachable); a server in the
 // wrong place (or refusing TLS) fails the whole call. The pools of the
 // servers that are up must be closed with closeServers.
-func connectEach(ctx context.Context, cfg spec.Config) (servers []*Server, down []error, err error) {
-	servers = make([]*Server, len(cfg.Servers))
-	cred := newCredential(cfg)
+func connectEach(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down []error, err error) {
+	servers = make([]*conn.Server, len(cfg.Servers))
+	cred := conn.NewCredential(cfg)
 	for i := range cfg.Servers {
-		s, err := newServer(cfg, i, cred)
+		s, err := conn.NewServer(cfg, i, cred)
 		if err != nil {
 			closeServers(servers[:i])
 			return nil, nil, err
@@ -49,9 +50,10 @@ func connectEach(ctx context.Context, cfg spec.Config) (servers []*Server, down 
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, cfg.EffectiveConnectTimeout()+cfg.CallTimeout)
 			defer cancel()
-			ss := &session{s: s, o: opCheck, db: s.pool()}
-			down[i] = s.check(cctx, ss)
-			ss.close()
+			ss := conn.NewSession(s, conn.OpCheck, nil)
+			ss.Long = false // a check, bounded by its caller: the request deadline
+			down[i] = s.Check(cctx, ss)
+			ss.Close()
 		})
 	}
 	wg.Wait()
@@ -71,7 +73,7 @@ func connectEach(ctx context.Context, cfg spec.Config) (servers []*Server, down 
 // inventory reads pages of names and what each server holds of them.
 type inventory struct {
 	cfg     spec.Config
-	servers []*Server
+	servers []*conn.Server
 	down    []error // per server: unreachable (nil: up)
 	// withAll: names come from the pins and counters too, not the catalog
 	// alone (check: a name only pinned, or only counted, is worth a word).
@@ -98,9 +100,9 @@ func (inv *inventory) names(ctx context.Context, after string) ([]string, bool, 
 		args = []any{after, like, invPage, after, like, invPage, after, like, invPage, invPage}
 	}
 	pages := make([][]string, len(inv.servers))
-	err := inv.each(ctx, func(ctx context.Context, s *Server) error {
-		if err := s.pool().SelectContext(ctx, &pages[s.idx], q, args...); err != nil {
-			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
+	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		if err := s.Pool().SelectContext(ctx, &pages[s.Idx], q, args...); err != nil {
+			return fmt.Errorf("%s: reading the catalog: %w", s.Name, err)
 		}
 		return nil
 	})
@@ -132,7 +134,7 @@ func escapeLike(s string) string {
 
 // each runs f on every server that is up, in parallel, each statement
 // bounded, and joins the errors.
-func (inv *inventory) each(ctx context.Context, f func(context.Context, *Server) error) error {
+func (inv *inventory) each(ctx context.Context, f func(context.Context, *conn.Server) error) error {
 	errs := make([]error, len(inv.servers))
 	var wg sync.WaitGroup
 	for i, s := range inv.servers {
@@ -162,10 +164,10 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		args[k] = n
 	}
 	in := "(" + placeholders(len(names)) + ")"
-	err := inv.each(ctx, func(ctx context.Context, s *Server) error {
+	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 		var cat []catRow
-		if err := s.pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
-			return fmt.Errorf("%s: reading the catalog: %w", s.name, err)
+		if err := s.Pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading the catalog: %w", s.Name, err)
 		}
 		var pins []struct {
 			Name  string         `db:"name"`
@@ -173,35 +175,35 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 			Bits  uint8          `db:"bits"`
 			Block uint64         `db:"block_size"`
 		}
-		if err := s.pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size FROM sequence_pins WHERE name IN "+in, args...); err != nil {
-			return fmt.Errorf("%s: reading sequence_pins: %w", s.name, err)
+		if err := s.Pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size FROM sequence_pins WHERE name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading sequence_pins: %w", s.Name, err)
 		}
 		var rows []rowValue
-		if err := s.pool().SelectContext(ctx, &rows, "SELECT name, value, start, step FROM counters WHERE name IN "+in, args...); err != nil {
-			return fmt.Errorf("%s: reading counters: %w", s.name, err)
+		if err := s.Pool().SelectContext(ctx, &rows, "SELECT name, value, start, step FROM counters WHERE name IN "+in, args...); err != nil {
+			return fmt.Errorf("%s: reading counters: %w", s.Name, err)
 		}
 		var tables []string
 		for _, r := range cat {
-			h := &out[index[r.Name]][s.idx]
+			h := &out[index[r.Name]][s.Idx]
 			h.def = defOf(r.info())
 			if h.def.table != "" {
 				tables = append(tables, h.def.table)
 			}
 		}
 		for _, p := range pins {
-			out[index[p.Name]][s.idx].pin = rowDef{table: p.Table.String, bits: p.Bits, block: p.Block, ok: true}
+			out[index[p.Name]][s.Idx].pin = rowDef{table: p.Table.String, bits: p.Bits, block: p.Block, ok: true}
 		}
 		for _, r := range rows {
-			out[index[r.Name]][s.idx].row = &r
+			out[index[r.Name]][s.Idx].row = &r
 		}
 		if len(tables) > 0 {
-			counters, err := readCounters(ctx, poolSelecter{s}, inv.cfg.Database, tables)
+			counters, err := readCounters(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, tables)
 			if err != nil {
 				return err
 			}
 			for _, r := range cat {
 				if c, ok := counters[r.Table.String]; ok {
-					h := &out[index[r.Name]][s.idx]
+					h := &out[index[r.Name]][s.Idx]
 					h.table, h.tableSet = c, true
 				}
 			}
@@ -224,10 +226,10 @@ func (inv *inventory) marksFor(ctx context.Context, names []string, tables []str
 	n := len(inv.servers)
 	found := make([][]hwRow, n)
 	if len(keys) > 0 {
-		err := inv.each(ctx, func(ctx context.Context, s *Server) error {
-			if err := s.pool().SelectContext(ctx, &found[s.idx],
+		err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+			if err := s.Pool().SelectContext(ctx, &found[s.Idx],
 				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+placeholders(len(keys))+")", keys...); err != nil {
-				return fmt.Errorf("%s: reading high_water: %w", s.name, err)
+				return fmt.Errorf("%s: reading high_water: %w", s.Name, err)
 			}
 			return nil
 		})

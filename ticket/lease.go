@@ -2,10 +2,10 @@ package ticket
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -65,8 +65,8 @@ type Lease struct {
 // claimed by someone else between our read and our compare-and-set.
 var errNotFree = errors.New("worker ID not free")
 
-func (p *Pair) checkAcquire(r AcquireRequest) error {
-	n := len(p.servers)
+func (ls *Leases) checkAcquire(r AcquireRequest) error {
+	n := len(ls.servers)
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{spec.ErrInvalidArgument}, args...)...)
 	}
@@ -92,8 +92,8 @@ func (p *Pair) checkAcquire(r AcquireRequest) error {
 	return nil
 }
 
-func (p *Pair) checkLease(l Lease) error {
-	if l.Server < 0 || l.Server >= len(p.servers) || l.Holder == "" {
+func (ls *Leases) checkLease(l Lease) error {
+	if l.Server < 0 || l.Server >= len(ls.servers) || l.Holder == "" {
 		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", spec.ErrInvalidArgument, l.Server, l.Holder)
 	}
 	return nil
@@ -104,42 +104,34 @@ func (p *Pair) checkLease(l Lease) error {
 // row lives on that server and on no other); after a few taken ones, the
 // server's lease table is scanned for free IDs of its parity; then the next
 // server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
-func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, error) {
-	if p.closed.Load() {
-		return Lease{}, spec.ErrClosed
-	}
-	if err := p.checkAcquire(req); err != nil {
+func (ls *Leases) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+	if err := ls.checkAcquire(req); err != nil {
 		return Lease{}, err
 	}
-	var list []*Server
+	var list []*conn.Server
 	if req.Server >= 0 {
-		s := p.servers[req.Server]
-		if !s.up.Load() {
+		s := ls.servers[req.Server]
+		if !ls.rot.Up(s) {
 			// This is a failover: the caller's lease is running out and s is the
 			// way on. Out of rotation may mean a few slow ticket calls, so check s
 			// now as the prober would for a lease (reachable, the settings of its
 			// place) instead of refusing until the prober's next round. The
 			// prober alone brings s back into rotation.
-			if err := p.recheck(ctx, s); err != nil {
-				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.name, s.health().LastError, err)
+			if err := ls.rot.Recheck(ctx, s); err != nil {
+				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.Name, s.Report().LastError, err)
 			}
 		}
-		list = []*Server{s}
+		list = []*conn.Server{s}
 	} else {
-		var buf [spec.MaxServers]*Server
-		all := allServers(len(p.servers))
-		if list = p.order(buf[:0], all); len(list) == 0 {
-			// Panic mode: none in rotation, but one may still answer.
-			if list = p.panicOrder(buf[:0], all); len(list) == 0 {
-				return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", spec.ErrNoServer)
-			}
-			p.panics.Add(1)
-			p.warn.Note(warnPanic, "work", "acquire", "servers", len(list))
+		var buf [spec.MaxServers]*conn.Server
+		// Panic mode when none is in rotation: one may still answer.
+		if list = ls.rot.Candidates(buf[:0], ls.rot.All(), "work", "acquire"); len(list) == 0 {
+			return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", spec.ErrNoServer)
 		}
 	}
 	var held, failed []error
 	for _, s := range list {
-		l, err := p.acquireOn(ctx, s, req)
+		l, err := ls.acquireOn(ctx, s, req)
 		if err == nil {
 			return l, nil
 		}
@@ -163,31 +155,19 @@ func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, er
 	}
 }
 
-// recheck runs the prober's check on a server out of rotation: reachable, and
-// with the increment and offset of its place. A server whose sessions wait to
-// be replaced after a parity violation is left to the prober.
-func (p *Pair) recheck(ctx context.Context, s *Server) error {
-	if s.reopen.Load() {
-		return errors.New("its sessions are to be replaced after a parity violation")
-	}
-	ss := p.session(s, opProbe)
-	defer ss.close()
-	return s.check(ctx, ss)
-}
-
 // acquireOn tries to claim a worker ID of s's parity on s.
-func (p *Pair) acquireOn(ctx context.Context, s *Server, req AcquireRequest) (Lease, error) {
-	n := uint64(len(p.servers))
+func (ls *Leases) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequest) (Lease, error) {
+	n := uint64(len(ls.servers))
 	space := uint64(1) << req.WorkerBits
 	perServer := space / n // worker IDs s owns
-	residue := s.offset % n
+	residue := s.Offset % n
 	tried := make(map[uint32]bool)
 	// The copies of s's reservations on the other servers: if s was restored
 	// from a backup, they are ahead of its rows, and they win.
-	copies := p.readCopies(ctx, s, req.Datacenter, space)
+	copies := ls.readCopies(ctx, s, req.Datacenter, space)
 
 	for i := 0; i < ticketTries && uint64(len(tried)) < perServer; i++ {
-		t, err := p.takeOnAs(ctx, s, p.raw64, false, opAcquire)
+		t, err := ls.tk.takeOnAs(ctx, s, ls.tk.Raw64(), false, conn.OpAcquire)
 		if err != nil {
 			return Lease{}, err
 		}
@@ -195,20 +175,20 @@ func (p *Pair) acquireOn(ctx context.Context, s *Server, req AcquireRequest) (Le
 		if uint64(w)%n != residue {
 			// takeOn checked the ticket's parity and n divides 2^WorkerBits, so
 			// this is unreachable; claiming w here could double-own it.
-			return Lease{}, fmt.Errorf("%w: worker %d from ticket %d is not owned by %s", spec.ErrParity, w, t, s.name)
+			return Lease{}, fmt.Errorf("%w: worker %d from ticket %d is not owned by %s", spec.ErrParity, w, t, s.Name)
 		}
 		if tried[w] {
 			continue
 		}
 		tried[w] = true
-		l, err := p.claim(ctx, s, req, w, copies[w])
+		l, err := ls.claim(ctx, s, req, w, copies[w])
 		if !errors.Is(err, errNotFree) {
 			return l, err
 		}
 	}
 
 	// Tickets keep landing on held IDs: look at the table for the free ones.
-	free, err := p.freeWorkers(ctx, s, req, space, copies)
+	free, err := ls.freeWorkers(ctx, s, req, space, copies)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -221,27 +201,27 @@ func (p *Pair) acquireOn(ctx context.Context, s *Server, req AcquireRequest) (Le
 		}
 		tried[w] = true
 		claims++
-		l, err := p.claim(ctx, s, req, w, copies[w])
+		l, err := ls.claim(ctx, s, req, w, copies[w])
 		if !errors.Is(err, errNotFree) {
 			return l, err
 		}
 	}
 	return Lease{}, fmt.Errorf("%w: %s: every worker ID of its parity (%d of %d) in datacenter %d is held or reserved more than %d ms ahead",
-		spec.ErrAllWorkersHeld, s.name, perServer, space, req.Datacenter, req.MaxWaitMs)
+		spec.ErrAllWorkersHeld, s.Name, perServer, space, req.Datacenter, req.MaxWaitMs)
 }
 
 // freeWorkers reads s's lease rows of the datacenter and returns a test for
 // "claimable": no row (never held), or expired, with a reservation (the larger
 // of the row's and its copies') we accept.
-func (p *Pair) freeWorkers(ctx context.Context, s *Server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
-	ss := p.session(s, opAcquire)
-	defer ss.close()
+func (ls *Leases) freeWorkers(ctx context.Context, s *conn.Server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
+	ss := ls.rot.Session(s, conn.OpAcquire)
+	defer ss.Close()
 	var rows []struct {
 		Worker   uint32 `db:"worker"`
 		Expired  bool   `db:"expired"`
 		Reserved int64  `db:"reserved_until_ms"`
 	}
-	err := ss.sel(ctx, "scanning worker_leases", &rows,
+	err := ss.Select(ctx, "scanning worker_leases", &rows,
 		`SELECT worker, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
 		   FROM worker_leases WHERE datacenter = ? AND worker < ?`, req.Datacenter, space)
 	if err != nil {
@@ -266,13 +246,13 @@ func (p *Pair) freeWorkers(ctx context.Context, s *Server, req AcquireRequest, s
 // judged by the database's clock alone: holders' clocks may disagree. The floor
 // is the larger of the row's reservation and copyMs, the largest copy of it on
 // the other servers (copies.go): a row restored from a backup may be behind.
-func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
-	ss := p.session(s, opAcquire)
-	defer ss.close()
+func (ls *Leases) claim(ctx context.Context, s *conn.Server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
+	ss := ls.rot.Session(s, conn.OpAcquire)
+	defer ss.Close()
 	what := fmt.Sprintf("claiming worker %d", w)
 	// A row that has never been held is created expired, so that the claim below
 	// is the same compare-and-set for new and old rows.
-	if _, err := ss.exec(ctx, what,
+	if _, err := ss.Exec(ctx, what,
 		`INSERT IGNORE INTO worker_leases (datacenter, worker) VALUES (?, ?)`, req.Datacenter, w); err != nil {
 		return Lease{}, claimErr(w, err)
 	}
@@ -282,7 +262,7 @@ func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint3
 		Expired  bool   `db:"expired"`
 		Reserved int64  `db:"reserved_until_ms"`
 	}
-	if err := ss.get(ctx, what, &row,
+	if err := ss.Get(ctx, what, &row,
 		`SELECT version, holder, expires_at < UTC_TIMESTAMP(3) AS expired, reserved_until_ms
 		   FROM worker_leases WHERE datacenter = ? AND worker = ?`, req.Datacenter, w); err != nil {
 		return Lease{}, claimErr(w, err)
@@ -296,7 +276,7 @@ func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint3
 			w, floor, row.Reserved, copyMs, floor-req.NowMs, errNotFree)
 	}
 	reserved := max(req.NowMs, floor) + req.ReserveMs
-	res, err := ss.exec(ctx, what,
+	res, err := ss.Exec(ctx, what,
 		`UPDATE worker_leases
 		    SET holder = ?, version = version + 1,
 		        expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
@@ -310,9 +290,9 @@ func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint3
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return Lease{}, fmt.Errorf("worker %d claimed by someone else first: %w", w, errNotFree)
 	}
-	ss.close() // before the copies: one connection at a time
+	ss.Close() // before the copies: one connection at a time
 	l := Lease{
-		Server:          s.idx,
+		Server:          s.Idx,
 		Datacenter:      req.Datacenter,
 		Worker:          w,
 		Holder:          req.Holder,
@@ -320,7 +300,7 @@ func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint3
 		FloorMs:         floor,
 		ReservedUntilMs: reserved,
 	}
-	p.writeCopies(ctx, l)
+	ls.writeCopies(ctx, l)
 	return l, nil
 }
 
@@ -333,11 +313,8 @@ func (p *Pair) claim(ctx context.Context, s *Server, req AcquireRequest, w uint3
 // transport failure wraps ErrServerDown (the caller keeps issuing below the
 // reservation it already has, and fails over before reaching it). The new
 // reservation is then copied to the other servers, best effort (copies.go).
-func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
-	if p.closed.Load() {
-		return l, spec.ErrClosed
-	}
-	if err := p.checkLease(l); err != nil {
+func (ls *Leases) Renew(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
+	if err := ls.checkLease(l); err != nil {
 		return l, err
 	}
 	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
@@ -345,11 +322,11 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 	}
 	// Tried even when s is out of rotation: that may be about its tickets only,
 	// and a renewal that could have succeeded must not be skipped.
-	s := p.servers[l.Server]
-	ss := p.session(s, opRenew)
-	defer ss.close()
+	s := ls.servers[l.Server]
+	ss := ls.rot.Session(s, conn.OpRenew)
+	defer ss.Close()
 	what := fmt.Sprintf("renewing worker %d", l.Worker)
-	res, err := execRetry(ctx, ss, what,
+	res, err := conn.ExecRetry(ctx, ss, what,
 		`UPDATE worker_leases
 		    SET expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
 		        reserved_until_ms = GREATEST(reserved_until_ms, ?),
@@ -361,19 +338,19 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 		return l, leaseErr(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		p.leases.lost(l)
+		ls.book.lost(l)
 		return l, lostErr(s, l)
 	}
-	ss.close() // before the copies: one connection at a time
+	ss.Close() // before the copies: one connection at a time
 	l.ReservedUntilMs = max(l.ReservedUntilMs, reserveUntilMs)
-	p.writeCopies(ctx, l)
+	ls.writeCopies(ctx, l)
 	return l, nil
 }
 
 // lostErr: the lease row no longer matches l.
-func lostErr(s *Server, l Lease) error {
+func lostErr(s *conn.Server, l Lease) error {
 	return fmt.Errorf("%w: worker %d of datacenter %d on %s is no longer held by %q version %d with a reservation of at least %d (taken over, released, or its row restored from a backup)",
-		spec.ErrLeaseLost, l.Worker, l.Datacenter, s.name, l.Holder, l.Version, l.ReservedUntilMs)
+		spec.ErrLeaseLost, l.Worker, l.Datacenter, s.Name, l.Holder, l.Version, l.ReservedUntilMs)
 }
 
 // ReleaseWorker ends the lease now and records the last timestamp issued with
@@ -383,21 +360,18 @@ func lostErr(s *Server, l Lease) error {
 // version is bumped so a late renewal cannot revive the lease, and the copies
 // on the other servers follow the row down (lowerCopies). ErrLeaseLost if the
 // lease is no longer ours (or its row was restored from a backup).
-func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
-	if p.closed.Load() {
-		return spec.ErrClosed
-	}
-	if err := p.checkLease(l); err != nil {
+func (ls *Leases) Release(ctx context.Context, l Lease, lastIssuedMs int64) error {
+	if err := ls.checkLease(l); err != nil {
 		return err
 	}
 	if lastIssuedMs < 0 || lastIssuedMs >= 1<<62 {
 		return fmt.Errorf("%w: lastIssuedMs %d is not a Unix millisecond", spec.ErrInvalidArgument, lastIssuedMs)
 	}
-	s := p.servers[l.Server]
-	ss := p.session(s, opRelease)
-	defer ss.close()
+	s := ls.servers[l.Server]
+	ss := ls.rot.Session(s, conn.OpRelease)
+	defer ss.Close()
 	what := fmt.Sprintf("releasing worker %d", l.Worker)
-	res, err := execRetry(ctx, ss, what,
+	res, err := conn.ExecRetry(ctx, ss, what,
 		`UPDATE worker_leases
 		    SET version = version + 1,
 		        expires_at = '1970-01-01 00:00:01.000',
@@ -411,18 +385,18 @@ func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) e
 		return leaseErr(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		p.leases.lost(l)
+		ls.book.lost(l)
 		return lostErr(s, l)
 	}
-	ss.close()
-	p.lowerCopies(ctx, l, max(lastIssuedMs+1, l.FloorMs))
+	ss.Close()
+	ls.lowerCopies(ctx, l, max(lastIssuedMs+1, l.FloorMs))
 	return nil
 }
 
 // claimErr sorts a failed claim statement: a deadlock between two claimers of
 // the same row is a lost race, anything else as leaseErr.
 func claimErr(w uint32, err error) error {
-	if classify(err) == kindDeadlock {
+	if conn.Classify(err) == conn.KindDeadlock {
 		return fmt.Errorf("worker %d: %w: %w", w, errNotFree, err)
 	}
 	return leaseErr(err)
@@ -430,25 +404,14 @@ func claimErr(w uint32, err error) error {
 
 // leaseErr gives a failed lease statement its sentinel: a missing table or
 // grant is the DBA's (ErrMisconfigured), a dead or slow server
-// ErrServerDown. The session has already judged the server (session.go).
+// ErrServerDown. The Session has already judged the server (Session.go).
 func leaseErr(err error) error {
-	switch k := classify(err); {
-	case k == kindStatement:
+	switch k := conn.Classify(err); {
+	case k == conn.KindStatement:
 		return fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
-	case serverFault(k):
+	case conn.ServerFault(k):
 		return fmt.Errorf("%w: %w", spec.ErrServerDown, err)
-	default: // a deadlock execRetry gave up on: contention, not ill health
+	default: // a deadlock ExecRetry gave up on: contention, not ill health
 		return err
-	}
-}
-
-// execRetry runs a single-row UPDATE, retrying if InnoDB picks it as a deadlock
-// victim: the victim was rolled back, so running it again changes nothing twice.
-func execRetry(ctx context.Context, ss *session, what, query string, args ...any) (sql.Result, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := ss.exec(ctx, what, query, args...)
-		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {
-			return res, err
-		}
 	}
 }

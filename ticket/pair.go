@@ -5,27 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/spec"
-)
-
-// The kinds of repeated warnings, aggregated by p.warn: each is logged at
-// once, then at most once per logsum.DefaultPeriod with a count.
-const (
-	warnOut        = "ticket server out of rotation"
-	warnIn         = "ticket server in rotation"
-	warnBackground = "background work failed on a ticket server (reported; not held against its place in the rotation)"
-	warnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
-	warnCopy       = "reservation copy not written; it is written once the server answers again"
-	warnSeqRow     = "sequence row ignored"
-	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
-	warnSeqMissing = "sequence missing on a ticket server"
-	warnRewound    = "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
-		"no ticket from it reaches a caller until the fix is run (ticketd repair)"
 )
 
 // Pair is a client of the ticket servers. It is safe for concurrent use. Close
@@ -34,45 +19,26 @@ const (
 type Pair struct {
 	cfg     spec.Config
 	log     *slog.Logger
-	servers []*Server
-	cred    *credential   // the password of new connections (password.go)
-	rr      atomic.Uint64 // round-robin cursor over servers
-
-	prefMu sync.Mutex    // serialises preference updates (rotation.go)
-	panics atomic.Uint64 // calls that found no server in rotation and tried anyway
+	servers []*conn.Server
+	cred    *conn.Credential // the password of new connections (password.go)
+	// rot: which servers, in which order (internal/rotation).
+	rot *Rotation
 	// warn aggregates repeated warnings (internal/logsum).
 	warn *logsum.Summary
 
-	// raw64 is Tickets64 taken as it is: Ticket64, and the tickets behind leases.
-	raw64 *sequence
-	cat   catalog
+	// tk takes every ticket (take.go).
+	tk *Taker
+	// seqs: the named sequences, their catalog and their blocks.
+	seqs *Sequences
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
-	marks    markBook
-	checkNow chan struct{} // asks marksLoop for a counter check
-	// marksWritten counts the marks written to the servers (one per row).
-	marksWritten atomic.Uint64
-	// writer names this Pair in high_water.writer (random, per Open).
-	writer string
-	// testScanBudget, when set (by tests), replaces a check round's budget.
-	testScanBudget atomic.Int64
-	// leases: the leases this Pair holds, for the copies that catch up and
-	// the rewound-lease check (copies.go); copyNow asks marksLoop to write
-	// the pending copies now (a server rejoined).
-	leases  leaseBook
-	copyNow chan struct{}
-	// inUse: the sequences a value was asked for (SequenceStats).
-	inUse inUse
-	// checkGate and catalogGate keep the counter checks and the catalog
-	// reads from overlapping with themselves.
-	checkGate, catalogGate gate
+	marks *markBook
+	// leases: worker leases and their reservation copies (lease.go, copies.go).
+	leases *Leases
 
-	// life is cancelled by Shutdown. Background work (the prober, block prefetches)
-	// runs under it, never under a caller's context, because it outlives callers.
-	life   context.Context
-	stop   context.CancelFunc
-	closed atomic.Bool
-	bgMu   sync.Mutex // orders goBackground against Shutdown so no goroutine starts after Wait
-	bg     sync.WaitGroup
+	// lt is the Pair's lifetime (internal/life): background work (the
+	// prober, block prefetches) runs under lt.Ctx, cancelled by Shutdown,
+	// never under a caller's context, because it outlives callers.
+	lt *life.Life
 }
 
 // Open connects to every server of cfg in parallel and checks that each runs with
@@ -94,48 +60,61 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	life, stop := context.WithCancel(context.Background())
 	p := &Pair{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		servers: make([]*Server, len(cfg.Servers)),
-		life:    life,
-		stop:    stop,
+		servers: make([]*conn.Server, len(cfg.Servers)),
+		lt:      life.New(),
 	}
-	p.cred = newCredential(cfg)
-	p.marks.init(len(cfg.Servers))
-	p.writer = newWriterID()
-	p.checkNow = make(chan struct{}, 1)
-	p.copyNow = make(chan struct{}, 1)
-	p.checkGate, p.catalogGate = newGate(), newGate()
-	p.leases.init(len(cfg.Servers))
+	p.cred = conn.NewCredential(cfg)
 	p.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
-	p.warn.Declare(slog.LevelWarn, warnOut, warnBackground, warnPanic, warnCopy, warnSeqRow, warnSeqMissing)
-	p.warn.Declare(slog.LevelError, warnSeqRefused, warnRewound)
-	p.warn.Declare(slog.LevelInfo, warnIn)
-	p.raw64 = newSequence(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
-	p.marksOf(p.raw64)
-	p.raw64.servers.Store(allServers(len(cfg.Servers)))
-	p.raw64.pinned.Store(allServers(len(cfg.Servers))) // not a catalog sequence: nothing to pin
-	p.cat.init(len(cfg.Servers))
 	for i := range cfg.Servers {
-		s, err := newServer(cfg, i, p.cred)
+		s, err := conn.NewServer(cfg, i, p.cred)
 		if err != nil {
 			p.abort()
 			return nil, err
 		}
 		p.servers[i] = s
 	}
+	p.rot = NewRotation(p.servers, RotationConfig{
+		CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval,
+		WarmConns: cfg.EffectiveWarmConns(), Observe: cfg.Observe,
+	}, p.warn, p.lt)
+	p.marks = NewMarkBook(cfg, p.servers, p.rot, p.warn)
 
-	errs := p.onEach(ctx, p.servers, opProbe, func(ctx context.Context, ss *session) error {
-		return ss.s.check(ctx, ss)
+	p.tk = NewTaker(cfg, p.servers, p.rot, p.marks, p.lt)
+	p.leases = NewLeases(cfg, p.servers, p.rot, p.tk, p.warn)
+	p.seqs = NewSequences(cfg, p.servers, p.rot, p.tk, p.warn, p.lt)
+	p.marks.SetHooks(MarkHooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.checkLeaseRows})
+	p.rot.SetHooks(Hooks{
+		Poll: func(ctx context.Context) { p.seqs.loadCatalogs(ctx, p.rot.Order(nil, p.rot.All())) },
+		// A server that was down at start, or restored, may define sequences
+		// differently: its catalog is read before it serves any. Restored
+		// while it was away? Its counters against the marks its peers hold,
+		// and the rows of the leases this Pair holds on it, before it serves
+		// again. A catalog it refuses to show (a missing grant) costs it its
+		// sequences, not its place in the rotation: Tickets64 and leases do
+		// not need the catalog.
+		Rejoin: func(ctx context.Context, s *conn.Server) bool {
+			if errs := p.seqs.loadCatalogs(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
+				return false
+			}
+			errs := p.marks.checkRewinds(ctx, []*conn.Server{s}, checkRound)
+			return errs[0] == nil || conn.Classify(errs[0]) != conn.KindDead
+		},
+		ProbeTicket: func(ctx context.Context, s *conn.Server) bool { return p.tk.Probe(ctx, s) },
+		Rejoined:    func(*conn.Server) { p.leases.nudgeCopies() },
+	})
+
+	errs := p.rot.OnEach(ctx, p.servers, conn.OpProbe, func(ctx context.Context, ss *conn.Session) error {
+		return ss.Server.Check(ctx, ss)
 	})
 	if err := ctx.Err(); err != nil {
 		p.abort()
 		return nil, fmt.Errorf("ticket: open: %w", err)
 	}
 	var misconf, down []error
-	var up []*Server
+	var up []*conn.Server
 	for i, err := range errs {
 		s := p.servers[i]
 		switch {
@@ -144,12 +123,9 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		case errors.Is(err, spec.ErrMisconfigured):
 			misconf = append(misconf, err)
 		default:
-			s.note(err, false)
-			s.mu.Lock()
-			s.out, s.downSince, s.lastFail = outDead, s.now(), s.now()
-			s.mu.Unlock()
+			p.rot.Absent(s, err)
 			down = append(down, err)
-			s.log.Warn("ticket server unreachable at start; it joins when the prober reaches it",
+			s.Log.Warn("ticket server unreachable at start; it joins when the prober reaches it",
 				"dsn", p.cfg.RedactedDSN(i), "err", err)
 		}
 	}
@@ -165,30 +141,30 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	// define it. Then the counters, against the marks the servers hold for
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
-	p.loadCatalogs(ctx, up)
-	checked := p.checkRewinds(ctx, up, checkScan)
+	p.seqs.loadCatalogs(ctx, up)
+	checked := p.marks.checkRewinds(ctx, up, checkScan)
 	joined := 0
 	for k, s := range up {
-		if err := checked[k]; err != nil && classify(err) == kindDead {
+		if err := checked[k]; err != nil && conn.Classify(err) == conn.KindDead {
 			continue // lost between the checks: the prober brings it back
 		}
-		p.markUp(s)
+		p.rot.MarkUp(s)
 		joined++
 	}
 	if joined == 0 {
 		p.abort()
 		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(checked...))
 	}
-	p.goBackground(p.probeLoop)
-	p.goBackground(p.marksLoop)
-	p.goBackground(p.warmLoop)
+	p.lt.Go(p.rot.ProbeLoop)
+	p.lt.Go(p.marksLoop)
+	p.lt.Go(p.rot.WarmLoop)
 	return p, nil
 }
 
 // abort undoes a failed Open.
 func (p *Pair) abort() {
 	p.closePools()
-	p.stop()
+	p.lt.Close()
 	p.warn.Close()
 }
 
@@ -201,26 +177,20 @@ func (p *Pair) CallTimeout() time.Duration { return p.cfg.CallTimeout }
 // It costs one atomic load, for callers that ask often (worker.Keeper, to
 // see its lease server leave before its renewals run out).
 func (p *Pair) ServerUp(i int) bool {
-	return i >= 0 && i < len(p.servers) && p.servers[i].up.Load()
+	return i >= 0 && i < len(p.servers) && p.rot.Up(p.servers[i])
 }
 
 // LeaseRewound reports whether the row of a worker lease this Pair holds on
 // server i was found rewound (ServerHealth.LeaseRewound): its holder's next
 // renewal there will fail with ErrLeaseLost. worker.Keeper asks it to prepare
-// a replacement first. It takes the server's small lock, never waits for I/O.
+// a replacement first. One atomic load, never waits for I/O.
 func (p *Pair) LeaseRewound(i int) bool {
-	if i < 0 || i >= len(p.servers) {
-		return false
-	}
-	s := p.servers[i]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leaseRewind
+	return i >= 0 && i < len(p.servers) && p.leases.Rewound(i)
 }
 
 // PanicCalls returns how many calls found no server in rotation and tried
 // the servers anyway (doc.go, "Rotation").
-func (p *Pair) PanicCalls() uint64 { return p.panics.Load() }
+func (p *Pair) PanicCalls() uint64 { return p.rot.PanicCalls() }
 
 // Warnings returns how often each kind of repeated warning was logged (or
 // aggregated), by kind: the log message. Every kind the Pair can log is
@@ -243,20 +213,16 @@ func (p *Pair) Close() error { return p.Shutdown(context.Background()) }
 // waits for has been cancelled, and it ends within moments, closing the
 // pools after it and leaving no goroutine behind.
 func (p *Pair) Shutdown(ctx context.Context) error {
-	p.bgMu.Lock()
-	if p.closed.Swap(true) {
-		p.bgMu.Unlock()
+	if !p.lt.Close() {
 		return nil
 	}
-	p.bgMu.Unlock()
-	p.stop()
 	done := make(chan error, 1)
 	go func() {
-		p.bg.Wait()
-		// p.life is over: the last flush runs under ctx, bounded like any
+		p.lt.Wait()
+		// p.lt.Ctx is over: the last flush runs under ctx, bounded like any
 		// call, so a clean shutdown leaves every mark it knows on the servers.
 		fctx, cancel := context.WithTimeout(ctx, 2*p.cfg.CallTimeout)
-		p.flushMarks(fctx)
+		p.marks.flushMarks(fctx)
 		cancel()
 		p.warn.Close()
 		done <- p.closePools()
@@ -273,185 +239,130 @@ func (p *Pair) closePools() error {
 	var errs []error
 	for _, s := range p.servers {
 		if s != nil {
-			errs = append(errs, s.pool().Close())
+			errs = append(errs, s.Pool().Close())
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// goBackground runs f on a goroutine that Shutdown waits for. It reports false,
-// and runs nothing, once Shutdown has begun. f must return when p.life is done.
-func (p *Pair) goBackground(f func()) bool {
-	p.bgMu.Lock()
-	defer p.bgMu.Unlock()
-	if p.closed.Load() {
-		return false
-	}
-	p.bg.Go(f)
-	return true
-}
-
-// Health reports every server, in Config.Servers order.
-func (p *Pair) Health() []ServerHealth {
-	h := make([]ServerHealth, len(p.servers))
-	for i, s := range p.servers {
-		h[i] = s.health()
-		h[i].Rewound = p.rewinds(i)
-		h[i].RewoundTotal = int(s.rewoundCount.Load())
-		h[i].Preferred, h[i].Preference = p.preference(s)
-		h[i].CopiesPending = p.leases.pending(i)
-	}
-	return h
-}
-
-// onEach runs fn on every server of list in parallel, each in a session of
-// kind o, and returns the errors in list order. What a failure means for the
-// server is the session's to record (session.go, outcome).
-func (p *Pair) onEach(ctx context.Context, list []*Server, o op, fn func(context.Context, *session) error) []error {
-	errs := make([]error, len(list))
-	var wg sync.WaitGroup
-	for i, s := range list {
-		wg.Go(func() {
-			ss := p.session(s, o)
-			defer ss.close()
-			errs[i] = fn(ctx, ss)
-		})
-	}
-	wg.Wait()
-	return errs
-}
-
-// probeLoop is the prober. Every ProbeInterval it re-checks the servers out
-// of rotation (the only way back into rotation, so a server that broke parity
-// or runs with wrong settings stays out until the check passes again), tries
-// the servers in rotation that are timing out, or that background work found
-// dead, with a request's own statement (doc.go, "Rotation"), and pings the far
-// ones to keep their latency current.
-//
-// Every catalogRefreshTicks ticks it also polls the sequence catalogs of the
-// servers in rotation for changes (catalog.go): a sequence defined so far on
-// one server only starts using the other once it is defined there too, and a
-// definition changed behind the triggers' back (TRUNCATE + INSERT) is caught.
-func (p *Pair) probeLoop() {
-	t := time.NewTicker(p.cfg.ProbeInterval)
-	defer t.Stop()
-	for tick := 1; ; tick++ {
+// marksLoop is the Pair's bookkeeper for restores: it flushes the marks and
+// catches up the reservation copies every FlushInterval, checks every
+// server's counters every CheckInterval and whenever a refused ticket asks for
+// it (checkNow), and catches up the copies as soon as a server rejoins
+// (copyNow). One goroutine does it all, so none of this overlaps with itself.
+// Shutdown flushes once more after it has returned.
+func (p *Pair) marksLoop() {
+	flush := time.NewTicker(p.cfg.FlushInterval)
+	defer flush.Stop()
+	check := time.NewTicker(p.cfg.CheckInterval)
+	defer check.Stop()
+	for {
 		select {
-		case <-p.life.Done():
-			return
-		case <-t.C:
-		}
-		if tick%catalogRefreshTicks == 0 {
-			p.loadCatalogs(p.life, p.order(nil, allServers(len(p.servers))))
-		}
-		var wg sync.WaitGroup
-		for _, s := range p.servers {
-			switch {
-			case !s.up.Load() || s.reopen.Load():
-				wg.Go(func() { p.probe(s) })
-			case s.suspect() || s.checkSoon.Load():
-				wg.Go(func() { p.probeUp(s) })
-			case s.far.Load():
-				// No request goes to a far server while the near one
-				// answers: a ping keeps its latency current, so the pair
-				// alternates again once it is near (rotation.go, prefer).
-				wg.Go(func() {
-					ss := p.session(s, opCheck)
-					ss.long = false
-					defer ss.close()
-					_ = ss.ping(p.life)
-				})
-			}
-		}
-		wg.Wait()
-	}
-}
-
-// probe checks a server out of rotation and, if it passes, puts it back.
-func (p *Pair) probe(s *Server) {
-	if s.reopen.Swap(false) {
-		if err := s.replacePool(); err != nil {
-			s.reopen.Store(true)
-			s.note(err, false)
-			return
-		}
-	}
-	ss := p.session(s, opProbe)
-	err := s.check(p.life, ss)
-	ss.close()
-	if err != nil {
-		if p.life.Err() != nil {
-			return
-		}
-		if errors.Is(err, spec.ErrMisconfigured) {
-			s.mu.Lock()
-			first := s.out != outSettings
-			s.out = outSettings
-			s.mu.Unlock()
-			if first {
-				// Reachable and wrong: a DBA must act, and the log should say so once.
-				s.log.Error("ticket server refused: it stays out of rotation until its settings match its place", "err", err)
-			}
-		}
-		s.mu.Lock()
-		s.lastFail = s.now()
-		s.mu.Unlock()
-		s.note(err, false)
-		return
-	}
-	// A server that was down at start, or restored, may define sequences
-	// differently: its catalog is read before it serves any.
-	if errs := p.loadCatalogs(p.life, []*Server{s}); errs[0] != nil && classify(errs[0]) == kindDead {
-		return // unreachable again
-	}
-	// Restored while it was away? Its counters against the marks its peers
-	// hold, and the rows of the leases this Pair holds on it, before it
-	// serves again.
-	if errs := p.checkRewinds(p.life, []*Server{s}, checkRound); errs[0] != nil && classify(errs[0]) == kindDead {
-		return // unreachable again
-	}
-	// A catalog it refuses to show (a missing grant) costs it its sequences, not
-	// its place in the rotation: Tickets64 and leases do not need the catalog.
-	p.markUp(s)
-}
-
-// probeUp tries a server in rotation that is timing out, or that background
-// work found dead, the way a request would: one REPLACE INTO Tickets64 (a
-// ticket nobody receives; numbers are burnt, never repeated), whose outcome
-// counts as a request's. So a frozen server leaves the rotation by evidence
-// over time even when no request goes to it any more, and one that answers
-// again is preferred again. A server refused for Tickets64 is checked with
-// the prober's settings check instead.
-func (p *Pair) probeUp(s *Server) {
-	s.checkSoon.Store(false)
-	if p.marksOf(p.raw64).rewound.Load()&(1<<s.idx) == 0 {
-		_, _ = p.takeOn(p.life, s, p.raw64, true)
-		return
-	}
-	ss := p.session(s, opProbe)
-	err := s.check(p.life, ss)
-	ss.close()
-	switch {
-	case err == nil:
-		s.requestOK()
-	case p.life.Err() != nil:
-	case errors.Is(err, spec.ErrMisconfigured):
-		p.takeOut(s, outSettings, err)
-	case classify(err) == kindDead:
-		p.takeOut(s, outDead, err)
-	default:
-		s.timeouts.Add(1)
-		s.lat.timedOut()
-		if s.slowFailed(p.slowWindow()) {
-			p.takeOut(s, outSlow, err)
+		case <-p.lt.Ctx.Done():
+			return // Shutdown writes the marks one last time
+		case <-flush.C:
+			p.marks.flushMarks(p.lt.Ctx)
+			p.leases.catchUp(p.lt.Ctx)
+		case <-p.leases.CopyNow():
+			p.leases.catchUp(p.lt.Ctx)
+		case <-check.C:
+			p.marks.checkRewinds(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), checkRound)
+		case <-p.marks.checkNow:
+			p.marks.checkRewinds(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), checkRefused)
 		}
 	}
 }
 
-func allServers(n int) uint64 { return 1<<n - 1 }
-
-// blame reports whether a failed call may be held against its server: not when
-// the caller gave up (its context ended) nor when Shutdown pulled the pools away.
-func (p *Pair) blame(ctx context.Context) bool {
-	return ctx.Err() == nil && !p.closed.Load()
+// Ticket64 takes one raw ticket from Tickets64 (Flickr's stub 'a'), for the /v1/id
+// fallback. Its parity has been checked against the server that issued it.
+func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
+	if p.lt.Closed() {
+		return Ticket{}, spec.ErrClosed
+	}
+	return p.tk.take(ctx, p.tk.Raw64(), nil)
 }
+
+// AcquireWorker claims a free worker ID (Leases.Acquire).
+func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, error) {
+	if p.lt.Closed() {
+		return Lease{}, spec.ErrClosed
+	}
+	return p.leases.Acquire(ctx, req)
+}
+
+// RenewWorker extends a lease's liveness and its reservation (Leases.Renew).
+func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
+	if p.lt.Closed() {
+		return l, spec.ErrClosed
+	}
+	return p.leases.Renew(ctx, l, reserveUntilMs, ttl)
+}
+
+// ReleaseWorker ends a lease now and records the last timestamp issued with
+// it (Leases.Release).
+func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
+	if p.lt.Closed() {
+		return spec.ErrClosed
+	}
+	return p.leases.Release(ctx, l, lastIssuedMs)
+}
+
+// HeldWorkers counts, on every server, the worker IDs of one datacenter
+// whose lease is alive (Leases.HeldWorkers).
+func (p *Pair) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
+	if p.lt.Closed() {
+		return nil, spec.ErrClosed
+	}
+	return p.leases.HeldWorkers(ctx, datacenter, workerBits)
+}
+
+// Next returns one value of the named sequence.
+func (p *Pair) Next(ctx context.Context, name string) (uint64, error) {
+	return p.seqs.Next(ctx, name)
+}
+
+// NextN fills dst with len(dst) values of the named sequence and returns how
+// many it filled; on an error the values before it are valid and unique.
+// The caller bounds len(dst): with block size 1 each value is one round trip.
+func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
+	return p.seqs.NextN(ctx, name, dst)
+}
+
+// TryNextN fills dst from the blocks already in memory, without I/O, and
+// reports whether it could (Sequences.TryNextN): for the HTTP hot path.
+func (p *Pair) TryNextN(name string, dst []uint64) (int, bool) {
+	return p.seqs.TryNextN(name, dst)
+}
+
+// Sequences polls the catalogs of the servers in rotation and returns every
+// sequence defined on some server, sorted by name: for tools and tests, not
+// for a request path.
+func (p *Pair) Sequences(ctx context.Context) ([]SequenceInfo, error) {
+	return p.seqs.List(ctx)
+}
+
+// SequenceCount returns how many names the catalogs read so far hold.
+func (p *Pair) SequenceCount() int { return p.seqs.Count() }
+
+// SequenceProblems returns how many sequences have a problem, by kind, and up
+// to limit of them, the most recently found first (no I/O).
+func (p *Pair) SequenceProblems(limit int) (counts map[string]int, list []SequenceProblem) {
+	return p.seqs.Problems(limit)
+}
+
+// SequenceStats returns the sequences this Pair has handed values from, at
+// most limit of them, the most used first (no I/O).
+func (p *Pair) SequenceStats(limit int) []SequenceStat { return p.seqs.Stats(limit) }
+
+// SetPassword makes pw the password of every new connection to the ticket
+// servers, from now on; connections already open stay as they are until
+// they are recycled, so no statement fails for the change. The password
+// before it is still tried once if a server refuses pw (the ALTER USER has
+// not reached it yet). An empty pw is ignored. It never logs pw.
+func (p *Pair) SetPassword(pw string) (changed bool) {
+	return p.cred.Set(pw)
+}
+
+// PasswordChanges counts the passwords the Pair has taken since Open, by
+// SetPassword or from Config.PasswordSource.
+func (p *Pair) PasswordChanges() uint64 { return p.cred.Changes() }

@@ -190,9 +190,9 @@ func TestFrozenServer(t *testing.T) {
 		h := p.Health()[1]
 		return h.SlowFailures > 0 && !h.Preferred
 	})
-	took := waitFor(t, p.slowWindow()+10*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
-	if took < p.slowWindow()/2 {
-		t.Errorf("out of rotation %v after the first timeout, want it to take about the slow window %v", took, p.slowWindow())
+	took := waitFor(t, p.rot.SlowWindow()+10*time.Second, "server 2 out of rotation", func() bool { return !p.Health()[1].Up })
+	if took < p.rot.SlowWindow()/2 {
+		t.Errorf("out of rotation %v after the first timeout, want it to take about the slow window %v", took, p.rot.SlowWindow())
 	}
 	before := load.fromServer(0)
 	waitFor(t, 5*time.Second, "server 1 carrying the load", func() bool { return load.fromServer(0) > before+200 })
@@ -324,15 +324,15 @@ func TestWrongPasswordNotLeaked(t *testing.T) {
 	}
 }
 
-// TestParitySessionViolation: a session that changes its own increment and offset
-// (any session may) gets a ticket of the other parity. That ticket never reaches
+// TestParitySessionViolation: a Session that changes its own increment and offset
+// (any Session may) gets a ticket of the other parity. That ticket never reaches
 // a caller; the server leaves the rotation, Health reports the violation, and it
-// rejoins once the prober has dropped the session and found the server right.
+// rejoins once the prober has dropped the Session and found the server right.
 func TestParitySessionViolation(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	// One connection per server, so the bad session is the one REPLACE runs on.
+	// One connection per server, so the bad Session is the one REPLACE runs on.
 	p := openPair(t, mp, func(c *spec.Config) { c.MaxOpenConns = 1 })
-	if _, err := p.servers[1].pool().ExecContext(context.Background(),
+	if _, err := p.servers[1].Pool().ExecContext(context.Background(),
 		"SET SESSION auto_increment_increment = 1, auto_increment_offset = 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestParitySessionViolation(t *testing.T) {
 			t.Fatalf("the wrong-parity ticket %d was handed out: %+v", tk.Value, tk)
 		}
 	}
-	waitFor(t, 5*time.Second, "server 2 rejoining with a fresh session", func() bool { return p.Health()[1].Up })
+	waitFor(t, 5*time.Second, "server 2 rejoining with a fresh Session", func() bool { return p.Health()[1].Up })
 	for range 10 {
 		tk, err := p.Ticket64(context.Background())
 		if err != nil {

@@ -1,11 +1,9 @@
 package ticket
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,52 +13,9 @@ import (
 
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
-
-// TestCredentialRefused: which password a refused connection tries next.
-func TestCredentialRefused(t *testing.T) {
-	errRead := errors.New("open /etc/ticketd/db.password: permission denied")
-	tests := []struct {
-		name      string
-		source    func() (string, error)
-		set       string // SetPassword before the refusal, "" for none
-		used      string // the password refused
-		want      string
-		wantRetry bool
-		wantCur   string
-	}{
-		{"no source, nothing new", nil, "", "pw-OLD-31337", "", false, "pw-OLD-31337"},
-		{"changed meanwhile", nil, "pw-NEW-42424", "pw-OLD-31337", "pw-NEW-42424", true, "pw-NEW-42424"},
-		{"source has a new one", func() (string, error) { return "pw-NEW-42424", nil }, "", "pw-OLD-31337", "pw-NEW-42424", true, "pw-NEW-42424"},
-		{"source has the same", func() (string, error) { return "pw-OLD-31337", nil }, "", "pw-OLD-31337", "", false, "pw-OLD-31337"},
-		{"source empty", func() (string, error) { return "", nil }, "", "pw-OLD-31337", "", false, "pw-OLD-31337"},
-		{"source fails", func() (string, error) { return "", errRead }, "", "pw-OLD-31337", "", false, "pw-OLD-31337"},
-		// Reloaded before the ALTER USER reached this server: the old one.
-		{"new refused, the one before", func() (string, error) { return "pw-NEW-42424", nil }, "pw-NEW-42424", "pw-NEW-42424", "pw-OLD-31337", true, "pw-NEW-42424"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var logs bytes.Buffer
-			c := newCredential(spec.Config{Password: "pw-OLD-31337", PasswordSource: tt.source, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if tt.set != "" {
-				c.set(tt.set)
-			}
-			got, retry := c.refused(tt.used)
-			if got != tt.want || retry != tt.wantRetry {
-				t.Errorf("refused(%q) = %q, %v; want %q, %v", tt.used, got, retry, tt.want, tt.wantRetry)
-			}
-			if c.current() != tt.wantCur {
-				t.Errorf("current: got %q, want %q", c.current(), tt.wantCur)
-			}
-			for _, pw := range []string{"OLD-31337", "NEW-42424"} {
-				if strings.Contains(logs.String(), pw) {
-					t.Errorf("the log holds a password: %s", logs.String())
-				}
-			}
-		})
-	}
-}
 
 // changePassword sets the ticketd account's password on s, by its hash as
 // scripts/db.sh does (no password in the server's logs or binary log).
@@ -69,7 +24,7 @@ func changePassword(t *testing.T, s *mysqltest.Server, user, pw string) {
 	s.Exec(t, fmt.Sprintf("ALTER USER '%s'@'127.0.0.1' IDENTIFIED BY PASSWORD '%s'", user, mariadb.NativePasswordHash(pw)))
 }
 
-// killSessions ends every idle session of user on s, as an idle timeout or
+// killSessions ends every idle Session of user on s, as an idle timeout or
 // a server restart would: the pool must make new connections.
 func killSessions(t *testing.T, s *mysqltest.Server, user string) {
 	t.Helper()
@@ -78,7 +33,7 @@ func killSessions(t *testing.T, s *mysqltest.Server, user string) {
 		return
 	}
 	for _, id := range strings.Split(ids, ",") {
-		// A session may end by itself meanwhile: "Unknown thread id" is fine.
+		// A Session may end by itself meanwhile: "Unknown thread id" is fine.
 		_, _ = s.Run("KILL CONNECTION " + id)
 	}
 }
@@ -132,7 +87,7 @@ func TestPasswordRotation(t *testing.T) {
 			killAll()
 		}
 		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != erAccessDenied {
+		if !errors.As(err, &me) || me.Number != conn.ErAccessDenied {
 			// Not always the driver error itself: the servers may be
 			// out of rotation by then. Then Health says why.
 			h := p.Health()
@@ -205,8 +160,8 @@ func TestPasswordRotation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after the change: %v", err)
 		}
-		if len(servers) != 2 || p.PasswordChanges() != 1 || p.cred.rereads.Load() == 0 {
-			t.Errorf("servers %v, changes %d, rereads %d: want both, 1, at least 1", servers, p.PasswordChanges(), p.cred.rereads.Load())
+		if len(servers) != 2 || p.PasswordChanges() != 1 || p.cred.Rereads() == 0 {
+			t.Errorf("servers %v, changes %d, rereads %d: want both, 1, at least 1", servers, p.PasswordChanges(), p.cred.Rereads())
 		}
 		logMu.Lock()
 		logged := logs.String()

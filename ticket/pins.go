@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -36,15 +37,15 @@ var pinnedBy = sync.OnceValue(func() string {
 // and returns the servers that now hold it (those that could not be reached
 // are left out of this call). A pin that shows another definition refuses
 // the sequence.
-func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*Server) ([]*Server, error) {
+func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.Server) ([]*conn.Server, error) {
 	pinned := q.pinned.Load()
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for k, s := range list {
-		if pinned&(1<<s.idx) != 0 {
+		if pinned&(1<<s.Idx) != 0 {
 			continue
 		}
-		wg.Go(func() { errs[k] = p.pin(ctx, s, q) })
+		wg.Go(func() { errs[k] = sq.pin(ctx, s, q) })
 	}
 	wg.Wait()
 	if err := q.err(); err != nil {
@@ -53,7 +54,7 @@ func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*Server) ([]*
 	out := list[:0:0]
 	var failed []error
 	for k, s := range list {
-		if errs[k] == nil && q.pinned.Load()&(1<<s.idx) != 0 {
+		if errs[k] == nil && q.pinned.Load()&(1<<s.Idx) != 0 {
 			out = append(out, s)
 		} else if errs[k] != nil {
 			failed = append(failed, errs[k])
@@ -70,15 +71,15 @@ func (p *Pair) ensurePins(ctx context.Context, q *sequence, list []*Server) ([]*
 
 // pin writes q's definition to s's sequence_pins unless a pin is there, and
 // judges the pin s then holds.
-func (p *Pair) pin(ctx context.Context, s *Server, q *sequence) error {
-	ss := p.session(s, opTicket)
-	defer ss.close()
+func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *sequence) error {
+	ss := sq.rot.Session(s, conn.OpTicket)
+	defer ss.Close()
 	what := "pinning sequence " + q.info.Name
 	var table any // NULL: a row of counters
 	if q.info.Table != "" {
 		table = q.info.Table
 	}
-	if _, err := ss.exec(ctx, what,
+	if _, err := ss.Exec(ctx, what,
 		"INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES (?, ?, ?, ?, ?)",
 		q.info.Name, table, q.info.Bits, q.info.BlockSize, pinnedBy()); err != nil {
 		return err
@@ -88,15 +89,15 @@ func (p *Pair) pin(ctx context.Context, s *Server, q *sequence) error {
 		Bits  uint8          `db:"bits"`
 		Block uint64         `db:"block_size"`
 	}
-	if err := ss.sel(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.info.Name); err != nil {
+	if err := ss.Select(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.info.Name); err != nil {
 		return err
 	}
 	if len(rows) != 1 {
-		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.name, what)
+		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.Name, what)
 	}
-	p.cat.mu.Lock()
-	q.defs[s.idx].pin = p.cat.pack(rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true})
-	p.recomputeLocked(q)
-	p.cat.mu.Unlock()
+	sq.cat.mu.Lock()
+	q.defs[s.Idx].pin = sq.cat.pack(rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true})
+	sq.recomputeLocked(q)
+	sq.cat.mu.Unlock()
 	return q.err()
 }

@@ -80,8 +80,8 @@ func (b *problemBook) clear(name string) {
 // SequenceProblems returns how many sequences have a problem, by kind (every
 // kind listed, 0 when none), and up to limit of them, the most recently found
 // first. Its cost does not depend on the catalog's size.
-func (p *Pair) SequenceProblems(limit int) (counts map[string]int, list []SequenceProblem) {
-	c := &p.cat
+func (sq *Sequences) Problems(limit int) (counts map[string]int, list []SequenceProblem) {
+	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	counts = make(map[string]int, len(ProblemKinds))

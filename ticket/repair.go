@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -51,18 +52,18 @@ const leaseTable = "worker_leases"
 // pair. A repair of half a pair is refused: the marks for a server live on the
 // others, and a misplaced server (the list in the wrong order) would be
 // compared with another server's marks.
-func connectAll(ctx context.Context, cfg spec.Config) ([]*Server, error) {
-	servers := make([]*Server, len(cfg.Servers))
+func connectAll(ctx context.Context, cfg spec.Config) ([]*conn.Server, error) {
+	servers := make([]*conn.Server, len(cfg.Servers))
 	closeAll := func() {
 		for _, s := range servers {
 			if s != nil {
-				s.pool().Close()
+				s.Pool().Close()
 			}
 		}
 	}
-	cred := newCredential(cfg)
+	cred := conn.NewCredential(cfg)
 	for i := range cfg.Servers {
-		s, err := newServer(cfg, i, cred)
+		s, err := conn.NewServer(cfg, i, cred)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -75,9 +76,10 @@ func connectAll(ctx context.Context, cfg spec.Config) ([]*Server, error) {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 			defer cancel()
-			ss := &session{s: s, o: opCheck, db: s.pool()}
-			errs[i] = s.check(cctx, ss)
-			ss.close()
+			ss := conn.NewSession(s, conn.OpCheck, nil)
+			ss.Long = false // a check, bounded by its caller: the request deadline
+			errs[i] = s.Check(cctx, ss)
+			ss.Close()
 		})
 	}
 	wg.Wait()
@@ -91,7 +93,7 @@ func connectAll(ctx context.Context, cfg spec.Config) ([]*Server, error) {
 // eachServer runs fn on every server in parallel, each under the tools'
 // statement timeout (a read of 100,000 catalog rows takes a few pages), and
 // joins the errors.
-func eachServer(ctx context.Context, cfg spec.Config, servers []*Server, fn func(context.Context, *Server) error) error {
+func eachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, fn func(context.Context, *conn.Server) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
@@ -179,14 +181,14 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 			}
 			target, ok := repairTarget(r.Mark, margin, f.MaxTicket)
 			if !ok {
-				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.name, r.Fix))
+				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.Name, r.Fix))
 				continue
 			}
 			stmt := fixText(cfg.Database, r.Table, target)
 			if f.Row {
 				stmt = rowFixText(cfg.Database, f.Name, target)
 			}
-			c := RepairChange{Server: i, Name: s.name, Database: cfg.Database, Table: r.Table,
+			c := RepairChange{Server: i, Name: s.Name, Database: cfg.Database, Table: r.Table,
 				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
 			if !dryRun {
 				move := alterCounter
@@ -205,7 +207,7 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 	}
 	for _, f := range sv.planLeases() {
 		s := servers[f.owner]
-		c := RepairChange{Server: f.owner, Name: s.name, Database: cfg.Database, Table: leaseTable,
+		c := RepairChange{Server: f.owner, Name: s.Name, Database: cfg.Database, Table: leaseTable,
 			Datacenter: f.datacenter, Worker: f.worker, From: uint64(max(f.from, 0)), To: uint64(max(f.to, 0)), Mark: uint64(max(f.to, 0)),
 			Statement: fmt.Sprintf("INSERT INTO %s.worker_leases (datacenter, worker, reserved_until_ms) VALUES (%d, %d, %d) "+
 				"ON DUPLICATE KEY UPDATE reserved_until_ms = IF(expires_at < UTC_TIMESTAMP(3), GREATEST(reserved_until_ms, VALUES(reserved_until_ms)), reserved_until_ms)",
@@ -215,7 +217,7 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 			_, err := execRetryPool(cctx, s, c.Statement)
 			cancel()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: raising the reservation of worker %d (datacenter %d): %w", s.name, f.worker, f.datacenter, err))
+				errs = append(errs, fmt.Errorf("%s: raising the reservation of worker %d (datacenter %d): %w", s.Name, f.worker, f.datacenter, err))
 				continue
 			}
 			c.Applied = true
@@ -224,7 +226,7 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 	}
 	for i := range servers {
 		for _, n := range sv.notes[i] {
-			rep.Notes = append(rep.Notes, servers[i].name+": "+n)
+			rep.Notes = append(rep.Notes, servers[i].Name+": "+n)
 		}
 	}
 	return rep, errors.Join(errs...)
@@ -235,10 +237,10 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // accepts a LOWER value too (anything above the largest id in the table, which
 // for a ticket table is the last ticket issued), so a counter that got past
 // target meanwhile must not be touched.
-func alterCounter(ctx context.Context, cfg spec.Config, s *Server, table string, target uint64) (uint64, error) {
+func alterCounter(ctx context.Context, cfg spec.Config, s *conn.Server, table string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout) // ALTER waits for the table's metadata lock
 	defer cancel()
-	now, err := readCounters(ctx, poolSelecter{s}, cfg.Database, []string{table})
+	now, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
@@ -246,59 +248,59 @@ func alterCounter(ctx context.Context, cfg spec.Config, s *Server, table string,
 		return c, nil
 	}
 	stmt := fixText(cfg.Database, table, target)
-	if _, err := s.pool().ExecContext(ctx, stmt); err != nil {
-		if classify(err) == kindStatement {
+	if _, err := s.Pool().ExecContext(ctx, stmt); err != nil {
+		if conn.Classify(err) == conn.KindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not alter %s.%s: on this server, GRANT ALTER ON %s.%s TO ticketd_admin "+
 				"(and give the account that role; see schema.sql, \"Accounts\"): %w",
-				spec.ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, table, cfg.Database, table, err)
+				spec.ErrMisconfigured, s.Name, stmt, cfg.User, cfg.Database, table, cfg.Database, table, err)
 		}
-		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
+		return 0, fmt.Errorf("%s: %s: %w", s.Name, stmt, err)
 	}
-	after, err := readCounters(ctx, poolSelecter{s}, cfg.Database, []string{table})
+	after, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
 	if c := after[table]; c < target {
-		return c, fmt.Errorf("%s: %s ran, but the counter reads %d", s.name, stmt, c)
+		return c, fmt.Errorf("%s: %s ran, but the counter reads %d", s.Name, stmt, c)
 	}
 	return after[table], nil
 }
 
 // moveRow moves the value of a row of counters (key counters.NAME) on s to
 // target, never down, and returns the value it then reads.
-func moveRow(ctx context.Context, cfg spec.Config, s *Server, key string, target uint64) (uint64, error) {
+func moveRow(ctx context.Context, cfg spec.Config, s *conn.Server, key string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout)
 	defer cancel()
 	name := strings.TrimPrefix(key, spec.RowKeyPrefix)
 	stmt := rowFixText(cfg.Database, name, target)
-	if _, err := s.pool().ExecContext(ctx, "UPDATE counters SET value = ? WHERE name = ? AND value < ?", target, name, target); err != nil {
-		if classify(err) == kindStatement {
+	if _, err := s.Pool().ExecContext(ctx, "UPDATE counters SET value = ? WHERE name = ? AND value < ?", target, name, target); err != nil {
+		if conn.Classify(err) == conn.KindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not update %s.counters: it needs role ticketd_admin (schema.sql, \"Accounts\"): %w",
-				spec.ErrMisconfigured, s.name, stmt, cfg.User, cfg.Database, err)
+				spec.ErrMisconfigured, s.Name, stmt, cfg.User, cfg.Database, err)
 		}
-		return 0, fmt.Errorf("%s: %s: %w", s.name, stmt, err)
+		return 0, fmt.Errorf("%s: %s: %w", s.Name, stmt, err)
 	}
 	var v []uint64
-	if err := s.pool().SelectContext(ctx, &v, "SELECT value FROM counters WHERE name = ?", name); err != nil {
-		return 0, fmt.Errorf("%s: reading the counter of %s: %w", s.name, name, err)
+	if err := s.Pool().SelectContext(ctx, &v, "SELECT value FROM counters WHERE name = ?", name); err != nil {
+		return 0, fmt.Errorf("%s: reading the counter of %s: %w", s.Name, name, err)
 	}
 	if len(v) != 1 || v[0] < target {
-		return 0, fmt.Errorf("%s: %s ran, but the row reads %v", s.name, stmt, v)
+		return 0, fmt.Errorf("%s: %s ran, but the row reads %v", s.Name, stmt, v)
 	}
 	return v[0], nil
 }
 
-func closeServers(servers []*Server) {
+func closeServers(servers []*conn.Server) {
 	for _, s := range servers {
-		s.pool().Close()
+		s.Pool().Close()
 	}
 }
 
-// execRetryPool is execRetry straight on s's pool, for repair.
-func execRetryPool(ctx context.Context, s *Server, query string) (sql.Result, error) {
+// execRetryPool is ExecRetry straight on s's pool, for repair.
+func execRetryPool(ctx context.Context, s *conn.Server, query string) (sql.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := s.pool().ExecContext(ctx, query)
-		if err == nil || classify(err) != kindDeadlock || attempt >= 3 || !backoff(ctx, attempt) {
+		res, err := s.Pool().ExecContext(ctx, query)
+		if err == nil || conn.Classify(err) != conn.KindDeadlock || attempt >= 3 || !conn.Backoff(ctx, attempt) {
 			return res, err
 		}
 	}

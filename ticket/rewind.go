@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 	"strings"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -33,6 +34,10 @@ import (
 // not refused: a repeated ticket only proposes a worker ID again, and what keeps
 // worker IDs apart is the compare-and-set on the lease row and the reservation
 // copies (copies.go), not the ticket.
+
+// WarnRewound is the kind of warning a refused counter logs.
+const WarnRewound = "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
+	"no ticket from it reaches a caller until the fix is run (ticketd repair)"
 
 // Rewind is one counter a server is refused for.
 type Rewind struct {
@@ -124,72 +129,68 @@ func ticketRepeats(t, before uint64) bool { return t <= before }
 
 // fixFor is how m's Fix is written: from the sequence that uses it, or from
 // the catalog for a counter only the marks name.
-func (p *Pair) fixFor(m *tableMarks) spec.FixInfo {
+func (b *markBook) fixFor(m *tableMarks) spec.FixInfo {
 	m.mu.Lock()
 	f := spec.FixInfo{Row: m.row, Name: m.name, Bits: int(m.fixBits), MaxTicket: m.fixMaxTicket}
 	m.mu.Unlock()
 	if f.Bits != 0 {
 		return f
 	}
-	if m.row {
-		if q := p.cat.get(m.name); q != nil {
-			return spec.FixInfoOf(q.info)
+	if b.hooks.FixFor != nil {
+		if f, ok := b.hooks.FixFor(m.row, m.name); ok {
+			return f
 		}
-		return spec.FixInfo{Row: true, Name: m.name, Bits: 64, MaxTicket: spec.ValueLimit(64)}
 	}
-	p.cat.mu.Lock()
-	q := p.cat.byTable[m.name]
-	p.cat.mu.Unlock()
-	if q != nil {
-		return spec.FixInfoOf(q.info)
+	if m.row {
+		return spec.FixInfo{Row: true, Name: m.name, Bits: 64, MaxTicket: spec.ValueLimit(64)}
 	}
 	return spec.FixInfo{Bits: 64, MaxTicket: spec.ValueLimit(64)}
 }
 
-func (p *Pair) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
-	f := p.fixFor(m)
+func (b *markBook) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
+	f := b.fixFor(m)
 	key := m.key()
 	return Rewind{
 		Table:   key,
 		Counter: counter,
 		Mark:    mark,
-		Fix:     rewindFix(p.cfg.Database, key, f, mark, p.cfg.MarginFor(f.Bits), len(p.servers)),
+		Fix:     rewindFix(b.cfg.Database, key, f, mark, b.cfg.MarginFor(f.Bits), len(b.servers)),
 	}
 }
 
 // refuse records that s is rewound for m's counter, and says so once per
 // transition, with the fix.
-func (p *Pair) refuse(s *Server, m *tableMarks, r Rewind) {
-	bit := uint64(1) << s.idx
+func (b *markBook) refuse(s *conn.Server, m *tableMarks, r Rewind) {
+	bit := uint64(1) << s.Idx
 	m.mu.Lock()
 	if m.state == nil {
-		m.state = make([]Rewind, len(p.servers))
+		m.state = make([]Rewind, len(b.servers))
 	}
-	m.state[s.idx] = r
+	m.state[s.Idx] = r
 	first := m.rewound.Or(bit)&bit == 0
 	m.mu.Unlock()
 	if !first {
 		return
 	}
-	s.rewoundCount.Add(1)
-	p.marks.mu.Lock()
-	p.marks.rewound[m] = struct{}{}
-	p.marks.mu.Unlock()
-	p.warn.NoteFor(warnRewound, s.label, "server", s.idx+1, "addr", s.addr,
+	b.per[s.Idx].rewoundCount.Add(1)
+	b.mu.Lock()
+	b.rewound[m] = struct{}{}
+	b.mu.Unlock()
+	b.warn.NoteFor(WarnRewound, s.Label, "server", s.Idx+1, "addr", s.Addr,
 		"counter", r.Table, "value", r.Counter, "mark", r.Mark, "fix", r.Fix)
 	// Its own high_water table most likely went back with it: write again every
 	// mark it should hold for the other servers. A restore rewinds many
 	// counters at once; one pass over the marks per check interval is enough.
-	now, last := time.Now().UnixNano(), s.marksResetAt.Load()
-	if now-last < int64(p.cfg.CheckInterval) || !s.marksResetAt.CompareAndSwap(last, now) {
+	now, last := time.Now().UnixNano(), b.per[s.Idx].marksResetAt.Load()
+	if now-last < int64(b.cfg.CheckInterval) || !b.per[s.Idx].marksResetAt.CompareAndSwap(last, now) {
 		return
 	}
-	all := p.marks.all()
-	n := len(p.servers)
+	all := b.all()
+	n := len(b.servers)
 	for _, t := range all {
 		t.mu.Lock()
 		for src := range n {
-			t.flushed[s.idx*n+src] = 0
+			t.flushed[s.Idx*n+src] = 0
 		}
 		t.mu.Unlock()
 		t.queue()
@@ -197,54 +198,54 @@ func (p *Pair) refuse(s *Server, m *tableMarks, r Rewind) {
 }
 
 // readmit lets s serve m's counter again: it has passed the mark.
-func (p *Pair) readmit(s *Server, m *tableMarks, counter, mark uint64) {
-	bit := uint64(1) << s.idx
+func (b *markBook) readmit(s *conn.Server, m *tableMarks, counter, mark uint64) {
+	bit := uint64(1) << s.Idx
 	m.mu.Lock()
 	was := m.rewound.And(^bit)&bit != 0
 	if m.state != nil {
-		m.state[s.idx] = Rewind{}
+		m.state[s.Idx] = Rewind{}
 	}
 	still := m.rewound.Load() != 0
 	m.mu.Unlock()
 	if !was {
 		return
 	}
-	s.rewoundCount.Add(-1)
+	b.per[s.Idx].rewoundCount.Add(-1)
 	if !still {
-		p.marks.mu.Lock()
-		delete(p.marks.rewound, m)
-		p.marks.mu.Unlock()
+		b.mu.Lock()
+		delete(b.rewound, m)
+		b.mu.Unlock()
 	}
-	s.log.Info("ticket server rejoins for a counter: it is past the high-water mark",
+	s.Log.Info("ticket server rejoins for a counter: it is past the high-water mark",
 		"counter", m.key(), "value", counter, "mark", mark)
 }
 
-// rewoundTicket refuses ticket t of q from s: it is at or below before, the
+// rewoundTicket refuses ticket t (of a row of counters: row) from s: it is at or below before, the
 // highest ticket s had issued when the statement was sent.
-func (p *Pair) rewoundTicket(s *Server, q *sequence, m *tableMarks, t, before uint64) error {
-	counter := t + s.inc // a table's AUTO_INCREMENT right after t
-	if q.info.RowStored() {
+func (b *markBook) rewoundTicket(s *conn.Server, row bool, m *tableMarks, t, before uint64) error {
+	counter := t + s.Inc // a table's AUTO_INCREMENT right after t
+	if row {
 		counter = t // a row's value is the ticket
 	}
-	r := p.rewindFor(m, counter, before)
-	p.refuse(s, m, r)
+	r := b.rewindFor(m, counter, before)
+	b.refuse(s, m, r)
 	// The counter check fills in the counter and confirms; it is also the
 	// only way s can rejoin for this counter.
-	p.requestCheck()
+	b.requestCheck()
 	err := fmt.Errorf("%w: %s returned ticket %d from %s, at or below %d, which it already issued: ticket dropped and %s refused for %s; fix: %s",
-		spec.ErrRewound, s.name, t, r.Table, before, s.name, r.Table, r.Fix)
-	s.note(err, false)
+		spec.ErrRewound, s.Name, t, r.Table, before, s.Name, r.Table, r.Fix)
+	s.Note(err, false)
 	return err
 }
 
 // rewoundErr describes why the servers in mask are refused for m's counter.
-func (p *Pair) rewoundErr(m *tableMarks, mask uint64) error {
+func (b *markBook) rewoundErr(m *tableMarks, mask uint64) error {
 	var parts []string
 	m.mu.Lock()
-	for _, s := range p.servers {
-		if mask&(1<<s.idx) != 0 && m.state != nil {
-			r := m.state[s.idx]
-			parts = append(parts, fmt.Sprintf("%s: %s counter %d at or below its mark %d; fix: %s", s.name, r.Table, r.Counter, r.Mark, r.Fix))
+	for _, s := range b.servers {
+		if mask&(1<<s.Idx) != 0 && m.state != nil {
+			r := m.state[s.Idx]
+			parts = append(parts, fmt.Sprintf("%s: %s counter %d at or below its mark %d; fix: %s", s.Name, r.Table, r.Counter, r.Mark, r.Fix))
 		}
 	}
 	m.mu.Unlock()
@@ -256,11 +257,11 @@ const maxRewindsListed = 20
 
 // rewinds returns up to maxRewindsListed counters server i is refused for,
 // sorted; the cost follows the number of counters refused, not the catalog.
-func (p *Pair) rewinds(i int) []Rewind {
+func (b *markBook) rewinds(i int) []Rewind {
 	bit := uint64(1) << i
-	p.marks.mu.Lock()
+	b.mu.Lock()
 	var ms []*tableMarks
-	for m := range p.marks.rewound {
+	for m := range b.rewound {
 		if m.rewound.Load()&bit != 0 {
 			ms = append(ms, m)
 			if len(ms) == maxRewindsListed {
@@ -268,7 +269,7 @@ func (p *Pair) rewinds(i int) []Rewind {
 			}
 		}
 	}
-	p.marks.mu.Unlock()
+	b.mu.Unlock()
 	list := make([]Rewind, 0, len(ms))
 	for _, m := range ms {
 		m.mu.Lock()
@@ -288,3 +289,6 @@ func sortRewinds(list []Rewind) {
 		}
 	}
 }
+
+// RewoundTotal counts the counters server i is refused for.
+func (b *markBook) RewoundTotal(i int) int { return int(b.per[i].rewoundCount.Load()) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -164,7 +165,7 @@ func TestPlanTables(t *testing.T) {
 	cfg := spec.DefaultConfig().WithDefaults()
 	sv := &survey{
 		cfg:     cfg,
-		servers: make([]*Server, 2),
+		servers: make([]*conn.Server, 2),
 		fixes: map[string]spec.FixInfo{
 			"Tickets64":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1}),
 			"Tickets32":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets32", Bits: 32, BlockSize: 1}),
@@ -210,7 +211,7 @@ func TestPlanTables(t *testing.T) {
 // own owner are not.
 func TestPlanLeases(t *testing.T) {
 	sv := &survey{
-		servers: make([]*Server, 2),
+		servers: make([]*conn.Server, 2),
 		copies: [][]leaseCopyRow{
 			{{3, 0, 9000}, {3, 2, 500}, {3, 4, 7000}, {3, 6, 100}, {3, 1, 99999}}, // on server 1: copies of server 2's even IDs
 			{{3, 1, 4000}},

@@ -78,12 +78,12 @@ func TestManySequences(t *testing.T) {
 	// The counter checks: rounds bounded, and a whole pass done. At 1,000
 	// rows a round, 100,000 rows take 100 rounds.
 	waitFor(t, 2*time.Minute, "a whole pass of the counter check on both servers", func() bool {
-		st := p.scanStats(context.Background())
+		st := p.marks.scanStats(context.Background())
 		return st[0].passes >= 1 && st[1].passes >= 1
 	})
-	for i, st := range p.scanStats(context.Background()) {
+	for i, st := range p.marks.scanStats(context.Background()) {
 		t.Logf("server %d: %d rounds, %d pages, %d passes, most pages in a round %d, longest round %v (budget %v), %d stopped by the budget",
-			i+1, st.rounds, st.pages, st.passes, st.maxPages, st.maxRound, p.scanBudget(), st.overBudget)
+			i+1, st.rounds, st.pages, st.passes, st.maxPages, st.maxRound, p.marks.scanBudget(), st.overBudget)
 		if st.maxPages > scanPagesPerRound {
 			t.Errorf("server %d: a round read %d pages, want at most %d", i+1, st.maxPages, scanPagesPerRound)
 		}
@@ -93,19 +93,19 @@ func TestManySequences(t *testing.T) {
 	}
 	// The time budget stops a round: with a budget of 1 ns each round
 	// reads one page only.
-	p.testScanBudget.Store(1)
-	before := p.scanStats(context.Background())
+	p.marks.testScanBudget.Store(1)
+	before := p.marks.scanStats(context.Background())
 	waitFor(t, time.Minute, "rounds under a 1 ns budget", func() bool {
-		st := p.scanStats(context.Background())
+		st := p.marks.scanStats(context.Background())
 		return st[0].rounds >= before[0].rounds+5 && st[1].rounds >= before[1].rounds+5
 	})
-	for i, st := range p.scanStats(context.Background()) {
+	for i, st := range p.marks.scanStats(context.Background()) {
 		rounds, pages := st.rounds-before[i].rounds, st.pages-before[i].pages
 		if pages > rounds {
 			t.Errorf("server %d: %d pages in %d rounds under a 1 ns budget, want one each", i+1, pages, rounds)
 		}
 	}
-	p.testScanBudget.Store(0)
+	p.marks.testScanBudget.Store(0)
 
 	// A flush writes the marks that moved, no others: one sequence used on
 	// both servers moves its two marks, each written to the other server.
@@ -114,26 +114,26 @@ func TestManySequences(t *testing.T) {
 		defer p.marks.mu.Unlock()
 		return len(p.marks.pending) == 0
 	})
-	written := p.marksWritten.Load()
-	one := p.cat.get(seqName(77))
+	written := p.marks.written.Load()
+	one := p.seqs.cat.get(seqName(77))
 	for range 4 { // tickets from both servers
-		if _, err := p.take(ctxTimeout(t, 5*time.Second), one); err != nil {
+		if _, err := p.tk.take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.pinner(one)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor(t, 10*time.Second, "the moved marks flushed", func() bool {
 		p.marks.mu.Lock()
 		defer p.marks.mu.Unlock()
-		return len(p.marks.pending) == 0 && p.marksWritten.Load() > written
+		return len(p.marks.pending) == 0 && p.marks.written.Load() > written
 	})
-	if got := p.marksWritten.Load() - written; got > 2 {
+	if got := p.marks.written.Load() - written; got > 2 {
 		t.Errorf("%d marks written after one sequence moved, want at most 2 (its mark for each server, on the other)", got)
 	}
 
 	// A sequence created now is found by the catalog's changes alone.
-	p.cat.mu.Lock()
-	gens := append([]uint32(nil), p.cat.gen...)
-	p.cat.mu.Unlock()
+	p.seqs.cat.mu.Lock()
+	gens := append([]uint32(nil), p.seqs.cat.gen...)
+	p.seqs.cat.mu.Unlock()
 	createSequence(t, mp.Servers[:], "latecomer", 64, 1)
 	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
 		_, err := p.Next(ctxTimeout(t, 5*time.Second), "latecomer")
@@ -143,9 +143,9 @@ func TestManySequences(t *testing.T) {
 		return err == nil
 	})
 	t.Logf("a sequence created among %d: first value %v after its creation", n, took.Round(time.Millisecond))
-	p.cat.mu.Lock()
-	now := append([]uint32(nil), p.cat.gen...)
-	p.cat.mu.Unlock()
+	p.seqs.cat.mu.Lock()
+	now := append([]uint32(nil), p.seqs.cat.gen...)
+	p.seqs.cat.mu.Unlock()
 	if now[0] != gens[0] || now[1] != gens[1] {
 		t.Errorf("the catalog was read whole again (generations %v, were %v), want only its changes", now, gens)
 	}
@@ -174,7 +174,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	take(p1, victim, 100, "before the backup")
 	dump := s1.Dump(t)
 	take(p1, victim, 500, "after the backup") // 50 blocks: both servers
-	if p1.marksOf(p1.cat.get(victim)).known[0].Load() == 0 {
+	if p1.seqs.cat.get(victim).marksIn(p1.marks).known[0].Load() == 0 {
 		t.Fatal("no block of the victim from server 1 after the backup: nothing to rewind")
 	}
 	if err := p1.Close(); err != nil {
@@ -216,7 +216,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 		return total == 0
 	})
 	take(p2, victim, 500, "after the repair")
-	if v := p2.marksOf(p2.cat.get(victim)).known[0].Load(); v < rep.Changes[0].To {
+	if v := p2.seqs.cat.get(victim).marksIn(p2.marks).known[0].Load(); v < rep.Changes[0].To {
 		t.Errorf("server 1's highest ticket of the victim %d, want past the repair's %d: it serves it again", v, rep.Changes[0].To)
 	}
 

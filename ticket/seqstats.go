@@ -20,26 +20,26 @@ type inUse struct {
 }
 
 // use records q's first use.
-func (p *Pair) use(q *sequence) {
+func (sq *Sequences) use(q *sequence) {
 	if q.used.Load() || !q.used.CompareAndSwap(false, true) {
 		return
 	}
-	p.inUse.mu.Lock()
-	p.inUse.list = append(p.inUse.list, q)
-	p.inUse.mu.Unlock()
+	sq.inUse.mu.Lock()
+	sq.inUse.list = append(sq.inUse.list, q)
+	sq.inUse.mu.Unlock()
 }
 
 // SequenceStats returns the sequences this Pair has handed values from, at
 // most limit of them (the most used first, then by name), without I/O. Its cost follows the
 // number of sequences in use, not the catalog's size: one pass over them with
 // a heap of limit entries.
-func (p *Pair) SequenceStats(limit int) []SequenceStat {
+func (sq *Sequences) Stats(limit int) []SequenceStat {
 	if limit <= 0 {
 		return nil
 	}
-	p.inUse.mu.Lock()
-	list := p.inUse.list[:len(p.inUse.list):len(p.inUse.list)]
-	p.inUse.mu.Unlock()
+	sq.inUse.mu.Lock()
+	list := sq.inUse.list[:len(sq.inUse.list):len(sq.inUse.list)]
+	sq.inUse.mu.Unlock()
 	h := make(statHeap, 0, min(limit, len(list)))
 	for _, q := range list {
 		n := q.issued.Load()
@@ -57,14 +57,14 @@ func (p *Pair) SequenceStats(limit int) []SequenceStat {
 	out := make([]SequenceStat, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
 		e := heap.Pop(&h).(statEntry)
-		out[i] = SequenceStat{Name: e.q.info.Name, Bits: e.q.info.Bits, Issued: e.issued, Remaining: p.remaining(e.q)}
+		out[i] = SequenceStat{Name: e.q.info.Name, Bits: e.q.info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
 	}
 	return out
 }
 
 // remaining is the share of q's tickets not yet issued on the server that
 // issued the most (the marks: what this Pair knows).
-func (p *Pair) remaining(q *sequence) float64 {
+func (sq *Sequences) remaining(q *sequence) float64 {
 	if q.exhausted.Load() != 0 {
 		return 0 // a server reported it exhausted
 	}

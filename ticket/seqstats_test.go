@@ -119,27 +119,27 @@ func TestSequenceStats(t *testing.T) {
 // TestUseListsOnce: counting a sequence in use is an atomic load after its
 // first value: nothing allocated, and it is listed once however often used.
 func TestUseListsOnce(t *testing.T) {
-	p := &Pair{}
+	p := &Pair{seqs: &Sequences{}}
 	q := newSequence(spec.SequenceInfo{Name: "orders", Bits: 64, BlockSize: 100})
-	p.use(q)
-	if n := testing.AllocsPerRun(1000, func() { p.use(q) }); n != 0 {
+	p.seqs.use(q)
+	if n := testing.AllocsPerRun(1000, func() { p.seqs.use(q) }); n != 0 {
 		t.Errorf("use: %v allocations, want 0", n)
 	}
-	if len(p.inUse.list) != 1 {
-		t.Errorf("listed %d times, want once", len(p.inUse.list))
+	if len(p.seqs.inUse.list) != 1 {
+		t.Errorf("listed %d times, want once", len(p.seqs.inUse.list))
 	}
 }
 
 // TestSequenceStatsOrder: the most used first, ties by name, cut at limit
 // (the least used, then the last names, left out), without a server.
 func TestSequenceStatsOrder(t *testing.T) {
-	p := &Pair{}
+	p := &Pair{seqs: &Sequences{}}
 	for _, s := range []struct {
 		name   string
 		issued uint64
 	}{{"d", 5}, {"b", 7}, {"a", 5}, {"e", 1}, {"c", 5}, {"never", 0}} {
 		q := newSequence(spec.SequenceInfo{Name: s.name, Bits: 64, BlockSize: 10})
-		p.use(q)
+		p.seqs.use(q)
 		q.issued.Store(s.issued)
 	}
 	for _, tt := range []struct {

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -44,13 +48,9 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 // exists for every name in the catalog; what only a sequence in use needs
 // (its marks, its blocks) is made at its first use.
 type sequence struct {
-	info      spec.SequenceInfo // as first seen; never changes (a change breaks it)
-	servers   atomic.Uint64
-	exhausted atomic.Uint64 // servers whose counter is past maxTicket: never asked again
-	// pinned: servers known to hold a pin (sequence_pins) that matches info.
-	// A server serves the sequence only once it is pinned there (pins.go).
-	pinned atomic.Uint64
-	marks  atomic.Pointer[tableMarks] // nil until first use (marksOf)
+	// Counter: where its tickets come from (take.go); info never changes
+	// (a change breaks the sequence).
+	Counter
 	broken atomic.Pointer[error]
 	issued atomic.Uint64 // values handed out (SequenceStats)
 	used   atomic.Bool   // a value was asked for: it is in use
@@ -66,6 +66,61 @@ type sequence struct {
 	cur   block
 	next  block    // prefetched, valid when hasNext
 	fetch *fetchOp // the one fetch in flight, if any
+}
+
+// The kinds of repeated warnings the sequences log.
+const (
+	warnSeqRow     = "sequence row ignored"
+	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
+	warnSeqMissing = "sequence missing on a ticket server"
+)
+
+// Sequences is the named sequences of a pair: the catalog of their
+// definitions, and their blocks of values. It is safe for concurrent use.
+type Sequences struct {
+	cfg     spec.Config
+	servers []*conn.Server
+	rot     *Rotation
+	tk      *Taker
+	warn    *logsum.Summary
+	lt      *life.Life
+	cat     catalog
+	// inUse: the sequences a value was asked for (SequenceStats).
+	inUse inUse
+	// catalogGate keeps the catalog reads from overlapping with themselves.
+	catalogGate life.Gate
+	// warned[i]: a statement error (a missing table or grant) reading
+	// server i's catalog was logged; reset on success.
+	warned []atomic.Bool
+}
+
+// NewSequences returns the named sequences of servers, none known yet
+// (Load reads the catalogs).
+func NewSequences(cfg spec.Config, servers []*conn.Server, rot *Rotation, tk *Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
+	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
+	warn.Declare(slog.LevelError, warnSeqRefused)
+	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt,
+		catalogGate: life.NewGate(), warned: make([]atomic.Bool, len(servers))}
+	sq.cat.init(len(servers))
+	return sq
+}
+
+// FixFor says how the Fix of a counter only the marks name is written,
+// from the catalog.
+func (sq *Sequences) FixFor(row bool, name string) (spec.FixInfo, bool) {
+	if row {
+		if q := sq.cat.get(name); q != nil {
+			return spec.FixInfoOf(q.info), true
+		}
+		return spec.FixInfo{}, false
+	}
+	sq.cat.mu.Lock()
+	q := sq.cat.byTable[name]
+	sq.cat.mu.Unlock()
+	if q != nil {
+		return spec.FixInfoOf(q.info), true
+	}
+	return spec.FixInfo{}, false
 }
 
 // fetchOp is a block fetch in flight. done is closed once err is set and, on
@@ -86,21 +141,6 @@ func initSequence(q *sequence, info spec.SequenceInfo) {
 	q.info = info
 }
 
-// limit is the largest value q ever returns.
-func (q *sequence) limit() uint64 { return spec.ValueLimit(q.info.Bits) }
-
-// maxTicket is the largest ticket whose first value is within limit.
-func (q *sequence) maxTicket() uint64 { return q.limit() / q.info.BlockSize }
-
-// tableStatement takes a ticket of a sequence stored in a table of its own.
-// The table name comes only from the catalog, has passed TableRE, and is
-// quoted: request text never reaches SQL. It is built per block, not kept:
-// such sequences are few, and every byte a sequence holds is held 100,000
-// times in a large catalog.
-func tableStatement(table string) string {
-	return "REPLACE INTO `" + table + "` (stub) VALUES ('a')"
-}
-
 func (q *sequence) err() error {
 	if e := q.broken.Load(); e != nil {
 		return *e
@@ -115,31 +155,31 @@ func (q *sequence) breakWith(err error) bool {
 }
 
 // Next returns one value of the named sequence.
-func (p *Pair) Next(ctx context.Context, name string) (uint64, error) {
+func (sq *Sequences) Next(ctx context.Context, name string) (uint64, error) {
 	var v [1]uint64
-	_, err := p.NextN(ctx, name, v[:])
+	_, err := sq.NextN(ctx, name, v[:])
 	return v[0], err
 }
 
 // NextN fills dst with len(dst) values of the named sequence and returns how many
 // it filled; on an error the values before it are valid and unique. The caller
 // bounds len(dst): with block size 1 each value is one round trip.
-func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
-	if p.closed.Load() {
+func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
+	if sq.lt.Closed() {
 		return 0, spec.ErrClosed
 	}
 	if len(dst) == 0 {
 		return 0, nil
 	}
-	q, err := p.lookup(ctx, name)
+	q, err := sq.lookup(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	p.use(q)
+	sq.use(q)
 	if q.info.BlockSize == 1 {
 		// Pure Flickr: the ticket is the value.
 		for i := range dst {
-			t, err := p.take(ctx, q)
+			t, err := sq.tk.take(ctx, &q.Counter, sq.pinner(q))
 			if err != nil {
 				return i, err
 			}
@@ -148,17 +188,17 @@ func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error
 		}
 		return len(dst), nil
 	}
-	return p.fill(ctx, q, dst)
+	return sq.fill(ctx, q, dst)
 }
 
 // fill hands out values from the block in memory, spanning blocks as needed.
 // When the current block is down to half, the next one is fetched in the
 // background, so in steady state no caller waits for MySQL.
-func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error) {
+func (sq *Sequences) fill(ctx context.Context, q *sequence, dst []uint64) (int, error) {
 	n := 0
 	for {
 		q.mu.Lock()
-		n += p.drainLocked(q, dst[n:])
+		n += sq.drainLocked(q, dst[n:])
 		if n == len(dst) {
 			q.mu.Unlock()
 			return n, nil
@@ -178,7 +218,7 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 			}
 			// The background fetch gave up, but this caller still has time:
 			// fetch in the foreground, bounded by the caller's deadline.
-			if err := p.fetchNow(ctx, q); err != nil {
+			if err := sq.fetchNow(ctx, q); err != nil {
 				return n, err
 			}
 		case <-ctx.Done():
@@ -190,7 +230,7 @@ func (p *Pair) fill(ctx context.Context, q *sequence, dst []uint64) (int, error)
 // drainLocked moves values from the blocks in memory into dst, switching to
 // the prefetched block when the current one runs out, and starts the next
 // fetch once the current block is down to half. Called with q.mu held.
-func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
+func (sq *Sequences) drainLocked(q *sequence, dst []uint64) int {
 	n := 0
 	for n < len(dst) {
 		if q.cur.remaining() == 0 {
@@ -206,7 +246,7 @@ func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
 		}
 	}
 	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
-		p.startFetch(q)
+		sq.startFetch(q)
 	}
 	q.issued.Add(uint64(n))
 	return n
@@ -218,11 +258,11 @@ func (p *Pair) drainLocked(q *sequence, dst []uint64) int {
 // fewer than len(dst) values. The caller then uses NextN. It exists for the
 // HTTP hot path, where a deadline context per request costs more than the
 // values themselves.
-func (p *Pair) TryNextN(name string, dst []uint64) (int, bool) {
-	if len(dst) == 0 || p.closed.Load() {
+func (sq *Sequences) TryNextN(name string, dst []uint64) (int, bool) {
+	if len(dst) == 0 || sq.lt.Closed() {
 		return 0, false
 	}
-	q := p.cat.get(name)
+	q := sq.cat.get(name)
 	if q == nil || q.info.BlockSize == 1 || q.servers.Load() == 0 || q.err() != nil {
 		return 0, false
 	}
@@ -235,15 +275,15 @@ func (p *Pair) TryNextN(name string, dst []uint64) (int, bool) {
 	if avail < uint64(len(dst)) {
 		return 0, false
 	}
-	return p.drainLocked(q, dst), true
+	return sq.drainLocked(q, dst), true
 }
 
 // startFetch starts the sequence's one block fetch. Called with q.mu held. The
 // fetch runs under the Pair's lifetime, not the caller's context: the caller that
 // triggered it may be long gone when the block arrives, and others need it.
-func (p *Pair) startFetch(q *sequence) {
+func (sq *Sequences) startFetch(q *sequence) {
 	f := &fetchOp{done: make(chan struct{})}
-	if !p.goBackground(func() { p.fetchBlock(q, f) }) {
+	if !sq.lt.Go(func() { sq.fetchBlock(q, f) }) {
 		return
 	}
 	q.fetch = f
@@ -252,9 +292,9 @@ func (p *Pair) startFetch(q *sequence) {
 // fetchBlock is the background fetch: one pass over the servers (the fetch
 // has no caller's deadline to spend; a waiting caller retries in the
 // foreground with its own, see fill).
-func (p *Pair) fetchBlock(q *sequence, f *fetchOp) {
-	t, err := p.take(p.life, q)
-	if err != nil && p.life.Err() != nil {
+func (sq *Sequences) fetchBlock(q *sequence, f *fetchOp) {
+	t, err := sq.tk.take(sq.lt.Ctx, &q.Counter, sq.pinner(q))
+	if err != nil && sq.lt.Ctx.Err() != nil {
 		err = spec.ErrClosed // the waiters should hear why, not "context canceled"
 	}
 	var b block
@@ -286,8 +326,8 @@ func retryable(err error) bool {
 // fetchNow takes a block in the caller's goroutine and installs it where
 // there is room (the current block when it is empty, else the next); a block
 // with no room left is burnt, which costs density, never uniqueness.
-func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
-	t, err := p.take(ctx, q)
+func (sq *Sequences) fetchNow(ctx context.Context, q *sequence) error {
+	t, err := sq.tk.take(ctx, &q.Counter, sq.pinner(q))
 	if err != nil {
 		return err
 	}
@@ -304,4 +344,11 @@ func (p *Pair) fetchNow(ctx context.Context, q *sequence) error {
 		q.next, q.hasNext = b, true
 	}
 	return nil
+}
+
+// pinner is q's PinFunc.
+func (sq *Sequences) pinner(q *sequence) PinFunc {
+	return func(ctx context.Context, list []*conn.Server) ([]*conn.Server, error) {
+		return sq.ensurePins(ctx, q, list)
+	}
 }

@@ -212,7 +212,7 @@ func TestSequenceCatalog(t *testing.T) {
 
 	// A flood of unknown names: every request hears ErrUnknownSequence, and
 	// the polls they cause are at most one per catalogRetry.
-	polls0 := p.cat.missPolls.Load()
+	polls0 := p.seqs.cat.missPolls.Load()
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for g := range 20 {
@@ -228,7 +228,7 @@ func TestSequenceCatalog(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	polls := p.cat.missPolls.Load() - polls0
+	polls := p.seqs.cat.missPolls.Load() - polls0
 	if limit := int64(elapsed/catalogRetry) + 2; polls < 1 || polls > limit {
 		t.Errorf("%d polls for a flood of unknown names over %v, want 1 to %d", polls, elapsed.Round(time.Millisecond), limit)
 	}

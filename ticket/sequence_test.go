@@ -1,19 +1,10 @@
 package ticket
 
 import (
-	"context"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 	"math"
-	"net"
-	"os"
-	"strings"
-	"syscall"
 	"testing"
 	"ticketd/ticket/internal/spec"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 func TestBlockFor(t *testing.T) {
@@ -96,93 +87,5 @@ func TestDisjointBlocks(t *testing.T) {
 			}
 			seen[v] = tk
 		}
-	}
-}
-
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		err  error
-		want errKind
-	}{
-		{&mysql.MySQLError{Number: 1213}, kindDeadlock},
-		{fmt.Errorf("wrapped: %w", &mysql.MySQLError{Number: 1213}), kindDeadlock},
-		{&mysql.MySQLError{Number: 1146}, kindStatement},
-		{&mysql.MySQLError{Number: 1142}, kindStatement},
-		{&mysql.MySQLError{Number: 167}, kindExhausted},
-		{&mysql.MySQLError{Number: 1690}, kindExhausted}, // a row of counters at BIGINT UNSIGNED's end
-		{&mysql.MySQLError{Number: 4025}, kindStatement}, // counters' parity CHECK: the statement's fault
-		{&mysql.MySQLError{Number: 1045}, kindDead},      // access denied: the account, not the statement
-		{&mysql.MySQLError{Number: 1290}, kindDead},      // --read-only
-		{&mysql.MySQLError{Number: 1049}, kindDead},      // unknown database: wrong settings
-		{mysql.ErrInvalidConn, kindDead},                 // EOF or reset under a statement or in the handshake
-		{driver.ErrBadConn, kindDead},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, kindDead},
-		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, kindDead},
-		{errors.New("dial tcp: connection refused"), kindDead},
-		{spec.ErrMisconfigured, kindDead},
-		{spec.ErrParity, kindDead},
-		{context.DeadlineExceeded, kindSlow},
-		{fmt.Errorf("server 1: REPLACE: %w", context.DeadlineExceeded), kindSlow},
-		{os.ErrDeadlineExceeded, kindSlow},                                // an i/o timeout
-		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, kindSlow}, // dial timeout
-		{&mysql.MySQLError{Number: 1969}, kindSlow},                       // MariaDB max_statement_time
-		{&mysql.MySQLError{Number: 3024}, kindSlow},                       // MySQL max_execution_time
-		{&mysql.MySQLError{Number: 1205}, kindSlow},                       // lock wait timeout
-		{&mysql.MySQLError{Number: 1040}, kindSlow},                       // too many connections: full, not gone
-	}
-	for _, tt := range tests {
-		t.Run(tt.err.Error(), func(t *testing.T) {
-			if got := classify(tt.err); got != tt.want {
-				t.Fatalf("classify(%v) = %d, want %d", tt.err, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestCheckAcquire(t *testing.T) {
-	p := &Pair{servers: make([]*Server, 2)}
-	good := AcquireRequest{WorkerBits: 5, Holder: "host/1/abc", TTL: 10e9, NowMs: 1_700_000_000_000, ReserveMs: 60000, MaxWaitMs: 1000, Server: -1}
-	tests := []struct {
-		name string
-		mod  func(*AcquireRequest)
-		want string
-	}{
-		{"good", func(*AcquireRequest) {}, ""},
-		{"server 1", func(r *AcquireRequest) { r.Server = 1 }, ""},
-		{"1 bit", func(r *AcquireRequest) { r.WorkerBits = 1 }, ""},
-		{"22 bits", func(r *AcquireRequest) { r.WorkerBits = 22 }, ""},
-		{"0 bits", func(r *AcquireRequest) { r.WorkerBits = 0 }, "WorkerBits"},
-		{"23 bits", func(r *AcquireRequest) { r.WorkerBits = 23 }, "WorkerBits"},
-		{"no holder", func(r *AcquireRequest) { r.Holder = "" }, "Holder"},
-		{"long holder", func(r *AcquireRequest) { r.Holder = strings.Repeat("h", 256) }, "Holder"},
-		{"non-ASCII holder", func(r *AcquireRequest) { r.Holder = "hôte" }, "Holder"},
-		{"TTL too short", func(r *AcquireRequest) { r.TTL = MinLeaseTTL - 1 }, "TTL"},
-		{"TTL too long", func(r *AcquireRequest) { r.TTL = MaxLeaseTTL + 1 }, "TTL"},
-		{"no clock", func(r *AcquireRequest) { r.NowMs = 0 }, "NowMs"},
-		{"no reserve", func(r *AcquireRequest) { r.ReserveMs = 0 }, "ReserveMs"},
-		{"reserve too far", func(r *AcquireRequest) { r.ReserveMs = MaxReserveMs + 1 }, "ReserveMs"},
-		{"negative wait", func(r *AcquireRequest) { r.MaxWaitMs = -1 }, "MaxWaitMs"},
-		{"server 2", func(r *AcquireRequest) { r.Server = 2 }, "Server"},
-		{"server -2", func(r *AcquireRequest) { r.Server = -2 }, "Server"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := good
-			tt.mod(&r)
-			err := p.checkAcquire(r)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("checkAcquire = %v, want nil", err)
-			case tt.want != "" && (!errors.Is(err, spec.ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("checkAcquire = %v, want ErrInvalidArgument about %s", err, tt.want)
-			}
-		})
-	}
-	// Four servers: one worker bit cannot give each server its share.
-	p4 := &Pair{servers: make([]*Server, 4)}
-	r := good
-	r.WorkerBits = 1
-	if err := p4.checkAcquire(r); !errors.Is(err, spec.ErrInvalidArgument) {
-		t.Fatalf("4 servers, 1 worker bit: checkAcquire = %v, want ErrInvalidArgument", err)
 	}
 }

@@ -175,8 +175,8 @@ func TestPanicMode(t *testing.T) {
 	if got := p.PanicCalls(); got <= before {
 		t.Fatalf("PanicCalls = %d, want more than %d", got, before)
 	}
-	if n := p.Warnings()[warnPanic]; n == 0 {
-		t.Fatalf("Warnings()[%q] = 0, want the panic counted", warnPanic)
+	if n := p.Warnings()[WarnPanic]; n == 0 {
+		t.Fatalf("Warnings()[%q] = 0, want the panic counted", WarnPanic)
 	}
 }
 

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
 
 // survey is everything Repair and Rewinds read, from every server of the pair.
 type survey struct {
 	cfg     spec.Config
-	servers []*Server
+	servers []*conn.Server
 	// fixes: how each counter's Fix is written (its width and last usable
 	// ticket), by counter key; for servers that disagree, the narrower.
 	fixes    map[string]spec.FixInfo
@@ -39,7 +40,7 @@ type leaseRow struct {
 // then the counters and lease rows: every mark read is then a ticket issued
 // before the counter was read (see checkRewinds), and a copy written before the
 // row it copies was read. Everything is read in pages.
-func takeSurvey(ctx context.Context, cfg spec.Config, servers []*Server, leases bool) (*survey, error) {
+func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, leases bool) (*survey, error) {
 	n := len(servers)
 	sv := &survey{
 		cfg: cfg, servers: servers,
@@ -51,20 +52,20 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*Server, leases 
 		notes:    map[int][]string{},
 	}
 	catalogs := make([][]spec.SequenceInfo, n)
-	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *Server) error {
-		list, err := readCatalog(ctx, poolSelecter{s})
+	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *conn.Server) error {
+		list, err := readCatalog(ctx, conn.PoolQuerier{Server: s})
 		if err != nil {
 			return err
 		}
-		catalogs[s.idx] = list
-		rows, err := readHighWater(ctx, poolSelecter{s})
-		sv.marks[s.idx] = rows
+		catalogs[s.Idx] = list
+		rows, err := readHighWater(ctx, conn.PoolQuerier{Server: s})
+		sv.marks[s.Idx] = rows
 		if err != nil || !leases {
 			return err
 		}
-		if err := s.pool().SelectContext(ctx, &sv.copies[s.idx],
+		if err := s.Pool().SelectContext(ctx, &sv.copies[s.Idx],
 			"SELECT datacenter, worker, reserved_until_ms FROM reservation_copies"); err != nil {
-			return fmt.Errorf("%s: reading reservation_copies: %w", s.name, err)
+			return fmt.Errorf("%s: reading reservation_copies: %w", s.Name, err)
 		}
 		return nil
 	})
@@ -91,21 +92,21 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*Server, leases 
 		}
 	}
 	slices.Sort(tables)
-	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *Server) error {
-		c, err := readCounters(ctx, poolSelecter{s}, cfg.Database, tables)
+	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *conn.Server) error {
+		c, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, tables)
 		if err != nil {
 			return err
 		}
-		if err := readRows(ctx, poolSelecter{s}, func(r rowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
+		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(r rowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
 			return err
 		}
-		sv.counters[s.idx] = c
+		sv.counters[s.Idx] = c
 		if !leases {
 			return nil
 		}
-		if err := s.pool().SelectContext(ctx, &sv.leases[s.idx],
+		if err := s.Pool().SelectContext(ctx, &sv.leases[s.Idx],
 			`SELECT datacenter, worker, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired FROM worker_leases`); err != nil {
-			return fmt.Errorf("%s: reading worker_leases: %w", s.name, err)
+			return fmt.Errorf("%s: reading worker_leases: %w", s.Name, err)
 		}
 		return nil
 	})
@@ -116,12 +117,12 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*Server, leases 
 }
 
 // readCatalog reads a server's whole catalog, in pages by name.
-func readCatalog(ctx context.Context, q selecter) ([]spec.SequenceInfo, error) {
+func readCatalog(ctx context.Context, q conn.Querier) ([]spec.SequenceInfo, error) {
 	var list []spec.SequenceInfo
 	after := ""
 	for {
 		var rows []catRow
-		if err := q.sel(ctx, "reading sequences", &rows, catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+		if err := q.Select(ctx, "reading sequences", &rows, catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
 			return nil, err
 		}
 		for _, r := range rows {
@@ -135,11 +136,11 @@ func readCatalog(ctx context.Context, q selecter) ([]spec.SequenceInfo, error) {
 }
 
 // readRows calls f for every row of counters, in pages by name.
-func readRows(ctx context.Context, q selecter, f func(rowValue)) error {
+func readRows(ctx context.Context, q conn.Querier, f func(rowValue)) error {
 	after := ""
 	for {
 		var rows []rowValue
-		if err := q.sel(ctx, "reading counters", &rows,
+		if err := q.Select(ctx, "reading counters", &rows,
 			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, scanPage*5); err != nil {
 			return err
 		}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"sync/atomic"
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/spec"
-	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // Ticket is one raw ticket and the server that issued it.
@@ -17,19 +16,115 @@ type Ticket struct {
 	Server int // index in Config.Servers
 }
 
+// Counter is where tickets come from: a ticket table (Tickets64, a seq_*
+// table), or a sequence's row of counters, on every server. A named
+// sequence embeds one; the raw Tickets64 behind leases is one.
+type Counter struct {
+	info      spec.SequenceInfo // as first seen; never changes
+	servers   atomic.Uint64     // the servers that define it
+	exhausted atomic.Uint64     // servers whose counter is past maxTicket: never asked again
+	// pinned: servers known to hold a pin (sequence_pins) that matches info.
+	// A server serves a sequence only once it is pinned there (pins.go).
+	pinned atomic.Uint64
+	marks  atomic.Pointer[tableMarks] // nil until first use (marksOf)
+}
+
+// NewCounter returns the counter of info, defined on no server yet.
+func NewCounter(info spec.SequenceInfo) *Counter { return &Counter{info: info} }
+
+// Info is the counter's definition.
+func (q *Counter) Info() spec.SequenceInfo { return q.info }
+
+// limit is the largest value q ever returns.
+func (q *Counter) limit() uint64 { return spec.ValueLimit(q.info.Bits) }
+
+// maxTicket is the largest ticket whose first value is within limit.
+func (q *Counter) maxTicket() uint64 { return q.limit() / q.info.BlockSize }
+
+// tableStatement takes a ticket of a sequence stored in a table of its own.
+// The table name comes only from the catalog, has passed TableRE, and is
+// quoted: request text never reaches SQL. It is built per block, not kept:
+// such sequences are few, and every byte a sequence holds is held 100,000
+// times in a large catalog.
+func tableStatement(table string) string {
+	return "REPLACE INTO `" + table + "` (stub) VALUES ('a')"
+}
+
+// PinFunc pins a sequence on the servers of list that lack its pin and
+// returns those that hold it (pins.go): a server serves a sequence only once
+// its definition is pinned there. Counters that need no pin (Tickets64)
+// are always pinned, and never call it.
+type PinFunc func(ctx context.Context, list []*conn.Server) ([]*conn.Server, error)
+
+// Taker is the one place a ticket statement is sent, and every ticket
+// checked: its parity, the mark read before the statement and raised after
+// it, the refusal of a repeat, and the counter's exhaustion.
+type Taker struct {
+	cfg   spec.Config
+	rot   *Rotation
+	marks *markBook
+	lt    *life.Life
+	// raw64 is Tickets64 taken as it is: Ticket64, the probe of a server
+	// timing out, and the candidates of worker leases.
+	raw64 *Counter
+	// rowPrefix[i] is the UPDATE that takes a ticket of a row of counters
+	// on server i, up to the quoted name (rowStatement).
+	rowPrefix []string
+}
+
+// NewTaker returns the taker of tickets on servers.
+func NewTaker(cfg spec.Config, servers []*conn.Server, rot *Rotation, marks *markBook, lt *life.Life) *Taker {
+	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, rowPrefix: make([]string, len(servers))}
+	tk.raw64 = NewCounter(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
+	tk.marksOf(tk.raw64)
+	tk.raw64.servers.Store(rot.All())
+	tk.raw64.pinned.Store(rot.All()) // not a catalog sequence: nothing to pin
+	for i, s := range servers {
+		// The row's own step advances it, so a Session's auto_increment_* has no
+		// say; start and step in the WHERE refuse a row made for another place.
+		tk.rowPrefix[i] = fmt.Sprintf("UPDATE counters SET value = LAST_INSERT_ID(value + step) WHERE start = %d AND step = %d AND name = '",
+			s.Offset, s.Inc)
+	}
+	return tk
+}
+
+// Raw64 is Tickets64 taken as it is.
+func (tk *Taker) Raw64() *Counter { return tk.raw64 }
+
+// Probe tries s the way a request would: one REPLACE INTO Tickets64, a
+// ticket nobody receives (numbers are burnt, never repeated), whose outcome
+// counts as a request's (Hooks.ProbeTicket). False when s is refused for
+// Tickets64: then it cannot tell.
+func (tk *Taker) Probe(ctx context.Context, s *conn.Server) bool {
+	if tk.marksOf(tk.raw64).rewound.Load()&(1<<s.Idx) != 0 {
+		return false
+	}
+	_, _ = tk.takeOn(ctx, s, tk.raw64, true)
+	return true
+}
+
+// rowStatement is the statement that takes a ticket of sequence name (which
+// has passed NameRE: it needs no escaping) on s.
+func (tk *Taker) rowStatement(s *conn.Server, name string) string {
+	return tk.rowPrefix[s.Idx] + name + "'"
+}
+
+// marksOf returns q's marks, creating them at q's first use.
+func (tk *Taker) marksOf(q *Counter) *tableMarks { return q.marksIn(tk.marks) }
+
+// marksIn returns q's marks in b, creating them at q's first use.
+func (q *Counter) marksIn(b *markBook) *tableMarks {
+	if m := q.marks.Load(); m != nil {
+		return m
+	}
+	q.marks.CompareAndSwap(nil, b.For(q.info))
+	return q.marks.Load()
+}
+
 // maxDeadlockRetries bounds the retries of a REPLACE that InnoDB picked as a
 // deadlock victim (error 1213, frequent under innodb_autoinc_lock_mode=1). Each
 // retry burns the numbers of the failed one, never repeats them.
 const maxDeadlockRetries = 16
-
-// Ticket64 takes one raw ticket from Tickets64 (Flickr's stub 'a'), for the /v1/id
-// fallback. Its parity has been checked against the server that issued it.
-func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
-	if p.closed.Load() {
-		return Ticket{}, spec.ErrClosed
-	}
-	return p.take(ctx, p.raw64)
-}
 
 // take gets one ticket of q from the servers in rotation, nearest first
 // (order). A server that fails is passed over and the same call goes on to
@@ -39,29 +134,23 @@ func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
 // slow at once (fsyncs queueing up on both) cost time, not an error. When no
 // server is in rotation the call tries the others anyway, least recently
 // failed first (panic mode).
-func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
-	var bufA, bufB [spec.MaxServers]*Server
-	m := p.marksOf(q)
+func (tk *Taker) take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, error) {
+	var bufA, bufB [spec.MaxServers]*conn.Server
+	m := tk.marksOf(q)
 	// A server refused for this counter (rewound) is not even asked: its next
 	// tickets would be refused too.
 	mask := q.servers.Load() &^ q.exhausted.Load() &^ m.rewound.Load()
-	list := p.order(bufA[:0], mask)
-	if len(list) == 0 && mask != 0 {
-		if list = p.panicOrder(bufA[:0], mask); len(list) > 0 {
-			p.panics.Add(1)
-			p.warn.Note(warnPanic, "sequence", q.info.Name, "servers", len(list))
-		}
-	}
+	list := tk.rot.Candidates(bufA[:0], mask, "sequence", q.info.Name)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, spec.MaxCallTimeoutFactor*p.cfg.CallTimeout)
+		ctx, cancel = context.WithTimeout(ctx, spec.MaxCallTimeoutFactor*tk.cfg.CallTimeout)
 		defer cancel()
 	}
 	var last error
 	if q.pinned.Load()&mask != mask {
 		// A server serves a sequence only once its definition is pinned there.
 		var err error
-		if list, err = p.ensurePins(ctx, q, list); err != nil {
+		if list, err = pin(ctx, list); err != nil {
 			return Ticket{}, err
 		}
 	}
@@ -72,9 +161,9 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 			retry = bufA[:0]
 		}
 		for _, s := range list {
-			v, err := p.takeOn(ctx, s, q, true)
+			v, err := tk.takeOn(ctx, s, q, true)
 			if err == nil {
-				return Ticket{Value: v, Server: s.idx}, nil
+				return Ticket{Value: v, Server: s.Idx}, nil
 			}
 			if cerr := ctx.Err(); cerr != nil {
 				if !errors.Is(err, cerr) {
@@ -82,12 +171,12 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 				}
 				return Ticket{}, err
 			}
-			if p.closed.Load() {
+			if tk.lt.Closed() {
 				return Ticket{}, spec.ErrClosed
 			}
 			last = err
 			statementOnly = statementOnly && errors.Is(err, spec.ErrMisconfigured)
-			if classify(err) == kindSlow && m.rewound.Load()&(1<<s.idx) == 0 {
+			if conn.Classify(err) == conn.KindSlow && m.rewound.Load()&(1<<s.Idx) == 0 {
 				retry = append(retry, s)
 			}
 		}
@@ -101,7 +190,7 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 	case last == nil && rewound != 0:
 		// The servers that could serve are refused for this table: to the
 		// caller, an outage (retry later); to the DBA, a restore to fix.
-		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.info.Name, p.rewoundErr(m, rewound))
+		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.info.Name, tk.marks.rewoundErr(m, rewound))
 	case last == nil:
 		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.info.Name)
 	case statementOnly:
@@ -116,35 +205,35 @@ func (p *Pair) take(ctx context.Context, q *sequence) (Ticket, error) {
 // retrying deadlocks, and checks the ticket before anyone sees it: its
 // parity, and (guard) that s has not issued it before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
-func (p *Pair) takeOn(ctx context.Context, s *Server, q *sequence, guard bool) (uint64, error) {
-	return p.takeOnAs(ctx, s, q, guard, opTicket)
+func (tk *Taker) takeOn(ctx context.Context, s *conn.Server, q *Counter, guard bool) (uint64, error) {
+	return tk.takeOnAs(ctx, s, q, guard, conn.OpTicket)
 }
 
-func (p *Pair) takeOnAs(ctx context.Context, s *Server, q *sequence, guard bool, o op) (uint64, error) {
-	ss := p.session(s, o)
-	defer ss.close()
-	m := p.marksOf(q)
+func (tk *Taker) takeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
+	ss := tk.rot.Session(s, o)
+	defer ss.Close()
+	m := tk.marksOf(q)
 	// The highest ticket s is known to have issued from this counter, loaded
 	// BEFORE the statement is sent: every value in it came back from a
 	// statement that had completed by now, so ours must return more
 	// (ticketRepeats).
-	before := m.known[s.idx].Load()
+	before := m.known[s.Idx].Load()
 	var what, query string
 	if q.info.RowStored() {
-		what, query = "taking a ticket of "+q.info.Name, s.rowStatement(q.info.Name)
+		what, query = "taking a ticket of "+q.info.Name, tk.rowStatement(s, q.info.Name)
 	} else {
 		what, query = "REPLACE INTO "+q.info.Table, tableStatement(q.info.Table)
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := ss.exec(ctx, what, query)
+		res, err := ss.Exec(ctx, what, query)
 		var id int64
 		if err == nil && q.info.RowStored() {
 			if n, rerr := res.RowsAffected(); rerr == nil && n != 1 {
 				// No row, or one with another start or step: nothing issued.
 				err := fmt.Errorf("%w: %s: sequence %q has no row in counters with start %d and step %d there; "+
 					"create it there (ticketd sequence create) or check it (ticketd sequence check)",
-					spec.ErrMisconfigured, s.name, q.info.Name, s.offset, s.inc)
-				s.note(err, false)
+					spec.ErrMisconfigured, s.Name, q.info.Name, s.Offset, s.Inc)
+				s.Note(err, false)
 				return 0, err
 			}
 		}
@@ -155,47 +244,47 @@ func (p *Pair) takeOnAs(ctx context.Context, s *Server, q *sequence, guard bool,
 			id, err = res.LastInsertId()
 		}
 		if err != nil {
-			switch classify(err) {
-			case kindDeadlock:
-				if attempt < maxDeadlockRetries && backoff(ctx, attempt) {
+			switch conn.Classify(err) {
+			case conn.KindDeadlock:
+				if attempt < maxDeadlockRetries && conn.Backoff(ctx, attempt) {
 					continue
 				}
 				// Contention, not ill health: the server stays in rotation.
 				return 0, fmt.Errorf("deadlocked %d times: %w", attempt+1, err)
-			case kindStatement:
+			case conn.KindStatement:
 				return 0, fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
-			case kindExhausted:
-				if isMySQLError(err, erAutoincReadFailed) && !p.counterExhausted(ctx, ss, q) {
+			case conn.KindExhausted:
+				if conn.IsMySQLError(err, conn.ErAutoincReadFailed) && !tk.counterExhausted(ctx, ss, q) {
 					// Not the column's end: the lock wait was cut short.
-					return 0, fmt.Errorf("%w: %w: %w", spec.ErrServerDown, errInterrupted, err)
+					return 0, fmt.Errorf("%w: %w: %w", spec.ErrServerDown, conn.ErrInterrupted, err)
 				}
-				return 0, p.exhaust(s, q, err)
+				return 0, tk.exhaust(s, q, err)
 			default:
-				// The session has judged the server (session.go, outcome).
+				// The Session has judged the server (Session.go, outcome).
 				return 0, fmt.Errorf("%w: %w", spec.ErrServerDown, err)
 			}
 		}
 		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
 		if t == 0 {
 			// No AUTO_INCREMENT on the table: nothing was issued.
-			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.name, q.info.Table)
-			s.note(err, false)
+			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.Name, q.info.Table)
+			s.Note(err, false)
 			return 0, err
 		}
-		if t%s.inc != s.offset%s.inc {
-			return 0, p.parityViolation(s, q, t)
+		if t%s.Inc != s.Offset%s.Inc {
+			return 0, tk.parityViolation(s, q, t)
 		}
 		if guard && ticketRepeats(t, before) {
-			return 0, p.rewoundTicket(s, q, m, t, before)
+			return 0, tk.marks.rewoundTicket(s, q.info.RowStored(), m, t, before)
 		}
 		// Recorded only now that the statement has returned: a ticket still
 		// in flight must never count as issued (see ticketRepeats).
-		m.raise(s.idx, t)
+		m.raise(s.Idx, t)
 		if t > q.maxTicket() {
-			return 0, p.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
-				s.name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
+			return 0, tk.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
+				s.Name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
 		}
-		s.tickets.Add(1)
+		s.Tickets.Add(1)
 		return t, nil
 	}
 }
@@ -203,55 +292,34 @@ func (p *Pair) takeOnAs(ctx context.Context, s *Server, q *sequence, guard bool,
 // counterExhausted reads q's counter on s after an ambiguous 1467: only a
 // counter past the last usable ticket is an exhausted sequence. A counter it
 // cannot read is taken for not exhausted, since exhaust is for good.
-func (p *Pair) counterExhausted(ctx context.Context, ss *session, q *sequence) bool {
+func (tk *Taker) counterExhausted(ctx context.Context, ss *conn.Session, q *Counter) bool {
 	if q.info.RowStored() {
 		return true // 1690: value + step past the column's end
 	}
-	c, err := readCounters(ctx, ss, p.cfg.Database, []string{q.info.Table})
+	c, err := readCounters(ctx, ss, tk.cfg.Database, []string{q.info.Table})
 	return err == nil && c[q.info.Table] > q.maxTicket()
-}
-
-func isMySQLError(err error, number uint16) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == number
 }
 
 // exhaust records that q has no value left on s; the counter only moves up, so
 // s is never asked for q again by this Pair.
-func (p *Pair) exhaust(s *Server, q *sequence, cause error) error {
-	if q.exhausted.Or(1<<s.idx)&(1<<s.idx) == 0 {
-		s.log.Warn("sequence exhausted on this server", "sequence", q.info.Name, "err", cause)
+func (tk *Taker) exhaust(s *conn.Server, q *Counter, cause error) error {
+	if q.exhausted.Or(1<<s.Idx)&(1<<s.Idx) == 0 {
+		s.Log.Warn("sequence exhausted on this server", "sequence", q.info.Name, "err", cause)
 	}
 	return fmt.Errorf("%w: %w", spec.ErrSequenceExhausted, cause)
 }
 
 // parityViolation drops a ticket that the other server may also issue, and takes
-// s out of rotation with its pool marked for replacement: the session that broke
+// s out of rotation with its pool marked for replacement: the Session that broke
 // parity (SET SESSION auto_increment_*) must not serve again. s rejoins once the
 // prober has found the right settings on a fresh connection.
-func (p *Pair) parityViolation(s *Server, q *sequence, t uint64) error {
-	s.parity.Add(1)
+func (tk *Taker) parityViolation(s *conn.Server, q *Counter, t uint64) error {
+	s.Parity.Add(1)
 	err := fmt.Errorf("%w: %s returned %d from %s; its tickets must be %d mod %d",
-		spec.ErrParity, s.name, t, spec.MarkKey(q.info), s.offset%s.inc, s.inc)
-	s.log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", spec.MarkKey(q.info))
-	s.failures.Add(1)
-	s.note(err, false)
-	// reopen before down: the prober must not check the old pool and let it rejoin.
-	s.reopen.Store(true)
-	p.takeOut(s, outParity, err)
+		spec.ErrParity, s.Name, t, spec.MarkKey(q.info), s.Offset%s.Inc, s.Inc)
+	s.Log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", spec.MarkKey(q.info))
+	s.Failures.Add(1)
+	s.Note(err, false)
+	tk.rot.Reopen(s, err)
 	return err
-}
-
-// backoff sleeps a little before a deadlock retry, with jitter so that the
-// victims of one deadlock do not collide again. It reports false when ctx ends.
-func backoff(ctx context.Context, attempt int) bool {
-	d := time.Duration(rand.Int64N(int64(100*time.Microsecond) * int64(attempt+1)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -72,7 +72,7 @@ func TestTryNextN(t *testing.T) {
 	// block already fetched, the 21 values below start no fetch: whichever
 	// block they end in holds more than half of its values.
 	one := make([]uint64, 1)
-	q := p.cat.get("blocks")
+	q := p.seqs.cat.get("blocks")
 	waitFor(t, 10*time.Second, "the next block prefetched", func() bool {
 		if _, err := p.NextN(ctx, "blocks", one); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package ticket
+package conn
 
 import (
 	"context"
@@ -40,8 +40,8 @@ import (
 // (idle timeout, a server's wait_timeout, a failure): nothing is closed. No
 // password is ever logged or put in an error.
 
-// credential is a Pair's password, shared by its servers.
-type credential struct {
+// Credential is a Pair's password, shared by its servers.
+type Credential struct {
 	cur  atomic.Pointer[string]
 	prev atomic.Pointer[string] // the one before the latest change; nil before any
 	// mu serialises asking the source, so a burst of refused connections
@@ -54,18 +54,18 @@ type credential struct {
 	changes, rereads atomic.Uint64
 }
 
-func newCredential(cfg spec.Config) *credential {
-	c := &credential{source: cfg.PasswordSource, log: cfg.Logger}
+func NewCredential(cfg spec.Config) *Credential {
+	c := &Credential{source: cfg.PasswordSource, log: cfg.Logger}
 	pw := cfg.Password
 	c.cur.Store(&pw)
 	return c
 }
 
-func (c *credential) current() string { return *c.cur.Load() }
+func (c *Credential) current() string { return *c.cur.Load() }
 
 // set takes pw as the password of new connections. It reports whether it
 // differs from the current one.
-func (c *credential) set(pw string) bool {
+func (c *Credential) set(pw string) bool {
 	old := c.cur.Load()
 	if *old == pw {
 		return false
@@ -80,7 +80,7 @@ func (c *credential) set(pw string) bool {
 // (1045). It returns the password to try once more, or false: the newest
 // one, if used is not it (changed meanwhile, or just read from the source),
 // else the one before the latest change.
-func (c *credential) refused(used string) (string, bool) {
+func (c *Credential) refused(used string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.current(); cur != used {
@@ -109,18 +109,18 @@ func (c *credential) refused(used string) (string, bool) {
 // accessDenied reports whether err is the server refusing the account.
 func accessDenied(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == erAccessDenied
+	return errors.As(err, &me) && me.Number == ErAccessDenied
 }
 
-// erAccessDenied: ER_ACCESS_DENIED_ERROR, a wrong user, host or password.
-const erAccessDenied = 1045
+// ErAccessDenied: ER_ACCESS_DENIED_ERROR, a wrong user, host or password.
+const ErAccessDenied = 1045
 
-// credConnector makes connections with the credential's password of the
+// credConnector makes connections with the Credential's password of the
 // moment, and tries once more when the server refuses it and a new one is
-// known (credential.refused).
+// known (Credential.refused).
 type credConnector struct {
-	inner driver.Connector // its BeforeConnect copies the password in (newServer)
-	cred  *credential
+	inner driver.Connector // its BeforeConnect copies the password in (NewServer)
+	cred  *Credential
 }
 
 // usedKey carries the password a connection attempt used out of the
@@ -144,25 +144,20 @@ func (c credConnector) Driver() driver.Driver { return c.inner.Driver() }
 
 // passwordFor is the password a connection attempt is to use: the one its
 // context carries (credConnector), else the current one.
-func (c *credential) passwordFor(ctx context.Context) string {
+func (c *Credential) passwordFor(ctx context.Context) string {
 	if pw, ok := ctx.Value(usedKey{}).(string); ok {
 		return pw
 	}
 	return c.current()
 }
 
-// SetPassword makes pw the password of every new connection to the ticket
-// servers, from now on; connections already open stay as they are until
-// they are recycled, so no statement fails for the change. The password
-// before it is still tried once if a server refuses pw (the ALTER USER has
-// not reached it yet). An empty pw is ignored. It never logs pw.
-func (p *Pair) SetPassword(pw string) (changed bool) {
-	if pw == "" {
-		return false
-	}
-	return p.cred.set(pw)
-}
+// Set takes pw as the password of new connections; an empty pw is
+// ignored. It reports whether it changed.
+func (c *Credential) Set(pw string) bool { return pw != "" && c.set(pw) }
 
-// PasswordChanges counts the passwords the Pair has taken since Open, by
-// SetPassword or from Config.PasswordSource.
-func (p *Pair) PasswordChanges() uint64 { return p.cred.changes.Load() }
+// Changes counts the passwords taken since NewCredential, by Set or from
+// the source.
+func (c *Credential) Changes() uint64 { return c.changes.Load() }
+
+// Rereads counts the times the source was asked after a refusal.
+func (c *Credential) Rereads() uint64 { return c.rereads.Load() }

@@ -1,4 +1,4 @@
-package ticket
+package conn
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 // retransmission timer (RFC 6298): a smoothed round trip (srtt, gain 1/8) and
 // its mean deviation (rttvar, gain 1/4), from the durations of successful
 // statements. A statement's deadline is max(floor, srtt + 4·rttvar), doubled
-// for every timeout in a row since the last success (TCP's backoff, so a
+// for every timeout in a row since the last success (TCP's Backoff, so a
 // server that has slowed down is given the time it now needs), capped.
 //
 // Timed-out statements are not samples (Karn's rule: their duration is the
@@ -26,7 +26,7 @@ type latency struct {
 // the cap anyway.
 const maxBackoff = 3
 
-// sample records a successful statement's duration and ends any backoff.
+// sample records a successful statement's duration and ends any Backoff.
 func (l *latency) sample(d time.Duration) {
 	if d < 0 {
 		d = 0
@@ -57,13 +57,13 @@ func (l *latency) timedOut() {
 }
 
 // deadline returns the deadline of the next statement: max(floor, srtt +
-// 4·rttvar) << backoff, at most ceiling.
+// 4·rttvar) << Backoff, at most ceiling.
 func (l *latency) deadline(floor, ceiling time.Duration) time.Duration {
 	l.mu.Lock()
-	rto, backoff := l.srtt+4*l.rttvar, l.backoff
+	rto, Backoff := l.srtt+4*l.rttvar, l.backoff
 	l.mu.Unlock()
 	d := max(rto, floor)
-	for range backoff {
+	for range Backoff {
 		if d >= ceiling {
 			break
 		}
@@ -74,7 +74,7 @@ func (l *latency) deadline(floor, ceiling time.Duration) time.Duration {
 
 // connectBudget returns the time a new connection may take: about
 // connectRTTs round trips (TCP, the server's greeting, authentication, the
-// session settings) at rto each, at least floor and at most ceiling; the
+// Session settings) at rto each, at least floor and at most ceiling; the
 // whole ceiling while no latency is known (a first connection, at start).
 func (l *latency) connectBudget(floor, ceiling time.Duration) time.Duration {
 	l.mu.Lock()

@@ -1,4 +1,4 @@
-package ticket
+package conn
 
 import (
 	"context"
@@ -9,43 +9,43 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// errKind sorts a failed call by what it says about the server, because that
+// Kind sorts a failed call by what it says about the server, because that
 // decides whether the server leaves the rotation (doc.go, "Rotation").
-type errKind int
+type Kind int
 
 const (
-	// kindDead: the server cannot serve: connection refused or reset, the
+	// KindDead: the server cannot serve: connection refused or reset, the
 	// connection closed under a statement, authentication refused, a server
 	// shutting down, or any other failure that is not a timeout. One such
 	// failure on a request takes the server out of rotation.
-	kindDead errKind = iota
-	// kindSlow: the statement ran out of time (our deadline, an i/o timeout,
+	KindDead Kind = iota
+	// KindSlow: the statement ran out of time (our deadline, an i/o timeout,
 	// the server's own statement or lock timeout) or the server had no
 	// connection to spare. A slow server is not a dead one: it leaves the
 	// rotation only after several in a row and no success for a while.
-	kindSlow
-	// kindDeadlock: InnoDB chose this REPLACE as a deadlock victim (1213). Retrying
+	KindSlow
+	// KindDeadlock: InnoDB chose this REPLACE as a deadlock victim (1213). Retrying
 	// on the same server is safe: a failed REPLACE burns numbers, never repeats one.
-	kindDeadlock
-	// kindStatement: the server is fine but this statement cannot run there (a table
+	KindDeadlock
+	// KindStatement: the server is fine but this statement cannot run there (a table
 	// or a grant missing on one server). Marking the server down would also stop
 	// Tickets64 and leases for a per-table problem, so the server stays up.
-	kindStatement
-	// kindExhausted: the AUTO_INCREMENT column reached its maximum (MariaDB error
+	KindStatement
+	// KindExhausted: the AUTO_INCREMENT column reached its maximum (MariaDB error
 	// 167 "Out of range value"); the counter does not wrap, it refuses.
-	kindExhausted
+	KindExhausted
 )
 
-// serverFault reports whether a failure of kind k is about the server's
+// ServerFault reports whether a failure of kind k is about the server's
 // health (dead or slow) rather than about one statement.
-func serverFault(k errKind) bool { return k == kindDead || k == kindSlow }
+func ServerFault(k Kind) bool { return k == KindDead || k == KindSlow }
 
 // MariaDB and MySQL error numbers the classification relies on.
 const (
 	erAutoincOutOfRange = 167  // HA_ERR_AUTOINC_ERANGE, seen on REPLACE at the column maximum
 	erDupEntry          = 1062 // the column maximum can also surface as a duplicate key
 	erWarnOutOfRange    = 1264
-	erAutoincReadFailed = 1467
+	ErAutoincReadFailed = 1467
 	erTableAccessDenied = 1142
 	erColumnAccessDeny  = 1143
 	erBadField          = 1054
@@ -61,39 +61,44 @@ const (
 	erCheckFailed       = 4025 // a CHECK constraint (counters' parity): this statement's, not the server's
 )
 
-// errInterrupted marks a REPLACE that MariaDB stopped at its server-side
+// ErrInterrupted marks a REPLACE that MariaDB stopped at its server-side
 // bound while it waited for the table's AUTO_INCREMENT lock: the server
 // reports that as 1467, the same error as a counter at its column's maximum
 // (takeOn tells the two apart by reading the counter).
-var errInterrupted = errors.New("stopped at its bound while waiting for the AUTO_INCREMENT lock")
+var ErrInterrupted = errors.New("stopped at its bound while waiting for the AUTO_INCREMENT lock")
 
-func classify(err error) errKind {
-	if errors.Is(err, errInterrupted) {
-		return kindSlow
+func Classify(err error) Kind {
+	if errors.Is(err, ErrInterrupted) {
+		return KindSlow
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
 		case erDeadlock:
-			return kindDeadlock
+			return KindDeadlock
 		case erNoSuchTable, erTableAccessDenied, erColumnAccessDeny, erBadField, erCheckFailed:
-			return kindStatement
-		case erAutoincOutOfRange, erWarnOutOfRange, erAutoincReadFailed, erDupEntry, erDataOutOfRange:
-			return kindExhausted
+			return KindStatement
+		case erAutoincOutOfRange, erWarnOutOfRange, ErAutoincReadFailed, erDupEntry, erDataOutOfRange:
+			return KindExhausted
 		case erTooManyConns, erLockWaitTimeout, erQueryInterrupted, erStatementTimeout, erMySQLExecTimeout:
-			return kindSlow
+			return KindSlow
 		}
-		return kindDead // 1045 access denied, 1049 unknown database, 1053 shutdown, …
+		return KindDead // 1045 access denied, 1049 unknown database, 1053 shutdown, …
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return kindSlow
+		return KindSlow
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return kindSlow
+		return KindSlow
 	}
 	// Refused, reset, EOF in the handshake (the driver's ErrInvalidConn),
 	// wrong settings (ErrMisconfigured), a parity violation, and anything
 	// unknown: the next server is a better bet.
-	return kindDead
+	return KindDead
+}
+
+func IsMySQLError(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
 }

@@ -1,4 +1,4 @@
-package ticket
+package conn
 
 import (
 	"strconv"
@@ -13,7 +13,7 @@ type flavour uint32
 const (
 	flavourUnknown flavour = iota
 	flavourMariaDB         // SET STATEMENT max_statement_time=S FOR …, per statement
-	flavourMySQL           // session max_execution_time (SELECT only), lock timeouts
+	flavourMySQL           // Session max_execution_time (SELECT only), lock timeouts
 )
 
 // bounded returns query with its server-side bound: on MariaDB the
@@ -23,7 +23,7 @@ const (
 // just before ticketd's own deadline would close the connection, so a slow
 // server costs timed-out statements but not the connections they ran on
 // (a new one costs four round trips), and the server holds no more
-// connections of ticketd than ticketd does. MySQL's bound is a session setting
+// connections of ticketd than ticketd does. MySQL's bound is a Session setting
 // (sessionParams); an unknown server gets the query as it is.
 func (s *Server) bounded(query string, d time.Duration) string {
 	if flavour(s.flavour.Load()) != flavourMariaDB {
@@ -55,7 +55,7 @@ func boundMariaDB(query string, d time.Duration) string {
 	return string(b)
 }
 
-// sessionParams are the session variables every new connection sets (one
+// sessionParams are the Session variables every new connection sets (one
 // SET, sent by the driver right after the handshake): none on MariaDB, whose
 // statements carry their own bound; on MySQL the bound of SELECTs
 // (max_execution_time, ms, the statement cap), lock waits bounded to the

@@ -1,4 +1,4 @@
-package ticket
+package conn
 
 import (
 	"crypto/tls"

@@ -1,0 +1,101 @@
+package ticket
+
+import "time"
+
+// ServerHealth is a snapshot of one ticket server as this Pair sees it.
+type ServerHealth struct {
+	Index  int    // position in Config.Servers
+	Offset int    // the auto_increment_offset it must run with (Index+1)
+	Addr   string // host:port
+	// Up: in rotation. doc.go ("Rotation") says what takes a server out and
+	// what brings it back.
+	Up bool
+	// DownSince is when it left the rotation; zero while Up.
+	DownSince time.Time
+	// SlowFailures: request statements that ran out of time in a row since
+	// its last success. While above zero the server is tried after the
+	// others; three or more and no success for a while take it out.
+	SlowFailures int
+	// LastSuccess is when a request statement last succeeded on it.
+	LastSuccess time.Time
+	// ParityViolations counts tickets of the wrong parity it returned (each one
+	// dropped, never handed out).
+	ParityViolations uint64
+	// LastError is what is wrong now, and when it happened; both are cleared
+	// (moved to PreviousError) once the server is healthy again.
+	LastError   string
+	LastErrorAt time.Time
+	// PreviousError is the last error that has since been cleared, kept as
+	// history with its time.
+	PreviousError   string
+	PreviousErrorAt time.Time
+	// Latency is the smoothed round trip of its successful statements
+	// (srtt), LatencyDev their mean deviation (rttvar); zero before the
+	// first success.
+	Latency, LatencyDev time.Duration
+	// Deadline is the deadline its next request statement gets (doc.go,
+	// "Deadlines").
+	Deadline time.Duration
+	// Preferred: requests and worker leases try it first. Preference says
+	// why (or why not) in words.
+	Preferred  bool
+	Preference string
+	// Tickets is how many tickets it handed to this Pair; Failures how many
+	// request statements on it failed for its own sake (dead or slow);
+	// Timeouts how many of those ran out of time.
+	Tickets  uint64
+	Failures uint64
+	Timeouts uint64
+	// BackgroundFailures counts failed background statements (high-water
+	// marks, reservation copies, the catalog, counter checks, keeping
+	// connections warm): reported, never held against its place in the
+	// rotation.
+	BackgroundFailures uint64
+	// CopyFailures counts reservation copies that could not be written to it
+	// when a lease was acquired or renewed; CopiesPending how many leases'
+	// latest reservations it still lacks (written as soon as it is back).
+	CopyFailures  uint64
+	CopiesPending int
+	// LeaseRewound: a worker lease this Pair holds on this server has a row
+	// that went back (restored from a backup: an older version, or a smaller
+	// reservation than this Pair confirmed). Its next renewal will fail with
+	// ErrLeaseLost; the holder should switch now.
+	LeaseRewound bool
+	// Version is the server's version string (SELECT @@version), once read.
+	Version string
+	// Rewound lists the counters (ticket tables, rows of counters) the server
+	// is refused for, because the counter is at or below the highest ticket
+	// it is known to have issued (restored from a backup, or its data lost):
+	// at most 20, sorted; RewoundTotal counts them all. It stays Up for its
+	// other counters and for worker leases. Each entry carries the statement
+	// that fixes it; `ticketd repair` runs them.
+	Rewound      []Rewind
+	RewoundTotal int
+}
+
+// Health reports every server, in Config.Servers order.
+func (p *Pair) Health() []ServerHealth {
+	h := make([]ServerHealth, len(p.servers))
+	for i, s := range p.servers {
+		r, st := s.Report(), p.rot.State(s)
+		pref, why := p.rot.Preference(s)
+		h[i] = ServerHealth{
+			Index: r.Index, Offset: r.Offset, Addr: r.Addr,
+			Up: st.Up, DownSince: st.DownSince, SlowFailures: st.SlowFailures, LastSuccess: st.LastSuccess,
+			ParityViolations: r.ParityViolations,
+			LastError:        r.LastError, LastErrorAt: r.LastErrorAt,
+			PreviousError: r.PreviousError, PreviousErrorAt: r.PreviousErrorAt,
+			Latency: r.Latency, LatencyDev: r.LatencyDev, Deadline: r.Deadline,
+			Preferred: pref, Preference: why,
+			Tickets: r.Tickets, Failures: r.Failures, Timeouts: r.Timeouts,
+			BackgroundFailures: r.BackgroundFailures,
+			CopyFailures:       p.leases.CopyFailures(i),
+			CopiesPending:      p.leases.Pending(i),
+			LeaseRewound:       p.leases.Rewound(i),
+			Version:            r.Version,
+			Rewound:            p.marks.rewinds(i),
+			RewoundTotal:       p.marks.RewoundTotal(i),
+		}
+	}
+	return h
+}
