@@ -3,7 +3,10 @@ package ticket
 import (
 	"crypto/tls"
 
+	"ticketd/ticket/internal/lease"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 )
 
 // The vocabulary every room of the package shares lives in internal/spec;
@@ -22,6 +25,23 @@ type (
 	TLSFiles = spec.TLSFiles
 	// SequenceInfo is a named sequence as the DBA defined it.
 	SequenceInfo = spec.SequenceInfo
+	// Ticket is one raw ticket and the server that issued it.
+	Ticket = tickets.Ticket
+	// Rewind is one counter a server is refused for (ServerHealth.Rewound).
+	Rewind = marks.Rewind
+	// AcquireRequest asks for a worker ID (AcquireWorker).
+	AcquireRequest = lease.AcquireRequest
+	// Lease is a worker ID held in the database.
+	Lease = lease.Lease
+)
+
+// Bounds of lease requests (internal/lease documents each).
+const (
+	MinWorkerBits = lease.MinWorkerBits
+	MaxWorkerBits = lease.MaxWorkerBits
+	MinLeaseTTL   = lease.MinLeaseTTL
+	MaxLeaseTTL   = lease.MaxLeaseTTL
+	MaxReserveMs  = lease.MaxReserveMs
 )
 
 // Defaults and bounds of Config (internal/spec documents each).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -31,7 +32,7 @@ func TestHeldWorkers(t *testing.T) {
 	if got := count(); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("before any lease: held %v, want [0 0]", got)
 	}
-	var leases []Lease
+	var leases []lease.Lease
 	for i, server := range []int{0, 0, 0, 1} {
 		l, err := p.AcquireWorker(ctx, leaseReq(fmt.Sprintf("h/%d/x", i), bits, server))
 		if err != nil {

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -94,7 +96,7 @@ func (c *catalog) pack(d rowDef) packedDef {
 	t, known := c.tableIDs[d.table]
 	if !known {
 		t = uint32(len(c.tables))
-		c.tables = append(c.tables, c.names.intern(d.table))
+		c.tables = append(c.tables, c.names.Intern(d.table))
 		c.tableIDs[c.tables[t]] = t
 	}
 	return packedDef{block: d.block, table: t, bits: d.bits, ok: true}
@@ -127,7 +129,7 @@ type catalog struct {
 	byTable  map[string]*sequence
 	problems problemBook
 	// names holds every name and table the catalog keeps (arena.go).
-	names nameArena
+	names arena.NameArena
 	// tables numbers the tables definitions name (packedDef): tables[0] is
 	// "", a row of counters.
 	tables   []string
@@ -182,7 +184,7 @@ func (c *catalog) publish(list []*sequence) {
 	}
 	var by [catShards][]*sequence
 	for _, q := range list {
-		k := maphash.String(c.seed, q.info.Name) & (catShards - 1)
+		k := maphash.String(c.seed, q.Info.Name) & (catShards - 1)
 		by[k] = append(by[k], q)
 	}
 	for k, add := range by {
@@ -195,7 +197,7 @@ func (c *catalog) publish(list []*sequence) {
 			next[name] = q
 		}
 		for _, q := range add {
-			next[q.info.Name] = q
+			next[q.Info.Name] = q
 		}
 		c.shards[k].m.Store(&next)
 	}
@@ -422,10 +424,10 @@ func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
 					defs = make([]seqDef, len(rows)*c.n)
 				}
 				q, seqs = &seqs[0], seqs[1:]
-				si.Name, si.Table = c.names.intern(si.Name), c.names.intern(si.Table)
+				si.Name, si.Table = c.names.Intern(si.Name), c.names.Intern(si.Table)
 				initSequence(q, si)
 				q.defs, defs = defs[:c.n:c.n], defs[c.n:]
-				c.fresh[q.info.Name] = q
+				c.fresh[q.Info.Name] = q
 			}
 		}
 		q.defs[i].row = c.pack(defOf(si))
@@ -446,13 +448,13 @@ func (sq *Sequences) lookup(ctx context.Context, name string) (*sequence, error)
 	if !spec.ValidName(name) {
 		return nil, fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE)
 	}
-	if q := sq.cat.get(name); q != nil && q.servers.Load() != 0 {
+	if q := sq.cat.get(name); q != nil && q.Servers.Load() != 0 {
 		return q, q.err()
 	}
 	if err := sq.pollForMiss(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %q (%v)", spec.ErrUnknownSequence, name, err)
 	}
-	if q := sq.cat.get(name); q != nil && q.servers.Load() != 0 {
+	if q := sq.cat.get(name); q != nil && q.Servers.Load() != 0 {
 		return q, q.err()
 	}
 	return nil, fmt.Errorf("%w: %q", spec.ErrUnknownSequence, name)
@@ -490,7 +492,7 @@ func (sq *Sequences) pollForMiss(ctx context.Context) error {
 			}
 		}
 		began := time.Now().UnixNano()
-		sq.loadCatalogs(ctx, sq.rot.Order(nil, AllServers(len(sq.servers))))
+		sq.loadCatalogs(ctx, sq.rot.Order(nil, rotation.AllServers(len(sq.servers))))
 		c.missPolledAt.Store(began)
 		c.missPolls.Add(1)
 		<-c.missPoll
@@ -506,7 +508,7 @@ func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
 	if sq.lt.Closed() {
 		return nil, spec.ErrClosed
 	}
-	up := sq.rot.Order(nil, AllServers(len(sq.servers)))
+	up := sq.rot.Order(nil, rotation.AllServers(len(sq.servers)))
 	answered := 0
 	for _, err := range sq.loadCatalogs(ctx, up) {
 		if err == nil {
@@ -521,8 +523,8 @@ func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
 	}
 	var list []spec.SequenceInfo
 	sq.cat.each(func(q *sequence) bool {
-		if q.servers.Load() != 0 {
-			list = append(list, q.info)
+		if q.Servers.Load() != 0 {
+			list = append(list, q.Info)
 		}
 		return true
 	})

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"ticketd/ticket/internal/marks"
 )
 
 // BenchmarkCatalogGC measures what one garbage collection costs with a
@@ -38,14 +39,19 @@ func BenchmarkCatalogGC(b *testing.B) {
 	}
 }
 
-// catalogInMemory is a Pair of two servers whose catalog holds n sequences,
+// memCatalog is the catalog and the marks of a Pair, without its servers.
+type memCatalog struct {
+	marks *marks.Book
+	seqs  *Sequences
+}
+
+// catalogInMemory is the catalog of a Pair of two servers whose catalog holds n sequences,
 // each defined and pinned on both and in use, as after their first values.
 // Names are one string each, as a scanned row's are.
 func catalogInMemory(n int) *Pair {
 	// Only the catalog and the marks: no server, no rotation.
-	p := &Pair{marks: &markBook{}, seqs: &Sequences{}}
+	p := &Pair{marks: marks.NewBook(2), seqs: &Sequences{}}
 	p.seqs.cat.init(2)
-	p.marks.init(2)
 	rows := make([]catRow, 0, catalogPage)
 	for k := 0; k < n; {
 		rows = rows[:0]
@@ -60,12 +66,12 @@ func catalogInMemory(n int) *Pair {
 	p.seqs.settleCatalog()
 	p.seqs.cat.each(func(q *sequence) bool {
 		p.seqs.use(q)
-		m := q.marksIn(p.marks)
-		m.raise(0, 7)
-		m.raise(1, 8)
+		m := q.MarksIn(p.marks)
+		m.Raise(0, 7)
+		m.Raise(1, 8)
 		return true
 	})
-	p.marks.pending = map[*tableMarks]struct{}{} // as after a flush
+	p.marks.ForgetPending() // as after a flush
 	return p
 }
 
@@ -93,27 +99,5 @@ func TestCatalogDefsHoldNoPointer(t *testing.T) {
 	}
 	if where := walk(reflect.TypeFor[seqDef]()); where != "" {
 		t.Fatalf("seqDef holds a pointer at %s, want none", where)
-	}
-}
-
-func TestNameArena(t *testing.T) {
-	var a nameArena
-	if got := a.intern(""); got != "" {
-		t.Fatalf(`intern("") = %q, want ""`, got)
-	}
-	// Enough names to fill several blocks, and one longer than a block: each
-	// copy must keep its text while later names are added.
-	long := string(make([]byte, arenaBlock+1))
-	want := []string{long}
-	got := []string{a.intern(long)}
-	for k := range 3 * arenaBlock / 8 {
-		s := fmt.Sprintf("s%06d", k)
-		want = append(want, s)
-		got = append(got, a.intern(s))
-	}
-	for k := range want {
-		if got[k] != want[k] {
-			t.Fatalf("name %d: got %.20q, want %.20q", k, got[k], want[k])
-		}
 	}
 }

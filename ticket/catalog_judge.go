@@ -11,8 +11,8 @@ import (
 // catalog's mutex held. It builds text only for a name with a problem.
 func (sq *Sequences) recomputeLocked(q *sequence) {
 	c := &sq.cat
-	name := q.info.Name
-	inUse := c.pack(defOf(q.info))
+	name := q.Info.Name
+	inUse := c.pack(defOf(q.Info))
 	var mask, pinned, badPins, changed uint64
 	var first packedDef
 	differ := false
@@ -50,21 +50,21 @@ func (sq *Sequences) recomputeLocked(q *sequence) {
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
 			"put the definition back, then restart ticketd (or create a sequence with a new name)",
-			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.info)
+			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.Info)
 	case badPins != 0:
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
 			"put the pinned definition back, then restart ticketd (or create a sequence with a new name)",
-			spec.ErrMisconfigured, name, q.info, c.listDefs(q, func(d seqDef) packedDef {
+			spec.ErrMisconfigured, name, q.Info, c.listDefs(q, func(d seqDef) packedDef {
 				if d.pin == inUse {
 					return packedDef{}
 				}
 				return d.pin
 			}, "pinned on server"))
 	}
-	if !q.info.RowStored() {
-		if other := c.byTable[q.info.Table]; other != nil && other != q {
-			shared := fmt.Errorf("%w: sequences %q and %q share table %s", spec.ErrMisconfigured, other.info.Name, name, q.info.Table)
+	if !q.Info.RowStored() {
+		if other := c.byTable[q.Info.Table]; other != nil && other != q {
+			shared := fmt.Errorf("%w: sequences %q and %q share table %s", spec.ErrMisconfigured, other.Info.Name, name, q.Info.Table)
 			if other.breakWith(shared) {
 				sq.reportLocked(other, ProblemSharedTable, shared)
 			}
@@ -72,11 +72,11 @@ func (sq *Sequences) recomputeLocked(q *sequence) {
 				kind, err = ProblemSharedTable, shared
 			}
 		} else if other == nil {
-			c.byTable[q.info.Table] = q
+			c.byTable[q.Info.Table] = q
 		}
 	}
-	q.servers.Store(mask)
-	q.pinned.Store(pinned)
+	q.Servers.Store(mask)
+	q.Pinned.Store(pinned)
 	if err != nil {
 		if q.breakWith(err) {
 			sq.reportLocked(q, kind, err)
@@ -93,8 +93,8 @@ func (sq *Sequences) judgeMissingLocked(q *sequence) {
 	if q.err() != nil {
 		return // refused for good: its report stays
 	}
-	name := q.info.Name
-	mask := q.servers.Load()
+	name := q.Info.Name
+	mask := q.Servers.Load()
 	if missing := c.read &^ mask; missing != 0 && mask != 0 {
 		var have, lack []string
 		for i := range c.n {
@@ -119,7 +119,7 @@ func (c *catalog) listDefs(q *sequence, pick func(seqDef) packedDef, label strin
 	var parts []string
 	for i, d := range q.defs {
 		if r := pick(d); r.ok {
-			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, c.unpack(r).info(q.info.Name)))
+			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, c.unpack(r).info(q.Info.Name)))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -127,12 +127,12 @@ func (c *catalog) listDefs(q *sequence, pick func(seqDef) packedDef, label strin
 
 // reportLocked records a problem of q and logs it (aggregated).
 func (sq *Sequences) reportLocked(q *sequence, kind string, err error) {
-	if !sq.cat.problems.set(SequenceProblem{Name: q.info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+	if !sq.cat.problems.set(SequenceProblem{Name: q.Info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
 		return // already known
 	}
 	if kind == ProblemMissing {
-		sq.warn.Note(warnSeqMissing, "sequence", q.info.Name, "err", err)
+		sq.warn.Note(warnSeqMissing, "sequence", q.Info.Name, "err", err)
 		return
 	}
-	sq.warn.Note(warnSeqRefused, "sequence", q.info.Name, "err", err)
+	sq.warn.Note(warnSeqRefused, "sequence", q.Info.Name, "err", err)
 }

@@ -37,7 +37,7 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	}
 	poison()
 	for range 50 {
-		v, err := p.tk.takeOn(ctxTimeout(t, 5*time.Second), s2, &p.seqs.cat.get("even").Counter, true)
+		v, err := p.tk.TakeOn(ctxTimeout(t, 5*time.Second), s2, &p.seqs.cat.get("even").Counter, true)
 		if err != nil {
 			t.Fatalf("a row of counters through the changed Session: %v", err)
 		}
@@ -52,7 +52,7 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	// proves the Session really was changed.
 	var violated bool
 	for range 10 {
-		if _, err := p.tk.takeOn(ctxTimeout(t, 5*time.Second), s2, p.tk.Raw64(), true); errors.Is(err, spec.ErrParity) {
+		if _, err := p.tk.TakeOn(ctxTimeout(t, 5*time.Second), s2, p.tk.Raw64(), true); errors.Is(err, spec.ErrParity) {
 			violated = true
 			break
 		}

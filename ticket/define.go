@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -168,7 +169,7 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 			}
 		}
 	}
-	marks, err := inv.marksFor(ctx, newRows, nil)
+	peerMarks, err := inv.marksFor(ctx, newRows, nil)
 	if err != nil {
 		return err
 	}
@@ -189,9 +190,9 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 				// Made by hand, never served: pinned now.
 			}
 			v := uint64(i + 1) // the start, never handed out
-			if m := marks[spec.RowKeyPrefix+si.Name]; m != nil && m[i] > 0 {
+			if m := peerMarks[spec.RowKeyPrefix+si.Name]; m != nil && m[i] > 0 {
 				// The row went missing after it handed out tickets: start past them.
-				v = m[i] + rowMargin(cfg.MarginFor(si.Bits), n)
+				v = m[i] + marks.RowMargin(cfg.MarginFor(si.Bits), n)
 			}
 			todo = append(todo, si)
 			values = append(values, v)

@@ -1,6 +1,9 @@
 package ticket
 
-import "time"
+import (
+	"ticketd/ticket/internal/marks"
+	"time"
+)
 
 // ServerHealth is a snapshot of one ticket server as this Pair sees it.
 type ServerHealth struct {
@@ -69,7 +72,7 @@ type ServerHealth struct {
 	// at most 20, sorted; RewoundTotal counts them all. It stays Up for its
 	// other counters and for worker leases. Each entry carries the statement
 	// that fixes it; `ticketd repair` runs them.
-	Rewound      []Rewind
+	Rewound      []marks.Rewind
 	RewoundTotal int
 }
 
@@ -93,7 +96,7 @@ func (p *Pair) Health() []ServerHealth {
 			CopiesPending:      p.leases.Pending(i),
 			LeaseRewound:       p.leases.Rewound(i),
 			Version:            r.Version,
-			Rewound:            p.marks.rewinds(i),
+			Rewound:            p.marks.Rewinds(i),
 			RewoundTotal:       p.marks.RewoundTotal(i),
 		}
 	}

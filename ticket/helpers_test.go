@@ -11,6 +11,7 @@ import (
 
 	"ticketd/internal/mysqltest"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 )
 
 // openPair opens a Pair on the harness's servers, with timeouts short enough for
@@ -114,7 +115,7 @@ func killAppSessions(t testing.TB, s *mysqltest.Server) {
 }
 
 // checkParity fails the test for a ticket that is not of its server's parity.
-func checkParity(t testing.TB, tk Ticket) {
+func checkParity(t testing.TB, tk tickets.Ticket) {
 	t.Helper()
 	if got, want := tk.Value%2, uint64(tk.Server+1)%2; got != want {
 		t.Errorf("ticket %d from server index %d: got parity %d, want %d", tk.Value, tk.Server, got, want)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -21,9 +22,9 @@ const invPage = 1000
 
 // held is what one server holds of one name.
 type held struct {
-	def rowDef    // its catalog row
-	pin rowDef    // its pin
-	row *rowValue // its row of counters, if any
+	def rowDef          // its catalog row
+	pin rowDef          // its pin
+	row *marks.RowValue // its row of counters, if any
 	// table: the AUTO_INCREMENT of a table sequence's table, when visible.
 	table    uint64
 	tableSet bool
@@ -163,7 +164,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		index[n] = k
 		args[k] = n
 	}
-	in := "(" + placeholders(len(names)) + ")"
+	in := "(" + marks.Placeholders(len(names)) + ")"
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 		var cat []catRow
 		if err := s.Pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
@@ -178,7 +179,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		if err := s.Pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size FROM sequence_pins WHERE name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading sequence_pins: %w", s.Name, err)
 		}
-		var rows []rowValue
+		var rows []marks.RowValue
 		if err := s.Pool().SelectContext(ctx, &rows, "SELECT name, value, start, step FROM counters WHERE name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading counters: %w", s.Name, err)
 		}
@@ -197,7 +198,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 			out[index[r.Name]][s.Idx].row = &r
 		}
 		if len(tables) > 0 {
-			counters, err := readCounters(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, tables)
+			counters, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, tables)
 			if err != nil {
 				return err
 			}
@@ -224,11 +225,11 @@ func (inv *inventory) marksFor(ctx context.Context, names []string, tables []str
 		keys = append(keys, t)
 	}
 	n := len(inv.servers)
-	found := make([][]hwRow, n)
+	found := make([][]marks.HWRow, n)
 	if len(keys) > 0 {
 		err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 			if err := s.Pool().SelectContext(ctx, &found[s.Idx],
-				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+placeholders(len(keys))+")", keys...); err != nil {
+				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+marks.Placeholders(len(keys))+")", keys...); err != nil {
 				return fmt.Errorf("%s: reading high_water: %w", s.Name, err)
 			}
 			return nil

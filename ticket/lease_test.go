@@ -11,20 +11,21 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/spec"
 )
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-func leaseReq(holder string, bits uint, server int) AcquireRequest {
-	return AcquireRequest{
+func leaseReq(holder string, bits uint, server int) lease.AcquireRequest {
+	return lease.AcquireRequest{
 		Datacenter: 3, WorkerBits: bits, Holder: holder, TTL: 10 * time.Second,
 		NowMs: nowMs(), ReserveMs: 60_000, MaxWaitMs: 1_000, Server: server,
 	}
 }
 
 // checkOwner: a worker ID's lease lives on the server of its parity.
-func checkOwner(t testing.TB, l Lease) {
+func checkOwner(t testing.TB, l lease.Lease) {
 	t.Helper()
 	if got, want := l.Worker%2, uint32(l.Server+1)%2; got != want {
 		t.Errorf("worker %d leased on server index %d: parity %d, want %d", l.Worker, l.Server, got, want)
@@ -38,7 +39,7 @@ func TestLeaseAcquireConcurrentExclusive(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	p := openPair(t, mp)
 	const acquirers, bits = 32, 4
-	leases := make([]Lease, acquirers)
+	leases := make([]lease.Lease, acquirers)
 	errs := make([]error, acquirers)
 	var wg sync.WaitGroup
 	for i := range acquirers {
@@ -99,7 +100,7 @@ func TestLeaseChurnNeverShared(t *testing.T) {
 			name := fmt.Sprintf("churn/%d", i)
 			for time.Now().Before(deadline) {
 				req := leaseReq(name, bits, -1)
-				req.MaxWaitMs = MaxReserveMs // never skip for a reservation: contention is the point
+				req.MaxWaitMs = lease.MaxReserveMs // never skip for a reservation: contention is the point
 				l, err := p.AcquireWorker(context.Background(), req)
 				if errors.Is(err, spec.ErrAllWorkersHeld) {
 					// Jitter, not synchronisation: acquirers retry at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -224,12 +225,12 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 			}
 			rows = append(rows, name)
 		}
-		marks, err := inv.marksFor(ctx, rows, tables)
+		peerMarks, err := inv.marksFor(ctx, rows, tables)
 		if err != nil {
 			return err
 		}
 		for k, name := range page {
-			for _, what := range inv.judge(name, pagePer[k], marks) {
+			for _, what := range inv.judge(name, pagePer[k], peerMarks) {
 				if err := f(Difference{Name: name, What: what}); err != nil {
 					return err
 				}
@@ -254,7 +255,7 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 }
 
 // judge lists what is wrong with one name.
-func (inv *inventory) judge(name string, per []held, marks map[string][]uint64) []string {
+func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64) []string {
 	n := len(inv.servers)
 	var out []string
 	var have, lack []string
@@ -310,15 +311,15 @@ func (inv *inventory) judge(name string, per []held, marks map[string][]uint64) 
 		}
 		key := spec.MarkKey(h.def.info(name))
 		mk := uint64(0)
-		if marks[key] != nil {
-			mk = marks[key][i]
+		if markOf[key] != nil {
+			mk = markOf[key][i]
 		}
 		switch {
 		case mk == 0:
-		case h.def.table == "" && rowRewound(h.row.Value, mk):
+		case h.def.table == "" && marks.RowRewound(h.row.Value, mk):
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
 				i+1, h.row.Value, mk))
-		case h.def.table != "" && h.tableSet && isRewound(h.table, mk):
+		case h.def.table != "" && h.tableSet && marks.IsRewound(h.table, mk):
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
 				i+1, h.def.table, h.table, mk))
 		}

@@ -9,8 +9,12 @@ import (
 
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/life"
+	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 )
 
 // Pair is a client of the ticket servers. It is safe for concurrent use. Close
@@ -22,18 +26,18 @@ type Pair struct {
 	servers []*conn.Server
 	cred    *conn.Credential // the password of new connections (password.go)
 	// rot: which servers, in which order (internal/rotation).
-	rot *Rotation
+	rot *rotation.Rotation
 	// warn aggregates repeated warnings (internal/logsum).
 	warn *logsum.Summary
 
 	// tk takes every ticket (take.go).
-	tk *Taker
+	tk *tickets.Taker
 	// seqs: the named sequences, their catalog and their blocks.
 	seqs *Sequences
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
-	marks *markBook
+	marks *marks.Book
 	// leases: worker leases and their reservation copies (lease.go, copies.go).
-	leases *Leases
+	leases *lease.Manager
 
 	// lt is the Pair's lifetime (internal/life): background work (the
 	// prober, block prefetches) runs under lt.Ctx, cancelled by Shutdown,
@@ -76,17 +80,17 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		}
 		p.servers[i] = s
 	}
-	p.rot = NewRotation(p.servers, RotationConfig{
+	p.rot = rotation.New(p.servers, rotation.Config{
 		CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval,
 		WarmConns: cfg.EffectiveWarmConns(), Observe: cfg.Observe,
 	}, p.warn, p.lt)
-	p.marks = NewMarkBook(cfg, p.servers, p.rot, p.warn)
+	p.marks = marks.New(cfg, p.servers, p.rot, p.warn)
 
-	p.tk = NewTaker(cfg, p.servers, p.rot, p.marks, p.lt)
-	p.leases = NewLeases(cfg, p.servers, p.rot, p.tk, p.warn)
+	p.tk = tickets.New(cfg, p.servers, p.rot, p.marks, p.lt)
+	p.leases = lease.New(cfg, p.servers, p.rot, p.tk, p.warn)
 	p.seqs = NewSequences(cfg, p.servers, p.rot, p.tk, p.warn, p.lt)
-	p.marks.SetHooks(MarkHooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.checkLeaseRows})
-	p.rot.SetHooks(Hooks{
+	p.marks.SetHooks(marks.Hooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.CheckRows})
+	p.rot.SetHooks(rotation.Hooks{
 		Poll: func(ctx context.Context) { p.seqs.loadCatalogs(ctx, p.rot.Order(nil, p.rot.All())) },
 		// A server that was down at start, or restored, may define sequences
 		// differently: its catalog is read before it serves any. Restored
@@ -99,11 +103,11 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 			if errs := p.seqs.loadCatalogs(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
 				return false
 			}
-			errs := p.marks.checkRewinds(ctx, []*conn.Server{s}, checkRound)
+			errs := p.marks.Check(ctx, []*conn.Server{s}, marks.CheckRound)
 			return errs[0] == nil || conn.Classify(errs[0]) != conn.KindDead
 		},
 		ProbeTicket: func(ctx context.Context, s *conn.Server) bool { return p.tk.Probe(ctx, s) },
-		Rejoined:    func(*conn.Server) { p.leases.nudgeCopies() },
+		Rejoined:    func(*conn.Server) { p.leases.Nudge() },
 	})
 
 	errs := p.rot.OnEach(ctx, p.servers, conn.OpProbe, func(ctx context.Context, ss *conn.Session) error {
@@ -142,7 +146,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
 	p.seqs.loadCatalogs(ctx, up)
-	checked := p.marks.checkRewinds(ctx, up, checkScan)
+	checked := p.marks.Check(ctx, up, marks.CheckScan)
 	joined := 0
 	for k, s := range up {
 		if err := checked[k]; err != nil && conn.Classify(err) == conn.KindDead {
@@ -222,7 +226,7 @@ func (p *Pair) Shutdown(ctx context.Context) error {
 		// p.lt.Ctx is over: the last flush runs under ctx, bounded like any
 		// call, so a clean shutdown leaves every mark it knows on the servers.
 		fctx, cancel := context.WithTimeout(ctx, 2*p.cfg.CallTimeout)
-		p.marks.flushMarks(fctx)
+		p.marks.Flush(fctx)
 		cancel()
 		p.warn.Close()
 		done <- p.closePools()
@@ -261,37 +265,37 @@ func (p *Pair) marksLoop() {
 		case <-p.lt.Ctx.Done():
 			return // Shutdown writes the marks one last time
 		case <-flush.C:
-			p.marks.flushMarks(p.lt.Ctx)
-			p.leases.catchUp(p.lt.Ctx)
+			p.marks.Flush(p.lt.Ctx)
+			p.leases.CatchUp(p.lt.Ctx)
 		case <-p.leases.CopyNow():
-			p.leases.catchUp(p.lt.Ctx)
+			p.leases.CatchUp(p.lt.Ctx)
 		case <-check.C:
-			p.marks.checkRewinds(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), checkRound)
-		case <-p.marks.checkNow:
-			p.marks.checkRewinds(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), checkRefused)
+			p.marks.Check(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRound)
+		case <-p.marks.CheckNow():
+			p.marks.Check(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRefused)
 		}
 	}
 }
 
 // Ticket64 takes one raw ticket from Tickets64 (Flickr's stub 'a'), for the /v1/id
 // fallback. Its parity has been checked against the server that issued it.
-func (p *Pair) Ticket64(ctx context.Context) (Ticket, error) {
+func (p *Pair) Ticket64(ctx context.Context) (tickets.Ticket, error) {
 	if p.lt.Closed() {
-		return Ticket{}, spec.ErrClosed
+		return tickets.Ticket{}, spec.ErrClosed
 	}
-	return p.tk.take(ctx, p.tk.Raw64(), nil)
+	return p.tk.Take(ctx, p.tk.Raw64(), nil)
 }
 
 // AcquireWorker claims a free worker ID (Leases.Acquire).
-func (p *Pair) AcquireWorker(ctx context.Context, req AcquireRequest) (Lease, error) {
+func (p *Pair) AcquireWorker(ctx context.Context, req lease.AcquireRequest) (lease.Lease, error) {
 	if p.lt.Closed() {
-		return Lease{}, spec.ErrClosed
+		return lease.Lease{}, spec.ErrClosed
 	}
 	return p.leases.Acquire(ctx, req)
 }
 
 // RenewWorker extends a lease's liveness and its reservation (Leases.Renew).
-func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
+func (p *Pair) RenewWorker(ctx context.Context, l lease.Lease, reserveUntilMs int64, ttl time.Duration) (lease.Lease, error) {
 	if p.lt.Closed() {
 		return l, spec.ErrClosed
 	}
@@ -300,7 +304,7 @@ func (p *Pair) RenewWorker(ctx context.Context, l Lease, reserveUntilMs int64, t
 
 // ReleaseWorker ends a lease now and records the last timestamp issued with
 // it (Leases.Release).
-func (p *Pair) ReleaseWorker(ctx context.Context, l Lease, lastIssuedMs int64) error {
+func (p *Pair) ReleaseWorker(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
 	if p.lt.Closed() {
 		return spec.ErrClosed
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 )
 
 // TestTicketsConcurrentUnique: 32 goroutines × 2,000 tickets over the pair. No
@@ -20,13 +22,13 @@ func TestTicketsConcurrentUnique(t *testing.T) {
 	mp := startPairFast(t)
 	p := openPair(t, mp, func(c *spec.Config) { c.CallTimeout = 2 * time.Second })
 	const goroutines, each = 32, 2000
-	got := make([][]Ticket, goroutines)
+	got := make([][]tickets.Ticket, goroutines)
 	var failures atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			got[g] = make([]Ticket, 0, each)
+			got[g] = make([]tickets.Ticket, 0, each)
 			for range each {
 				tk, err := p.Ticket64(context.Background())
 				if err != nil {
@@ -75,7 +77,7 @@ type loadGen struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	tickets []Ticket
+	tickets []tickets.Ticket
 	errs    []error
 	maxCall time.Duration
 }
@@ -336,7 +338,7 @@ func TestParitySessionViolation(t *testing.T) {
 		"SET SESSION auto_increment_increment = 1, auto_increment_offset = 1"); err != nil {
 		t.Fatal(err)
 	}
-	var got []Ticket
+	var got []tickets.Ticket
 	for range 20 {
 		tk, err := p.Ticket64(context.Background())
 		if err != nil {
@@ -418,7 +420,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	if _, err := p.Next(context.Background(), "tickets64"); !errors.Is(err, spec.ErrClosed) {
 		t.Errorf("Next after Close = %v, want ErrClosed", err)
 	}
-	if _, err := p.AcquireWorker(context.Background(), AcquireRequest{}); !errors.Is(err, spec.ErrClosed) {
+	if _, err := p.AcquireWorker(context.Background(), lease.AcquireRequest{}); !errors.Is(err, spec.ErrClosed) {
 		t.Errorf("AcquireWorker after Close = %v, want ErrClosed", err)
 	}
 }

@@ -38,7 +38,7 @@ var pinnedBy = sync.OnceValue(func() string {
 // are left out of this call). A pin that shows another definition refuses
 // the sequence.
 func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.Server) ([]*conn.Server, error) {
-	pinned := q.pinned.Load()
+	pinned := q.Pinned.Load()
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for k, s := range list {
@@ -54,7 +54,7 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.S
 	out := list[:0:0]
 	var failed []error
 	for k, s := range list {
-		if errs[k] == nil && q.pinned.Load()&(1<<s.Idx) != 0 {
+		if errs[k] == nil && q.Pinned.Load()&(1<<s.Idx) != 0 {
 			out = append(out, s)
 		} else if errs[k] != nil {
 			failed = append(failed, errs[k])
@@ -64,7 +64,7 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.S
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", ctx.Err(), errors.Join(failed...))
 		}
-		return nil, fmt.Errorf("%w: pinning sequence %q: %w", spec.ErrNoServer, q.info.Name, errors.Join(failed...))
+		return nil, fmt.Errorf("%w: pinning sequence %q: %w", spec.ErrNoServer, q.Info.Name, errors.Join(failed...))
 	}
 	return out, nil
 }
@@ -74,14 +74,14 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.S
 func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *sequence) error {
 	ss := sq.rot.Session(s, conn.OpTicket)
 	defer ss.Close()
-	what := "pinning sequence " + q.info.Name
+	what := "pinning sequence " + q.Info.Name
 	var table any // NULL: a row of counters
-	if q.info.Table != "" {
-		table = q.info.Table
+	if q.Info.Table != "" {
+		table = q.Info.Table
 	}
 	if _, err := ss.Exec(ctx, what,
 		"INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES (?, ?, ?, ?, ?)",
-		q.info.Name, table, q.info.Bits, q.info.BlockSize, pinnedBy()); err != nil {
+		q.Info.Name, table, q.Info.Bits, q.Info.BlockSize, pinnedBy()); err != nil {
 		return err
 	}
 	var rows []struct {
@@ -89,7 +89,7 @@ func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *sequence) error
 		Bits  uint8          `db:"bits"`
 		Block uint64         `db:"block_size"`
 	}
-	if err := ss.Select(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.info.Name); err != nil {
+	if err := ss.Select(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.Info.Name); err != nil {
 		return err
 	}
 	if len(rows) != 1 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -119,7 +120,7 @@ func prepare(cfg spec.Config) (spec.Config, error) {
 // for it, and returns per server (Config.Servers order) the tables it is
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
-func Rewinds(ctx context.Context, cfg spec.Config) ([][]Rewind, error) {
+func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return nil, err
@@ -177,16 +178,16 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 			f := sv.fixes[r.Table]
 			margin := cfg.MarginFor(f.Bits)
 			if f.Row {
-				margin = rowMargin(margin, len(servers))
+				margin = marks.RowMargin(margin, len(servers))
 			}
-			target, ok := repairTarget(r.Mark, margin, f.MaxTicket)
+			target, ok := marks.RepairTarget(r.Mark, margin, f.MaxTicket)
 			if !ok {
 				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.Name, r.Fix))
 				continue
 			}
-			stmt := fixText(cfg.Database, r.Table, target)
+			stmt := marks.FixText(cfg.Database, r.Table, target)
 			if f.Row {
-				stmt = rowFixText(cfg.Database, f.Name, target)
+				stmt = marks.RowFixText(cfg.Database, f.Name, target)
 			}
 			c := RepairChange{Server: i, Name: s.Name, Database: cfg.Database, Table: r.Table,
 				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
@@ -240,14 +241,14 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 func alterCounter(ctx context.Context, cfg spec.Config, s *conn.Server, table string, target uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout) // ALTER waits for the table's metadata lock
 	defer cancel()
-	now, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
+	now, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
 	if c, ok := now[table]; ok && c >= target {
 		return c, nil
 	}
-	stmt := fixText(cfg.Database, table, target)
+	stmt := marks.FixText(cfg.Database, table, target)
 	if _, err := s.Pool().ExecContext(ctx, stmt); err != nil {
 		if conn.Classify(err) == conn.KindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not alter %s.%s: on this server, GRANT ALTER ON %s.%s TO ticketd_admin "+
@@ -256,7 +257,7 @@ func alterCounter(ctx context.Context, cfg spec.Config, s *conn.Server, table st
 		}
 		return 0, fmt.Errorf("%s: %s: %w", s.Name, stmt, err)
 	}
-	after, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
+	after, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, []string{table})
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +273,7 @@ func moveRow(ctx context.Context, cfg spec.Config, s *conn.Server, key string, t
 	ctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout)
 	defer cancel()
 	name := strings.TrimPrefix(key, spec.RowKeyPrefix)
-	stmt := rowFixText(cfg.Database, name, target)
+	stmt := marks.RowFixText(cfg.Database, name, target)
 	if _, err := s.Pool().ExecContext(ctx, "UPDATE counters SET value = ? WHERE name = ? AND value < ?", target, name, target); err != nil {
 		if conn.Classify(err) == conn.KindStatement {
 			return 0, fmt.Errorf("%w: %s: %s: the account %q may not update %s.counters: it needs role ticketd_admin (schema.sql, \"Accounts\"): %w",

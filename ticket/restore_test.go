@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/lease"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -105,8 +107,8 @@ func fastMarks(c *spec.Config) {
 	c.CheckInterval = 200 * time.Millisecond
 }
 
-func rewoundTables(h ServerHealth) map[string]Rewind {
-	m := map[string]Rewind{}
+func rewoundTables(h ServerHealth) map[string]marks.Rewind {
+	m := map[string]marks.Rewind{}
 	for _, r := range h.Rewound {
 		m[r.Table] = r
 	}
@@ -136,7 +138,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	before, _ := takeTickets(t, p1, tickets, 1000, "after the backup")
 	takeValues(t, p1, orders, "orders", 500, "orders after the backup")
 	takeValues(t, p1, legacy, "legacy", 500, "legacy after the backup")
-	max1 := p1.marks.get("Tickets64").known[0].Load()
+	max1 := p1.marks.Get("Tickets64").Known(0)
 	if max1 != before[0] {
 		t.Fatalf("in-memory mark for server 1 = %d, want the largest ticket taken from it, %d", max1, before[0])
 	}
@@ -145,7 +147,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	}
 	// Read after Close: a block prefetch in flight until then may still have
 	// raised it, and Close flushes after every prefetch has ended.
-	maxOrders1 := p1.marks.get("counters.orders").known[0].Load()
+	maxOrders1 := p1.marks.Get("counters.orders").Known(0)
 	if got := markOn(t, s2, "Tickets64", 1); got != max1 {
 		t.Fatalf("mark for server 1 on server 2 after Close = %d, want %d", got, max1)
 	}
@@ -342,7 +344,7 @@ func TestMarksSurvive(t *testing.T) {
 	// Server 1 lost for good: a new ticketd learns its mark from server 2.
 	mp.Servers[0].Kill(t)
 	p2 := openPair(t, mp)
-	if got := p2.marks.get("Tickets64").known[0].Load(); got != maxBy[0] {
+	if got := p2.marks.Get("Tickets64").Known(0); got != maxBy[0] {
 		t.Fatalf("with server 1 gone, the known mark for it = %d, want %d (from server 2)", got, maxBy[0])
 	}
 }
@@ -358,7 +360,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	owner := mp.Servers[1] // worker 0 of a 1-bit space lives on server 2
 	now := nowMs()
 	ttl := 300 * time.Millisecond
-	a := AcquireRequest{Datacenter: 3, WorkerBits: 1, Holder: "A", TTL: ttl, NowMs: now, ReserveMs: 5_000, MaxWaitMs: 1_000, Server: 1}
+	a := lease.AcquireRequest{Datacenter: 3, WorkerBits: 1, Holder: "A", TTL: ttl, NowMs: now, ReserveMs: 5_000, MaxWaitMs: 1_000, Server: 1}
 	la, err := p.AcquireWorker(context.Background(), a)
 	if err != nil || la.Worker != 0 {
 		t.Fatalf("A: %+v, %v", la, err)
@@ -397,11 +399,11 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	}
 
 	lag := now - 2_000 // the new holder's clock: behind even A's start
-	b := AcquireRequest{Datacenter: 3, WorkerBits: 1, Holder: "B", TTL: ttl, NowMs: lag, ReserveMs: 5_000, MaxWaitMs: 1_000, Server: 1}
+	b := lease.AcquireRequest{Datacenter: 3, WorkerBits: 1, Holder: "B", TTL: ttl, NowMs: lag, ReserveMs: 5_000, MaxWaitMs: 1_000, Server: 1}
 	if l, err := p.AcquireWorker(context.Background(), b); !errors.Is(err, spec.ErrAllWorkersHeld) {
 		t.Fatalf("impatient B = %+v, %v; want worker 0 skipped (reserved %d ms ahead of its clock)", l, err, r2-lag)
 	}
-	b.MaxWaitMs = MaxReserveMs
+	b.MaxWaitMs = lease.MaxReserveMs
 	lb, err := p.AcquireWorker(context.Background(), b)
 	if err != nil || lb.Worker != 0 || lb.FloorMs < r2 {
 		t.Fatalf("patient B = %+v, %v; want worker 0 with FloorMs >= %d (A issued up to %d)", lb, err, r2, r2-1)

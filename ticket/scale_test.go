@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -37,7 +38,7 @@ func seqName(k int) string { return fmt.Sprintf("s%06d", k) }
 
 // TestManySequences: with 100,000 sequences the Pair opens, serves a random
 // sample of them, and its periodic work stays within bounds: each counter
-// check round reads at most scanPagesPerRound pages (fewer once its budget is
+// check round reads at most ScanPagesPerRound pages (fewer once its budget is
 // spent) and a whole pass completes; a flush writes only the marks that moved;
 // a new sequence is found by reading the catalog's changes, not the catalog.
 func TestManySequences(t *testing.T) {
@@ -78,55 +79,51 @@ func TestManySequences(t *testing.T) {
 	// The counter checks: rounds bounded, and a whole pass done. At 1,000
 	// rows a round, 100,000 rows take 100 rounds.
 	waitFor(t, 2*time.Minute, "a whole pass of the counter check on both servers", func() bool {
-		st := p.marks.scanStats(context.Background())
-		return st[0].passes >= 1 && st[1].passes >= 1
+		st := p.marks.ScanStats(context.Background())
+		return st[0].Passes >= 1 && st[1].Passes >= 1
 	})
-	for i, st := range p.marks.scanStats(context.Background()) {
+	for i, st := range p.marks.ScanStats(context.Background()) {
 		t.Logf("server %d: %d rounds, %d pages, %d passes, most pages in a round %d, longest round %v (budget %v), %d stopped by the budget",
-			i+1, st.rounds, st.pages, st.passes, st.maxPages, st.maxRound, p.marks.scanBudget(), st.overBudget)
-		if st.maxPages > scanPagesPerRound {
-			t.Errorf("server %d: a round read %d pages, want at most %d", i+1, st.maxPages, scanPagesPerRound)
+			i+1, st.Rounds, st.Pages, st.Passes, st.MaxPages, st.MaxRound, p.marks.ScanBudget(), st.OverBudget)
+		if st.MaxPages > marks.ScanPagesPerRound {
+			t.Errorf("server %d: a round read %d pages, want at most %d", i+1, st.MaxPages, marks.ScanPagesPerRound)
 		}
-		if st.rounds < n/(scanPage*scanPagesPerRound) {
-			t.Errorf("server %d: a whole pass in %d rounds, want at least %d: rounds are not bounded", i+1, st.rounds, n/(scanPage*scanPagesPerRound))
+		if st.Rounds < n/(marks.ScanPage*marks.ScanPagesPerRound) {
+			t.Errorf("server %d: a whole pass in %d rounds, want at least %d: rounds are not bounded", i+1, st.Rounds, n/(marks.ScanPage*marks.ScanPagesPerRound))
 		}
 	}
 	// The time budget stops a round: with a budget of 1 ns each round
 	// reads one page only.
-	p.marks.testScanBudget.Store(1)
-	before := p.marks.scanStats(context.Background())
+	p.marks.SetTestScanBudget(1)
+	before := p.marks.ScanStats(context.Background())
 	waitFor(t, time.Minute, "rounds under a 1 ns budget", func() bool {
-		st := p.marks.scanStats(context.Background())
-		return st[0].rounds >= before[0].rounds+5 && st[1].rounds >= before[1].rounds+5
+		st := p.marks.ScanStats(context.Background())
+		return st[0].Rounds >= before[0].Rounds+5 && st[1].Rounds >= before[1].Rounds+5
 	})
-	for i, st := range p.marks.scanStats(context.Background()) {
-		rounds, pages := st.rounds-before[i].rounds, st.pages-before[i].pages
+	for i, st := range p.marks.ScanStats(context.Background()) {
+		rounds, pages := st.Rounds-before[i].Rounds, st.Pages-before[i].Pages
 		if pages > rounds {
 			t.Errorf("server %d: %d pages in %d rounds under a 1 ns budget, want one each", i+1, pages, rounds)
 		}
 	}
-	p.marks.testScanBudget.Store(0)
+	p.marks.SetTestScanBudget(0)
 
 	// A flush writes the marks that moved, no others: one sequence used on
 	// both servers moves its two marks, each written to the other server.
 	waitFor(t, 10*time.Second, "the marks of the sample flushed", func() bool {
-		p.marks.mu.Lock()
-		defer p.marks.mu.Unlock()
-		return len(p.marks.pending) == 0
+		return p.marks.Pending() == 0
 	})
-	written := p.marks.written.Load()
+	written := p.marks.Written()
 	one := p.seqs.cat.get(seqName(77))
 	for range 4 { // tickets from both servers
-		if _, err := p.tk.take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.pinner(one)); err != nil {
+		if _, err := p.tk.Take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.pinner(one)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor(t, 10*time.Second, "the moved marks flushed", func() bool {
-		p.marks.mu.Lock()
-		defer p.marks.mu.Unlock()
-		return len(p.marks.pending) == 0 && p.marks.written.Load() > written
+		return p.marks.Pending() == 0 && p.marks.Written() > written
 	})
-	if got := p.marks.written.Load() - written; got > 2 {
+	if got := p.marks.Written() - written; got > 2 {
 		t.Errorf("%d marks written after one sequence moved, want at most 2 (its mark for each server, on the other)", got)
 	}
 
@@ -174,7 +171,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	take(p1, victim, 100, "before the backup")
 	dump := s1.Dump(t)
 	take(p1, victim, 500, "after the backup") // 50 blocks: both servers
-	if p1.seqs.cat.get(victim).marksIn(p1.marks).known[0].Load() == 0 {
+	if p1.seqs.cat.get(victim).MarksIn(p1.marks).Known(0) == 0 {
 		t.Fatal("no block of the victim from server 1 after the backup: nothing to rewind")
 	}
 	if err := p1.Close(); err != nil {
@@ -185,7 +182,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	t.Logf("restored server 1 (%d sequences) in %v", n, time.Since(at).Round(time.Millisecond))
 
 	p2 := openPair(t, mp, fastMarks)
-	rewound := func() (map[string]Rewind, int) { h := p2.Health()[0]; return rewoundTables(h), h.RewoundTotal }
+	rewound := func() (map[string]marks.Rewind, int) { h := p2.Health()[0]; return rewoundTables(h), h.RewoundTotal }
 	// Found at Open (if the first scan round reached it), by the scan, or at
 	// the first ticket: in any case before a value of it repeats.
 	take(p2, victim, 300, "after the restore")
@@ -216,7 +213,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 		return total == 0
 	})
 	take(p2, victim, 500, "after the repair")
-	if v := p2.seqs.cat.get(victim).marksIn(p2.marks).known[0].Load(); v < rep.Changes[0].To {
+	if v := p2.seqs.cat.get(victim).MarksIn(p2.marks).Known(0); v < rep.Changes[0].To {
 		t.Errorf("server 1's highest ticket of the victim %d, want past the repair's %d: it serves it again", v, rep.Changes[0].To)
 	}
 

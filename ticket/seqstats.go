@@ -57,7 +57,7 @@ func (sq *Sequences) Stats(limit int) []SequenceStat {
 	out := make([]SequenceStat, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
 		e := heap.Pop(&h).(statEntry)
-		out[i] = SequenceStat{Name: e.q.info.Name, Bits: e.q.info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
+		out[i] = SequenceStat{Name: e.q.Info.Name, Bits: e.q.Info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
 	}
 	return out
 }
@@ -65,21 +65,21 @@ func (sq *Sequences) Stats(limit int) []SequenceStat {
 // remaining is the share of q's tickets not yet issued on the server that
 // issued the most (the marks: what this Pair knows).
 func (sq *Sequences) remaining(q *sequence) float64 {
-	if q.exhausted.Load() != 0 {
+	if q.Exhausted.Load() != 0 {
 		return 0 // a server reported it exhausted
 	}
-	m := q.marks.Load()
-	if m == nil || q.maxTicket() == 0 {
+	m := q.Marks()
+	if m == nil || q.MaxTicket() == 0 {
 		return 1
 	}
 	var top uint64
-	for i := range m.known {
-		top = max(top, m.known[i].Load())
+	for i := range m.Servers() {
+		top = max(top, m.Known(i))
 	}
-	if top >= q.maxTicket() {
+	if top >= q.MaxTicket() {
 		return 0
 	}
-	return 1 - float64(top)/float64(q.maxTicket())
+	return 1 - float64(top)/float64(q.MaxTicket())
 }
 
 type statEntry struct {
@@ -93,7 +93,7 @@ func (e statEntry) before(o statEntry) bool {
 	if e.issued != o.issued {
 		return e.issued > o.issued
 	}
-	return e.q.info.Name < o.q.info.Name
+	return e.q.Info.Name < o.q.Info.Name
 }
 
 // statHeap is a min-heap in that order: the last of the kept ones on top.

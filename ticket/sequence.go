@@ -11,7 +11,9 @@ import (
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 	"time"
 )
 
@@ -50,7 +52,7 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 type sequence struct {
 	// Counter: where its tickets come from (take.go); info never changes
 	// (a change breaks the sequence).
-	Counter
+	tickets.Counter
 	broken atomic.Pointer[error]
 	issued atomic.Uint64 // values handed out (SequenceStats)
 	used   atomic.Bool   // a value was asked for: it is in use
@@ -80,8 +82,8 @@ const (
 type Sequences struct {
 	cfg     spec.Config
 	servers []*conn.Server
-	rot     *Rotation
-	tk      *Taker
+	rot     *rotation.Rotation
+	tk      *tickets.Taker
 	warn    *logsum.Summary
 	lt      *life.Life
 	cat     catalog
@@ -96,7 +98,7 @@ type Sequences struct {
 
 // NewSequences returns the named sequences of servers, none known yet
 // (Load reads the catalogs).
-func NewSequences(cfg spec.Config, servers []*conn.Server, rot *Rotation, tk *Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
+func NewSequences(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
 	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
 	warn.Declare(slog.LevelError, warnSeqRefused)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt,
@@ -110,7 +112,7 @@ func NewSequences(cfg spec.Config, servers []*conn.Server, rot *Rotation, tk *Ta
 func (sq *Sequences) FixFor(row bool, name string) (spec.FixInfo, bool) {
 	if row {
 		if q := sq.cat.get(name); q != nil {
-			return spec.FixInfoOf(q.info), true
+			return spec.FixInfoOf(q.Info), true
 		}
 		return spec.FixInfo{}, false
 	}
@@ -118,7 +120,7 @@ func (sq *Sequences) FixFor(row bool, name string) (spec.FixInfo, bool) {
 	q := sq.cat.byTable[name]
 	sq.cat.mu.Unlock()
 	if q != nil {
-		return spec.FixInfoOf(q.info), true
+		return spec.FixInfoOf(q.Info), true
 	}
 	return spec.FixInfo{}, false
 }
@@ -138,7 +140,7 @@ func newSequence(info spec.SequenceInfo) *sequence {
 
 // initSequence sets up a zero sequence q for info.
 func initSequence(q *sequence, info spec.SequenceInfo) {
-	q.info = info
+	q.Info = info
 }
 
 func (q *sequence) err() error {
@@ -176,10 +178,10 @@ func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int,
 		return 0, err
 	}
 	sq.use(q)
-	if q.info.BlockSize == 1 {
+	if q.Info.BlockSize == 1 {
 		// Pure Flickr: the ticket is the value.
 		for i := range dst {
-			t, err := sq.tk.take(ctx, &q.Counter, sq.pinner(q))
+			t, err := sq.tk.Take(ctx, &q.Counter, sq.pinner(q))
 			if err != nil {
 				return i, err
 			}
@@ -222,7 +224,7 @@ func (sq *Sequences) fill(ctx context.Context, q *sequence, dst []uint64) (int, 
 				return n, err
 			}
 		case <-ctx.Done():
-			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.info.Name, ctx.Err())
+			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.Info.Name, ctx.Err())
 		}
 	}
 }
@@ -245,7 +247,7 @@ func (sq *Sequences) drainLocked(q *sequence, dst []uint64) int {
 			n++
 		}
 	}
-	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.info.BlockSize/2 {
+	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.Info.BlockSize/2 {
 		sq.startFetch(q)
 	}
 	q.issued.Add(uint64(n))
@@ -263,7 +265,7 @@ func (sq *Sequences) TryNextN(name string, dst []uint64) (int, bool) {
 		return 0, false
 	}
 	q := sq.cat.get(name)
-	if q == nil || q.info.BlockSize == 1 || q.servers.Load() == 0 || q.err() != nil {
+	if q == nil || q.Info.BlockSize == 1 || q.Servers.Load() == 0 || q.err() != nil {
 		return 0, false
 	}
 	q.mu.Lock()
@@ -293,16 +295,16 @@ func (sq *Sequences) startFetch(q *sequence) {
 // has no caller's deadline to spend; a waiting caller retries in the
 // foreground with its own, see fill).
 func (sq *Sequences) fetchBlock(q *sequence, f *fetchOp) {
-	t, err := sq.tk.take(sq.lt.Ctx, &q.Counter, sq.pinner(q))
+	t, err := sq.tk.Take(sq.lt.Ctx, &q.Counter, sq.pinner(q))
 	if err != nil && sq.lt.Ctx.Err() != nil {
 		err = spec.ErrClosed // the waiters should hear why, not "context canceled"
 	}
 	var b block
 	if err == nil {
 		var ok bool
-		if b, ok = blockFor(t.Value, q.info.BlockSize, q.limit()); !ok {
+		if b, ok = blockFor(t.Value, q.Info.BlockSize, q.Limit()); !ok {
 			// take checks maxTicket, so this is a bug, not a state of the server.
-			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.Info.Name, t.Value, q.Info.Bits)
 		}
 	}
 	q.mu.Lock()
@@ -327,13 +329,13 @@ func retryable(err error) bool {
 // there is room (the current block when it is empty, else the next); a block
 // with no room left is burnt, which costs density, never uniqueness.
 func (sq *Sequences) fetchNow(ctx context.Context, q *sequence) error {
-	t, err := sq.tk.take(ctx, &q.Counter, sq.pinner(q))
+	t, err := sq.tk.Take(ctx, &q.Counter, sq.pinner(q))
 	if err != nil {
 		return err
 	}
-	b, ok := blockFor(t.Value, q.info.BlockSize, q.limit())
+	b, ok := blockFor(t.Value, q.Info.BlockSize, q.Limit())
 	if !ok {
-		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.info.Name, t.Value, q.info.Bits)
+		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.Info.Name, t.Value, q.Info.Bits)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -347,7 +349,7 @@ func (sq *Sequences) fetchNow(ctx context.Context, q *sequence) error {
 }
 
 // pinner is q's PinFunc.
-func (sq *Sequences) pinner(q *sequence) PinFunc {
+func (sq *Sequences) pinner(q *sequence) tickets.PinFunc {
 	return func(ctx context.Context, list []*conn.Server) ([]*conn.Server, error) {
 		return sq.ensurePins(ctx, q, list)
 	}

@@ -61,11 +61,11 @@ func TestMaxTicket(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d bits B=%d", tt.bits, tt.size), func(t *testing.T) {
 			q := newSequence(spec.SequenceInfo{Name: "x", Table: "seq_x", Bits: tt.bits, BlockSize: tt.size})
-			if _, ok := blockFor(q.maxTicket(), tt.size, q.limit()); !ok {
-				t.Fatalf("maxTicket %d has no block, want one", q.maxTicket())
+			if _, ok := blockFor(q.MaxTicket(), tt.size, q.Limit()); !ok {
+				t.Fatalf("maxTicket %d has no block, want one", q.MaxTicket())
 			}
-			if _, ok := blockFor(q.maxTicket()+1, tt.size, q.limit()); ok {
-				t.Fatalf("maxTicket+1 = %d has a block, want none", q.maxTicket()+1)
+			if _, ok := blockFor(q.MaxTicket()+1, tt.size, q.Limit()); ok {
+				t.Fatalf("maxTicket+1 = %d has a block, want none", q.MaxTicket()+1)
 			}
 		})
 	}

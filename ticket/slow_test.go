@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -175,8 +176,8 @@ func TestPanicMode(t *testing.T) {
 	if got := p.PanicCalls(); got <= before {
 		t.Fatalf("PanicCalls = %d, want more than %d", got, before)
 	}
-	if n := p.Warnings()[WarnPanic]; n == 0 {
-		t.Fatalf("Warnings()[%q] = 0, want the panic counted", WarnPanic)
+	if n := p.Warnings()[rotation.WarnPanic]; n == 0 {
+		t.Fatalf("Warnings()[%q] = 0, want the panic counted", rotation.WarnPanic)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -16,7 +17,7 @@ type survey struct {
 	// fixes: how each counter's Fix is written (its width and last usable
 	// ticket), by counter key; for servers that disagree, the narrower.
 	fixes    map[string]spec.FixInfo
-	marks    [][]hwRow           // per holder
+	marks    [][]marks.HWRow     // per holder
 	counters []map[string]uint64 // per server: tables' AUTO_INCREMENT and rows' values, by counter key
 	copies   [][]leaseCopyRow    // per holder
 	leases   [][]leaseRow        // per owner
@@ -45,7 +46,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 	sv := &survey{
 		cfg: cfg, servers: servers,
 		fixes:    map[string]spec.FixInfo{"Tickets64": spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
-		marks:    make([][]hwRow, n),
+		marks:    make([][]marks.HWRow, n),
 		counters: make([]map[string]uint64, n),
 		copies:   make([][]leaseCopyRow, n),
 		leases:   make([][]leaseRow, n),
@@ -58,7 +59,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 			return err
 		}
 		catalogs[s.Idx] = list
-		rows, err := readHighWater(ctx, conn.PoolQuerier{Server: s})
+		rows, err := marks.ReadHighWater(ctx, conn.PoolQuerier{Server: s})
 		sv.marks[s.Idx] = rows
 		if err != nil || !leases {
 			return err
@@ -93,11 +94,11 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 	}
 	slices.Sort(tables)
 	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *conn.Server) error {
-		c, err := readCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, tables)
+		c, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, tables)
 		if err != nil {
 			return err
 		}
-		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(r rowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
+		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(r marks.RowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
 			return err
 		}
 		sv.counters[s.Idx] = c
@@ -136,18 +137,18 @@ func readCatalog(ctx context.Context, q conn.Querier) ([]spec.SequenceInfo, erro
 }
 
 // readRows calls f for every row of counters, in pages by name.
-func readRows(ctx context.Context, q conn.Querier, f func(rowValue)) error {
+func readRows(ctx context.Context, q conn.Querier, f func(marks.RowValue)) error {
 	after := ""
 	for {
-		var rows []rowValue
+		var rows []marks.RowValue
 		if err := q.Select(ctx, "reading counters", &rows,
-			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, scanPage*5); err != nil {
+			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, marks.ScanPage*5); err != nil {
 			return err
 		}
 		for _, r := range rows {
 			f(r)
 		}
-		if len(rows) < scanPage*5 {
+		if len(rows) < marks.ScanPage*5 {
 			return nil
 		}
 		after = rows[len(rows)-1].Name
@@ -159,7 +160,7 @@ func (sv *survey) note(i int, msg string) { sv.notes[i] = append(sv.notes[i], ms
 // planTables returns, per server, the counters (tables and rows) that are at
 // or below the mark its peers hold for it, sorted by counter; counters it
 // cannot check go to sv.notes.
-func (sv *survey) planTables() [][]Rewind {
+func (sv *survey) planTables() [][]marks.Rewind {
 	n := len(sv.servers)
 	// mark[key][i]: the largest mark for server i held by any other server.
 	mark := map[string][]uint64{}
@@ -180,7 +181,7 @@ func (sv *survey) planTables() [][]Rewind {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([][]Rewind, n)
+	out := make([][]marks.Rewind, n)
 	for i := range n {
 		for _, key := range keys {
 			f := sv.fixes[key]
@@ -200,11 +201,11 @@ func (sv *survey) planTables() [][]Rewind {
 			case !ok || m == 0:
 				continue
 			}
-			if (f.Row && !rowRewound(c, m)) || (!f.Row && !isRewound(c, m)) {
+			if (f.Row && !marks.RowRewound(c, m)) || (!f.Row && !marks.IsRewound(c, m)) {
 				continue
 			}
-			out[i] = append(out[i], Rewind{Table: key, Counter: c, Mark: m,
-				Fix: rewindFix(sv.cfg.Database, key, f, m, sv.cfg.MarginFor(f.Bits), n)})
+			out[i] = append(out[i], marks.Rewind{Table: key, Counter: c, Mark: m,
+				Fix: marks.RewindFix(sv.cfg.Database, key, f, m, sv.cfg.MarginFor(f.Bits), n)})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package ticket
+package rotation
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func offlineRotation(t *testing.T, n int) (*Rotation, *fakeClock) {
 		servers[i] = s
 	}
 	warn := logsum.New(cfg.Logger, time.Hour)
-	r := NewRotation(servers, RotationConfig{CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval}, warn, life.New())
+	r := New(servers, Config{CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval}, warn, life.New())
 	for _, s := range servers {
 		r.MarkUp(s)
 	}

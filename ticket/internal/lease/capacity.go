@@ -1,4 +1,4 @@
-package ticket
+package lease
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // of rotation is asked all the same (the count is what matters, not its
 // tickets). held[i] is -1 for a server that did not answer; err then joins
 // those servers' errors, and the other counts are still good.
-func (ls *Leases) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
+func (ls *Manager) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {
 	if workerBits < MinWorkerBits || workerBits > MaxWorkerBits {
 		return nil, fmt.Errorf("%w: workerBits %d outside [%d, %d]", spec.ErrInvalidArgument, workerBits, MinWorkerBits, MaxWorkerBits)
 	}

@@ -1,4 +1,4 @@
-package ticket
+package marks
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 	"time"
 )
@@ -32,16 +34,16 @@ import (
 // other ticketd wrote are read back by their updated_at (foldMarks), all of
 // them only at Open and when a server first joins.
 
-// tableMarks is what this Pair knows of one counter on every server.
+// Counter is what this Pair knows of one counter on every server.
 // Sequences sharing a table (the raw Tickets64 behind leases and the
-// catalog's tickets64) share one tableMarks.
-type tableMarks struct {
+// catalog's tickets64) share one Counter.
+type Counter struct {
 	// name is the counter: a sequence's name for a row of counters (row),
-	// else the table, kept in the markBook's arena. key() is what high_water
+	// else the table, kept in the MarkBook's arena. key() is what high_water
 	// calls it: no key string is kept, since at 100,000 sequences one more
 	// string each is one more object for every garbage collection to visit.
 	name string
-	book *markBook
+	book *Book
 
 	// known[i] is the highest ticket server i is known to have issued from
 	// this counter. Every value stored in it had been returned by a statement
@@ -71,18 +73,18 @@ type tableMarks struct {
 }
 
 // key is the counter's name in high_water (CounterKey).
-func (m *tableMarks) key() string { return spec.CounterKey(m.name, m.row) }
+func (m *Counter) key() string { return spec.CounterKey(m.name, m.row) }
 
 // raise records that server i issued ticket t, and queues the marks for the
 // next flush when they grew. One CompareAndSwap in the common case: tickets
 // grow, so the first attempt usually wins.
-func (m *tableMarks) raise(i int, t uint64) {
+func (m *Counter) Raise(i int, t uint64) {
 	if atomicMax(&m.known[i], t) {
 		m.queue()
 	}
 }
 
-func (m *tableMarks) queue() {
+func (m *Counter) queue() {
 	if m.book != nil && m.queued.CompareAndSwap(false, true) {
 		m.book.mu.Lock()
 		m.book.pending[m] = struct{}{}
@@ -105,7 +107,7 @@ func atomicMax(a *atomic.Uint64, v uint64) bool {
 
 // behindLocked reports whether some server lacks a mark this Pair knows.
 // Called with m.mu held.
-func (m *tableMarks) behindLocked(n int) bool {
+func (m *Counter) behindLocked(n int) bool {
 	for src := range n {
 		v := m.known[src].Load()
 		for d := range n {
@@ -117,25 +119,25 @@ func (m *tableMarks) behindLocked(n int) bool {
 	return false
 }
 
-// markBook holds the marks of every counter this Pair knows of: those it
+// Book holds the marks of every counter this Pair knows of: those it
 // takes tickets from, and those the servers hold marks for.
 //
 // Marks are made a slab at a time (newMarks): at 100,000 sequences in use,
 // one allocation per mark and two per mark's slices were most of what a
 // garbage collection visits, and Go collects at least every two minutes,
 // idle or not.
-type markBook struct {
+type Book struct {
 	n       int
 	mu      sync.Mutex
-	byRow   map[string]*tableMarks   // the marks of rows of counters, by sequence name
-	byTable map[string]*tableMarks   // the marks of tables (a few)
-	tables  []*tableMarks            // the same, in creation order
-	pending map[*tableMarks]struct{} // grew since written everywhere
+	byRow   map[string]*Counter   // the marks of rows of counters, by sequence name
+	byTable map[string]*Counter   // the marks of tables (a few)
+	tables  []*Counter            // the same, in creation order
+	pending map[*Counter]struct{} // grew since written everywhere
 	// rewound: the marks some server is refused for (Health lists them).
-	rewound map[*tableMarks]struct{}
+	rewound map[*Counter]struct{}
 	// The slabs newMarks takes from, and the arena of the names it keeps.
-	names   nameArena
-	slab    []tableMarks
+	names   arena.NameArena
+	slab    []Counter
 	known   []atomic.Uint64
 	flushed []uint64
 
@@ -143,9 +145,9 @@ type markBook struct {
 	// book used for its bookkeeping alone (tests).
 	cfg     spec.Config
 	servers []*conn.Server
-	rot     *Rotation
+	rot     *rotation.Rotation
 	warn    *logsum.Summary
-	hooks   MarkHooks
+	hooks   Hooks
 	per     []serverMarks // per server
 	// checkNow asks for a counter check soon (requestCheck, CheckNow).
 	checkNow chan struct{}
@@ -172,11 +174,11 @@ type serverMarks struct {
 	// written again (a refusal: its high_water went back), Unix ns.
 	marksResetAt atomic.Int64
 	// scan: the counter checks' progress through counters (check.go).
-	scan scanState
+	scan ScanState
 }
 
-// MarkHooks are what the book asks of the rooms above it.
-type MarkHooks struct {
+// Hooks are what the book asks of the rooms above it.
+type Hooks struct {
 	// FixFor says how the Fix of a counter only the marks name is written
 	// (its width and last usable ticket), from the catalog: false when the
 	// catalog does not know it.
@@ -186,10 +188,10 @@ type MarkHooks struct {
 	AfterCheck func(ctx context.Context, ss *conn.Session) error
 }
 
-// NewMarkBook returns the marks of a pair of servers, whose checks and
+// New returns the marks of a pair of servers, whose checks and
 // flushes run through rot.
-func NewMarkBook(cfg spec.Config, servers []*conn.Server, rot *Rotation, warn *logsum.Summary) *markBook {
-	b := &markBook{cfg: cfg, servers: servers, rot: rot, warn: warn,
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *logsum.Summary) *Book {
+	b := &Book{cfg: cfg, servers: servers, rot: rot, warn: warn,
 		per: make([]serverMarks, len(servers)), checkNow: make(chan struct{}, 1),
 		writer: newWriterID(), checkGate: life.NewGate()}
 	b.init(len(servers))
@@ -198,30 +200,30 @@ func NewMarkBook(cfg spec.Config, servers []*conn.Server, rot *Rotation, warn *l
 }
 
 // SetHooks sets the hooks; call it before any check.
-func (b *markBook) SetHooks(h MarkHooks) { b.hooks = h }
+func (b *Book) SetHooks(h Hooks) { b.hooks = h }
 
 // marksSlab is how many marks one slab holds.
 const marksSlab = 256
 
-func (b *markBook) init(n int) {
+func (b *Book) init(n int) {
 	b.n = n
-	b.byRow = map[string]*tableMarks{}
-	b.byTable = map[string]*tableMarks{}
-	b.pending = map[*tableMarks]struct{}{}
-	b.rewound = map[*tableMarks]struct{}{}
+	b.byRow = map[string]*Counter{}
+	b.byTable = map[string]*Counter{}
+	b.pending = map[*Counter]struct{}{}
+	b.rewound = map[*Counter]struct{}{}
 }
 
 // newMarks makes the marks of a counter. Called with b.mu held.
-func (b *markBook) newMarks(name string, row bool) *tableMarks {
+func (b *Book) newMarks(name string, row bool) *Counter {
 	n := b.n
 	if len(b.slab) == 0 {
-		b.slab = make([]tableMarks, marksSlab)
+		b.slab = make([]Counter, marksSlab)
 		b.known = make([]atomic.Uint64, marksSlab*n)
 		b.flushed = make([]uint64, marksSlab*n*n)
 	}
 	m := &b.slab[0]
 	b.slab = b.slab[1:]
-	m.name, m.row, m.book = b.names.intern(name), row, b
+	m.name, m.row, m.book = b.names.Intern(name), row, b
 	m.known, b.known = b.known[:n:n], b.known[n:]
 	m.flushed, b.flushed = b.flushed[:n*n:n*n], b.flushed[n*n:]
 	return m
@@ -229,7 +231,7 @@ func (b *markBook) newMarks(name string, row bool) *tableMarks {
 
 // table returns the marks of key (a table, or counters.NAME), creating them
 // on first use.
-func (b *markBook) table(key string) *tableMarks {
+func (b *Book) table(key string) *Counter {
 	name, row := strings.CutPrefix(key, spec.RowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -238,13 +240,13 @@ func (b *markBook) table(key string) *tableMarks {
 
 // rowMarks returns the marks of the row of counters of sequence name,
 // creating them on first use.
-func (b *markBook) rowMarks(name string) *tableMarks {
+func (b *Book) rowMarks(name string) *Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lookupLocked(name, true, true)
 }
 
-func (b *markBook) lookupLocked(name string, row, create bool) *tableMarks {
+func (b *Book) lookupLocked(name string, row, create bool) *Counter {
 	by := b.byTable
 	if row {
 		by = b.byRow
@@ -262,7 +264,7 @@ func (b *markBook) lookupLocked(name string, row, create bool) *tableMarks {
 
 // pageMarks appends to out the marks of each row of a scanned page, nil
 // where none are known, under one lock.
-func (b *markBook) pageMarks(pg *scanPageBuf, out []*tableMarks) []*tableMarks {
+func (b *Book) pageMarks(pg *scanPageBuf, out []*Counter) []*Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k := range pg.len() {
@@ -271,19 +273,19 @@ func (b *markBook) pageMarks(pg *scanPageBuf, out []*tableMarks) []*tableMarks {
 	return out
 }
 
-// tableMarks returns the marks of every table (a few: Tickets64, Tickets32,
+// TableMarks returns the marks of every table (a few: Tickets64, Tickets32,
 // and the seq_* tables of older sequences).
-func (b *markBook) tableMarks() []*tableMarks {
+func (b *Book) TableMarks() []*Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]*tableMarks(nil), b.tables...)
+	return append([]*Counter(nil), b.tables...)
 }
 
 // refusedRows returns the marks of the rows of counters server i is refused for.
-func (b *markBook) refusedRows(i int) []*tableMarks {
+func (b *Book) refusedRows(i int) []*Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var list []*tableMarks
+	var list []*Counter
 	for m := range b.rewound {
 		if m.rewound.Load()&(1<<i) != 0 && m.row {
 			list = append(list, m)
@@ -292,7 +294,7 @@ func (b *markBook) refusedRows(i int) []*tableMarks {
 	return list
 }
 
-func (b *markBook) get(key string) *tableMarks {
+func (b *Book) Get(key string) *Counter {
 	name, row := strings.CutPrefix(key, spec.RowKeyPrefix)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -300,10 +302,10 @@ func (b *markBook) get(key string) *tableMarks {
 }
 
 // all returns every mark.
-func (b *markBook) all() []*tableMarks {
+func (b *Book) all() []*Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	list := make([]*tableMarks, 0, len(b.byRow)+len(b.tables))
+	list := make([]*Counter, 0, len(b.byRow)+len(b.tables))
 	for _, m := range b.byRow {
 		list = append(list, m)
 	}
@@ -312,8 +314,8 @@ func (b *markBook) all() []*tableMarks {
 
 // For returns the marks of the counter of the sequence si, creating them on
 // first use; their Fix is written from si.
-func (b *markBook) For(si spec.SequenceInfo) *tableMarks {
-	var m *tableMarks
+func (b *Book) For(si spec.SequenceInfo) *Counter {
+	var m *Counter
 	if si.RowStored() {
 		m = b.rowMarks(si.Name)
 	} else {
@@ -328,9 +330,9 @@ func (b *markBook) For(si spec.SequenceInfo) *tableMarks {
 	return m
 }
 
-// hwRow is one row of table high_water: the mark `Mark` for the server whose
+// HWRow is one row of table high_water: the mark `Mark` for the server whose
 // auto_increment_offset is PeerOffset.
-type hwRow struct {
+type HWRow struct {
 	Table      string `db:"table_name"`
 	PeerOffset int    `db:"peer_offset"`
 	Mark       uint64 `db:"mark"`
@@ -339,13 +341,13 @@ type hwRow struct {
 // hwPage is how many high_water rows one statement reads.
 const hwPage = 5000
 
-// readHighWater reads every mark a server holds, in pages. A page's last
+// ReadHighWater reads every mark a server holds, in pages. A page's last
 // counter may be cut short by the LIMIT: it is read again with the next page.
-func readHighWater(ctx context.Context, q conn.Querier) ([]hwRow, error) {
-	var all []hwRow
+func ReadHighWater(ctx context.Context, q conn.Querier) ([]HWRow, error) {
+	var all []HWRow
 	after := ""
 	for {
-		var rows []hwRow
+		var rows []HWRow
 		if err := selHW(ctx, q, "reading high_water", &rows,
 			"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name > ? ORDER BY table_name, peer_offset LIMIT ?",
 			after, hwPage); err != nil {
@@ -370,13 +372,13 @@ func readHighWater(ctx context.Context, q conn.Querier) ([]hwRow, error) {
 // selHW reads rows of high_water into *out: without reflection in a
 // Session (the marks of 100,000 sequences are read at Open), through sqlx
 // elsewhere (repair).
-func selHW(ctx context.Context, q conn.Querier, what string, out *[]hwRow, query string, args ...any) error {
+func selHW(ctx context.Context, q conn.Querier, what string, out *[]HWRow, query string, args ...any) error {
 	ss, ok := q.(*conn.Session)
 	if !ok {
 		return q.Select(ctx, what, out, query, args...)
 	}
 	return ss.Each(ctx, what, func(rows *sql.Rows) error {
-		var r hwRow
+		var r HWRow
 		if err := rows.Scan(&r.Table, &r.PeerOffset, &r.Mark); err != nil {
 			return err
 		}
@@ -387,7 +389,7 @@ func selHW(ctx context.Context, q conn.Querier, what string, out *[]hwRow, query
 
 // markWrite is one mark to write to one server.
 type markWrite struct {
-	m    *tableMarks
+	m    *Counter
 	src  int // index of the server the tickets came from
 	mark uint64
 }
@@ -400,17 +402,17 @@ const marksPerStatement = 1000
 // only, none when nothing grew. A mark a server out of rotation (or a failed
 // write) still lacks stays queued for the next flush; failures are
 // reported, never held against the server.
-func (b *markBook) flushMarks(ctx context.Context) {
+func (b *Book) Flush(ctx context.Context) {
 	b.mu.Lock()
 	if len(b.pending) == 0 {
 		b.mu.Unlock()
 		return
 	}
-	list := make([]*tableMarks, 0, len(b.pending))
+	list := make([]*Counter, 0, len(b.pending))
 	for m := range b.pending {
 		list = append(list, m)
 	}
-	b.pending = map[*tableMarks]struct{}{}
+	b.pending = map[*Counter]struct{}{}
 	b.mu.Unlock()
 	n := len(b.servers)
 	for _, m := range list {
@@ -451,7 +453,7 @@ func (b *markBook) flushMarks(ctx context.Context) {
 	}
 }
 
-func (b *markBook) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite) {
+func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite) {
 	ss := b.rot.Session(d, conn.OpMarks)
 	defer ss.Close()
 	n := len(b.servers)
@@ -512,7 +514,7 @@ const foldLimit = 50_000
 // ticketd raised since the last fold (less foldSlack), by the index on
 // updated_at. Its own it knows: after a busy spell, a quiet Pair reads
 // nothing back.
-func (b *markBook) foldMarks(ctx context.Context, ss *conn.Session) error {
+func (b *Book) foldMarks(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
 	var now time.Time
 	if err := ss.Get(ctx, "reading the server's clock", &now, "SELECT UTC_TIMESTAMP(3)"); err != nil {
@@ -522,7 +524,7 @@ func (b *markBook) foldMarks(ctx context.Context, ss *conn.Session) error {
 	if p := b.per[s.Idx].foldedAt.Load(); p != nil {
 		since = p.Add(-foldSlack)
 	}
-	var rows []hwRow
+	var rows []HWRow
 	if !since.IsZero() {
 		if err := selHW(ctx, ss, "reading high_water changes", &rows,
 			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, b.writer, foldLimit); err != nil {
@@ -530,7 +532,7 @@ func (b *markBook) foldMarks(ctx context.Context, ss *conn.Session) error {
 		}
 	}
 	if since.IsZero() || len(rows) == foldLimit {
-		all, err := readHighWater(ctx, ss)
+		all, err := ReadHighWater(ctx, ss)
 		if err != nil {
 			return err
 		}
@@ -542,7 +544,7 @@ func (b *markBook) foldMarks(ctx context.Context, ss *conn.Session) error {
 }
 
 // applyMarks merges the marks server holder keeps for the other servers.
-func (b *markBook) applyMarks(holder *conn.Server, rows []hwRow) {
+func (b *Book) applyMarks(holder *conn.Server, rows []HWRow) {
 	n := len(b.servers)
 	for _, r := range rows {
 		src := r.PeerOffset - 1
@@ -560,7 +562,7 @@ func (b *markBook) applyMarks(holder *conn.Server, rows []hwRow) {
 }
 
 // requestCheck asks marksLoop for a counter check soon, without waiting.
-func (b *markBook) requestCheck() {
+func (b *Book) requestCheck() {
 	select {
 	case b.checkNow <- struct{}{}:
 	default: // one is pending already
@@ -572,4 +574,47 @@ func newWriterID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
 	return hex.EncodeToString(b[:])
+}
+
+// Known is the highest ticket server i is known to have issued from this
+// counter.
+func (m *Counter) Known(i int) uint64 { return m.known[i].Load() }
+
+// Rewound is the mask of the servers refused for this counter.
+func (m *Counter) Rewound() uint64 { return m.rewound.Load() }
+
+// Written counts the marks written to the servers (one per row).
+func (b *Book) Written() uint64 { return b.written.Load() }
+
+// Pending counts the marks that grew since they were written everywhere.
+func (b *Book) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
+// CheckNow is signalled when a refused ticket asks for a counter check.
+func (b *Book) CheckNow() <-chan struct{} { return b.checkNow }
+
+// SetTestScanBudget replaces a check round's budget (0: the default), for
+// tests.
+func (b *Book) SetTestScanBudget(d time.Duration) { b.testScanBudget.Store(int64(d)) }
+
+// Servers is how many servers the marks are kept for.
+func (m *Counter) Servers() int { return len(m.known) }
+
+// NewBook returns a book of the marks of n servers, for its bookkeeping
+// alone: it flushes and checks nothing (New's book does).
+func NewBook(n int) *Book {
+	b := &Book{}
+	b.init(n)
+	return b
+}
+
+// ForgetPending drops the queue of marks to write, as a flush would leave
+// it, for tests that measure the marks at rest.
+func (b *Book) ForgetPending() {
+	b.mu.Lock()
+	b.pending = map[*Counter]struct{}{}
+	b.mu.Unlock()
 }

@@ -1,4 +1,4 @@
-package ticket
+package marks
 
 import (
 	"fmt"
@@ -57,67 +57,67 @@ type Rewind struct {
 	Fix string
 }
 
-// repairTarget returns the counter that moves past mark by margin, and false
+// RepairTarget returns the counter that moves past mark by margin, and false
 // when that passes maxTicket (the counter's last usable ticket: 2^32-1, resp.
 // 2^63-1, divided by the block size). The sum is never computed where it
 // could wrap.
-func repairTarget(mark, margin, maxTicket uint64) (uint64, bool) {
+func RepairTarget(mark, margin, maxTicket uint64) (uint64, bool) {
 	if mark > maxTicket || margin > maxTicket-mark {
 		return 0, false
 	}
 	return mark + margin, true
 }
 
-// rowMargin is margin rounded up to a multiple of n: a row's value must keep
+// RowMargin is margin rounded up to a multiple of n: a row's value must keep
 // its server's parity, and mark has it.
-func rowMargin(margin uint64, n int) uint64 {
+func RowMargin(margin uint64, n int) uint64 {
 	if r := margin % uint64(n); r != 0 {
 		margin += uint64(n) - r
 	}
 	return margin
 }
 
-// fixText is the statement that fixes a rewound table (database and table names
+// FixText is the statement that fixes a rewound table (database and table names
 // have passed databaseRE and TableRE, so they need no escaping).
-func fixText(database, table string, target uint64) string {
+func FixText(database, table string, target uint64) string {
 	return fmt.Sprintf("ALTER TABLE %s.`%s` AUTO_INCREMENT = %d", database, table, target)
 }
 
-// rowFixText is the statement that fixes a rewound row of counters (the name
+// RowFixText is the statement that fixes a rewound row of counters (the name
 // has passed NameRE). It never moves a value back.
-func rowFixText(database, name string, target uint64) string {
+func RowFixText(database, name string, target uint64) string {
 	return fmt.Sprintf("UPDATE %s.counters SET value = %d WHERE name = '%s' AND value < %d", database, target, name, target)
 }
 
-// rewindFix returns Fix for the counter key whose mark is mark.
-func rewindFix(database, key string, f spec.FixInfo, mark, margin uint64, n int) string {
+// RewindFix returns Fix for the counter key whose mark is mark.
+func RewindFix(database, key string, f spec.FixInfo, mark, margin uint64, n int) string {
 	if f.Row {
-		margin = rowMargin(margin, n)
+		margin = RowMargin(margin, n)
 	}
-	target, ok := repairTarget(mark, margin, f.MaxTicket)
+	target, ok := RepairTarget(mark, margin, f.MaxTicket)
 	if !ok {
 		return fmt.Sprintf("none: %s.%s has no ticket left within %d bits past its mark %d plus a margin of %d: "+
 			"it is exhausted on this server; define a new sequence", database, key, f.Bits, mark, margin)
 	}
 	if f.Row {
-		return rowFixText(database, f.Name, target)
+		return RowFixText(database, f.Name, target)
 	}
-	return fixText(database, key, target)
+	return FixText(database, key, target)
 }
 
-// isRewound is the counter check of a table: a server whose AUTO_INCREMENT is
+// IsRewound is the counter check of a table: a server whose AUTO_INCREMENT is
 // at or below the highest ticket it issued hands that ticket (or an older
 // one) out again. The next ticket is the smallest value >= counter of the
 // server's parity, and mark has that parity, so counter > mark is exactly
 // "no repeat".
-func isRewound(counter, mark uint64) bool { return counter <= mark }
+func IsRewound(counter, mark uint64) bool { return counter <= mark }
 
-// rowRewound is the check of a row of counters, whose value is the last
+// RowRewound is the check of a row of counters, whose value is the last
 // ticket it handed out (the next is value + step): below the mark, the next
 // ticket is at most the mark.
-func rowRewound(value, mark uint64) bool { return value < mark }
+func RowRewound(value, mark uint64) bool { return value < mark }
 
-// ticketRepeats is the per-ticket check. before is the mark loaded before the
+// TicketRepeats is the per-ticket check. before is the mark loaded before the
 // statement that returned t was sent; every value in it was returned by a
 // statement that had completed by then. A counter only grows, so any
 // statement sent after another completed returns a larger ticket: t <= before
@@ -125,11 +125,11 @@ func rowRewound(value, mark uint64) bool { return value < mark }
 // complete in any order, but none of them is in before (a ticket enters the
 // mark only after its statement returns), so reordering can never look like a
 // rewind.
-func ticketRepeats(t, before uint64) bool { return t <= before }
+func TicketRepeats(t, before uint64) bool { return t <= before }
 
 // fixFor is how m's Fix is written: from the sequence that uses it, or from
 // the catalog for a counter only the marks name.
-func (b *markBook) fixFor(m *tableMarks) spec.FixInfo {
+func (b *Book) fixFor(m *Counter) spec.FixInfo {
 	m.mu.Lock()
 	f := spec.FixInfo{Row: m.row, Name: m.name, Bits: int(m.fixBits), MaxTicket: m.fixMaxTicket}
 	m.mu.Unlock()
@@ -147,20 +147,20 @@ func (b *markBook) fixFor(m *tableMarks) spec.FixInfo {
 	return spec.FixInfo{Bits: 64, MaxTicket: spec.ValueLimit(64)}
 }
 
-func (b *markBook) rewindFor(m *tableMarks, counter, mark uint64) Rewind {
+func (b *Book) rewindFor(m *Counter, counter, mark uint64) Rewind {
 	f := b.fixFor(m)
 	key := m.key()
 	return Rewind{
 		Table:   key,
 		Counter: counter,
 		Mark:    mark,
-		Fix:     rewindFix(b.cfg.Database, key, f, mark, b.cfg.MarginFor(f.Bits), len(b.servers)),
+		Fix:     RewindFix(b.cfg.Database, key, f, mark, b.cfg.MarginFor(f.Bits), len(b.servers)),
 	}
 }
 
 // refuse records that s is rewound for m's counter, and says so once per
 // transition, with the fix.
-func (b *markBook) refuse(s *conn.Server, m *tableMarks, r Rewind) {
+func (b *Book) refuse(s *conn.Server, m *Counter, r Rewind) {
 	bit := uint64(1) << s.Idx
 	m.mu.Lock()
 	if m.state == nil {
@@ -198,7 +198,7 @@ func (b *markBook) refuse(s *conn.Server, m *tableMarks, r Rewind) {
 }
 
 // readmit lets s serve m's counter again: it has passed the mark.
-func (b *markBook) readmit(s *conn.Server, m *tableMarks, counter, mark uint64) {
+func (b *Book) readmit(s *conn.Server, m *Counter, counter, mark uint64) {
 	bit := uint64(1) << s.Idx
 	m.mu.Lock()
 	was := m.rewound.And(^bit)&bit != 0
@@ -222,7 +222,7 @@ func (b *markBook) readmit(s *conn.Server, m *tableMarks, counter, mark uint64) 
 
 // rewoundTicket refuses ticket t (of a row of counters: row) from s: it is at or below before, the
 // highest ticket s had issued when the statement was sent.
-func (b *markBook) rewoundTicket(s *conn.Server, row bool, m *tableMarks, t, before uint64) error {
+func (b *Book) RewoundTicket(s *conn.Server, row bool, m *Counter, t, before uint64) error {
 	counter := t + s.Inc // a table's AUTO_INCREMENT right after t
 	if row {
 		counter = t // a row's value is the ticket
@@ -239,7 +239,7 @@ func (b *markBook) rewoundTicket(s *conn.Server, row bool, m *tableMarks, t, bef
 }
 
 // rewoundErr describes why the servers in mask are refused for m's counter.
-func (b *markBook) rewoundErr(m *tableMarks, mask uint64) error {
+func (b *Book) RewoundErr(m *Counter, mask uint64) error {
 	var parts []string
 	m.mu.Lock()
 	for _, s := range b.servers {
@@ -257,10 +257,10 @@ const maxRewindsListed = 20
 
 // rewinds returns up to maxRewindsListed counters server i is refused for,
 // sorted; the cost follows the number of counters refused, not the catalog.
-func (b *markBook) rewinds(i int) []Rewind {
+func (b *Book) Rewinds(i int) []Rewind {
 	bit := uint64(1) << i
 	b.mu.Lock()
-	var ms []*tableMarks
+	var ms []*Counter
 	for m := range b.rewound {
 		if m.rewound.Load()&bit != 0 {
 			ms = append(ms, m)
@@ -291,4 +291,4 @@ func sortRewinds(list []Rewind) {
 }
 
 // RewoundTotal counts the counters server i is refused for.
-func (b *markBook) RewoundTotal(i int) int { return int(b.per[i].rewoundCount.Load()) }
+func (b *Book) RewoundTotal(i int) int { return int(b.per[i].rewoundCount.Load()) }

@@ -1,4 +1,4 @@
-package ticket
+package lease
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestCheckAcquire(t *testing.T) {
-	p := &Leases{servers: make([]*conn.Server, 2)}
+	p := &Manager{servers: make([]*conn.Server, 2)}
 	good := AcquireRequest{WorkerBits: 5, Holder: "host/1/abc", TTL: 10e9, NowMs: 1_700_000_000_000, ReserveMs: 60000, MaxWaitMs: 1000, Server: -1}
 	tests := []struct {
 		name string
@@ -48,10 +48,77 @@ func TestCheckAcquire(t *testing.T) {
 		})
 	}
 	// Four servers: one worker bit cannot give each server its share.
-	p4 := &Leases{servers: make([]*conn.Server, 4)}
+	p4 := &Manager{servers: make([]*conn.Server, 4)}
 	r := good
 	r.WorkerBits = 1
 	if err := p4.checkAcquire(r); !errors.Is(err, spec.ErrInvalidArgument) {
 		t.Fatalf("4 servers, 1 worker bit: checkAcquire = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestLeaseBook(t *testing.T) {
+	var b leaseBook
+	b.init(2)
+	l := Lease{Server: 0, Datacenter: 1, Worker: 3, Holder: "h", Version: 7, ReservedUntilMs: 1000}
+	b.update(l)
+	if n := b.pending(1); n != 1 {
+		t.Fatalf("pending on the peer before any copy: %d, want 1", n)
+	}
+	if n := b.pending(0); n != 0 {
+		t.Fatalf("pending on the owner: %d, want 0", n)
+	}
+	key := leaseKey{1, 3}
+	b.wrote(key, "h", 1, 1000)
+	if n := b.pending(1); n != 0 {
+		t.Fatalf("pending after the copy: %d", n)
+	}
+	l.ReservedUntilMs = 2000
+	b.update(l) // a renewal whose copy failed
+	if got := b.behind(1); len(got) != 1 || got[0].reserved != 2000 {
+		t.Fatalf("behind = %+v, want the latest reservation 2000", got)
+	}
+	if got := b.owned(0, 1500); len(got) != 1 || got[0].ReservedUntilMs != 2000 || got[0].Version != 7 {
+		t.Fatalf("owned = %+v", got)
+	}
+	if got := b.owned(0, 2000); len(got) != 0 {
+		t.Fatalf("owned after its reservation passed = %+v, want none", got)
+	}
+	// Released: the copies may follow down to 1500; the peer holds 1000, so
+	// it still needs raising to 1500 before the entry goes.
+	b.finish(l, 1500)
+	if got := b.behind(1); len(got) != 1 || got[0].reserved != 1500 {
+		t.Fatalf("behind after release = %+v, want 1500", got)
+	}
+	if got := b.owned(0, 0); len(got) != 0 {
+		t.Fatalf("a released lease is still owned: %+v", got)
+	}
+	b.wrote(key, "h", 1, 1500)
+	if len(b.m) != 0 {
+		t.Fatalf("book after the last copy: %+v, want empty", b.m)
+	}
+}
+
+func TestLeaseRowRewound(t *testing.T) {
+	l := Lease{Version: 5, Holder: "h", ReservedUntilMs: 1000}
+	type row = struct {
+		Version  uint64 `db:"version"`
+		Holder   string `db:"holder"`
+		Reserved int64  `db:"reserved_until_ms"`
+	}
+	for _, tt := range []struct {
+		name string
+		rows []row
+		want bool
+	}{
+		{"as confirmed", []row{{5, "h", 1000}}, false},
+		{"renewed further", []row{{5, "h", 1500}}, false},
+		{"row gone", nil, true},
+		{"older version", []row{{4, "h", 2000}}, true},
+		{"smaller reservation", []row{{5, "h", 900}}, true},
+		{"taken over", []row{{6, "other", 500}}, false},
+	} {
+		if got := leaseRowRewound(l, tt.rows); got != tt.want {
+			t.Errorf("%s: rewound %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package ticket
+package lease
 
 import (
 	"context"
@@ -65,7 +65,7 @@ type Lease struct {
 // claimed by someone else between our read and our compare-and-set.
 var errNotFree = errors.New("worker ID not free")
 
-func (ls *Leases) checkAcquire(r AcquireRequest) error {
+func (ls *Manager) checkAcquire(r AcquireRequest) error {
 	n := len(ls.servers)
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{spec.ErrInvalidArgument}, args...)...)
@@ -92,7 +92,7 @@ func (ls *Leases) checkAcquire(r AcquireRequest) error {
 	return nil
 }
 
-func (ls *Leases) checkLease(l Lease) error {
+func (ls *Manager) checkLease(l Lease) error {
 	if l.Server < 0 || l.Server >= len(ls.servers) || l.Holder == "" {
 		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", spec.ErrInvalidArgument, l.Server, l.Holder)
 	}
@@ -104,7 +104,7 @@ func (ls *Leases) checkLease(l Lease) error {
 // row lives on that server and on no other); after a few taken ones, the
 // server's lease table is scanned for free IDs of its parity; then the next
 // server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
-func (ls *Leases) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+func (ls *Manager) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
 	if err := ls.checkAcquire(req); err != nil {
 		return Lease{}, err
 	}
@@ -156,7 +156,7 @@ func (ls *Leases) Acquire(ctx context.Context, req AcquireRequest) (Lease, error
 }
 
 // acquireOn tries to claim a worker ID of s's parity on s.
-func (ls *Leases) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequest) (Lease, error) {
+func (ls *Manager) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequest) (Lease, error) {
 	n := uint64(len(ls.servers))
 	space := uint64(1) << req.WorkerBits
 	perServer := space / n // worker IDs s owns
@@ -167,7 +167,7 @@ func (ls *Leases) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequ
 	copies := ls.readCopies(ctx, s, req.Datacenter, space)
 
 	for i := 0; i < ticketTries && uint64(len(tried)) < perServer; i++ {
-		t, err := ls.tk.takeOnAs(ctx, s, ls.tk.Raw64(), false, conn.OpAcquire)
+		t, err := ls.tk.TakeOnAs(ctx, s, ls.tk.Raw64(), false, conn.OpAcquire)
 		if err != nil {
 			return Lease{}, err
 		}
@@ -213,7 +213,7 @@ func (ls *Leases) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequ
 // freeWorkers reads s's lease rows of the datacenter and returns a test for
 // "claimable": no row (never held), or expired, with a reservation (the larger
 // of the row's and its copies') we accept.
-func (ls *Leases) freeWorkers(ctx context.Context, s *conn.Server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
+func (ls *Manager) freeWorkers(ctx context.Context, s *conn.Server, req AcquireRequest, space uint64, copies map[uint32]int64) (func(uint32) bool, error) {
 	ss := ls.rot.Session(s, conn.OpAcquire)
 	defer ss.Close()
 	var rows []struct {
@@ -246,7 +246,7 @@ func (ls *Leases) freeWorkers(ctx context.Context, s *conn.Server, req AcquireRe
 // judged by the database's clock alone: holders' clocks may disagree. The floor
 // is the larger of the row's reservation and copyMs, the largest copy of it on
 // the other servers (copies.go): a row restored from a backup may be behind.
-func (ls *Leases) claim(ctx context.Context, s *conn.Server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
+func (ls *Manager) claim(ctx context.Context, s *conn.Server, req AcquireRequest, w uint32, copyMs int64) (Lease, error) {
 	ss := ls.rot.Session(s, conn.OpAcquire)
 	defer ss.Close()
 	what := fmt.Sprintf("claiming worker %d", w)
@@ -313,7 +313,7 @@ func (ls *Leases) claim(ctx context.Context, s *conn.Server, req AcquireRequest,
 // transport failure wraps ErrServerDown (the caller keeps issuing below the
 // reservation it already has, and fails over before reaching it). The new
 // reservation is then copied to the other servers, best effort (copies.go).
-func (ls *Leases) Renew(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
+func (ls *Manager) Renew(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
 	if err := ls.checkLease(l); err != nil {
 		return l, err
 	}
@@ -360,7 +360,7 @@ func lostErr(s *conn.Server, l Lease) error {
 // version is bumped so a late renewal cannot revive the lease, and the copies
 // on the other servers follow the row down (lowerCopies). ErrLeaseLost if the
 // lease is no longer ours (or its row was restored from a backup).
-func (ls *Leases) Release(ctx context.Context, l Lease, lastIssuedMs int64) error {
+func (ls *Manager) Release(ctx context.Context, l Lease, lastIssuedMs int64) error {
 	if err := ls.checkLease(l); err != nil {
 		return err
 	}

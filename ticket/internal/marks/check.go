@@ -1,4 +1,4 @@
-package ticket
+package marks
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/rotation"
 	"time"
 )
 
@@ -20,8 +21,8 @@ import (
 //     are opened;
 //   - the rows of counters this Pair refuses the server for (to let it back
 //     in once repaired), by name;
-//   - the next few pages of counters (scanRows): at most scanPagesPerRound
-//     pages of scanPage rows, and no more once the round has spent its budget
+//   - the next few pages of counters (scanRows): at most ScanPagesPerRound
+//     pages of ScanPage rows, and no more once the round has spent its budget
 //     (half the CheckInterval, at most maxScanBudget). A cursor carries over
 //     to the next round, so every row is compared in turn; at 100,000
 //     sequences a whole pass takes 100 rounds, about 17 minutes with the
@@ -35,53 +36,53 @@ import (
 // then the rows of the leases this Pair holds (copies.go). A check is
 // background work: it reports, never takes a server out of rotation.
 
-// checkMode says what a round compares besides the tables.
-type checkMode uint8
+// CheckMode says what a round compares besides the tables.
+type CheckMode uint8
 
 const (
-	checkTables  checkMode                  = 0         // the tables only
-	checkRefused checkMode                  = 1 << iota // the refused rows: after a refused ticket
-	checkScan                                           // the next pages of counters: at Open
-	checkRound   = checkRefused | checkScan             // every CheckInterval, and at a rejoin
+	checkTables  CheckMode                  = 0         // the tables only
+	CheckRefused CheckMode                  = 1 << iota // the refused rows: after a refused ticket
+	CheckScan                                           // the next pages of counters: at Open
+	CheckRound   = CheckRefused | CheckScan             // every CheckInterval, and at a rejoin
 )
 
 const (
-	scanPage          = 500
-	scanPagesPerRound = 2
+	ScanPage          = 500
+	ScanPagesPerRound = 2
 	maxScanBudget     = time.Second
 	// refusedChunk bounds the names of one re-check statement.
 	refusedChunk = 500
 )
 
-// scanState is one server's progress through counters, and what the rounds
+// ScanState is one server's progress through counters, and what the rounds
 // cost, for tests and the budget. Touched only under the check gate.
-type scanState struct {
+type ScanState struct {
 	after               string // the last name compared; "" starts a pass
-	rounds, pages       int
-	passes              int // whole passes over counters completed
-	lastRound, maxRound time.Duration
-	maxPages            int // most pages one round read
-	overBudget          int // rounds stopped by the time budget
-	refusedRows         int // rows refused at the last re-check
+	Rounds, Pages       int
+	Passes              int // whole passes over counters completed
+	LastRound, MaxRound time.Duration
+	MaxPages            int // most pages one round read
+	OverBudget          int // rounds stopped by the time budget
+	RefusedRows         int // rows refused at the last re-check
 	// The page and its marks, reused from round to round.
 	pg    scanPageBuf
-	marks []*tableMarks
+	marks []*Counter
 }
 
 // scanStats returns every server's scan state, read under the check gate.
-func (b *markBook) scanStats(ctx context.Context) []scanState {
+func (b *Book) ScanStats(ctx context.Context) []ScanState {
 	if !b.checkGate.Enter(ctx) {
 		return nil
 	}
 	defer b.checkGate.Leave()
-	out := make([]scanState, len(b.servers))
+	out := make([]ScanState, len(b.servers))
 	for i := range b.servers {
 		out[i] = b.per[i].scan
 	}
 	return out
 }
 
-func (b *markBook) scanBudget() time.Duration {
+func (b *Book) ScanBudget() time.Duration {
 	if b := b.testScanBudget.Load(); b > 0 {
 		return time.Duration(b)
 	}
@@ -99,7 +100,7 @@ func (b *markBook) scanBudget() time.Duration {
 // from the peers first, then the marks in memory, and only then the counter.
 // Every mark is then a ticket whose statement completed before the counter
 // was read, so a counter at or below it really went back.
-func (b *markBook) checkRewinds(ctx context.Context, check []*conn.Server, mode checkMode) []error {
+func (b *Book) Check(ctx context.Context, check []*conn.Server, mode CheckMode) []error {
 	if len(check) == 0 {
 		return nil
 	}
@@ -111,7 +112,7 @@ func (b *markBook) checkRewinds(ctx context.Context, check []*conn.Server, mode 
 		return errs
 	}
 	defer b.checkGate.Leave()
-	sources := b.rot.Order(nil, AllServers(len(b.servers)))
+	sources := b.rot.Order(nil, rotation.AllServers(len(b.servers)))
 	for _, s := range check {
 		if !containsServer(sources, s) {
 			sources = append(sources, s)
@@ -132,12 +133,12 @@ func (b *markBook) checkRewinds(ctx context.Context, check []*conn.Server, mode 
 		if err := b.checkTables(ctx, ss); err != nil {
 			return err
 		}
-		if mode&checkRefused != 0 {
+		if mode&CheckRefused != 0 {
 			if err := b.recheckRows(ctx, ss); err != nil {
 				return err
 			}
 		}
-		if mode&checkScan != 0 {
+		if mode&CheckScan != 0 {
 			if err := b.scanRows(ctx, ss, begin); err != nil {
 				return err
 			}
@@ -155,7 +156,7 @@ type counterRow struct {
 	Counter uint64 `db:"AUTO_INCREMENT"`
 }
 
-// readCounters returns the AUTO_INCREMENT of the named tables of database on
+// ReadCounters returns the AUTO_INCREMENT of the named tables of database on
 // s that exist and that the account may see. Naming them keeps MariaDB from
 // opening every table of the schema. On MariaDB 10.11 information_schema
 // reads InnoDB's counter itself: it moves with every ticket, shows a
@@ -165,7 +166,7 @@ type counterRow struct {
 // On MySQL 8 information_schema caches AUTO_INCREMENT for up to a day by
 // default; every Session of ticketd sets information_schema_stats_expiry = 0
 // there (bounds.go, sessionParams), so this reads the current counter.
-func readCounters(ctx context.Context, q conn.Querier, database string, tables []string) (map[string]uint64, error) {
+func ReadCounters(ctx context.Context, q conn.Querier, database string, tables []string) (map[string]uint64, error) {
 	m := make(map[string]uint64, len(tables))
 	for len(tables) > 0 {
 		chunk := tables[:min(len(tables), refusedChunk)]
@@ -178,7 +179,7 @@ func readCounters(ctx context.Context, q conn.Querier, database string, tables [
 		var rows []counterRow
 		err := q.Select(ctx, "reading counters", &rows,
 			`SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES
-			  WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (`+placeholders(len(chunk))+`) AND AUTO_INCREMENT IS NOT NULL`, args...)
+			  WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (`+Placeholders(len(chunk))+`) AND AUTO_INCREMENT IS NOT NULL`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -189,14 +190,14 @@ func readCounters(ctx context.Context, q conn.Querier, database string, tables [
 	return m, nil
 }
 
-func placeholders(n int) string {
+func Placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // checkTables compares the tables' counters on ss's server with their marks.
-func (b *markBook) checkTables(ctx context.Context, ss *conn.Session) error {
+func (b *Book) checkTables(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
-	tables := b.tableMarks()
+	tables := b.TableMarks()
 	if len(tables) == 0 {
 		return nil
 	}
@@ -206,7 +207,7 @@ func (b *markBook) checkTables(ctx context.Context, ss *conn.Session) error {
 		names[k] = m.name // a table
 		before[k] = m.known[s.Idx].Load()
 	}
-	counters, err := readCounters(ctx, ss, b.cfg.Database, names)
+	counters, err := ReadCounters(ctx, ss, b.cfg.Database, names)
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (b *markBook) checkTables(ctx context.Context, ss *conn.Session) error {
 		if !ok {
 			continue // not on this server (or not visible): nothing is taken from it there
 		}
-		if isRewound(c, before[k]) {
+		if IsRewound(c, before[k]) {
 			b.refuse(s, m, b.rewindFor(m, c, before[k]))
 		} else {
 			b.readmit(s, m, c, before[k])
@@ -224,8 +225,8 @@ func (b *markBook) checkTables(ctx context.Context, ss *conn.Session) error {
 	return nil
 }
 
-// rowValue is one row of counters.
-type rowValue struct {
+// RowValue is one row of counters.
+type RowValue struct {
 	Name  string `db:"name"`
 	Value uint64 `db:"value"`
 	Start int    `db:"start"`
@@ -233,10 +234,10 @@ type rowValue struct {
 }
 
 // recheckRows compares the rows of counters the server is refused for.
-func (b *markBook) recheckRows(ctx context.Context, ss *conn.Session) error {
+func (b *Book) recheckRows(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
 	refused := b.refusedRows(s.Idx)
-	b.per[s.Idx].scan.refusedRows = len(refused)
+	b.per[s.Idx].scan.RefusedRows = len(refused)
 	for len(refused) > 0 {
 		chunk := refused[:min(len(refused), refusedChunk)]
 		refused = refused[len(chunk):]
@@ -246,9 +247,9 @@ func (b *markBook) recheckRows(ctx context.Context, ss *conn.Session) error {
 			before[k] = m.known[s.Idx].Load()
 			args[k] = m.name
 		}
-		var rows []rowValue
+		var rows []RowValue
 		if err := ss.Select(ctx, "reading refused counters", &rows,
-			"SELECT name, value, start, step FROM counters WHERE name IN ("+placeholders(len(chunk))+")", args...); err != nil {
+			"SELECT name, value, start, step FROM counters WHERE name IN ("+Placeholders(len(chunk))+")", args...); err != nil {
 			return err
 		}
 		values := make(map[string]uint64, len(rows))
@@ -260,7 +261,7 @@ func (b *markBook) recheckRows(ctx context.Context, ss *conn.Session) error {
 			switch {
 			case !ok:
 				b.refuse(s, m, b.rewindFor(m, 0, before[k])) // the row itself is gone
-			case rowRewound(v, before[k]):
+			case RowRewound(v, before[k]):
 				b.refuse(s, m, b.rewindFor(m, v, before[k]))
 			default:
 				b.readmit(s, m, v, before[k])
@@ -272,27 +273,27 @@ func (b *markBook) recheckRows(ctx context.Context, ss *conn.Session) error {
 
 // scanRows compares the next pages of counters with the marks, within the
 // round's budget (started at begin).
-func (b *markBook) scanRows(ctx context.Context, ss *conn.Session, begin time.Time) error {
+func (b *Book) scanRows(ctx context.Context, ss *conn.Session, begin time.Time) error {
 	s := ss.Server
 	st := &b.per[s.Idx].scan
-	budget := b.scanBudget()
+	budget := b.ScanBudget()
 	pages := 0
 	defer func() {
-		st.rounds++
-		st.pages += pages
-		st.maxPages = max(st.maxPages, pages)
-		st.lastRound = time.Since(begin)
-		st.maxRound = max(st.maxRound, st.lastRound)
+		st.Rounds++
+		st.Pages += pages
+		st.MaxPages = max(st.MaxPages, pages)
+		st.LastRound = time.Since(begin)
+		st.MaxRound = max(st.MaxRound, st.LastRound)
 	}()
 	pg := &st.pg
-	for pages < scanPagesPerRound {
+	for pages < ScanPagesPerRound {
 		if pages > 0 && time.Since(begin) >= budget {
-			st.overBudget++
+			st.OverBudget++
 			return nil
 		}
 		pg.reset()
 		if err := ss.Each(ctx, "reading counters", pg.add,
-			"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, scanPage); err != nil {
+			"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, ScanPage); err != nil {
 			return err
 		}
 		pages++
@@ -305,9 +306,9 @@ func (b *markBook) scanRows(ctx context.Context, ss *conn.Session, begin time.Ti
 				return err
 			}
 		}
-		if pg.len() < scanPage {
+		if pg.len() < ScanPage {
 			st.after = ""
-			st.passes++
+			st.Passes++
 			return nil
 		}
 		st.after = string(pg.name(pg.len() - 1))
@@ -358,9 +359,9 @@ func (pg *scanPageBuf) add(rs *sql.Rows) error {
 // compareRow judges one row read by the scan. A row that looks rewound is
 // read again after its mark: the mark read after the page may hold tickets
 // issued after the page was read.
-func (b *markBook) compareRow(ctx context.Context, ss *conn.Session, name []byte, value uint64, m *tableMarks) error {
+func (b *Book) compareRow(ctx context.Context, ss *conn.Session, name []byte, value uint64, m *Counter) error {
 	s := ss.Server
-	if !rowRewound(value, m.known[s.Idx].Load()) {
+	if !RowRewound(value, m.known[s.Idx].Load()) {
 		if m.rewound.Load()&(1<<s.Idx) != 0 {
 			b.readmit(s, m, value, m.known[s.Idx].Load())
 		}
@@ -371,7 +372,7 @@ func (b *markBook) compareRow(ctx context.Context, ss *conn.Session, name []byte
 	if err := ss.Select(ctx, "reading a counter again", &now, "SELECT value FROM counters WHERE name = ?", string(name)); err != nil {
 		return err
 	}
-	if len(now) == 1 && rowRewound(now[0], before) {
+	if len(now) == 1 && RowRewound(now[0], before) {
 		b.refuse(s, m, b.rewindFor(m, now[0], before))
 	}
 	return nil

@@ -1,4 +1,4 @@
-package ticket
+package marks
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // not overlap.
 func TestMarksInSlabs(t *testing.T) {
 	const n, perRun, runs = 2, 1000, 10
-	var b markBook
+	var b Book
 	b.init(n)
 	names := make([]string, perRun*(runs+1))
 	for k := range names {
@@ -33,7 +33,7 @@ func TestMarksInSlabs(t *testing.T) {
 
 	seen := map[*uint64]string{}
 	for k := range next {
-		m := b.get(spec.RowKeyPrefix + names[k])
+		m := b.Get(spec.RowKeyPrefix + names[k])
 		if m == nil || m.name != names[k] || !m.row || m.key() != spec.RowKeyPrefix+names[k] {
 			t.Fatalf("get(%q) = %+v, want the marks of that row", spec.RowKeyPrefix+names[k], m)
 		}
@@ -49,7 +49,7 @@ func TestMarksInSlabs(t *testing.T) {
 		m.known[n-1].Store(uint64(k + 1)) // the last slot: a neighbour's first would show it
 	}
 	for k := range next {
-		m := b.get(spec.RowKeyPrefix + names[k])
+		m := b.Get(spec.RowKeyPrefix + names[k])
 		if got := m.known[0].Load(); got != 0 {
 			t.Fatalf("%s: known[0] = %d, want 0: slabs overlap", names[k], got)
 		}
@@ -57,7 +57,7 @@ func TestMarksInSlabs(t *testing.T) {
 			t.Fatalf("%s: known[%d] = %d, want %d", names[k], n-1, got, k+1)
 		}
 	}
-	if m := b.table("Tickets64"); m.row || m.key() != "Tickets64" || b.get("Tickets64") != m {
+	if m := b.table("Tickets64"); m.row || m.key() != "Tickets64" || b.Get("Tickets64") != m {
 		t.Errorf("table(Tickets64) = %+v, want the marks of a table, found again by get", m)
 	}
 }

@@ -1,8 +1,8 @@
-package ticket
+package arena
 
 import "unsafe"
 
-// nameArena keeps names (of sequences, of counters) in large shared blocks.
+// NameArena keeps names (of sequences, of counters) in large shared blocks.
 //
 // Why: Go collects at least every two minutes, idle or not, and a
 // collection visits every object the catalog and the marks point to. At
@@ -16,14 +16,14 @@ import "unsafe"
 // never change: that is what makes unsafe.String sound here. Names are never
 // freed one by one; the catalog and the marks only grow. The caller
 // serialises calls.
-type nameArena struct {
+type NameArena struct {
 	block []byte
 }
 
 const arenaBlock = 64 << 10
 
 // intern returns a copy of s that lives in the arena.
-func (a *nameArena) intern(s string) string {
+func (a *NameArena) Intern(s string) string {
 	if len(s) == 0 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package ticket
+package lease
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 	"time"
 )
 
@@ -44,13 +46,13 @@ type copyRow struct {
 
 type leaseKey struct{ dc, worker uint32 }
 
-// Leases is the worker leases of a pair: acquiring, renewing and releasing
+// Manager is the worker leases of a pair: acquiring, renewing and releasing
 // them, and their reservation copies. It is safe for concurrent use.
-type Leases struct {
+type Manager struct {
 	cfg     spec.Config
 	servers []*conn.Server
-	rot     *Rotation
-	tk      *Taker
+	rot     *rotation.Rotation
+	tk      *tickets.Taker
 	warn    *logsum.Summary
 	// book: the leases this Pair holds, for the copies that catch up and
 	// the rewound-lease check; copyNow asks the bookkeeping loop to write
@@ -74,26 +76,26 @@ type serverLeases struct {
 // WarnCopy is the kind of warning a copy not written logs.
 const WarnCopy = "reservation copy not written; it is written once the server answers again"
 
-// NewLeases returns the leases of servers, taking candidates through tk.
-func NewLeases(cfg spec.Config, servers []*conn.Server, rot *Rotation, tk *Taker, warn *logsum.Summary) *Leases {
+// New returns the leases of servers, taking candidates through tk.
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary) *Manager {
 	warn.Declare(slog.LevelWarn, WarnCopy)
-	ls := &Leases{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn,
+	ls := &Manager{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn,
 		copyNow: make(chan struct{}, 1), per: make([]serverLeases, len(servers))}
 	ls.book.init(len(servers))
 	return ls
 }
 
 // CopyNow is signalled when the copies should be caught up now.
-func (ls *Leases) CopyNow() <-chan struct{} { return ls.copyNow }
+func (ls *Manager) CopyNow() <-chan struct{} { return ls.copyNow }
 
 // Pending counts the leases whose latest reservation server i lacks.
-func (ls *Leases) Pending(i int) int { return ls.book.pending(i) }
+func (ls *Manager) Pending(i int) int { return ls.book.pending(i) }
 
 // Rewound reports whether a lease row held on server i was found rewound.
-func (ls *Leases) Rewound(i int) bool { return ls.per[i].rewound.Load() }
+func (ls *Manager) Rewound(i int) bool { return ls.per[i].rewound.Load() }
 
 // CopyFailures counts the reservation copies not written to server i.
-func (ls *Leases) CopyFailures(i int) uint64 { return ls.per[i].copyFailures.Load() }
+func (ls *Manager) CopyFailures(i int) uint64 { return ls.per[i].copyFailures.Load() }
 
 // heldLease is one lease this Pair acquired or renewed, and where its
 // reservation is known to be copied.
@@ -233,7 +235,7 @@ const copyTo = `INSERT INTO reservation_copies (datacenter, worker, holder, rese
 
 // peersOf returns the servers in rotation other than owner that answer
 // (none timing out): where its reservations are read back from.
-func (ls *Leases) peersOf(owner *conn.Server) []*conn.Server {
+func (ls *Manager) peersOf(owner *conn.Server) []*conn.Server {
 	var list []*conn.Server
 	for _, s := range ls.servers {
 		if s != owner && ls.rot.Up(s) && !ls.rot.Suspect(s) {
@@ -247,7 +249,7 @@ func (ls *Leases) peersOf(owner *conn.Server) []*conn.Server {
 // largest reservation copy held by the other servers in rotation. Servers that
 // cannot answer are skipped: their copies only matter if owner was restored
 // too, which would be a second failure.
-func (ls *Leases) readCopies(ctx context.Context, owner *conn.Server, dc uint32, space uint64) map[uint32]int64 {
+func (ls *Manager) readCopies(ctx context.Context, owner *conn.Server, dc uint32, space uint64) map[uint32]int64 {
 	peers := ls.peersOf(owner)
 	if len(peers) == 0 {
 		return nil
@@ -281,7 +283,7 @@ func (ls *Leases) readCopies(ctx context.Context, owner *conn.Server, dc uint32,
 // with a request statement's deadline, detached from the caller's own: a
 // copy is part of the reservation's safety, and the caller may be about to
 // give up just when its lease was written.
-func (ls *Leases) writeCopies(ctx context.Context, l Lease) {
+func (ls *Manager) writeCopies(ctx context.Context, l Lease) {
 	ls.book.update(l)
 	owner := ls.servers[l.Server]
 	key := leaseKey{l.Datacenter, l.Worker}
@@ -324,7 +326,7 @@ func (ls *Leases) writeCopies(ctx context.Context, l Lease) {
 // later holder wrote is theirs. A peer that cannot be lowered now keeps its
 // higher copy (safe; the next holder waits or skips), and is only raised to
 // the released value if it had fallen behind it.
-func (ls *Leases) lowerCopies(ctx context.Context, l Lease, reserved int64) {
+func (ls *Manager) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 	ls.book.finish(l, reserved)
 	owner := ls.servers[l.Server]
 	key := leaseKey{l.Datacenter, l.Worker}
@@ -353,7 +355,7 @@ func (ls *Leases) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 // catchUp writes to every server in rotation the latest reservation of each
 // lease it missed. Run by marksLoop every FlushInterval and as soon as a
 // server rejoins; its statements are background work.
-func (ls *Leases) catchUp(ctx context.Context) {
+func (ls *Manager) CatchUp(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, q := range ls.servers {
 		if !ls.rot.Up(q) {
@@ -380,7 +382,7 @@ func (ls *Leases) catchUp(ctx context.Context) {
 }
 
 // nudgeCopies asks marksLoop to catch up now, without waiting.
-func (ls *Leases) nudgeCopies() {
+func (ls *Manager) Nudge() {
 	select {
 	case ls.copyNow <- struct{}{}:
 	default:
@@ -393,7 +395,7 @@ func (ls *Leases) nudgeCopies() {
 // holder's next renewal will fail with ErrLeaseLost. ServerHealth.LeaseRewound
 // says so, so the holder can switch before that. A row with a newer version
 // is another holder's: that is a lost lease, not a rewind.
-func (ls *Leases) checkLeaseRows(ctx context.Context, ss *conn.Session) error {
+func (ls *Manager) CheckRows(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
 	rewound := false
 	for _, l := range ls.book.owned(s.Idx, time.Now().UnixMilli()) {

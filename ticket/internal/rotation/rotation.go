@@ -1,4 +1,4 @@
-package ticket
+package rotation
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
+	"ticketd/ticket/internal/spec"
 )
 
 // The rotation: which servers requests go to, in which order, and what takes
@@ -56,8 +57,8 @@ const (
 	OutParity             // it returned a ticket of the wrong parity
 )
 
-// RotationConfig is what the rotation needs of the Pair's Config.
-type RotationConfig struct {
+// Config is what the rotation needs of the Pair's Config.
+type Config struct {
 	CallTimeout   time.Duration
 	ProbeInterval time.Duration
 	// WarmConns connections to each server are kept warm (0: none).
@@ -116,7 +117,7 @@ type member struct {
 type Rotation struct {
 	servers []*conn.Server
 	m       []member
-	cfg     RotationConfig
+	cfg     Config
 	warn    *logsum.Summary
 	lt      *life.Life
 	hooks   Hooks
@@ -126,9 +127,9 @@ type Rotation struct {
 	panics atomic.Uint64 // calls that found no server in rotation and tried anyway
 }
 
-// NewRotation returns the rotation of servers, none of them in it yet (Open
+// New returns the rotation of servers, none of them in it yet (Open
 // puts in those that pass the check: MarkUp).
-func NewRotation(servers []*conn.Server, cfg RotationConfig, warn *logsum.Summary, lt *life.Life) *Rotation {
+func New(servers []*conn.Server, cfg Config, warn *logsum.Summary, lt *life.Life) *Rotation {
 	warn.Declare(slog.LevelWarn, WarnOut, WarnBackground, WarnPanic)
 	warn.Declare(slog.LevelInfo, WarnIn)
 	return &Rotation{servers: servers, m: make([]member, len(servers)), cfg: cfg, warn: warn, lt: lt}
@@ -330,7 +331,7 @@ func (r *Rotation) class(s *conn.Server) int {
 func (r *Rotation) Order(buf []*conn.Server, mask uint64) []*conn.Server {
 	n := len(r.servers)
 	start := int(r.rr.Add(1) % uint64(n))
-	var classes [MaxServers]int8
+	var classes [spec.MaxServers]int8
 	for i, s := range r.servers {
 		classes[i] = -1
 		if mask&(1<<s.Idx) != 0 && r.Up(s) {

@@ -1,4 +1,4 @@
-package ticket
+package tickets
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
+	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -20,26 +22,23 @@ type Ticket struct {
 // table), or a sequence's row of counters, on every server. A named
 // sequence embeds one; the raw Tickets64 behind leases is one.
 type Counter struct {
-	info      spec.SequenceInfo // as first seen; never changes
-	servers   atomic.Uint64     // the servers that define it
-	exhausted atomic.Uint64     // servers whose counter is past maxTicket: never asked again
-	// pinned: servers known to hold a pin (sequence_pins) that matches info.
-	// A server serves a sequence only once it is pinned there (pins.go).
-	pinned atomic.Uint64
-	marks  atomic.Pointer[tableMarks] // nil until first use (marksOf)
+	Info      spec.SequenceInfo // as first seen; never changes
+	Servers   atomic.Uint64     // the servers that define it (the catalog's)
+	Exhausted atomic.Uint64     // servers whose counter is past MaxTicket: never asked again
+	// Pinned: servers known to hold a pin (sequence_pins) that matches Info.
+	// A server serves a sequence only once it is pinned there (the catalog's).
+	Pinned atomic.Uint64
+	marks  atomic.Pointer[marks.Counter] // nil until first use (marksOf)
 }
 
 // NewCounter returns the counter of info, defined on no server yet.
-func NewCounter(info spec.SequenceInfo) *Counter { return &Counter{info: info} }
-
-// Info is the counter's definition.
-func (q *Counter) Info() spec.SequenceInfo { return q.info }
+func NewCounter(info spec.SequenceInfo) *Counter { return &Counter{Info: info} }
 
 // limit is the largest value q ever returns.
-func (q *Counter) limit() uint64 { return spec.ValueLimit(q.info.Bits) }
+func (q *Counter) Limit() uint64 { return spec.ValueLimit(q.Info.Bits) }
 
 // maxTicket is the largest ticket whose first value is within limit.
-func (q *Counter) maxTicket() uint64 { return q.limit() / q.info.BlockSize }
+func (q *Counter) MaxTicket() uint64 { return q.Limit() / q.Info.BlockSize }
 
 // tableStatement takes a ticket of a sequence stored in a table of its own.
 // The table name comes only from the catalog, has passed TableRE, and is
@@ -61,8 +60,8 @@ type PinFunc func(ctx context.Context, list []*conn.Server) ([]*conn.Server, err
 // it, the refusal of a repeat, and the counter's exhaustion.
 type Taker struct {
 	cfg   spec.Config
-	rot   *Rotation
-	marks *markBook
+	rot   *rotation.Rotation
+	marks *marks.Book
 	lt    *life.Life
 	// raw64 is Tickets64 taken as it is: Ticket64, the probe of a server
 	// timing out, and the candidates of worker leases.
@@ -72,13 +71,13 @@ type Taker struct {
 	rowPrefix []string
 }
 
-// NewTaker returns the taker of tickets on servers.
-func NewTaker(cfg spec.Config, servers []*conn.Server, rot *Rotation, marks *markBook, lt *life.Life) *Taker {
+// New returns the taker of tickets on servers.
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, marks *marks.Book, lt *life.Life) *Taker {
 	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, rowPrefix: make([]string, len(servers))}
 	tk.raw64 = NewCounter(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	tk.marksOf(tk.raw64)
-	tk.raw64.servers.Store(rot.All())
-	tk.raw64.pinned.Store(rot.All()) // not a catalog sequence: nothing to pin
+	tk.raw64.Servers.Store(rot.All())
+	tk.raw64.Pinned.Store(rot.All()) // not a catalog sequence: nothing to pin
 	for i, s := range servers {
 		// The row's own step advances it, so a Session's auto_increment_* has no
 		// say; start and step in the WHERE refuse a row made for another place.
@@ -96,10 +95,10 @@ func (tk *Taker) Raw64() *Counter { return tk.raw64 }
 // counts as a request's (Hooks.ProbeTicket). False when s is refused for
 // Tickets64: then it cannot tell.
 func (tk *Taker) Probe(ctx context.Context, s *conn.Server) bool {
-	if tk.marksOf(tk.raw64).rewound.Load()&(1<<s.Idx) != 0 {
+	if tk.marksOf(tk.raw64).Rewound()&(1<<s.Idx) != 0 {
 		return false
 	}
-	_, _ = tk.takeOn(ctx, s, tk.raw64, true)
+	_, _ = tk.TakeOn(ctx, s, tk.raw64, true)
 	return true
 }
 
@@ -110,14 +109,14 @@ func (tk *Taker) rowStatement(s *conn.Server, name string) string {
 }
 
 // marksOf returns q's marks, creating them at q's first use.
-func (tk *Taker) marksOf(q *Counter) *tableMarks { return q.marksIn(tk.marks) }
+func (tk *Taker) marksOf(q *Counter) *marks.Counter { return q.MarksIn(tk.marks) }
 
 // marksIn returns q's marks in b, creating them at q's first use.
-func (q *Counter) marksIn(b *markBook) *tableMarks {
+func (q *Counter) MarksIn(b *marks.Book) *marks.Counter {
 	if m := q.marks.Load(); m != nil {
 		return m
 	}
-	q.marks.CompareAndSwap(nil, b.For(q.info))
+	q.marks.CompareAndSwap(nil, b.For(q.Info))
 	return q.marks.Load()
 }
 
@@ -134,20 +133,20 @@ const maxDeadlockRetries = 16
 // slow at once (fsyncs queueing up on both) cost time, not an error. When no
 // server is in rotation the call tries the others anyway, least recently
 // failed first (panic mode).
-func (tk *Taker) take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, error) {
+func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, error) {
 	var bufA, bufB [spec.MaxServers]*conn.Server
 	m := tk.marksOf(q)
 	// A server refused for this counter (rewound) is not even asked: its next
 	// tickets would be refused too.
-	mask := q.servers.Load() &^ q.exhausted.Load() &^ m.rewound.Load()
-	list := tk.rot.Candidates(bufA[:0], mask, "sequence", q.info.Name)
+	mask := q.Servers.Load() &^ q.Exhausted.Load() &^ m.Rewound()
+	list := tk.rot.Candidates(bufA[:0], mask, "sequence", q.Info.Name)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, spec.MaxCallTimeoutFactor*tk.cfg.CallTimeout)
 		defer cancel()
 	}
 	var last error
-	if q.pinned.Load()&mask != mask {
+	if q.Pinned.Load()&mask != mask {
 		// A server serves a sequence only once its definition is pinned there.
 		var err error
 		if list, err = pin(ctx, list); err != nil {
@@ -161,7 +160,7 @@ func (tk *Taker) take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 			retry = bufA[:0]
 		}
 		for _, s := range list {
-			v, err := tk.takeOn(ctx, s, q, true)
+			v, err := tk.TakeOn(ctx, s, q, true)
 			if err == nil {
 				return Ticket{Value: v, Server: s.Idx}, nil
 			}
@@ -176,23 +175,23 @@ func (tk *Taker) take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 			}
 			last = err
 			statementOnly = statementOnly && errors.Is(err, spec.ErrMisconfigured)
-			if conn.Classify(err) == conn.KindSlow && m.rewound.Load()&(1<<s.Idx) == 0 {
+			if conn.Classify(err) == conn.KindSlow && m.Rewound()&(1<<s.Idx) == 0 {
 				retry = append(retry, s)
 			}
 		}
 		list = retry
 	}
-	mask = q.servers.Load()
-	rewound := m.rewound.Load() & mask
+	mask = q.Servers.Load()
+	rewound := m.Rewound() & mask
 	switch {
-	case mask != 0 && q.exhausted.Load()&mask == mask:
-		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", spec.ErrSequenceExhausted, q.info.Name, q.info.Bits)
+	case mask != 0 && q.Exhausted.Load()&mask == mask:
+		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", spec.ErrSequenceExhausted, q.Info.Name, q.Info.Bits)
 	case last == nil && rewound != 0:
 		// The servers that could serve are refused for this table: to the
 		// caller, an outage (retry later); to the DBA, a restore to fix.
-		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.info.Name, tk.marks.rewoundErr(m, rewound))
+		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.Info.Name, tk.marks.RewoundErr(m, rewound))
 	case last == nil:
-		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.info.Name)
+		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.Info.Name)
 	case statementOnly:
 		// Every server is up but refuses this table: a DBA matter, not an outage.
 		return Ticket{}, last
@@ -205,34 +204,34 @@ func (tk *Taker) take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 // retrying deadlocks, and checks the ticket before anyone sees it: its
 // parity, and (guard) that s has not issued it before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
-func (tk *Taker) takeOn(ctx context.Context, s *conn.Server, q *Counter, guard bool) (uint64, error) {
-	return tk.takeOnAs(ctx, s, q, guard, conn.OpTicket)
+func (tk *Taker) TakeOn(ctx context.Context, s *conn.Server, q *Counter, guard bool) (uint64, error) {
+	return tk.TakeOnAs(ctx, s, q, guard, conn.OpTicket)
 }
 
-func (tk *Taker) takeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
+func (tk *Taker) TakeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
 	ss := tk.rot.Session(s, o)
 	defer ss.Close()
 	m := tk.marksOf(q)
 	// The highest ticket s is known to have issued from this counter, loaded
 	// BEFORE the statement is sent: every value in it came back from a
 	// statement that had completed by now, so ours must return more
-	// (ticketRepeats).
-	before := m.known[s.Idx].Load()
+	// (TicketRepeats).
+	before := m.Known(s.Idx)
 	var what, query string
-	if q.info.RowStored() {
-		what, query = "taking a ticket of "+q.info.Name, tk.rowStatement(s, q.info.Name)
+	if q.Info.RowStored() {
+		what, query = "taking a ticket of "+q.Info.Name, tk.rowStatement(s, q.Info.Name)
 	} else {
-		what, query = "REPLACE INTO "+q.info.Table, tableStatement(q.info.Table)
+		what, query = "REPLACE INTO "+q.Info.Table, tableStatement(q.Info.Table)
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := ss.Exec(ctx, what, query)
 		var id int64
-		if err == nil && q.info.RowStored() {
+		if err == nil && q.Info.RowStored() {
 			if n, rerr := res.RowsAffected(); rerr == nil && n != 1 {
 				// No row, or one with another start or step: nothing issued.
 				err := fmt.Errorf("%w: %s: sequence %q has no row in counters with start %d and step %d there; "+
 					"create it there (ticketd sequence create) or check it (ticketd sequence check)",
-					spec.ErrMisconfigured, s.Name, q.info.Name, s.Offset, s.Inc)
+					spec.ErrMisconfigured, s.Name, q.Info.Name, s.Offset, s.Inc)
 				s.Note(err, false)
 				return 0, err
 			}
@@ -267,22 +266,22 @@ func (tk *Taker) takeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard
 		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
 		if t == 0 {
 			// No AUTO_INCREMENT on the table: nothing was issued.
-			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.Name, q.info.Table)
+			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.Name, q.Info.Table)
 			s.Note(err, false)
 			return 0, err
 		}
 		if t%s.Inc != s.Offset%s.Inc {
 			return 0, tk.parityViolation(s, q, t)
 		}
-		if guard && ticketRepeats(t, before) {
-			return 0, tk.marks.rewoundTicket(s, q.info.RowStored(), m, t, before)
+		if guard && marks.TicketRepeats(t, before) {
+			return 0, tk.marks.RewoundTicket(s, q.Info.RowStored(), m, t, before)
 		}
 		// Recorded only now that the statement has returned: a ticket still
-		// in flight must never count as issued (see ticketRepeats).
-		m.raise(s.Idx, t)
-		if t > q.maxTicket() {
+		// in flight must never count as issued (see TicketRepeats).
+		m.Raise(s.Idx, t)
+		if t > q.MaxTicket() {
 			return 0, tk.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
-				s.Name, t, q.info.Table, q.info.Bits, q.info.BlockSize))
+				s.Name, t, q.Info.Table, q.Info.Bits, q.Info.BlockSize))
 		}
 		s.Tickets.Add(1)
 		return t, nil
@@ -293,18 +292,18 @@ func (tk *Taker) takeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard
 // counter past the last usable ticket is an exhausted sequence. A counter it
 // cannot read is taken for not exhausted, since exhaust is for good.
 func (tk *Taker) counterExhausted(ctx context.Context, ss *conn.Session, q *Counter) bool {
-	if q.info.RowStored() {
+	if q.Info.RowStored() {
 		return true // 1690: value + step past the column's end
 	}
-	c, err := readCounters(ctx, ss, tk.cfg.Database, []string{q.info.Table})
-	return err == nil && c[q.info.Table] > q.maxTicket()
+	c, err := marks.ReadCounters(ctx, ss, tk.cfg.Database, []string{q.Info.Table})
+	return err == nil && c[q.Info.Table] > q.MaxTicket()
 }
 
 // exhaust records that q has no value left on s; the counter only moves up, so
 // s is never asked for q again by this Pair.
 func (tk *Taker) exhaust(s *conn.Server, q *Counter, cause error) error {
-	if q.exhausted.Or(1<<s.Idx)&(1<<s.Idx) == 0 {
-		s.Log.Warn("sequence exhausted on this server", "sequence", q.info.Name, "err", cause)
+	if q.Exhausted.Or(1<<s.Idx)&(1<<s.Idx) == 0 {
+		s.Log.Warn("sequence exhausted on this server", "sequence", q.Info.Name, "err", cause)
 	}
 	return fmt.Errorf("%w: %w", spec.ErrSequenceExhausted, cause)
 }
@@ -316,10 +315,13 @@ func (tk *Taker) exhaust(s *conn.Server, q *Counter, cause error) error {
 func (tk *Taker) parityViolation(s *conn.Server, q *Counter, t uint64) error {
 	s.Parity.Add(1)
 	err := fmt.Errorf("%w: %s returned %d from %s; its tickets must be %d mod %d",
-		spec.ErrParity, s.Name, t, spec.MarkKey(q.info), s.Offset%s.Inc, s.Inc)
-	s.Log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", spec.MarkKey(q.info))
+		spec.ErrParity, s.Name, t, spec.MarkKey(q.Info), s.Offset%s.Inc, s.Inc)
+	s.Log.Error("parity violation: ticket dropped, server out of rotation", "ticket", t, "counter", spec.MarkKey(q.Info))
 	s.Failures.Add(1)
 	s.Note(err, false)
 	tk.rot.Reopen(s, err)
 	return err
 }
+
+// Marks is q's marks, nil before its first use.
+func (q *Counter) Marks() *marks.Counter { return q.marks.Load() }
