@@ -5,6 +5,7 @@ import (
 
 	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
 )
@@ -33,7 +34,23 @@ type (
 	AcquireRequest = lease.AcquireRequest
 	// Lease is a worker ID held in the database.
 	Lease = lease.Lease
+	// SequenceProblem is a sequence the servers' catalogs disagree on, or
+	// that was redefined since ticketd served it.
+	SequenceProblem = sequence.Problem
+	// SequenceStat is one named sequence as this Pair has used it.
+	SequenceStat = sequence.Stat
 )
+
+// The kinds of SequenceProblem (internal/sequence documents each).
+const (
+	ProblemRedefined   = sequence.ProblemRedefined
+	ProblemDiffers     = sequence.ProblemDiffers
+	ProblemSharedTable = sequence.ProblemSharedTable
+	ProblemMissing     = sequence.ProblemMissing
+)
+
+// ProblemKinds lists every kind of SequenceProblem.
+var ProblemKinds = sequence.ProblemKinds
 
 // Bounds of lease requests (internal/lease documents each).
 const (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -37,7 +38,7 @@ func TestRowParityWhateverTheSession(t *testing.T) {
 	}
 	poison()
 	for range 50 {
-		v, err := p.tk.TakeOn(ctxTimeout(t, 5*time.Second), s2, &p.seqs.cat.get("even").Counter, true)
+		v, err := p.tk.TakeOn(ctxTimeout(t, 5*time.Second), s2, &p.seqs.Get("even").Counter, true)
 		if err != nil {
 			t.Fatalf("a row of counters through the changed Session: %v", err)
 		}
@@ -98,7 +99,7 @@ INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('renum', 64, 3), 
 		t.Fatalf("NextN(renum) after the redefinition and a restart = %v, want ErrMisconfigured naming both block sizes", err)
 	}
 	counts, list := p2.SequenceProblems(10)
-	if counts[ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != "renum" || !list[0].Refused {
+	if counts[sequence.ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != "renum" || !list[0].Refused {
 		t.Fatalf("SequenceProblems = %v, %+v; want renum refused as redefined", counts, list)
 	}
 	logMu.Lock()
@@ -119,9 +120,7 @@ func TestCatalogReset(t *testing.T) {
 	createSequence(t, mp.Servers[:], "first", 64, 1)
 	p := openPair(t, mp)
 	gen := func() []uint32 {
-		p.seqs.cat.mu.Lock()
-		defer p.seqs.cat.mu.Unlock()
-		return append([]uint32(nil), p.seqs.cat.gen...)
+		return p.seqs.Generations()
 	}
 	g0 := gen()
 	createSequence(t, mp.Servers[:], "second", 64, 1)

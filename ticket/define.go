@@ -136,14 +136,14 @@ func defNames(defs []spec.SequenceInfo) []string {
 // conflicts lists why si cannot be created as asked, given what each server
 // holds of its name.
 func (inv *inventory) conflicts(si spec.SequenceInfo, per []held) []string {
-	want := defOf(si)
+	want := si
 	var out []string
 	for i, h := range per {
 		switch {
-		case h.def.ok && h.def != want:
-			out = append(out, fmt.Sprintf("%q exists on server %d as %s, not %s", si.Name, i+1, h.def.info(si.Name), si))
-		case h.pin.ok && h.pin != want:
-			out = append(out, fmt.Sprintf("%q was served as %s (pinned on server %d), not %s", si.Name, h.pin.info(si.Name), i+1, si))
+		case h.def.Defined() && h.def != want:
+			out = append(out, fmt.Sprintf("%q exists on server %d as %s, not %s", si.Name, i+1, h.def, si))
+		case h.pin.Defined() && h.pin != want:
+			out = append(out, fmt.Sprintf("%q was served as %s (pinned on server %d), not %s", si.Name, h.pin, i+1, si))
 		case h.row != nil && (h.row.Start != i+1 || h.row.Step != len(per)):
 			out = append(out, fmt.Sprintf("%q has a row of counters on server %d with start %d and step %d, want %d and %d",
 				si.Name, i+1, h.row.Start, h.row.Step, i+1, len(per)))
@@ -182,9 +182,9 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 		existing := 0
 		for k, si := range batch {
 			h := per[k][i]
-			if h.def.ok && h.row != nil {
+			if h.def.Defined() && h.row != nil {
 				existing++
-				if h.pin.ok {
+				if h.pin.Defined() {
 					continue
 				}
 				// Made by hand, never served: pinned now.
@@ -212,7 +212,7 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 			return nil
 		}
 		for k, si := range batch {
-			if c := inv.conflicts(si, expand(got[k], i, n)); len(c) > 0 || !got[k].def.ok || got[k].row == nil {
+			if c := inv.conflicts(si, expand(got[k], i, n)); len(c) > 0 || !got[k].def.Defined() || got[k].row == nil {
 				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.Name, si.Name, c)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -22,9 +23,9 @@ const invPage = 1000
 
 // held is what one server holds of one name.
 type held struct {
-	def rowDef          // its catalog row
-	pin rowDef          // its pin
-	row *marks.RowValue // its row of counters, if any
+	def spec.SequenceInfo // its catalog row (none: not Defined)
+	pin spec.SequenceInfo // its pin
+	row *marks.RowValue   // its row of counters, if any
 	// table: the AUTO_INCREMENT of a table sequence's table, when visible.
 	table    uint64
 	tableSet bool
@@ -166,8 +167,8 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 	}
 	in := "(" + marks.Placeholders(len(names)) + ")"
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
-		var cat []catRow
-		if err := s.Pool().SelectContext(ctx, &cat, catalogSelect+"WHERE s.name IN "+in, args...); err != nil {
+		var cat []sequence.CatRow
+		if err := s.Pool().SelectContext(ctx, &cat, sequence.CatalogSelect+"WHERE s.name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading the catalog: %w", s.Name, err)
 		}
 		var pins []struct {
@@ -186,13 +187,13 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		var tables []string
 		for _, r := range cat {
 			h := &out[index[r.Name]][s.Idx]
-			h.def = defOf(r.info())
-			if h.def.table != "" {
-				tables = append(tables, h.def.table)
+			h.def = r.Info()
+			if h.def.Table != "" {
+				tables = append(tables, h.def.Table)
 			}
 		}
 		for _, p := range pins {
-			out[index[p.Name]][s.Idx].pin = rowDef{table: p.Table.String, bits: p.Bits, block: p.Block, ok: true}
+			out[index[p.Name]][s.Idx].pin = spec.SequenceInfo{Name: p.Name, Table: p.Table.String, Bits: int(p.Bits), BlockSize: p.Block}
 		}
 		for _, r := range rows {
 			out[index[r.Name]][s.Idx].row = &r

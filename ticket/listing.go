@@ -128,7 +128,7 @@ func (inv *inventory) walk(ctx context.Context, opt ListOptions, f func(string, 
 
 func (inv *inventory) anyHeld(per []held) bool {
 	for _, h := range per {
-		if h.def.ok || h.pin.ok || h.row != nil {
+		if h.def.Defined() || h.pin.Defined() || h.row != nil {
 			return true
 		}
 	}
@@ -139,25 +139,25 @@ func (inv *inventory) anyHeld(per []held) bool {
 func (inv *inventory) listing(name string, per []held) SequenceListing {
 	n := len(inv.servers)
 	l := SequenceListing{Name: name, Defs: make([]spec.SequenceInfo, n), Counters: make([]uint64, n), Known: make([]bool, n), LeftShare: 1}
-	var def rowDef
+	var def spec.SequenceInfo
 	for i, h := range per {
-		if h.def.ok {
-			l.Defs[i] = h.def.info(name)
-			if !def.ok {
+		if h.def.Defined() {
+			l.Defs[i] = h.def
+			if !def.Defined() {
 				def = h.def
 			}
 		}
 		switch {
-		case h.def.ok && h.def.table != "":
+		case h.def.Defined() && h.def.Table != "":
 			l.Counters[i], l.Known[i] = h.table, h.tableSet
 		case h.row != nil:
 			l.Counters[i], l.Known[i] = h.row.Value, true
 		}
 	}
-	if !def.ok {
+	if !def.Defined() {
 		return l
 	}
-	maxT := spec.ValueLimit(int(def.bits)) / def.block
+	maxT := def.MaxTicket()
 	span := maxT / uint64(n)
 	leftT := uint64(math.MaxUint64)
 	for i := range per {
@@ -165,7 +165,7 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 			continue
 		}
 		next := l.Counters[i] // a table's AUTO_INCREMENT: at most the next ticket
-		if def.table == "" {
+		if def.Table == "" {
 			next = l.Counters[i] + uint64(n) // a row's value is the last ticket
 		}
 		var left uint64
@@ -177,8 +177,8 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 	if leftT == math.MaxUint64 {
 		return l // no counter read
 	}
-	l.Left = leftT * def.block
-	if leftT != 0 && l.Left/leftT != def.block {
+	l.Left = leftT * def.BlockSize
+	if leftT != 0 && l.Left/leftT != def.BlockSize {
 		l.Left = math.MaxUint64 // saturate: a 64-bit sequence has more than fits
 	}
 	if span > 0 {
@@ -219,8 +219,8 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 		var rows, tables []string
 		for k, name := range page {
 			for _, h := range pagePer[k] {
-				if h.def.ok && h.def.table != "" {
-					tables = append(tables, h.def.table)
+				if h.def.Defined() && h.def.Table != "" {
+					tables = append(tables, h.def.Table)
 				}
 			}
 			rows = append(rows, name)
@@ -259,72 +259,72 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 	n := len(inv.servers)
 	var out []string
 	var have, lack []string
-	var def rowDef
+	var def spec.SequenceInfo
 	differ := false
 	for i, h := range per {
-		if !h.def.ok {
+		if !h.def.Defined() {
 			lack = append(lack, fmt.Sprint(i+1))
 			continue
 		}
 		have = append(have, fmt.Sprint(i+1))
-		if !def.ok {
+		if !def.Defined() {
 			def = h.def
 		} else if h.def != def {
 			differ = true
 		}
 	}
-	defs := func(pick func(held) rowDef, label string) string {
+	defs := func(pick func(held) spec.SequenceInfo, label string) string {
 		var parts []string
 		for i, h := range per {
-			if d := pick(h); d.ok {
-				parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, d.info(name)))
+			if d := pick(h); d.Defined() {
+				parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, d))
 			}
 		}
 		return strings.Join(parts, "; ")
 	}
 	switch {
 	case differ:
-		out = append(out, fmt.Sprintf("defined differently on the servers (%s): ticketd refuses it", defs(func(h held) rowDef { return h.def }, "server")))
+		out = append(out, fmt.Sprintf("defined differently on the servers (%s): ticketd refuses it", defs(func(h held) spec.SequenceInfo { return h.def }, "server")))
 	case len(have) > 0 && len(lack) > 0:
 		out = append(out, fmt.Sprintf("defined on server %s, missing on server %s: run the same `ticketd sequence create` again to complete it",
 			strings.Join(have, ", "), strings.Join(lack, ", ")))
 	}
 	for i, h := range per {
 		switch {
-		case h.pin.ok && h.def.ok && h.pin != h.def:
+		case h.pin.Defined() && h.def.Defined() && h.pin != h.def:
 			out = append(out, fmt.Sprintf("redefined on server %d: the catalog says %s, but it was served as %s (pinned): ticketd refuses it",
-				i+1, h.def.info(name), h.pin.info(name)))
-		case h.pin.ok && !h.def.ok:
+				i+1, h.def, h.pin))
+		case h.pin.Defined() && !h.def.Defined():
 			out = append(out, fmt.Sprintf("its catalog row is gone from server %d (emptied with TRUNCATE?); it was served as %s (pinned): put that row back",
-				i+1, h.pin.info(name)))
+				i+1, h.pin))
 		}
 		if h.row != nil && (h.row.Start != i+1 || h.row.Step != n) {
 			out = append(out, fmt.Sprintf("its row of counters on server %d has start %d and step %d, want %d and %d: ticketd does not use it",
 				i+1, h.row.Start, h.row.Step, i+1, n))
 		}
-		if !h.def.ok {
+		if !h.def.Defined() {
 			continue
 		}
-		if h.def.table == "" && h.row == nil {
+		if h.def.Table == "" && h.row == nil {
 			out = append(out, fmt.Sprintf("no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1))
 			continue
 		}
-		key := spec.MarkKey(h.def.info(name))
+		key := spec.MarkKey(h.def)
 		mk := uint64(0)
 		if markOf[key] != nil {
 			mk = markOf[key][i]
 		}
 		switch {
 		case mk == 0:
-		case h.def.table == "" && marks.RowRewound(h.row.Value, mk):
+		case h.def.Table == "" && marks.RowRewound(h.row.Value, mk):
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
 				i+1, h.row.Value, mk))
-		case h.def.table != "" && h.tableSet && marks.IsRewound(h.table, mk):
+		case h.def.Table != "" && h.tableSet && marks.IsRewound(h.table, mk):
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
-				i+1, h.def.table, h.table, mk))
+				i+1, h.def.Table, h.table, mk))
 		}
 	}
-	if !def.ok && !inv.anyPinned(per) {
+	if !def.Defined() && !inv.anyPinned(per) {
 		for i, h := range per {
 			if h.row != nil {
 				out = append(out, fmt.Sprintf("a row of counters on server %d, but no catalog row anywhere", i+1))
@@ -336,7 +336,7 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 
 func (inv *inventory) anyPinned(per []held) bool {
 	for _, h := range per {
-		if h.pin.ok {
+		if h.pin.Defined() {
 			return true
 		}
 	}

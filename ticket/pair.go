@@ -13,6 +13,7 @@ import (
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
 )
@@ -33,7 +34,7 @@ type Pair struct {
 	// tk takes every ticket (take.go).
 	tk *tickets.Taker
 	// seqs: the named sequences, their catalog and their blocks.
-	seqs *Sequences
+	seqs *sequence.Sequences
 	// marks: the high-water marks of every table (highwater.go, rewind.go).
 	marks *marks.Book
 	// leases: worker leases and their reservation copies (lease.go, copies.go).
@@ -88,10 +89,10 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 
 	p.tk = tickets.New(cfg, p.servers, p.rot, p.marks, p.lt)
 	p.leases = lease.New(cfg, p.servers, p.rot, p.tk, p.warn)
-	p.seqs = NewSequences(cfg, p.servers, p.rot, p.tk, p.warn, p.lt)
+	p.seqs = sequence.New(cfg, p.servers, p.rot, p.tk, p.warn, p.lt)
 	p.marks.SetHooks(marks.Hooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.CheckRows})
 	p.rot.SetHooks(rotation.Hooks{
-		Poll: func(ctx context.Context) { p.seqs.loadCatalogs(ctx, p.rot.Order(nil, p.rot.All())) },
+		Poll: func(ctx context.Context) { p.seqs.Load(ctx, p.rot.Order(nil, p.rot.All())) },
 		// A server that was down at start, or restored, may define sequences
 		// differently: its catalog is read before it serves any. Restored
 		// while it was away? Its counters against the marks its peers hold,
@@ -100,7 +101,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		// sequences, not its place in the rotation: Tickets64 and leases do
 		// not need the catalog.
 		Rejoin: func(ctx context.Context, s *conn.Server) bool {
-			if errs := p.seqs.loadCatalogs(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
+			if errs := p.seqs.Load(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
 				return false
 			}
 			errs := p.marks.Check(ctx, []*conn.Server{s}, marks.CheckRound)
@@ -145,7 +146,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	// define it. Then the counters, against the marks the servers hold for
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
-	p.seqs.loadCatalogs(ctx, up)
+	p.seqs.Load(ctx, up)
 	checked := p.marks.Check(ctx, up, marks.CheckScan)
 	joined := 0
 	for k, s := range up {
@@ -350,13 +351,13 @@ func (p *Pair) SequenceCount() int { return p.seqs.Count() }
 
 // SequenceProblems returns how many sequences have a problem, by kind, and up
 // to limit of them, the most recently found first (no I/O).
-func (p *Pair) SequenceProblems(limit int) (counts map[string]int, list []SequenceProblem) {
+func (p *Pair) SequenceProblems(limit int) (counts map[string]int, list []sequence.Problem) {
 	return p.seqs.Problems(limit)
 }
 
 // SequenceStats returns the sequences this Pair has handed values from, at
 // most limit of them, the most used first (no I/O).
-func (p *Pair) SequenceStats(limit int) []SequenceStat { return p.seqs.Stats(limit) }
+func (p *Pair) SequenceStats(limit int) []sequence.Stat { return p.seqs.Stats(limit) }
 
 // SetPassword makes pw the password of every new connection to the ticket
 // servers, from now on; connections already open stay as they are until

@@ -177,23 +177,23 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 		for _, r := range list {
 			f := sv.fixes[r.Table]
 			margin := cfg.MarginFor(f.Bits)
-			if f.Row {
+			if f.RowStored() {
 				margin = marks.RowMargin(margin, len(servers))
 			}
-			target, ok := marks.RepairTarget(r.Mark, margin, f.MaxTicket)
+			target, ok := marks.RepairTarget(r.Mark, margin, f.MaxTicket())
 			if !ok {
 				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.Name, r.Fix))
 				continue
 			}
 			stmt := marks.FixText(cfg.Database, r.Table, target)
-			if f.Row {
+			if f.RowStored() {
 				stmt = marks.RowFixText(cfg.Database, f.Name, target)
 			}
 			c := RepairChange{Server: i, Name: s.Name, Database: cfg.Database, Table: r.Table,
 				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
 			if !dryRun {
 				move := alterCounter
-				if f.Row {
+				if f.RowStored() {
 					move = moveRow
 				}
 				to, err := move(ctx, cfg, s, r.Table, target)

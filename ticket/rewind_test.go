@@ -34,12 +34,12 @@ func TestPlanTables(t *testing.T) {
 	sv := &survey{
 		cfg:     cfg,
 		servers: make([]*conn.Server, 2),
-		fixes: map[string]spec.FixInfo{
-			"Tickets64":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1}),
-			"Tickets32":       spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets32", Bits: 32, BlockSize: 1}),
-			"seq_orders":      spec.FixInfoOf(spec.SequenceInfo{Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000}),
-			"counters.events": spec.FixInfoOf(spec.SequenceInfo{Name: "events", Bits: 64, BlockSize: 10}),
-			"counters.unused": spec.FixInfoOf(spec.SequenceInfo{Name: "unused", Bits: 64, BlockSize: 10}),
+		fixes: map[string]spec.SequenceInfo{
+			"Tickets64":       {Table: "Tickets64", Bits: 64, BlockSize: 1},
+			"Tickets32":       {Table: "Tickets32", Bits: 32, BlockSize: 1},
+			"seq_orders":      {Name: "orders", Table: "seq_orders", Bits: 64, BlockSize: 1000},
+			"counters.events": {Name: "events", Bits: 64, BlockSize: 10},
+			"counters.unused": {Name: "unused", Bits: 64, BlockSize: 10},
 		},
 		marks: [][]marks.HWRow{
 			{{Table: "Tickets64", PeerOffset: 2, Mark: 5000}, {Table: "Tickets64", PeerOffset: 1, Mark: 999999}}, // on server 1: a mark for itself, ignored

@@ -15,6 +15,7 @@ import (
 
 	"ticketd/internal/mysqltest"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -114,9 +115,9 @@ func TestManySequences(t *testing.T) {
 		return p.marks.Pending() == 0
 	})
 	written := p.marks.Written()
-	one := p.seqs.cat.get(seqName(77))
+	one := p.seqs.Get(seqName(77))
 	for range 4 { // tickets from both servers
-		if _, err := p.tk.Take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.pinner(one)); err != nil {
+		if _, err := p.tk.Take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.Pinner(one)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,9 +129,7 @@ func TestManySequences(t *testing.T) {
 	}
 
 	// A sequence created now is found by the catalog's changes alone.
-	p.seqs.cat.mu.Lock()
-	gens := append([]uint32(nil), p.seqs.cat.gen...)
-	p.seqs.cat.mu.Unlock()
+	gens := p.seqs.Generations()
 	createSequence(t, mp.Servers[:], "latecomer", 64, 1)
 	took := waitFor(t, 5*time.Second, "the new sequence usable", func() bool {
 		_, err := p.Next(ctxTimeout(t, 5*time.Second), "latecomer")
@@ -140,9 +139,7 @@ func TestManySequences(t *testing.T) {
 		return err == nil
 	})
 	t.Logf("a sequence created among %d: first value %v after its creation", n, took.Round(time.Millisecond))
-	p.seqs.cat.mu.Lock()
-	now := append([]uint32(nil), p.seqs.cat.gen...)
-	p.seqs.cat.mu.Unlock()
+	now := p.seqs.Generations()
 	if now[0] != gens[0] || now[1] != gens[1] {
 		t.Errorf("the catalog was read whole again (generations %v, were %v), want only its changes", now, gens)
 	}
@@ -171,7 +168,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	take(p1, victim, 100, "before the backup")
 	dump := s1.Dump(t)
 	take(p1, victim, 500, "after the backup") // 50 blocks: both servers
-	if p1.seqs.cat.get(victim).MarksIn(p1.marks).Known(0) == 0 {
+	if p1.seqs.Get(victim).MarksIn(p1.marks).Known(0) == 0 {
 		t.Fatal("no block of the victim from server 1 after the backup: nothing to rewind")
 	}
 	if err := p1.Close(); err != nil {
@@ -213,7 +210,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 		return total == 0
 	})
 	take(p2, victim, 500, "after the repair")
-	if v := p2.seqs.cat.get(victim).MarksIn(p2.marks).Known(0); v < rep.Changes[0].To {
+	if v := p2.seqs.Get(victim).MarksIn(p2.marks).Known(0); v < rep.Changes[0].To {
 		t.Errorf("server 1's highest ticket of the victim %d, want past the repair's %d: it serves it again", v, rep.Changes[0].To)
 	}
 
@@ -229,7 +226,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 		return errors.Is(err, spec.ErrMisconfigured)
 	})
 	counts, list := p2.SequenceProblems(10)
-	if counts[ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != changed || !list[0].Refused ||
+	if counts[sequence.ProblemRedefined] != 1 || len(list) != 1 || list[0].Name != changed || !list[0].Refused ||
 		!strings.Contains(list[0].Detail, "block size 3") || !strings.Contains(list[0].Detail, "block size 10") {
 		t.Fatalf("SequenceProblems = %v, %+v; want %s alone, redefined, naming both block sizes", counts, list, changed)
 	}

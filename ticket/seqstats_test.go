@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -64,9 +65,9 @@ func TestSequenceStats(t *testing.T) {
 
 	mp.Servers[0].Freeze(t)
 	mp.Servers[1].Freeze(t)
-	done := make(chan []SequenceStat, 1)
+	done := make(chan []sequence.Stat, 1)
 	go func() { done <- p.SequenceStats(10) }()
-	var got []SequenceStat
+	var got []sequence.Stat
 	select {
 	case got = <-done:
 	case <-time.After(30 * time.Second):
@@ -75,7 +76,7 @@ func TestSequenceStats(t *testing.T) {
 	mp.Servers[0].Resume(t)
 	mp.Servers[1].Resume(t)
 
-	want := []SequenceStat{
+	want := []sequence.Stat{
 		{Name: "orders", Bits: 64, Issued: 260},
 		{Name: "small32", Bits: 32, Issued: 5},
 		{Name: "single", Bits: 64, Issued: 3},

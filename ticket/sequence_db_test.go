@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -203,7 +204,7 @@ func TestSequenceCatalog(t *testing.T) {
 	if _, err := p.Next(context.Background(), "later"); !errors.Is(err, spec.ErrUnknownSequence) {
 		t.Fatalf("Next(later) before it exists = %v, want ErrUnknownSequence", err)
 	}
-	// Created right after that miss polled, well within catalogRetry: the
+	// Created right after that miss polled, well within CatalogRetry: the
 	// next request waits for the next poll rather than fail.
 	createSequence(t, mp.Servers[:], "later", 32, 5)
 	if _, err := p.Next(context.Background(), "later"); err != nil {
@@ -211,8 +212,8 @@ func TestSequenceCatalog(t *testing.T) {
 	}
 
 	// A flood of unknown names: every request hears ErrUnknownSequence, and
-	// the polls they cause are at most one per catalogRetry.
-	polls0 := p.seqs.cat.missPolls.Load()
+	// the polls they cause are at most one per CatalogRetry.
+	polls0 := p.seqs.MissPolls()
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for g := range 20 {
@@ -228,8 +229,8 @@ func TestSequenceCatalog(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	polls := p.seqs.cat.missPolls.Load() - polls0
-	if limit := int64(elapsed/catalogRetry) + 2; polls < 1 || polls > limit {
+	polls := p.seqs.MissPolls() - polls0
+	if limit := int64(elapsed/sequence.CatalogRetry) + 2; polls < 1 || polls > limit {
 		t.Errorf("%d polls for a flood of unknown names over %v, want 1 to %d", polls, elapsed.Round(time.Millisecond), limit)
 	}
 	list, err := p.Sequences(context.Background())
@@ -270,7 +271,7 @@ func TestSequenceHalfDefined(t *testing.T) {
 	}
 
 	counts, list := p.SequenceProblems(10)
-	if counts[ProblemMissing] != 1 || len(list) != 1 || list[0].Name != "half" || list[0].Refused ||
+	if counts[sequence.ProblemMissing] != 1 || len(list) != 1 || list[0].Name != "half" || list[0].Refused ||
 		!strings.Contains(list[0].Detail, "missing on server 2") {
 		t.Fatalf("SequenceProblems = %v, %+v; want half missing on server 2, not refused", counts, list)
 	}
@@ -279,7 +280,7 @@ func TestSequenceHalfDefined(t *testing.T) {
 	if _, err := p.Sequences(context.Background()); err != nil { // what the prober does every few seconds
 		t.Fatal(err)
 	}
-	if counts, _ := p.SequenceProblems(10); counts[ProblemMissing] != 0 {
+	if counts, _ := p.SequenceProblems(10); counts[sequence.ProblemMissing] != 0 {
 		t.Fatalf("SequenceProblems = %v once both catalogs have it, want none missing", counts)
 	}
 	if got := parities(); got[0] != 0 {

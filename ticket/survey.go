@@ -7,6 +7,7 @@ import (
 	"strings"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -16,7 +17,7 @@ type survey struct {
 	servers []*conn.Server
 	// fixes: how each counter's Fix is written (its width and last usable
 	// ticket), by counter key; for servers that disagree, the narrower.
-	fixes    map[string]spec.FixInfo
+	fixes    map[string]spec.SequenceInfo
 	marks    [][]marks.HWRow     // per holder
 	counters []map[string]uint64 // per server: tables' AUTO_INCREMENT and rows' values, by counter key
 	copies   [][]leaseCopyRow    // per holder
@@ -45,7 +46,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 	n := len(servers)
 	sv := &survey{
 		cfg: cfg, servers: servers,
-		fixes:    map[string]spec.FixInfo{"Tickets64": spec.FixInfoOf(spec.SequenceInfo{Table: "Tickets64", Bits: 64, BlockSize: 1})},
+		fixes:    map[string]spec.SequenceInfo{"Tickets64": {Table: "Tickets64", Bits: 64, BlockSize: 1}},
 		marks:    make([][]marks.HWRow, n),
 		counters: make([]map[string]uint64, n),
 		copies:   make([][]leaseCopyRow, n),
@@ -79,8 +80,8 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 				sv.note(i, fmt.Sprintf("sequence row ignored: %v", err))
 				continue
 			}
-			f, key := spec.FixInfoOf(si), spec.MarkKey(si)
-			if old, ok := sv.fixes[key]; ok && old.MaxTicket < f.MaxTicket {
+			f, key := si, spec.MarkKey(si)
+			if old, ok := sv.fixes[key]; ok && old.MaxTicket() < f.MaxTicket() {
 				f = old // servers that disagree: the narrower definition bounds the fix
 			}
 			sv.fixes[key] = f
@@ -122,14 +123,14 @@ func readCatalog(ctx context.Context, q conn.Querier) ([]spec.SequenceInfo, erro
 	var list []spec.SequenceInfo
 	after := ""
 	for {
-		var rows []catRow
-		if err := q.Select(ctx, "reading sequences", &rows, catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+		var rows []sequence.CatRow
+		if err := q.Select(ctx, "reading sequences", &rows, sequence.CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, sequence.CatalogPage); err != nil {
 			return nil, err
 		}
 		for _, r := range rows {
-			list = append(list, r.info())
+			list = append(list, r.Info())
 		}
-		if len(rows) < catalogPage {
+		if len(rows) < sequence.CatalogPage {
 			return list, nil
 		}
 		after = rows[len(rows)-1].Name
@@ -191,17 +192,17 @@ func (sv *survey) planTables() [][]marks.Rewind {
 			}
 			c, ok := sv.counters[i][key]
 			switch {
-			case !ok && f.Row && m != 0:
+			case !ok && f.RowStored() && m != 0:
 				sv.note(i, fmt.Sprintf("%s.counters: no row for sequence %s here, though it issued tickets of it (mark %d): not checked",
 					sv.cfg.Database, f.Name, m))
 				continue
-			case !ok && !f.Row:
+			case !ok && !f.RowStored():
 				sv.note(i, fmt.Sprintf("%s.%s: no AUTO_INCREMENT visible (no such table here, or no privilege on it): not checked", sv.cfg.Database, key))
 				continue
 			case !ok || m == 0:
 				continue
 			}
-			if (f.Row && !marks.RowRewound(c, m)) || (!f.Row && !marks.IsRewound(c, m)) {
+			if (f.RowStored() && !marks.RowRewound(c, m)) || (!f.RowStored() && !marks.IsRewound(c, m)) {
 				continue
 			}
 			out[i] = append(out[i], marks.Rewind{Table: key, Counter: c, Mark: m,

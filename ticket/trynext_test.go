@@ -72,14 +72,12 @@ func TestTryNextN(t *testing.T) {
 	// block already fetched, the 21 values below start no fetch: whichever
 	// block they end in holds more than half of its values.
 	one := make([]uint64, 1)
-	q := p.seqs.cat.get("blocks")
+	q := p.seqs.Get("blocks")
 	waitFor(t, 10*time.Second, "the next block prefetched", func() bool {
 		if _, err := p.NextN(ctx, "blocks", one); err != nil {
 			t.Fatal(err)
 		}
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.hasNext
+		return q.Prefetched()
 	})
 	if a := testing.AllocsPerRun(20, func() { p.TryNextN("blocks", one) }); a != 0 {
 		t.Errorf("TryNextN allocates %.1f times a call, want 0", a)

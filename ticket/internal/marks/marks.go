@@ -61,10 +61,11 @@ type Counter struct {
 	// state[i]: what Health reports while server i is refused (bit i of
 	// rewound); nil until a first refusal.
 	state []Rewind
-	// How a Fix is written (FixInfo, with row and name above): set by the
-	// sequence that uses the counter; fixBits 0 until then.
-	fixMaxTicket uint64
-	fixBits      uint8
+	// How a Fix is written (the definition's width and block size, with row
+	// and name above): set by the sequence that uses the counter; fixBits 0
+	// until then. A block size is at most spec.MaxBlockSize: it fits.
+	fixBlock uint32
+	fixBits  uint8
 
 	// The small fields last, together: at 100,000 counters, padding between
 	// them would cost a megabyte.
@@ -182,7 +183,7 @@ type Hooks struct {
 	// FixFor says how the Fix of a counter only the marks name is written
 	// (its width and last usable ticket), from the catalog: false when the
 	// catalog does not know it.
-	FixFor func(row bool, name string) (spec.FixInfo, bool)
+	FixFor func(row bool, name string) (spec.SequenceInfo, bool)
 	// AfterCheck runs at the end of each server's check round, on its
 	// Session (the rows of the leases held there).
 	AfterCheck func(ctx context.Context, ss *conn.Session) error
@@ -323,8 +324,7 @@ func (b *Book) For(si spec.SequenceInfo) *Counter {
 	}
 	m.mu.Lock()
 	if m.fixBits == 0 {
-		f := spec.FixInfoOf(si)
-		m.fixBits, m.fixMaxTicket = uint8(f.Bits), f.MaxTicket
+		m.fixBits, m.fixBlock = uint8(si.Bits), uint32(si.BlockSize)
 	}
 	m.mu.Unlock()
 	return m

@@ -89,17 +89,17 @@ func RowFixText(database, name string, target uint64) string {
 	return fmt.Sprintf("UPDATE %s.counters SET value = %d WHERE name = '%s' AND value < %d", database, target, name, target)
 }
 
-// RewindFix returns Fix for the counter key whose mark is mark.
-func RewindFix(database, key string, f spec.FixInfo, mark, margin uint64, n int) string {
-	if f.Row {
+// RewindFix returns Fix for the counter key (of sequence f) whose mark is mark.
+func RewindFix(database, key string, f spec.SequenceInfo, mark, margin uint64, n int) string {
+	if f.RowStored() {
 		margin = RowMargin(margin, n)
 	}
-	target, ok := RepairTarget(mark, margin, f.MaxTicket)
+	target, ok := RepairTarget(mark, margin, f.MaxTicket())
 	if !ok {
 		return fmt.Sprintf("none: %s.%s has no ticket left within %d bits past its mark %d plus a margin of %d: "+
 			"it is exhausted on this server; define a new sequence", database, key, f.Bits, mark, margin)
 	}
-	if f.Row {
+	if f.RowStored() {
 		return RowFixText(database, f.Name, target)
 	}
 	return FixText(database, key, target)
@@ -129,22 +129,26 @@ func TicketRepeats(t, before uint64) bool { return t <= before }
 
 // fixFor is how m's Fix is written: from the sequence that uses it, or from
 // the catalog for a counter only the marks name.
-func (b *Book) fixFor(m *Counter) spec.FixInfo {
+func (b *Book) fixFor(m *Counter) spec.SequenceInfo {
+	// The definition as a Fix needs it: for a row, the sequence's name;
+	// for a table, the table.
+	f := spec.SequenceInfo{Name: m.name, Bits: 64, BlockSize: 1}
+	if !m.row {
+		f = spec.SequenceInfo{Table: m.name, Bits: 64, BlockSize: 1}
+	}
 	m.mu.Lock()
-	f := spec.FixInfo{Row: m.row, Name: m.name, Bits: int(m.fixBits), MaxTicket: m.fixMaxTicket}
+	bits, block := m.fixBits, m.fixBlock
 	m.mu.Unlock()
-	if f.Bits != 0 {
+	if bits != 0 {
+		f.Bits, f.BlockSize = int(bits), uint64(block)
 		return f
 	}
 	if b.hooks.FixFor != nil {
-		if f, ok := b.hooks.FixFor(m.row, m.name); ok {
-			return f
+		if got, ok := b.hooks.FixFor(m.row, m.name); ok {
+			return got
 		}
 	}
-	if m.row {
-		return spec.FixInfo{Row: true, Name: m.name, Bits: 64, MaxTicket: spec.ValueLimit(64)}
-	}
-	return spec.FixInfo{Bits: 64, MaxTicket: spec.ValueLimit(64)}
+	return f // unknown: the widest, with block size 1
 }
 
 func (b *Book) rewindFor(m *Counter, counter, mark uint64) Rewind {

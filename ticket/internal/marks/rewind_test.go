@@ -41,22 +41,24 @@ func TestRepairTarget(t *testing.T) {
 }
 
 func TestRewindFix(t *testing.T) {
-	table := func(bits int, maxTicket uint64) spec.FixInfo { return spec.FixInfo{Bits: bits, MaxTicket: maxTicket} }
-	if got, want := RewindFix("tickets", "Tickets64", table(64, spec.ValueLimit(64)), 1244, spec.DefaultMargin, 2),
+	table := func(bits int, block uint64) spec.SequenceInfo {
+		return spec.SequenceInfo{Table: "t", Bits: bits, BlockSize: block}
+	}
+	if got, want := RewindFix("tickets", "Tickets64", table(64, 1), 1244, spec.DefaultMargin, 2),
 		"ALTER TABLE tickets.`Tickets64` AUTO_INCREMENT = 1001244"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
-	if got, want := RewindFix("tickets", "seq_orders", table(32, spec.ValueLimit(32)/10), 77, 1000, 2),
+	if got, want := RewindFix("tickets", "seq_orders", table(32, 10), 77, 1000, 2),
 		"ALTER TABLE tickets.`seq_orders` AUTO_INCREMENT = 1077"; got != want {
 		t.Errorf("fix = %q, want %q", got, want)
 	}
 	// A row keeps its server's parity: the margin is rounded up to the step.
-	row := spec.FixInfo{Row: true, Name: "orders", Bits: 64, MaxTicket: spec.ValueLimit(64) / 1000}
+	row := spec.SequenceInfo{Name: "orders", Bits: 64, BlockSize: 1000}
 	if got, want := RewindFix("tickets", "counters.orders", row, 77, 1001, 2),
 		"UPDATE tickets.counters SET value = 1079 WHERE name = 'orders' AND value < 1079"; got != want {
 		t.Errorf("row fix = %q, want %q", got, want)
 	}
-	got := RewindFix("tickets", "Tickets32", table(32, spec.ValueLimit(32)), spec.ValueLimit(32)-5, spec.DefaultMargin32, 2)
+	got := RewindFix("tickets", "Tickets32", table(32, 1), spec.ValueLimit(32)-5, spec.DefaultMargin32, 2)
 	for _, want := range []string{"none:", "exhausted", "Tickets32", "32 bits", "define a new sequence"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("exhausted fix %q lacks %q", got, want)

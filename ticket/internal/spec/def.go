@@ -99,17 +99,16 @@ func CheckInfo(si SequenceInfo) error {
 	return nil
 }
 
-// FixInfo is what a Fix statement depends on.
-type FixInfo struct {
-	Row       bool   // a row of counters (name), else a table (key)
-	Name      string // the sequence, for a row
-	Bits      int
-	MaxTicket uint64
-}
+// Defined reports whether si holds a definition: the zero SequenceInfo
+// stands for none (a server without the row, a name without a pin).
+func (si SequenceInfo) Defined() bool { return si.Bits != 0 }
 
-func FixInfoOf(si SequenceInfo) FixInfo {
-	return FixInfo{Row: si.RowStored(), Name: si.Name, Bits: si.Bits, MaxTicket: ValueLimit(si.Bits) / max(si.BlockSize, 1)}
-}
+// Limit is the largest value the sequence ever returns.
+func (si SequenceInfo) Limit() uint64 { return ValueLimit(si.Bits) }
+
+// MaxTicket is the largest ticket whose first value is within Limit: the
+// counter's last usable ticket.
+func (si SequenceInfo) MaxTicket() uint64 { return si.Limit() / max(si.BlockSize, 1) }
 
 // MaxHolderLen bounds the text that names a holder (worker_leases.holder
 // and sequence_pins.pinned_by are VARCHAR(255)).

@@ -34,11 +34,11 @@ type Counter struct {
 // NewCounter returns the counter of info, defined on no server yet.
 func NewCounter(info spec.SequenceInfo) *Counter { return &Counter{Info: info} }
 
-// limit is the largest value q ever returns.
-func (q *Counter) Limit() uint64 { return spec.ValueLimit(q.Info.Bits) }
+// Limit is the largest value q ever returns.
+func (q *Counter) Limit() uint64 { return q.Info.Limit() }
 
-// maxTicket is the largest ticket whose first value is within limit.
-func (q *Counter) MaxTicket() uint64 { return q.Limit() / q.Info.BlockSize }
+// MaxTicket is the largest ticket whose first value is within Limit.
+func (q *Counter) MaxTicket() uint64 { return q.Info.MaxTicket() }
 
 // tableStatement takes a ticket of a sequence stored in a table of its own.
 // The table name comes only from the catalog, has passed TableRE, and is

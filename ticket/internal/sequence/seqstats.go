@@ -1,12 +1,12 @@
-package ticket
+package sequence
 
 import (
 	"container/heap"
 	"sync"
 )
 
-// SequenceStat is one named sequence as this Pair has used it.
-type SequenceStat struct {
+// Stat is one named sequence as this Pair has used it.
+type Stat struct {
 	Name      string
 	Bits      int     // 32 or 64
 	Issued    uint64  // values this Pair handed out
@@ -16,11 +16,11 @@ type SequenceStat struct {
 // inUse lists the sequences a value was asked for, in the order of first use.
 type inUse struct {
 	mu   sync.Mutex
-	list []*sequence
+	list []*Sequence
 }
 
 // use records q's first use.
-func (sq *Sequences) use(q *sequence) {
+func (sq *Sequences) use(q *Sequence) {
 	if q.used.Load() || !q.used.CompareAndSwap(false, true) {
 		return
 	}
@@ -33,7 +33,7 @@ func (sq *Sequences) use(q *sequence) {
 // most limit of them (the most used first, then by name), without I/O. Its cost follows the
 // number of sequences in use, not the catalog's size: one pass over them with
 // a heap of limit entries.
-func (sq *Sequences) Stats(limit int) []SequenceStat {
+func (sq *Sequences) Stats(limit int) []Stat {
 	if limit <= 0 {
 		return nil
 	}
@@ -54,17 +54,17 @@ func (sq *Sequences) Stats(limit int) []SequenceStat {
 			heap.Fix(&h, 0)
 		}
 	}
-	out := make([]SequenceStat, len(h))
+	out := make([]Stat, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
 		e := heap.Pop(&h).(statEntry)
-		out[i] = SequenceStat{Name: e.q.Info.Name, Bits: e.q.Info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
+		out[i] = Stat{Name: e.q.Info.Name, Bits: e.q.Info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
 	}
 	return out
 }
 
 // remaining is the share of q's tickets not yet issued on the server that
 // issued the most (the marks: what this Pair knows).
-func (sq *Sequences) remaining(q *sequence) float64 {
+func (sq *Sequences) remaining(q *Sequence) float64 {
 	if q.Exhausted.Load() != 0 {
 		return 0 // a server reported it exhausted
 	}
@@ -83,7 +83,7 @@ func (sq *Sequences) remaining(q *sequence) float64 {
 }
 
 type statEntry struct {
-	q      *sequence
+	q      *Sequence
 	issued uint64
 }
 

@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 )
 
 const (
-	// catalogRetry: an unknown name makes the Pair look for catalog changes
+	// CatalogRetry: an unknown name makes the Pair look for catalog changes
 	// at most this often, so a flood of bad names cannot turn into a flood
 	// of queries, and a sequence created a moment ago is found at once.
-	catalogRetry = 100 * time.Millisecond
+	CatalogRetry = 100 * time.Millisecond
 )
 
 // block is the values [next, end) still to hand out.
@@ -49,7 +49,7 @@ func blockFor(t, size, limit uint64) (b block, ok bool) {
 // says of it, where it may be taken, and the block of values in memory. One
 // exists for every name in the catalog; what only a sequence in use needs
 // (its marks, its blocks) is made at its first use.
-type sequence struct {
+type Sequence struct {
 	// Counter: where its tickets come from (take.go); info never changes
 	// (a change breaks the sequence).
 	tickets.Counter
@@ -96,9 +96,9 @@ type Sequences struct {
 	warned []atomic.Bool
 }
 
-// NewSequences returns the named sequences of servers, none known yet
+// New returns the named sequences of servers, none known yet
 // (Load reads the catalogs).
-func NewSequences(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
 	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
 	warn.Declare(slog.LevelError, warnSeqRefused)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt,
@@ -109,20 +109,20 @@ func NewSequences(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotatio
 
 // FixFor says how the Fix of a counter only the marks name is written,
 // from the catalog.
-func (sq *Sequences) FixFor(row bool, name string) (spec.FixInfo, bool) {
+func (sq *Sequences) FixFor(row bool, name string) (spec.SequenceInfo, bool) {
 	if row {
 		if q := sq.cat.get(name); q != nil {
-			return spec.FixInfoOf(q.Info), true
+			return q.Info, true
 		}
-		return spec.FixInfo{}, false
+		return spec.SequenceInfo{}, false
 	}
 	sq.cat.mu.Lock()
 	q := sq.cat.byTable[name]
 	sq.cat.mu.Unlock()
 	if q != nil {
-		return spec.FixInfoOf(q.Info), true
+		return q.Info, true
 	}
-	return spec.FixInfo{}, false
+	return spec.SequenceInfo{}, false
 }
 
 // fetchOp is a block fetch in flight. done is closed once err is set and, on
@@ -132,18 +132,18 @@ type fetchOp struct {
 	err  error
 }
 
-func newSequence(info spec.SequenceInfo) *sequence {
-	q := new(sequence)
+func newSequence(info spec.SequenceInfo) *Sequence {
+	q := new(Sequence)
 	initSequence(q, info)
 	return q
 }
 
 // initSequence sets up a zero sequence q for info.
-func initSequence(q *sequence, info spec.SequenceInfo) {
+func initSequence(q *Sequence, info spec.SequenceInfo) {
 	q.Info = info
 }
 
-func (q *sequence) err() error {
+func (q *Sequence) err() error {
 	if e := q.broken.Load(); e != nil {
 		return *e
 	}
@@ -152,7 +152,7 @@ func (q *sequence) err() error {
 
 // breakWith refuses the sequence for good (until a restart finds its
 // definitions agreeing again); it reports whether this was the first reason.
-func (q *sequence) breakWith(err error) bool {
+func (q *Sequence) breakWith(err error) bool {
 	return q.broken.CompareAndSwap(nil, &err)
 }
 
@@ -181,7 +181,7 @@ func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int,
 	if q.Info.BlockSize == 1 {
 		// Pure Flickr: the ticket is the value.
 		for i := range dst {
-			t, err := sq.tk.Take(ctx, &q.Counter, sq.pinner(q))
+			t, err := sq.tk.Take(ctx, &q.Counter, sq.Pinner(q))
 			if err != nil {
 				return i, err
 			}
@@ -196,7 +196,7 @@ func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int,
 // fill hands out values from the block in memory, spanning blocks as needed.
 // When the current block is down to half, the next one is fetched in the
 // background, so in steady state no caller waits for MySQL.
-func (sq *Sequences) fill(ctx context.Context, q *sequence, dst []uint64) (int, error) {
+func (sq *Sequences) fill(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
 	n := 0
 	for {
 		q.mu.Lock()
@@ -232,7 +232,7 @@ func (sq *Sequences) fill(ctx context.Context, q *sequence, dst []uint64) (int, 
 // drainLocked moves values from the blocks in memory into dst, switching to
 // the prefetched block when the current one runs out, and starts the next
 // fetch once the current block is down to half. Called with q.mu held.
-func (sq *Sequences) drainLocked(q *sequence, dst []uint64) int {
+func (sq *Sequences) drainLocked(q *Sequence, dst []uint64) int {
 	n := 0
 	for n < len(dst) {
 		if q.cur.remaining() == 0 {
@@ -283,7 +283,7 @@ func (sq *Sequences) TryNextN(name string, dst []uint64) (int, bool) {
 // startFetch starts the sequence's one block fetch. Called with q.mu held. The
 // fetch runs under the Pair's lifetime, not the caller's context: the caller that
 // triggered it may be long gone when the block arrives, and others need it.
-func (sq *Sequences) startFetch(q *sequence) {
+func (sq *Sequences) startFetch(q *Sequence) {
 	f := &fetchOp{done: make(chan struct{})}
 	if !sq.lt.Go(func() { sq.fetchBlock(q, f) }) {
 		return
@@ -294,8 +294,8 @@ func (sq *Sequences) startFetch(q *sequence) {
 // fetchBlock is the background fetch: one pass over the servers (the fetch
 // has no caller's deadline to spend; a waiting caller retries in the
 // foreground with its own, see fill).
-func (sq *Sequences) fetchBlock(q *sequence, f *fetchOp) {
-	t, err := sq.tk.Take(sq.lt.Ctx, &q.Counter, sq.pinner(q))
+func (sq *Sequences) fetchBlock(q *Sequence, f *fetchOp) {
+	t, err := sq.tk.Take(sq.lt.Ctx, &q.Counter, sq.Pinner(q))
 	if err != nil && sq.lt.Ctx.Err() != nil {
 		err = spec.ErrClosed // the waiters should hear why, not "context canceled"
 	}
@@ -328,8 +328,8 @@ func retryable(err error) bool {
 // fetchNow takes a block in the caller's goroutine and installs it where
 // there is room (the current block when it is empty, else the next); a block
 // with no room left is burnt, which costs density, never uniqueness.
-func (sq *Sequences) fetchNow(ctx context.Context, q *sequence) error {
-	t, err := sq.tk.Take(ctx, &q.Counter, sq.pinner(q))
+func (sq *Sequences) fetchNow(ctx context.Context, q *Sequence) error {
+	t, err := sq.tk.Take(ctx, &q.Counter, sq.Pinner(q))
 	if err != nil {
 		return err
 	}
@@ -349,8 +349,15 @@ func (sq *Sequences) fetchNow(ctx context.Context, q *sequence) error {
 }
 
 // pinner is q's PinFunc.
-func (sq *Sequences) pinner(q *sequence) tickets.PinFunc {
+func (sq *Sequences) Pinner(q *Sequence) tickets.PinFunc {
 	return func(ctx context.Context, list []*conn.Server) ([]*conn.Server, error) {
 		return sq.ensurePins(ctx, q, list)
 	}
+}
+
+// Prefetched reports whether q holds a prefetched block.
+func (q *Sequence) Prefetched() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.hasNext
 }

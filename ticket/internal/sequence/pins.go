@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 import (
 	"context"
@@ -37,7 +37,7 @@ var pinnedBy = sync.OnceValue(func() string {
 // and returns the servers that now hold it (those that could not be reached
 // are left out of this call). A pin that shows another definition refuses
 // the sequence.
-func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.Server) ([]*conn.Server, error) {
+func (sq *Sequences) ensurePins(ctx context.Context, q *Sequence, list []*conn.Server) ([]*conn.Server, error) {
 	pinned := q.Pinned.Load()
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *sequence, list []*conn.S
 
 // pin writes q's definition to s's sequence_pins unless a pin is there, and
 // judges the pin s then holds.
-func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *sequence) error {
+func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *Sequence) error {
 	ss := sq.rot.Session(s, conn.OpTicket)
 	defer ss.Close()
 	what := "pinning sequence " + q.Info.Name
@@ -96,7 +96,7 @@ func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *sequence) error
 		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.Name, what)
 	}
 	sq.cat.mu.Lock()
-	q.defs[s.Idx].pin = sq.cat.pack(rowDef{table: rows[0].Table.String, bits: rows[0].Bits, block: rows[0].Block, ok: true})
+	q.defs[s.Idx].pin = sq.cat.pack(spec.SequenceInfo{Name: q.Info.Name, Table: rows[0].Table.String, Bits: int(rows[0].Bits), BlockSize: rows[0].Block})
 	sq.recomputeLocked(q)
 	sq.cat.mu.Unlock()
 	return q.err()

@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 // recomputeLocked judges a name from what every server holds of it: which
 // servers serve it, whether it is refused, what to report. Called with the
 // catalog's mutex held. It builds text only for a name with a problem.
-func (sq *Sequences) recomputeLocked(q *sequence) {
+func (sq *Sequences) recomputeLocked(q *Sequence) {
 	c := &sq.cat
 	name := q.Info.Name
-	inUse := c.pack(defOf(q.Info))
+	inUse := c.pack(q.Info)
 	var mask, pinned, badPins, changed uint64
 	var first packedDef
 	differ := false
@@ -88,7 +88,7 @@ func (sq *Sequences) recomputeLocked(q *sequence) {
 // judgeMissingLocked reports q when some server whose catalog was read lacks
 // it, and clears its report once none does. Called with the catalog's mutex
 // held, after a poll of every server (settleCatalog).
-func (sq *Sequences) judgeMissingLocked(q *sequence) {
+func (sq *Sequences) judgeMissingLocked(q *Sequence) {
 	c := &sq.cat
 	if q.err() != nil {
 		return // refused for good: its report stays
@@ -115,19 +115,19 @@ func (sq *Sequences) judgeMissingLocked(q *sequence) {
 
 // listDefs names, per server, the definition pick returns (skipping none).
 // Called with c.mu held.
-func (c *catalog) listDefs(q *sequence, pick func(seqDef) packedDef, label string) string {
+func (c *catalog) listDefs(q *Sequence, pick func(seqDef) packedDef, label string) string {
 	var parts []string
 	for i, d := range q.defs {
 		if r := pick(d); r.ok {
-			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, c.unpack(r).info(q.Info.Name)))
+			parts = append(parts, fmt.Sprintf("%s %d: %s", label, i+1, c.unpack(r, q.Info.Name)))
 		}
 	}
 	return strings.Join(parts, "; ")
 }
 
 // reportLocked records a problem of q and logs it (aggregated).
-func (sq *Sequences) reportLocked(q *sequence, kind string, err error) {
-	if !sq.cat.problems.set(SequenceProblem{Name: q.Info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+func (sq *Sequences) reportLocked(q *Sequence, kind string, err error) {
+	if !sq.cat.problems.set(Problem{Name: q.Info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
 		return // already known
 	}
 	if kind == ProblemMissing {

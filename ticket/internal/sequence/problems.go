@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 // The kinds of SequenceProblem.
 const (
@@ -18,9 +18,9 @@ const (
 // ProblemKinds lists every kind of SequenceProblem.
 var ProblemKinds = []string{ProblemRedefined, ProblemDiffers, ProblemSharedTable, ProblemMissing}
 
-// SequenceProblem is a sequence the servers' catalogs disagree on, or that
+// Problem is a sequence the servers' catalogs disagree on, or that
 // was redefined since ticketd served it.
-type SequenceProblem struct {
+type Problem struct {
 	Name string
 	Kind string // one of ProblemKinds
 	// Refused: no value of it is handed out until the catalog is fixed and
@@ -36,18 +36,18 @@ const recentProblems = 20
 // names most recently found: what SequenceProblems reports costs the same
 // whatever the catalog's size.
 type problemBook struct {
-	byName map[string]SequenceProblem
+	byName map[string]Problem
 	counts map[string]int
 	recent []string // newest last, at most recentProblems, may name solved ones
 }
 
 func (b *problemBook) init() {
-	b.byName = map[string]SequenceProblem{}
+	b.byName = map[string]Problem{}
 	b.counts = map[string]int{}
 }
 
 // set records pr; it reports false when that very problem was known.
-func (b *problemBook) set(pr SequenceProblem) bool {
+func (b *problemBook) set(pr Problem) bool {
 	old, ok := b.byName[pr.Name]
 	if ok && old == pr {
 		return false
@@ -80,7 +80,7 @@ func (b *problemBook) clear(name string) {
 // SequenceProblems returns how many sequences have a problem, by kind (every
 // kind listed, 0 when none), and up to limit of them, the most recently found
 // first. Its cost does not depend on the catalog's size.
-func (sq *Sequences) Problems(limit int) (counts map[string]int, list []SequenceProblem) {
+func (sq *Sequences) Problems(limit int) (counts map[string]int, list []Problem) {
 	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()

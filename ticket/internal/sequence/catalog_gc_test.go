@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 import (
 	"database/sql"
@@ -45,18 +45,18 @@ type memCatalog struct {
 	seqs  *Sequences
 }
 
-// catalogInMemory is the catalog of a Pair of two servers whose catalog holds n sequences,
+// catalogInMemory is the catalog of a Pair of two servers, holding n sequences,
 // each defined and pinned on both and in use, as after their first values.
 // Names are one string each, as a scanned row's are.
-func catalogInMemory(n int) *Pair {
+func catalogInMemory(n int) *memCatalog {
 	// Only the catalog and the marks: no server, no rotation.
-	p := &Pair{marks: marks.NewBook(2), seqs: &Sequences{}}
+	p := &memCatalog{marks: marks.NewBook(2), seqs: &Sequences{}}
 	p.seqs.cat.init(2)
-	rows := make([]catRow, 0, catalogPage)
+	rows := make([]CatRow, 0, CatalogPage)
 	for k := 0; k < n; {
 		rows = rows[:0]
-		for ; k < n && len(rows) < catalogPage; k++ {
-			rows = append(rows, catRow{Name: fmt.Sprintf("s%06d", k), Bits: 64, BlockSize: 1000, Version: uint64(k + 1),
+		for ; k < n && len(rows) < CatalogPage; k++ {
+			rows = append(rows, CatRow{Name: fmt.Sprintf("s%06d", k), Bits: 64, BlockSize: 1000, Version: uint64(k + 1),
 				PinBits: sql.NullInt64{Int64: 64, Valid: true}, PinBlock: sql.NullInt64{Int64: 1000, Valid: true}})
 		}
 		for i := range 2 {
@@ -64,7 +64,7 @@ func catalogInMemory(n int) *Pair {
 		}
 	}
 	p.seqs.settleCatalog()
-	p.seqs.cat.each(func(q *sequence) bool {
+	p.seqs.cat.each(func(q *Sequence) bool {
 		p.seqs.use(q)
 		m := q.MarksIn(p.marks)
 		m.Raise(0, 7)

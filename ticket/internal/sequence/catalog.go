@@ -1,4 +1,4 @@
-package ticket
+package sequence
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // table was emptied, or the server restored) reads the server's catalog
 // whole again. The prober polls every catalogRefreshTicks, and a request for
 // an unknown name waits for a poll that begins after it arrives (one at a
-// time, at most one per catalogRetry: pollForMiss), so a sequence is usable
+// time, at most one per CatalogRetry: pollForMiss), so a sequence is usable
 // the moment it is created, without a restart.
 //
 // Names live in a map split into shards, each copied on write, so the hot
@@ -44,8 +44,8 @@ import (
 
 const (
 	catShards = 64
-	// catalogPage is how many catalog rows one statement reads.
-	catalogPage = 5000
+	// CatalogPage is how many catalog rows one statement reads.
+	CatalogPage = 5000
 	// catalogPollPages bounds the pages of changes one poll reads; the rest
 	// waits for the next poll.
 	catalogPollPages = 20
@@ -53,23 +53,6 @@ const (
 	// ticks (10 s with the default ProbeInterval).
 	catalogRefreshTicks = 10
 )
-
-// rowDef is a definition as one row (of sequences, or of sequence_pins)
-// holds it; ok is false when there is no row.
-type rowDef struct {
-	table string
-	block uint64
-	bits  uint8
-	ok    bool
-}
-
-func defOf(si spec.SequenceInfo) rowDef {
-	return rowDef{table: si.Table, block: si.BlockSize, bits: uint8(si.Bits), ok: true}
-}
-
-func (d rowDef) info(name string) spec.SequenceInfo {
-	return spec.SequenceInfo{Name: name, Table: d.table, Bits: int(d.bits), BlockSize: d.block}
-}
 
 // seqDef is what one server holds of a name: its catalog row and its pin.
 // It holds no pointer (a table is named by its number in the catalog's
@@ -80,7 +63,8 @@ type seqDef struct {
 	gen      uint32 // the full read of that server that last saw the row
 }
 
-// packedDef is a rowDef as the catalog keeps it (pack, unpack).
+// packedDef is a definition as the catalog keeps it in memory (pack,
+// unpack): no name, the table as a number, no pointer.
 type packedDef struct {
 	block uint64
 	table uint32 // index in catalog.tables; 0: a row of counters
@@ -88,30 +72,31 @@ type packedDef struct {
 	ok    bool
 }
 
-// pack returns d as the catalog keeps it. Called with c.mu held.
-func (c *catalog) pack(d rowDef) packedDef {
-	if !d.ok {
+// pack returns d as the catalog keeps it (its name left out). Called with
+// c.mu held.
+func (c *catalog) pack(d spec.SequenceInfo) packedDef {
+	if !d.Defined() {
 		return packedDef{}
 	}
-	t, known := c.tableIDs[d.table]
+	t, known := c.tableIDs[d.Table]
 	if !known {
 		t = uint32(len(c.tables))
-		c.tables = append(c.tables, c.names.Intern(d.table))
+		c.tables = append(c.tables, c.names.Intern(d.Table))
 		c.tableIDs[c.tables[t]] = t
 	}
-	return packedDef{block: d.block, table: t, bits: d.bits, ok: true}
+	return packedDef{block: d.BlockSize, table: t, bits: uint8(d.Bits), ok: true}
 }
 
-// unpack is pack's inverse. Called with c.mu held.
-func (c *catalog) unpack(d packedDef) rowDef {
+// unpack is pack's inverse, for the sequence name. Called with c.mu held.
+func (c *catalog) unpack(d packedDef, name string) spec.SequenceInfo {
 	if !d.ok {
-		return rowDef{}
+		return spec.SequenceInfo{}
 	}
-	return rowDef{table: c.tables[d.table], block: d.block, bits: d.bits, ok: true}
+	return spec.SequenceInfo{Name: name, Table: c.tables[d.table], BlockSize: d.block, Bits: int(d.bits)}
 }
 
 type catShard struct {
-	m atomic.Pointer[map[string]*sequence]
+	m atomic.Pointer[map[string]*Sequence]
 }
 
 type catalog struct {
@@ -126,7 +111,7 @@ type catalog struct {
 	gen  []uint32 // per server: full reads so far
 	// byTable holds the sequences stored in a table of their own: two names
 	// on one table would share one counter.
-	byTable  map[string]*sequence
+	byTable  map[string]*Sequence
 	problems problemBook
 	// names holds every name and table the catalog keeps (arena.go).
 	names arena.NameArena
@@ -139,11 +124,11 @@ type catalog struct {
 	// is judged only once every server of a poll has been read (settle):
 	// judged between two servers' reads, a name created on both would look
 	// missing on the second.
-	touched    map[*sequence]struct{}
+	touched    map[*Sequence]struct{}
 	touchedAll bool
 	// fresh: names read but not yet published (settleCatalog publishes
 	// them all at once: one copy of each shard per poll, not per page).
-	fresh map[string]*sequence
+	fresh map[string]*Sequence
 
 	// Polls caused by unknown names (pollForMiss): one at a time (missPoll
 	// is its token), missPolledAt the Unix ns the last one began.
@@ -157,15 +142,15 @@ func (c *catalog) init(n int) {
 	c.n = n
 	c.seen = make([]uint64, n)
 	c.gen = make([]uint32, n)
-	c.byTable = map[string]*sequence{}
+	c.byTable = map[string]*Sequence{}
 	c.tables = []string{""}
 	c.tableIDs = map[string]uint32{"": 0}
-	c.touched = map[*sequence]struct{}{}
-	c.fresh = map[string]*sequence{}
+	c.touched = map[*Sequence]struct{}{}
+	c.fresh = map[string]*Sequence{}
 	c.missPoll = make(chan struct{}, 1)
 	c.problems.init()
 	for i := range c.shards {
-		m := map[string]*sequence{}
+		m := map[string]*Sequence{}
 		c.shards[i].m.Store(&m)
 	}
 }
@@ -175,14 +160,14 @@ func (c *catalog) shard(name string) *catShard {
 }
 
 // get is the hot path's lookup: no lock, no allocation.
-func (c *catalog) get(name string) *sequence { return (*c.shard(name).m.Load())[name] }
+func (c *catalog) get(name string) *Sequence { return (*c.shard(name).m.Load())[name] }
 
 // publish adds new sequences, one copy per shard touched. Called with c.mu held.
-func (c *catalog) publish(list []*sequence) {
+func (c *catalog) publish(list []*Sequence) {
 	if len(list) == 0 {
 		return
 	}
-	var by [catShards][]*sequence
+	var by [catShards][]*Sequence
 	for _, q := range list {
 		k := maphash.String(c.seed, q.Info.Name) & (catShards - 1)
 		by[k] = append(by[k], q)
@@ -192,7 +177,7 @@ func (c *catalog) publish(list []*sequence) {
 			continue
 		}
 		old := *c.shards[k].m.Load()
-		next := make(map[string]*sequence, len(old)+len(add))
+		next := make(map[string]*Sequence, len(old)+len(add))
 		for name, q := range old {
 			next[name] = q
 		}
@@ -205,7 +190,7 @@ func (c *catalog) publish(list []*sequence) {
 }
 
 // each calls f for every sequence until it returns false.
-func (c *catalog) each(f func(*sequence) bool) {
+func (c *catalog) each(f func(*Sequence) bool) {
 	for k := range c.shards {
 		for _, q := range *c.shards[k].m.Load() {
 			if !f(q) {
@@ -215,8 +200,8 @@ func (c *catalog) each(f func(*sequence) bool) {
 	}
 }
 
-// catRow is one catalog row with the server's pin of it.
-type catRow struct {
+// CatRow is one catalog row with the server's pin of it.
+type CatRow struct {
 	Name      string         `db:"name"`
 	Table     sql.NullString `db:"table_name"`
 	Bits      int            `db:"bits"`
@@ -227,14 +212,14 @@ type catRow struct {
 	PinBlock  sql.NullInt64  `db:"pin_block"`
 }
 
-const catalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.version,
+const CatalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.version,
        p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
   FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
 
-// scanCatRows reads catalogSelect's rows into *out, without reflection.
-func scanCatRows(out *[]catRow) func(*sql.Rows) error {
+// scanCatRows reads CatalogSelect's rows into *out, without reflection.
+func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
-		var r catRow
+		var r CatRow
 		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.PinTable, &r.PinBits, &r.PinBlock); err != nil {
 			return err
 		}
@@ -243,22 +228,22 @@ func scanCatRows(out *[]catRow) func(*sql.Rows) error {
 	}
 }
 
-func (r catRow) info() spec.SequenceInfo {
+func (r CatRow) Info() spec.SequenceInfo {
 	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
 }
 
-func (r catRow) pin() rowDef {
+func (r CatRow) Pin() spec.SequenceInfo {
 	if !r.PinBits.Valid {
-		return rowDef{}
+		return spec.SequenceInfo{}
 	}
-	return rowDef{table: r.PinTable.String, bits: uint8(r.PinBits.Int64), block: uint64(r.PinBlock.Int64), ok: true}
+	return spec.SequenceInfo{Name: r.Name, Table: r.PinTable.String, Bits: int(r.PinBits.Int64), BlockSize: uint64(r.PinBlock.Int64)}
 }
 
 // loadCatalogs brings the catalog of each server of list up to date (see the
 // comment at the top). It returns each server's error, in list order.
 // Catalog reads never overlap: a second one waits for the first (or gives up
 // when ctx ends).
-func (sq *Sequences) loadCatalogs(ctx context.Context, list []*conn.Server) []error {
+func (sq *Sequences) Load(ctx context.Context, list []*conn.Server) []error {
 	if !sq.catalogGate.Enter(ctx) {
 		errs := make([]error, len(list))
 		for i := range errs {
@@ -287,15 +272,15 @@ func (sq *Sequences) settleCatalog() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.fresh) > 0 {
-		list := make([]*sequence, 0, len(c.fresh))
+		list := make([]*Sequence, 0, len(c.fresh))
 		for _, q := range c.fresh {
 			list = append(list, q)
 		}
 		c.publish(list)
-		c.fresh = map[string]*sequence{}
+		c.fresh = map[string]*Sequence{}
 	}
 	if c.touchedAll {
-		c.each(func(q *sequence) bool {
+		c.each(func(q *Sequence) bool {
 			sq.judgeMissingLocked(q)
 			return true
 		})
@@ -333,16 +318,16 @@ func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 		return nil
 	}
 	for range catalogPollPages {
-		var rows []catRow
+		var rows []CatRow
 		if err := ss.Each(ctx, "reading catalog changes", scanCatRows(&rows),
-			catalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, catalogPage); err != nil {
+			CatalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, CatalogPage); err != nil {
 			return err
 		}
 		top := seen
 		for _, r := range rows {
 			top = max(top, r.Version)
 		}
-		if len(rows) < catalogPage {
+		if len(rows) < CatalogPage {
 			// Everything committed up to clock has been read.
 			top = max(top, clock)
 		}
@@ -351,7 +336,7 @@ func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 		c.seen[i] = max(c.seen[i], top)
 		c.mu.Unlock()
 		seen = top
-		if len(rows) < catalogPage {
+		if len(rows) < CatalogPage {
 			return nil
 		}
 	}
@@ -367,15 +352,15 @@ func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clo
 	c.gen[i]++
 	c.mu.Unlock()
 	after := ""
-	rows := make([]catRow, 0, catalogPage)
+	rows := make([]CatRow, 0, CatalogPage)
 	for {
 		rows = rows[:0]
 		if err := ss.Each(ctx, "reading the catalog", scanCatRows(&rows),
-			catalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, catalogPage); err != nil {
+			CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, CatalogPage); err != nil {
 			return err
 		}
 		sq.applyCatalog(i, rows, true)
-		if len(rows) < catalogPage {
+		if len(rows) < CatalogPage {
 			break
 		}
 		after = rows[len(rows)-1].Name
@@ -388,7 +373,7 @@ func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clo
 	// TRUNCATE): it no longer serves the name. Its definition stays known
 	// (info, the pins), so a row put back with another one is caught.
 	gen := c.gen[i]
-	c.each(func(q *sequence) bool {
+	c.each(func(q *Sequence) bool {
 		if q.defs[i].gen != gen && q.defs[i].row.ok {
 			q.defs[i].row = packedDef{}
 			sq.recomputeLocked(q)
@@ -401,17 +386,17 @@ func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clo
 
 // applyCatalog records rows read from server i and judges every name they
 // touch. whole: they come from a full read.
-func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
+func (sq *Sequences) applyCatalog(i int, rows []CatRow, whole bool) {
 	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// New names are allocated a page at a time: one allocation for their
 	// sequences and one for their definitions, not two per name (a catalog of
 	// 100,000 is read at start).
-	var seqs []sequence
+	var seqs []Sequence
 	var defs []seqDef
 	for _, r := range rows {
-		si := r.info()
+		si := r.Info()
 		if err := spec.CheckInfo(si); err != nil {
 			sq.warn.Note(warnSeqRow, "server", i+1, "err", err)
 			continue
@@ -420,7 +405,7 @@ func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
 		if q == nil {
 			if q = c.fresh[si.Name]; q == nil {
 				if len(seqs) == 0 {
-					seqs = make([]sequence, len(rows))
+					seqs = make([]Sequence, len(rows))
 					defs = make([]seqDef, len(rows)*c.n)
 				}
 				q, seqs = &seqs[0], seqs[1:]
@@ -430,8 +415,8 @@ func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
 				c.fresh[q.Info.Name] = q
 			}
 		}
-		q.defs[i].row = c.pack(defOf(si))
-		q.defs[i].pin = c.pack(r.pin())
+		q.defs[i].row = c.pack(si)
+		q.defs[i].pin = c.pack(r.Pin())
 		sq.recomputeLocked(q)
 		if whole {
 			q.defs[i].gen = c.gen[i]
@@ -444,7 +429,7 @@ func (sq *Sequences) applyCatalog(i int, rows []catRow, whole bool) {
 // lookup maps a request's name to its sequence. An unknown name makes the
 // Pair poll the catalogs, so a sequence created a moment ago is usable at
 // once, without restarting ticketd.
-func (sq *Sequences) lookup(ctx context.Context, name string) (*sequence, error) {
+func (sq *Sequences) lookup(ctx context.Context, name string) (*Sequence, error) {
 	if !spec.ValidName(name) {
 		return nil, fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE)
 	}
@@ -462,7 +447,7 @@ func (sq *Sequences) lookup(ctx context.Context, name string) (*sequence, error)
 
 // pollForMiss returns once a poll of the catalogs that began after it was
 // called has completed, polling itself when none has. Polls caused by unknown
-// names are one at a time and at most one per catalogRetry, so a flood of
+// names are one at a time and at most one per CatalogRetry, so a flood of
 // bad names cannot become a flood of queries; a request that comes too soon
 // after a poll waits for the next one rather than fail: the sequence it asks
 // for may have been created since the last poll began.
@@ -480,7 +465,7 @@ func (sq *Sequences) pollForMiss(ctx context.Context) error {
 			<-c.missPoll
 			return nil // a poll that began after this request has completed
 		}
-		if wait := time.Duration(last + int64(catalogRetry) - time.Now().UnixNano()); wait > 0 {
+		if wait := time.Duration(last + int64(CatalogRetry) - time.Now().UnixNano()); wait > 0 {
 			<-c.missPoll
 			t := time.NewTimer(wait)
 			select {
@@ -492,7 +477,7 @@ func (sq *Sequences) pollForMiss(ctx context.Context) error {
 			}
 		}
 		began := time.Now().UnixNano()
-		sq.loadCatalogs(ctx, sq.rot.Order(nil, rotation.AllServers(len(sq.servers))))
+		sq.Load(ctx, sq.rot.Order(nil, rotation.AllServers(len(sq.servers))))
 		c.missPolledAt.Store(began)
 		c.missPolls.Add(1)
 		<-c.missPoll
@@ -510,7 +495,7 @@ func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
 	}
 	up := sq.rot.Order(nil, rotation.AllServers(len(sq.servers)))
 	answered := 0
-	for _, err := range sq.loadCatalogs(ctx, up) {
+	for _, err := range sq.Load(ctx, up) {
 		if err == nil {
 			answered++
 		}
@@ -522,7 +507,7 @@ func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
 		return nil, fmt.Errorf("%w: no server answered for the sequence catalog", spec.ErrNoServer)
 	}
 	var list []spec.SequenceInfo
-	sq.cat.each(func(q *sequence) bool {
+	sq.cat.each(func(q *Sequence) bool {
 		if q.Servers.Load() != 0 {
 			list = append(list, q.Info)
 		}
@@ -534,3 +519,18 @@ func (sq *Sequences) List(ctx context.Context) ([]spec.SequenceInfo, error) {
 
 // SequenceCount returns how many names the catalogs read so far hold.
 func (sq *Sequences) Count() int { return int(sq.cat.size.Load()) }
+
+// Get returns the sequence named name, nil if the catalogs read so far do
+// not hold it: no lock, no allocation (the hot path's lookup).
+func (sq *Sequences) Get(name string) *Sequence { return sq.cat.get(name) }
+
+// Generations returns, per server, how many times its catalog was read
+// whole.
+func (sq *Sequences) Generations() []uint32 {
+	sq.cat.mu.Lock()
+	defer sq.cat.mu.Unlock()
+	return append([]uint32(nil), sq.cat.gen...)
+}
+
+// MissPolls counts the polls of the catalogs that unknown names caused.
+func (sq *Sequences) MissPolls() int64 { return sq.cat.missPolls.Load() }
