@@ -133,7 +133,7 @@ fuzz:
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzBadFraming$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./ticket -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 
 # The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ticketd/ticket"
+	"ticketd/ticket/dba"
 )
 
 // sequenceOptions is everything `ticketd sequence create|list|check` can be
@@ -249,16 +250,16 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 		}
 		return createSequences(ctx, cfg, defs, stdout)
 	case "list":
-		return listSequences(ctx, cfg, ticket.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
+		return listSequences(ctx, cfg, dba.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
 	default:
-		return checkSequences(ctx, cfg, ticket.ListOptions{Name: o.name, Prefix: o.prefix}, stdout)
+		return checkSequences(ctx, cfg, dba.ListOptions{Name: o.name, Prefix: o.prefix}, stdout)
 	}
 }
 
-// createSequences runs ticket.CreateSequences and says, per server, what it
+// createSequences runs dba.CreateSequences and says, per server, what it
 // did (also when it failed part of the way).
 func createSequences(ctx context.Context, cfg ticket.Config, defs []ticket.SequenceInfo, stdout io.Writer) error {
-	rep, err := ticket.CreateSequences(ctx, cfg, defs)
+	rep, err := dba.CreateSequences(ctx, cfg, defs)
 	for _, s := range rep.Servers {
 		if (s.Err == nil && err == nil) || s.Created+s.Existing > 0 {
 			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)
@@ -271,7 +272,7 @@ func createSequences(ctx context.Context, cfg ticket.Config, defs []ticket.Seque
 }
 
 // listSequences prints one line per sequence, aligned a page at a time.
-func listSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOptions, stdout, stderr io.Writer) error {
+func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, stdout, stderr io.Writer) error {
 	n := len(cfg.Servers)
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	header := "NAME\tBITS\tBLOCK\tSTORAGE"
@@ -280,7 +281,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOption
 	}
 	fmt.Fprintln(tw, header+"\tLEFT\tLEFT%\tNOTE")
 	rows := 0
-	down, err := ticket.ListSequences(ctx, cfg, opt, func(l ticket.SequenceListing) error {
+	down, err := dba.ListSequences(ctx, cfg, opt, func(l dba.SequenceListing) error {
 		fmt.Fprintln(tw, listLine(l))
 		if rows++; rows%1000 == 0 {
 			return tw.Flush()
@@ -301,7 +302,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOption
 	return nil
 }
 
-func listLine(l ticket.SequenceListing) string {
+func listLine(l dba.SequenceListing) string {
 	var def ticket.SequenceInfo
 	var notes []string
 	var lack []string
@@ -342,9 +343,9 @@ func listLine(l ticket.SequenceListing) string {
 }
 
 // checkSequences prints each difference and exits non-zero if there is one.
-func checkSequences(ctx context.Context, cfg ticket.Config, opt ticket.ListOptions, stdout io.Writer) error {
+func checkSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, stdout io.Writer) error {
 	found := 0
-	checked, err := ticket.CheckSequences(ctx, cfg, opt, func(d ticket.Difference) error {
+	checked, err := dba.CheckSequences(ctx, cfg, opt, func(d dba.Difference) error {
 		found++
 		fmt.Fprintln(stdout, d)
 		return nil

@@ -1,15 +1,8 @@
-package ticket
+package grants
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"slices"
 	"sort"
 	"strings"
-	"ticketd/ticket/internal/conn"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // The grants check: does the ticketd account hold more than the role
@@ -29,109 +22,8 @@ import (
 // and role names is kept: the IDENTIFIED BY PASSWORD clause of the USAGE
 // line (a password hash) never leaves this file.
 
-// AppRole is the role that holds what ticketd needs (schema.sql).
-const AppRole = "ticketd_app"
-
-// ExtraPrivileges is what the account holds on one server beyond AppRole.
-type ExtraPrivileges struct {
-	Server int // index in Config.Servers
-	// Extra names each privilege beyond the role, as "ALTER ON
-	// tickets.Tickets64", "RELOAD ON *.*", "GRANT OPTION ON *.*", "role
-	// ticketd_admin: ALTER ON tickets.Tickets32".
-	Extra []string
-	// Unchecked says why the comparison could not be made (the account does
-	// not have the role, say); "" when it was.
-	Unchecked string
-}
-
-// ExtraPrivileges compares the account's privileges with AppRole's on every
-// server in rotation. A server it could not ask is left out, and its error
-// joined into err.
-func (p *Pair) ExtraPrivileges(ctx context.Context) ([]ExtraPrivileges, error) {
-	var list []*conn.Server
-	for _, s := range p.servers {
-		if p.rot.Up(s) {
-			list = append(list, s)
-		}
-	}
-	out := make([]ExtraPrivileges, len(list))
-	errs := p.rot.OnEach(ctx, list, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
-		show := func(what, stmt string) ([]string, error) {
-			var lines []string
-			// SHOW statements take no server-side bound (q is ignored).
-			err := ss.Do(ctx, what, stmt, func(ctx context.Context, c *sqlx.Conn, _ string) error {
-				return c.SelectContext(ctx, &lines, stmt)
-			})
-			return lines, err
-		}
-		e := ExtraPrivileges{Server: ss.Server.Idx}
-		own, err := show("reading the account's grants", "SHOW GRANTS FOR CURRENT_USER()")
-		if err != nil {
-			return err
-		}
-		var app []string
-		roles := map[string][]string{}
-		readsRoles := linesSet(own).covers("SELECT", "mysql.roles_mapping")
-		for _, r := range grantedRoles(own) {
-			if r == AppRole {
-				// Readable only as the current role (the default one), or
-				// with SELECT on mysql.
-				if !readsRoles && !slices.Contains(own, "SET DEFAULT ROLE "+quoteIdent(AppRole)+" FOR "+grantee(own)) {
-					e.Unchecked = fmt.Sprintf("the account has the role %s but not as its default role (SET DEFAULT ROLE %s FOR …), so ticketd does not use it", AppRole, AppRole)
-					continue
-				}
-				if app, err = show("reading the grants of role "+AppRole, "SHOW GRANTS FOR "+quoteIdent(AppRole)); err != nil {
-					return err
-				}
-				continue
-			}
-			// An account may read only the grants of its current role, or
-			// of any with SELECT on mysql: a role it cannot read is named
-			// whole, without asking (a refusal would be counted against
-			// the server as a failed statement).
-			if !readsRoles {
-				roles[r] = nil
-				continue
-			}
-			lines, err := show("reading the grants of role "+r, "SHOW GRANTS FOR "+quoteIdent(r))
-			if err != nil {
-				return err
-			}
-			roles[r] = lines
-		}
-		if app == nil && e.Unchecked == "" {
-			e.Unchecked = fmt.Sprintf("the account does not have the role %s (schema.sql, docs/dba.md): every privilege it holds is listed", AppRole)
-		}
-		e.Extra = extraPrivileges(own, app, roles)
-		out[indexOf(list, ss.Server)] = e
-		return nil
-	})
-	var res []ExtraPrivileges
-	var failed []error
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, err)
-			continue
-		}
-		res = append(res, out[i])
-	}
-	if len(failed) > 0 {
-		return res, fmt.Errorf("ticket: reading the account's grants: %w", errors.Join(failed...))
-	}
-	return res, nil
-}
-
-func indexOf(list []*conn.Server, s *conn.Server) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
-}
-
-// grantee is the account as its grant lines name it ("`ticketd`@`127.0.0.1`").
-func grantee(lines []string) string {
+// Grantee is the account as its grant lines name it ("`ticketd`@`127.0.0.1`").
+func Grantee(lines []string) string {
 	for _, l := range lines {
 		if i := topLevel(l, " TO "); i >= 0 && strings.HasPrefix(l, "GRANT ") {
 			g := l[i+len(" TO "):]
@@ -144,7 +36,7 @@ func grantee(lines []string) string {
 	return ""
 }
 
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+func QuoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // grant is one parsed GRANT line.
 type grant struct {
@@ -154,9 +46,9 @@ type grant struct {
 	option bool     // WITH GRANT OPTION, or WITH ADMIN OPTION for roles
 }
 
-// parseGrant reads one line of SHOW GRANTS; ok is false for other lines
+// ParseGrant reads one line of SHOW GRANTS; ok is false for other lines
 // (SET DEFAULT ROLE).
-func parseGrant(line string) (g grant, ok bool) {
+func ParseGrant(line string) (g grant, ok bool) {
 	rest, found := strings.CutPrefix(line, "GRANT ")
 	if !found {
 		return g, false
@@ -222,32 +114,32 @@ func splitTop(s string) []string {
 // "`role`@`%`" stays as it is written.
 func unquote(s string) string { return strings.ReplaceAll(s, "`", "") }
 
-// grantedRoles lists the roles granted in lines.
-func grantedRoles(lines []string) []string {
+// GrantedRoles lists the roles granted in lines.
+func GrantedRoles(lines []string) []string {
 	var roles []string
 	for _, l := range lines {
-		if g, ok := parseGrant(l); ok {
+		if g, ok := ParseGrant(l); ok {
 			roles = append(roles, g.roles...)
 		}
 	}
 	return roles
 }
 
-// linesSet is the privileges of lines (roles left out).
-func linesSet(lines []string) privSet {
-	ps := privSet{}
+// LinesSet is the privileges of lines (roles left out).
+func LinesSet(lines []string) PrivSet {
+	ps := PrivSet{}
 	for _, l := range lines {
-		if g, ok := parseGrant(l); ok && g.roles == nil {
+		if g, ok := ParseGrant(l); ok && g.roles == nil {
 			ps.add(g)
 		}
 	}
 	return ps
 }
 
-// privSet is privileges by object.
-type privSet map[string]map[string]bool
+// PrivSet is privileges by object.
+type PrivSet map[string]map[string]bool
 
-func (ps privSet) add(g grant) {
+func (ps PrivSet) add(g grant) {
 	if ps[g.object] == nil {
 		ps[g.object] = map[string]bool{}
 	}
@@ -257,7 +149,7 @@ func (ps privSet) add(g grant) {
 }
 
 // covers reports whether ps grants priv on object.
-func (ps privSet) covers(priv, object string) bool {
+func (ps PrivSet) Covers(priv, object string) bool {
 	name, _, _ := strings.Cut(priv, " (") // a column privilege: the table's covers it
 	name = strings.TrimSpace(name)
 	for _, o := range enclosing(object) {
@@ -281,10 +173,10 @@ func enclosing(object string) []string {
 	return []string{object, db + ".*", "*.*"}
 }
 
-// extraPrivileges names what own (the account's lines) and roles (the lines
+// Extra names what own (the account's lines) and roles (the lines
 // of each other role it holds) grant beyond app (AppRole's lines), sorted.
-func extraPrivileges(own, app []string, roles map[string][]string) []string {
-	base := linesSet(app)
+func Extra(own, app []string, roles map[string][]string) []string {
+	base := LinesSet(app)
 	seen := map[string]bool{}
 	var extra []string
 	note := func(s string) {
@@ -295,7 +187,7 @@ func extraPrivileges(own, app []string, roles map[string][]string) []string {
 	}
 	check := func(prefix string, lines []string) {
 		for _, l := range lines {
-			g, ok := parseGrant(l)
+			g, ok := ParseGrant(l)
 			if !ok {
 				continue
 			}
@@ -306,7 +198,7 @@ func extraPrivileges(own, app []string, roles map[string][]string) []string {
 				continue
 			}
 			for _, p := range g.privs {
-				if p != "USAGE" && !base.covers(p, g.object) {
+				if p != "USAGE" && !base.Covers(p, g.object) {
 					note(prefix + p + " ON " + g.object)
 				}
 			}
