@@ -8,8 +8,9 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"ticketd/ticket/internal/spec"
 	"time"
+
+	"ticketd/ticket/internal/spec"
 )
 
 // closedAddr returns a loopback address nobody listens on.

@@ -3,9 +3,10 @@ package ticket
 import (
 	"fmt"
 	"testing"
+	"time"
+
 	"ticketd/internal/mysqltest"
 	"ticketd/ticket/internal/spec"
-	"time"
 )
 
 // TestCopiesCatchUp: renewals while the peer is down cannot copy the

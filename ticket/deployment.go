@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )

@@ -1,8 +1,9 @@
 package ticket
 
 import (
-	"ticketd/ticket/internal/marks"
 	"time"
+
+	"ticketd/ticket/internal/marks"
 )
 
 // ServerHealth is a snapshot of one ticket server as this Pair sees it.

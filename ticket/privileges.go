@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/grants"
 

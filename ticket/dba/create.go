@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"

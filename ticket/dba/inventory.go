@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/sequence"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/sequence"

@@ -3,6 +3,7 @@ package dba
 import (
 	"strings"
 	"testing"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
 	"ticketd/ticket/internal/spec"
 
 	"github.com/go-sql-driver/mysql"

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
 	"ticketd/ticket/internal/spec"
 
 	"github.com/go-sql-driver/mysql"

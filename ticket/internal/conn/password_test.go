@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
 	"ticketd/ticket/internal/spec"
 )
 

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"ticketd/ticket/internal/spec"
 	"time"
+
+	"ticketd/ticket/internal/spec"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"

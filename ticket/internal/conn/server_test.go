@@ -5,8 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"ticketd/ticket/internal/spec"
 	"time"
+
+	"ticketd/ticket/internal/spec"
 )
 
 func TestLatencyEstimator(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
 	"ticketd/ticket/internal/spec"
 )
 

@@ -6,12 +6,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
+
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
-	"time"
 )
 
 // Reservation copies: what keeps a worker lease safe when its owner is

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
-	"time"
 )
 
 // Bounds of lease requests.

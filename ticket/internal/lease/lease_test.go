@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
-	"time"
 )
 
 // The counter checks (rewind.go says what they are for).

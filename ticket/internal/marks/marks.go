@@ -10,13 +10,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
-	"time"
 )
 
 // High-water marks: what protects the pair from a server restored from a backup.

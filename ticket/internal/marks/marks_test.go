@@ -3,6 +3,7 @@ package marks
 import (
 	"fmt"
 	"testing"
+
 	"ticketd/ticket/internal/spec"
 )
 

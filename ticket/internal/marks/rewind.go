@@ -3,9 +3,10 @@ package marks
 import (
 	"fmt"
 	"strings"
+	"time"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
-	"time"
 )
 
 // Rewind detection.

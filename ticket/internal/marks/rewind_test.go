@@ -6,8 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"ticketd/ticket/internal/spec"
 	"time"
+
+	"ticketd/ticket/internal/spec"
 )
 
 func TestRepairTarget(t *testing.T) {

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
 	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
-	"time"
 )
 
 // The catalog: every named sequence, as each server's `sequences` table and

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+
 	"ticketd/ticket/internal/marks"
 )
 

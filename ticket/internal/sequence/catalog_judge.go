@@ -3,6 +3,7 @@ package sequence
 import (
 	"fmt"
 	"strings"
+
 	"ticketd/ticket/internal/spec"
 )
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )

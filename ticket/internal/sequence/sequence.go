@@ -8,13 +8,14 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
+
 	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
-	"time"
 )
 
 const (

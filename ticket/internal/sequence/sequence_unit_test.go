@@ -3,6 +3,7 @@ package sequence
 import (
 	"strings"
 	"testing"
+
 	"ticketd/ticket/internal/spec"
 )
 

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+
 	"ticketd/ticket/seqname"
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/marks"

@@ -1,0 +1,43 @@
+// Package marks is what protects the pair from a server restored from a
+// backup: the high-water marks of every counter, the check of every ticket
+// against them, the counter checks, and the statements that repair a
+// rewound counter (which package dba runs).
+//
+// Restoring a ticket server from a backup rewinds its counters (the dump
+// carries the old AUTO_INCREMENT, and the old rows of counters), and it
+// would hand out tickets again. Two things stop that here; the third, the
+// reservation copies of worker leases, is package lease's.
+//
+// High-water marks (marks.go). Every ticket raises, with one atomic max, the
+// highest ticket its server is known to have issued from that counter (a
+// table, or a row of counters). Every FlushInterval, and at Shutdown, the
+// marks that grew, and only those, are written to table high_water on every
+// OTHER server (GREATEST, so marks never go down): the marks for a server
+// live everywhere but on it, and survive its loss or its restore. A Book
+// also folds in the marks its peers hold: all at Open, then those other
+// ticketd raised since (by updated_at and writer).
+//
+// Rewind detection (rewind.go, check.go). A ticket at or below its
+// server's mark is refused before anyone sees it (package tickets asks);
+// the server is refused for that counter (not for the others, nor for
+// leases) and the call goes on to the next server. The counters are
+// compared with the marks: the tables' AUTO_INCREMENT (information_schema,
+// by name) at Open, when a server rejoins and every CheckInterval; the rows
+// of counters a few pages per CheckInterval, within a budget, and the
+// refused ones every round and after a refused ticket. A server whose
+// counter is at or below the mark is refused, listed in Rewinds with the
+// statement that fixes it (ALTER TABLE … AUTO_INCREMENT, or UPDATE counters
+// SET value, to mark + Margin), and it rejoins for that counter once its
+// counter has passed the mark.
+//
+// The order of a check matters, or a healthy server could look rewound:
+// the marks are read from the peers first, then the marks in memory, and
+// only then the counter, so every mark is a ticket whose statement
+// completed before the counter was read.
+//
+// What remains: a ticket issued by another ticketd less than about
+// FlushInterval before the restore point (a backup restored within seconds
+// of being taken) can be unknown to the ticketd that next uses the restored
+// server; and restoring BOTH servers from backups while no running ticketd
+// remembers the marks restores the marks too.
+package marks

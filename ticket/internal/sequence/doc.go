@@ -1,0 +1,34 @@
+// Package sequence is the named sequences of a pair: the catalog of their
+// definitions as every server holds them, the pins that keep a definition
+// from changing under ticketd, and the blocks of values served from memory.
+//
+// A DBA defines a sequence (`ticketd sequence create`, package dba): a row
+// in table `sequences` (name, bits, block size B) and a row of table counters
+// on each server, whose value is the last ticket it handed out and which
+// carries the server's start (its offset) and step (the pair's size); its
+// tickets are taken by package tickets. Sequences of older deployments name
+// a counter table of their own (seq_*, like Tickets64) and keep working,
+// with REPLACE.
+//
+// Names are validated (^[a-z][a-z0-9_]{0,47}$) and looked up in the catalog
+// (catalog.go, package seqname's rule); the name (or table) in the SQL comes only from the catalog,
+// after validation, so request text never becomes SQL. The catalog is read
+// whole once, in pages, then by version: a poll costs one read whatever its
+// size, and an unknown name polls at once (at most every 100 ms), so a new
+// sequence is usable without a restart. Servers that disagree on a sequence's
+// definition, or a definition that changed since it was served (its pin,
+// pins.go, written before the first value), make it unusable
+// (ErrMisconfigured): two block sizes over one counter would hand out
+// overlapping values. Problems reports them, and sequences some servers
+// lack.
+//
+// With block size B, one ticket t stands for the B values [t·B, t·B+B). Tickets
+// are unique across the pair, so blocks are disjoint, and the values are served
+// from memory under a mutex. When the current block is down to B/2 values, the
+// next block is fetched in the background (one fetch in flight per sequence), so
+// in steady state no caller waits for MySQL. B = 1 is pure Flickr: one REPLACE
+// per value, nothing prefetched. Values in memory when the Pair closes are lost:
+// uniqueness matters, not density. A 32-bit sequence never returns a value above
+// 2^32-1 and a 64-bit one none above 2^63-1; past that, ErrSequenceExhausted
+// (the product t·B is computed without wrapping).
+package sequence
