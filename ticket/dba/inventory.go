@@ -3,11 +3,9 @@ package dba
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
@@ -30,47 +28,6 @@ type held struct {
 	// table: the AUTO_INCREMENT of a table sequence's table, when visible.
 	table    uint64
 	tableSet bool
-}
-
-// connectEach opens one pool per server and checks each server's place.
-// down[i] is why server i cannot be used (unreachable); a server in the
-// wrong place (or refusing TLS) fails the whole call. The pools of the
-// servers that are up must be closed with closeServers.
-func connectEach(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down []error, err error) {
-	servers = make([]*conn.Server, len(cfg.Servers))
-	cred := conn.NewCredential(cfg)
-	for i := range cfg.Servers {
-		s, err := conn.NewServer(cfg, i, cred)
-		if err != nil {
-			closeServers(servers[:i])
-			return nil, nil, err
-		}
-		servers[i] = s
-	}
-	down = make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.EffectiveConnectTimeout()+cfg.CallTimeout)
-			defer cancel()
-			ss := conn.NewSession(s, conn.OpCheck, nil)
-			ss.Long = false // a check, bounded by its caller: the request deadline
-			down[i] = s.Check(cctx, ss)
-			ss.Close()
-		})
-	}
-	wg.Wait()
-	var misplaced []error
-	for _, e := range down {
-		if errors.Is(e, spec.ErrMisconfigured) {
-			misplaced = append(misplaced, e)
-		}
-	}
-	if len(misplaced) > 0 {
-		closeServers(servers)
-		return nil, nil, errors.Join(misplaced...)
-	}
-	return servers, down, nil
 }
 
 // inventory reads pages of names and what each server holds of them.
@@ -138,20 +95,7 @@ func escapeLike(s string) string {
 // each runs f on every server that is up, in parallel, each statement
 // bounded, and joins the errors.
 func (inv *inventory) each(ctx context.Context, f func(context.Context, *conn.Server) error) error {
-	errs := make([]error, len(inv.servers))
-	var wg sync.WaitGroup
-	for i, s := range inv.servers {
-		if !inv.up(i) {
-			continue
-		}
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, inv.cfg.StatementTimeout())
-			defer cancel()
-			errs[i] = f(cctx, s)
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return eachServer(ctx, inv.cfg, inv.servers, inv.down, f)
 }
 
 // details reads what every server that is up holds of names.
@@ -240,18 +184,5 @@ func (inv *inventory) marksFor(ctx context.Context, names []string, tables []str
 			return nil, err
 		}
 	}
-	marks := map[string][]uint64{}
-	for holder, rows := range found {
-		for _, r := range rows {
-			src := r.PeerOffset - 1
-			if src < 0 || src >= n || src == holder {
-				continue
-			}
-			if marks[r.Table] == nil {
-				marks[r.Table] = make([]uint64, n)
-			}
-			marks[r.Table][src] = max(marks[r.Table][src], r.Mark)
-		}
-	}
-	return marks, nil
+	return marks.Fold(n, found), nil
 }

@@ -70,7 +70,7 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if err != nil {
 		return nil, err
 	}
-	servers, down, err := connectEach(ctx, cfg)
+	servers, down, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -2,11 +2,9 @@ package dba
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
@@ -49,65 +47,6 @@ func (c RepairChange) String() string {
 }
 
 const leaseTable = "worker_leases"
-
-// connectAll opens one pool per server and checks each server's place in the
-// pair. A repair of half a pair is refused: the marks for a server live on the
-// others, and a misplaced server (the list in the wrong order) would be
-// compared with another server's marks.
-func connectAll(ctx context.Context, cfg spec.Config) ([]*conn.Server, error) {
-	servers := make([]*conn.Server, len(cfg.Servers))
-	closeAll := func() {
-		for _, s := range servers {
-			if s != nil {
-				s.Pool().Close()
-			}
-		}
-	}
-	cred := conn.NewCredential(cfg)
-	for i := range cfg.Servers {
-		s, err := conn.NewServer(cfg, i, cred)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		servers[i] = s
-	}
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-			defer cancel()
-			ss := conn.NewSession(s, conn.OpCheck, nil)
-			ss.Long = false // a check, bounded by its caller: the request deadline
-			errs[i] = s.Check(cctx, ss)
-			ss.Close()
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		closeAll()
-		return nil, fmt.Errorf("every server of the pair must be reachable and in its place (the marks for one server live on the others): %w", err)
-	}
-	return servers, nil
-}
-
-// eachServer runs fn on every server in parallel, each under the tools'
-// statement timeout (a read of 100,000 catalog rows takes a few pages), and
-// joins the errors.
-func eachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, fn func(context.Context, *conn.Server) error) error {
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout())
-			defer cancel()
-			errs[i] = fn(cctx, s)
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 func prepare(cfg spec.Config) (spec.Config, error) {
 	cfg = cfg.WithDefaults()
@@ -216,7 +155,10 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 				cfg.Database, f.datacenter, f.worker, f.to)}
 		if !dryRun {
 			cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-			_, err := execRetryPool(cctx, s, c.Statement)
+			ss := conn.NewSession(s, conn.OpAdmin, nil)
+			ss.Long = false // bounded by its caller
+			_, err := conn.ExecRetry(cctx, ss, "raising a lease row's reservation", c.Statement)
+			ss.Close()
 			cancel()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: raising the reservation of worker %d (datacenter %d): %w", s.Name, f.worker, f.datacenter, err))
@@ -290,20 +232,4 @@ func moveRow(ctx context.Context, cfg spec.Config, s *conn.Server, key string, t
 		return 0, fmt.Errorf("%s: %s ran, but the row reads %v", s.Name, stmt, v)
 	}
 	return v[0], nil
-}
-
-func closeServers(servers []*conn.Server) {
-	for _, s := range servers {
-		s.Pool().Close()
-	}
-}
-
-// execRetryPool is ExecRetry straight on s's pool, for repair.
-func execRetryPool(ctx context.Context, s *conn.Server, query string) (sql.Result, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := s.Pool().ExecContext(ctx, query)
-		if err == nil || conn.Classify(err) != conn.KindDeadlock || attempt >= 3 || !conn.Backoff(ctx, attempt) {
-			return res, err
-		}
-	}
 }

@@ -55,7 +55,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		notes:    map[int][]string{},
 	}
 	catalogs := make([][]spec.SequenceInfo, n)
-	err := eachServer(ctx, cfg, servers, func(ctx context.Context, s *conn.Server) error {
+	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		list, err := readCatalog(ctx, conn.PoolQuerier{Server: s})
 		if err != nil {
 			return err
@@ -95,12 +95,12 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		}
 	}
 	slices.Sort(tables)
-	err = eachServer(ctx, cfg, servers, func(ctx context.Context, s *conn.Server) error {
+	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		c, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, tables)
 		if err != nil {
 			return err
 		}
-		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(r marks.RowValue) { c[spec.RowKeyPrefix+r.Name] = r.Value }); err != nil {
+		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(name string, v uint64) { c[spec.RowKeyPrefix+name] = v }); err != nil {
 			return err
 		}
 		sv.counters[s.Idx] = c
@@ -122,38 +122,31 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 // readCatalog reads a server's whole catalog, in pages by name.
 func readCatalog(ctx context.Context, q conn.Querier) ([]spec.SequenceInfo, error) {
 	var list []spec.SequenceInfo
-	after := ""
-	for {
-		var rows []sequence.CatRow
-		if err := q.Select(ctx, "reading sequences", &rows, sequence.CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, sequence.CatalogPage); err != nil {
-			return nil, err
-		}
+	err := sequence.ReadAll(ctx, q, func(rows []sequence.CatRow) {
 		for _, r := range rows {
 			list = append(list, r.Info())
 		}
-		if len(rows) < sequence.CatalogPage {
-			return list, nil
-		}
-		after = rows[len(rows)-1].Name
-	}
+	})
+	return list, err
 }
 
-// readRows calls f for every row of counters, in pages by name.
-func readRows(ctx context.Context, q conn.Querier, f func(marks.RowValue)) error {
+// readRows calls f for every row of counters (its name and value), in pages
+// by name.
+func readRows(ctx context.Context, q conn.Querier, f func(name string, value uint64)) error {
+	const page = marks.ScanPage * 5
+	var pg marks.RowPage
 	after := ""
 	for {
-		var rows []marks.RowValue
-		if err := q.Select(ctx, "reading counters", &rows,
-			"SELECT name, value, start, step FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, marks.ScanPage*5); err != nil {
+		if err := marks.ReadRowPage(ctx, q, after, page, &pg); err != nil {
 			return err
 		}
-		for _, r := range rows {
-			f(r)
+		for k := range pg.Len() {
+			f(string(pg.Name(k)), pg.Value(k))
 		}
-		if len(rows) < marks.ScanPage*5 {
+		if pg.Len() < page {
 			return nil
 		}
-		after = rows[len(rows)-1].Name
+		after = string(pg.Name(pg.Len() - 1))
 	}
 }
 
@@ -165,19 +158,7 @@ func (sv *survey) note(i int, msg string) { sv.notes[i] = append(sv.notes[i], ms
 func (sv *survey) planTables() [][]marks.Rewind {
 	n := len(sv.servers)
 	// mark[key][i]: the largest mark for server i held by any other server.
-	mark := map[string][]uint64{}
-	for holder, rows := range sv.marks {
-		for _, r := range rows {
-			src := r.PeerOffset - 1
-			if src < 0 || src >= n || src == holder {
-				continue
-			}
-			if mark[r.Table] == nil {
-				mark[r.Table] = make([]uint64, n)
-			}
-			mark[r.Table][src] = max(mark[r.Table][src], r.Mark)
-		}
-	}
+	mark := marks.Fold(n, sv.marks)
 	keys := make([]string, 0, len(sv.fixes))
 	for k := range sv.fixes {
 		keys = append(keys, k)

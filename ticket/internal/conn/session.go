@@ -12,7 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// op is the kind of work a statement does. It decides the statement's
+// Op is the kind of work a statement does. It decides the statement's
 // deadline, whether its failure counts as evidence about the server's place
 // in the rotation (request work) or is only reported (background work), and
 // the kind Config.Observe is told.
@@ -32,12 +32,16 @@ const (
 	OpCheck
 	OpCopy
 	OpCatalog
+	// OpAdmin: an administrative command's statement (package dba), on a
+	// session no rotation watches; its caller bounds it.
+	OpAdmin
 	numOps
 )
 
 var opNames = [numOps]string{
 	OpTicket: "ticket", OpAcquire: "acquire", OpRenew: "renew", OpRelease: "release",
 	OpProbe: "check", OpMarks: "marks", OpCheck: "check", OpCopy: "copy", OpCatalog: "catalog",
+	OpAdmin: "admin",
 }
 
 // Request: a caller waits for it, and its failures are evidence about the
@@ -191,17 +195,7 @@ func (ss *Session) Select(ctx context.Context, what string, dest any, query stri
 // (the catalog), where sqlx's reflection would cost more than the rows.
 func (ss *Session) Each(ctx context.Context, what string, scan func(*sql.Rows) error, query string, args ...any) error {
 	return ss.Do(ctx, what, query, func(ctx context.Context, c *sqlx.Conn, q string) error {
-		rows, err := c.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return eachRow(ctx, c, scan, q, args...)
 	})
 }
 
@@ -215,7 +209,10 @@ func (ss *Session) Ping(ctx context.Context) error {
 
 // Querier runs a SELECT into dest: a Session, or a bare pool (repair).
 type Querier interface {
+	// Select reads every row of query into dest (sqlx).
 	Select(ctx context.Context, what string, dest any, query string, args ...any) error
+	// Each calls scan for every row of query, without reflection.
+	Each(ctx context.Context, what string, scan func(*sql.Rows) error, query string, args ...any) error
 }
 
 // PoolQuerier runs SELECTs straight on a pool, for `ticketd repair`, which
@@ -227,6 +224,30 @@ func (q PoolQuerier) Select(ctx context.Context, what string, dest any, query st
 		return fmt.Errorf("%s: %s: %w", q.Server.Name, what, err)
 	}
 	return nil
+}
+
+func (q PoolQuerier) Each(ctx context.Context, what string, scan func(*sql.Rows) error, query string, args ...any) error {
+	if err := eachRow(ctx, q.Server.Pool(), scan, query, args...); err != nil {
+		return fmt.Errorf("%s: %s: %w", q.Server.Name, what, err)
+	}
+	return nil
+}
+
+// eachRow runs query on c and calls scan for every row.
+func eachRow(ctx context.Context, c interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, scan func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // ExecRetry runs a single-row UPDATE, retrying if InnoDB picks it as a deadlock

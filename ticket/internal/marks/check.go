@@ -66,7 +66,7 @@ type ScanState struct {
 	OverBudget          int // rounds stopped by the time budget
 	RefusedRows         int // rows refused at the last re-check
 	// The page and its marks, reused from round to round.
-	pg    scanPageBuf
+	pg    RowPage
 	marks []*Counter
 }
 
@@ -292,9 +292,7 @@ func (b *Book) scanRows(ctx context.Context, ss *conn.Session, begin time.Time) 
 			st.OverBudget++
 			return nil
 		}
-		pg.reset()
-		if err := ss.Each(ctx, "reading counters", pg.add,
-			"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", st.after, ScanPage); err != nil {
+		if err := ReadRowPage(ctx, ss, st.after, ScanPage, pg); err != nil {
 			return err
 		}
 		pages++
@@ -303,37 +301,47 @@ func (b *Book) scanRows(ctx context.Context, ss *conn.Session, begin time.Time) 
 			if m == nil {
 				continue // no ticket of it is known to have been issued
 			}
-			if err := b.compareRow(ctx, ss, pg.name(k), pg.values[k], m); err != nil {
+			if err := b.compareRow(ctx, ss, pg.Name(k), pg.values[k], m); err != nil {
 				return err
 			}
 		}
-		if pg.len() < ScanPage {
+		if pg.Len() < ScanPage {
 			st.after = ""
 			st.Passes++
 			return nil
 		}
-		st.after = string(pg.name(pg.len() - 1))
+		st.after = string(pg.Name(pg.Len() - 1))
 	}
 	return nil
 }
 
-// scanPageBuf is one page of counters as the scan reads it, reused from page
+// ReadRowPage reads into pg the page of at most n rows of counters that
+// follows the name after ("": the first), by name: the one way the rows of
+// counters are read in pages, by the checks and by the tools.
+func ReadRowPage(ctx context.Context, q conn.Querier, after string, n int, pg *RowPage) error {
+	pg.reset()
+	return q.Each(ctx, "reading counters", pg.add,
+		"SELECT name, value FROM counters WHERE name > ? ORDER BY name LIMIT ?", after, n)
+}
+
+// RowPage is one page of counters as the scan reads it, reused from page
 // to page: the names in one byte slice (no string per row: 100,000 rows are
 // read every pass), the values parsed from their text.
-type scanPageBuf struct {
+type RowPage struct {
 	names  []byte
 	ends   []int // ends[k]: where row k's name ends in names
 	values []uint64
 }
 
-func (pg *scanPageBuf) reset() {
+func (pg *RowPage) reset() {
 	pg.names, pg.ends, pg.values = pg.names[:0], pg.ends[:0], pg.values[:0]
 }
 
-func (pg *scanPageBuf) len() int { return len(pg.ends) }
+// Len is how many rows the page holds.
+func (pg *RowPage) Len() int { return len(pg.ends) }
 
-// name is row k's name, valid until the next reset.
-func (pg *scanPageBuf) name(k int) []byte {
+// Name is row k's name, valid until the page is read again.
+func (pg *RowPage) Name(k int) []byte {
 	start := 0
 	if k > 0 {
 		start = pg.ends[k-1]
@@ -342,7 +350,7 @@ func (pg *scanPageBuf) name(k int) []byte {
 }
 
 // add appends the row rs is on (name, value).
-func (pg *scanPageBuf) add(rs *sql.Rows) error {
+func (pg *RowPage) add(rs *sql.Rows) error {
 	var name, value sql.RawBytes
 	if err := rs.Scan(&name, &value); err != nil {
 		return err
@@ -387,3 +395,6 @@ func containsServer(list []*conn.Server, s *conn.Server) bool {
 	}
 	return false
 }
+
+// Value is row k's value.
+func (pg *RowPage) Value(k int) uint64 { return pg.values[k] }

@@ -266,11 +266,11 @@ func (b *Book) lookupLocked(name string, row, create bool) *Counter {
 
 // pageMarks appends to out the marks of each row of a scanned page, nil
 // where none are known, under one lock.
-func (b *Book) pageMarks(pg *scanPageBuf, out []*Counter) []*Counter {
+func (b *Book) pageMarks(pg *RowPage, out []*Counter) []*Counter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k := range pg.len() {
-		out = append(out, b.byRow[string(pg.name(k))]) // string(…) in a map index: no allocation
+	for k := range pg.Len() {
+		out = append(out, b.byRow[string(pg.Name(k))]) // string(…) in a map index: no allocation
 	}
 	return out
 }

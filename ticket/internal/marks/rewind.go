@@ -297,3 +297,24 @@ func sortRewinds(list []Rewind) {
 
 // RewoundTotal counts the counters server i is refused for.
 func (b *Book) RewoundTotal(i int) int { return int(b.per[i].rewoundCount.Load()) }
+
+// Fold returns, for every counter, the largest mark for each of n servers
+// that any OTHER server holds (held[h] is what server h holds): what a
+// server is known to have issued. A mark a server holds for itself would
+// rewind with it, and is never trusted.
+func Fold(n int, held [][]HWRow) map[string][]uint64 {
+	mark := map[string][]uint64{}
+	for holder, rows := range held {
+		for _, r := range rows {
+			src := r.PeerOffset - 1
+			if src < 0 || src >= n || src == holder {
+				continue
+			}
+			if mark[r.Table] == nil {
+				mark[r.Table] = make([]uint64, n)
+			}
+			mark[r.Table][src] = max(mark[r.Table][src], r.Mark)
+		}
+	}
+	return mark
+}

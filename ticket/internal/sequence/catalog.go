@@ -344,6 +344,26 @@ func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 	return nil // more next poll
 }
 
+// ReadAll reads a server's whole catalog in pages by name and calls page for
+// each (its rows are valid until page returns): the one way the catalog is
+// read whole, at ticketd's start and by the tools.
+func ReadAll(ctx context.Context, q conn.Querier, page func([]CatRow)) error {
+	after := ""
+	rows := make([]CatRow, 0, CatalogPage)
+	for {
+		rows = rows[:0]
+		if err := q.Each(ctx, "reading the catalog", scanCatRows(&rows),
+			CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, CatalogPage); err != nil {
+			return err
+		}
+		page(rows)
+		if len(rows) < CatalogPage {
+			return nil
+		}
+		after = rows[len(rows)-1].Name
+	}
+}
+
 // readCatalogWhole reads one server's catalog in pages by name. clock is the
 // catalog version read before: every row up to it is in the pages.
 func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clock uint64) error {
@@ -352,19 +372,8 @@ func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clo
 	c.mu.Lock()
 	c.gen[i]++
 	c.mu.Unlock()
-	after := ""
-	rows := make([]CatRow, 0, CatalogPage)
-	for {
-		rows = rows[:0]
-		if err := ss.Each(ctx, "reading the catalog", scanCatRows(&rows),
-			CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, CatalogPage); err != nil {
-			return err
-		}
-		sq.applyCatalog(i, rows, true)
-		if len(rows) < CatalogPage {
-			break
-		}
-		after = rows[len(rows)-1].Name
+	if err := ReadAll(ctx, ss, func(rows []CatRow) { sq.applyCatalog(i, rows, true) }); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

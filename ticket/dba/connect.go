@@ -1,0 +1,98 @@
+package dba
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/spec"
+)
+
+// connect opens one pool per server and checks each server's place in the
+// pair, as a Pair does at Open. down[i] is why server i cannot be used
+// (unreachable); a server in the wrong place (or refusing TLS) fails the
+// whole call. The pools must be closed with closeServers.
+func connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down []error, err error) {
+	servers = make([]*conn.Server, len(cfg.Servers))
+	cred := conn.NewCredential(cfg)
+	for i := range cfg.Servers {
+		s, err := conn.NewServer(cfg, i, cred)
+		if err != nil {
+			closeServers(servers)
+			return nil, nil, err
+		}
+		servers[i] = s
+	}
+	down = make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, cfg.EffectiveConnectTimeout()+cfg.CallTimeout)
+			defer cancel()
+			ss := conn.NewSession(s, conn.OpCheck, nil)
+			ss.Long = false // a check, bounded by its caller: the request deadline
+			down[i] = s.Check(cctx, ss)
+			ss.Close()
+		})
+	}
+	wg.Wait()
+	var misplaced []error
+	for _, e := range down {
+		if errors.Is(e, spec.ErrMisconfigured) {
+			misplaced = append(misplaced, e)
+		}
+	}
+	if len(misplaced) > 0 {
+		closeServers(servers)
+		return nil, nil, errors.Join(misplaced...)
+	}
+	return servers, down, nil
+}
+
+// connectAll is connect, for the calls that need every server: a repair of
+// half a pair is refused, because the marks for a server live on the
+// others, and a misplaced server (the list in the wrong order) would be
+// compared with another server's marks.
+func connectAll(ctx context.Context, cfg spec.Config) ([]*conn.Server, error) {
+	const why = "every server of the pair must be reachable and in its place (the marks for one server live on the others)"
+	servers, down, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", why, err)
+	}
+	if err := errors.Join(down...); err != nil {
+		closeServers(servers)
+		return nil, fmt.Errorf("%s: %w", why, err)
+	}
+	return servers, nil
+}
+
+// eachServer runs fn on every server whose down entry is nil (down may be
+// nil: every server) in parallel, each under the tools' statement timeout (a
+// read of 100,000 catalog rows takes a few pages), and joins the errors.
+func eachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, down []error, fn func(context.Context, *conn.Server) error) error {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		if down != nil && down[i] != nil {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, cfg.StatementTimeout())
+			defer cancel()
+			errs[i] = fn(cctx, s)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// closeServers closes the pools of servers (nil ones skipped).
+func closeServers(servers []*conn.Server) {
+	for _, s := range servers {
+		if s != nil {
+			s.Pool().Close()
+		}
+	}
+}
