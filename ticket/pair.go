@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 			if errs := p.seqs.Load(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
 				return false
 			}
-			errs := p.marks.Check(ctx, []*conn.Server{s}, marks.CheckRound)
+			errs := p.marks.CheckCounters(ctx, []*conn.Server{s}, marks.CheckRound)
 			return errs[0] == nil || conn.Classify(errs[0]) != conn.KindDead
 		},
 		ProbeTicket: func(ctx context.Context, s *conn.Server) bool { return p.tk.Probe(ctx, s) },
@@ -112,7 +112,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	})
 
 	errs := p.rot.OnEach(ctx, p.servers, conn.OpProbe, func(ctx context.Context, ss *conn.Session) error {
-		return ss.Server.Check(ctx, ss)
+		return ss.Server.CheckSettings(ctx, ss)
 	})
 	if err := ctx.Err(); err != nil {
 		p.abort()
@@ -147,7 +147,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
 	p.seqs.Load(ctx, up)
-	checked := p.marks.Check(ctx, up, marks.CheckScan)
+	checked := p.marks.CheckCounters(ctx, up, marks.CheckScan)
 	joined := 0
 	for k, s := range up {
 		if err := checked[k]; err != nil && conn.Classify(err) == conn.KindDead {
@@ -271,9 +271,9 @@ func (p *Pair) marksLoop() {
 		case <-p.leases.CopyNow():
 			p.leases.CatchUp(p.lt.Ctx)
 		case <-check.C:
-			p.marks.Check(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRound)
+			p.marks.CheckCounters(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRound)
 		case <-p.marks.CheckNow():
-			p.marks.Check(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRefused)
+			p.marks.CheckCounters(p.lt.Ctx, p.rot.Order(nil, p.rot.All()), marks.CheckRefused)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down
 			defer cancel()
 			ss := conn.NewSession(s, conn.OpCheck, nil)
 			ss.Long = false // a check, bounded by its caller: the request deadline
-			down[i] = s.Check(cctx, ss)
+			down[i] = s.CheckSettings(cctx, ss)
 			ss.Close()
 		})
 	}

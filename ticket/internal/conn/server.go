@@ -180,7 +180,7 @@ const minBackgroundDeadline = 5 * time.Second
 // dedicated connection, which is discarded unless it passed: a connection
 // opened while the global variables were wrong keeps the wrong values for its
 // whole life.
-func (s *Server) Check(ctx context.Context, ss *Session) (err error) {
+func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 	defer func() {
 		if err != nil {
 			ss.discard()

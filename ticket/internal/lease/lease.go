@@ -66,7 +66,7 @@ type Lease struct {
 // claimed by someone else between our read and our compare-and-set.
 var errNotFree = errors.New("worker ID not free")
 
-func (ls *Manager) checkAcquire(r AcquireRequest) error {
+func (ls *Manager) validateAcquire(r AcquireRequest) error {
 	n := len(ls.servers)
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: AcquireRequest: "+format, append([]any{spec.ErrInvalidArgument}, args...)...)
@@ -93,7 +93,7 @@ func (ls *Manager) checkAcquire(r AcquireRequest) error {
 	return nil
 }
 
-func (ls *Manager) checkLease(l Lease) error {
+func (ls *Manager) validateLease(l Lease) error {
 	if l.Server < 0 || l.Server >= len(ls.servers) || l.Holder == "" {
 		return fmt.Errorf("%w: not a lease from AcquireWorker (server %d, holder %q)", spec.ErrInvalidArgument, l.Server, l.Holder)
 	}
@@ -106,7 +106,7 @@ func (ls *Manager) checkLease(l Lease) error {
 // server's lease table is scanned for free IDs of its parity; then the next
 // server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
 func (ls *Manager) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
-	if err := ls.checkAcquire(req); err != nil {
+	if err := ls.validateAcquire(req); err != nil {
 		return Lease{}, err
 	}
 	var list []*conn.Server
@@ -315,7 +315,7 @@ func (ls *Manager) claim(ctx context.Context, s *conn.Server, req AcquireRequest
 // reservation it already has, and fails over before reaching it). The new
 // reservation is then copied to the other servers, best effort (copies.go).
 func (ls *Manager) Renew(ctx context.Context, l Lease, reserveUntilMs int64, ttl time.Duration) (Lease, error) {
-	if err := ls.checkLease(l); err != nil {
+	if err := ls.validateLease(l); err != nil {
 		return l, err
 	}
 	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
@@ -362,7 +362,7 @@ func lostErr(s *conn.Server, l Lease) error {
 // on the other servers follow the row down (lowerCopies). ErrLeaseLost if the
 // lease is no longer ours (or its row was restored from a backup).
 func (ls *Manager) Release(ctx context.Context, l Lease, lastIssuedMs int64) error {
-	if err := ls.checkLease(l); err != nil {
+	if err := ls.validateLease(l); err != nil {
 		return err
 	}
 	if lastIssuedMs < 0 || lastIssuedMs >= 1<<62 {

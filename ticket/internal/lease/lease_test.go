@@ -39,7 +39,7 @@ func TestCheckAcquire(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := good
 			tt.mod(&r)
-			err := p.checkAcquire(r)
+			err := p.validateAcquire(r)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("checkAcquire = %v, want nil", err)
@@ -52,7 +52,7 @@ func TestCheckAcquire(t *testing.T) {
 	p4 := &Manager{servers: make([]*conn.Server, 4)}
 	r := good
 	r.WorkerBits = 1
-	if err := p4.checkAcquire(r); !errors.Is(err, spec.ErrInvalidArgument) {
+	if err := p4.validateAcquire(r); !errors.Is(err, spec.ErrInvalidArgument) {
 		t.Fatalf("4 servers, 1 worker bit: checkAcquire = %v, want ErrInvalidArgument", err)
 	}
 }

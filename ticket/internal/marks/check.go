@@ -101,7 +101,7 @@ func (b *Book) ScanBudget() time.Duration {
 // from the peers first, then the marks in memory, and only then the counter.
 // Every mark is then a ticket whose statement completed before the counter
 // was read, so a counter at or below it really went back.
-func (b *Book) Check(ctx context.Context, check []*conn.Server, mode CheckMode) []error {
+func (b *Book) CheckCounters(ctx context.Context, check []*conn.Server, mode CheckMode) []error {
 	if len(check) == 0 {
 		return nil
 	}

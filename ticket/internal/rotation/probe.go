@@ -70,7 +70,7 @@ func (r *Rotation) probe(s *conn.Server) {
 		}
 	}
 	ss := r.Session(s, conn.OpProbe)
-	err := s.Check(ctx, ss)
+	err := r.checkSettings(ctx, s, ss)
 	ss.Close()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -116,7 +116,7 @@ func (r *Rotation) probeUp(s *conn.Server) {
 		return
 	}
 	ss := r.Session(s, conn.OpProbe)
-	err := s.Check(ctx, ss)
+	err := r.checkSettings(ctx, s, ss)
 	ss.Close()
 	switch {
 	case err == nil:

@@ -122,6 +122,10 @@ type Rotation struct {
 	lt      *life.Life
 	hooks   Hooks
 
+	// checkSettings is the prober's check of a server (conn's, but for
+	// tests of the order of a rejoin).
+	checkSettings func(ctx context.Context, s *conn.Server, ss *conn.Session) error
+
 	rr     atomic.Uint64 // round-robin cursor over servers
 	prefMu sync.Mutex    // serialises preference updates
 	panics atomic.Uint64 // calls that found no server in rotation and tried anyway
@@ -132,7 +136,8 @@ type Rotation struct {
 func New(servers []*conn.Server, cfg Config, warn *logsum.Summary, lt *life.Life) *Rotation {
 	warn.Declare(slog.LevelWarn, WarnOut, WarnBackground, WarnPanic)
 	warn.Declare(slog.LevelInfo, WarnIn)
-	return &Rotation{servers: servers, m: make([]member, len(servers)), cfg: cfg, warn: warn, lt: lt}
+	return &Rotation{servers: servers, m: make([]member, len(servers)), cfg: cfg, warn: warn, lt: lt,
+		checkSettings: func(ctx context.Context, s *conn.Server, ss *conn.Session) error { return s.CheckSettings(ctx, ss) }}
 }
 
 // SetHooks sets the hooks; call it before the loops start.
@@ -543,5 +548,5 @@ func (r *Rotation) Recheck(ctx context.Context, s *conn.Server) error {
 	}
 	ss := r.Session(s, conn.OpProbe)
 	defer ss.Close()
-	return s.Check(ctx, ss)
+	return r.checkSettings(ctx, s, ss)
 }

@@ -269,3 +269,51 @@ type serverView struct {
 func health(r *Rotation, s *conn.Server) serverView {
 	return serverView{s.Report(), r.State(s)}
 }
+
+// TestRejoinOrder: a server out of rotation comes back only once the
+// prober's check has passed and then the rooms above have looked at it
+// (Hooks.Rejoin: its catalog, its counters, its lease rows), in that order,
+// and while they look it is still out: no request can reach a server
+// restored from a backup before its counters were compared with the marks.
+// A Rejoin that fails keeps it out; Rejoined follows the rejoin.
+func TestRejoinOrder(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[1]
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	var steps []string
+	checkOK := false
+	r.checkSettings = func(context.Context, *conn.Server, *conn.Session) error {
+		steps = append(steps, "check")
+		if !checkOK {
+			return fmt.Errorf("%w: server 2: connection refused", spec.ErrServerDown)
+		}
+		return nil
+	}
+	rejoinOK := false
+	r.SetHooks(Hooks{
+		Rejoin: func(_ context.Context, got *conn.Server) bool {
+			steps = append(steps, "rejoin")
+			if got != s || r.Up(s) {
+				t.Errorf("Rejoin for server %d, up %v: want server 2, still out", got.Idx+1, r.Up(s))
+			}
+			return rejoinOK
+		},
+		Rejoined: func(*conn.Server) { steps = append(steps, "rejoined") },
+	})
+	for _, tt := range []struct {
+		checkOK, rejoinOK bool
+		wantSteps         string
+		wantUp            bool
+	}{
+		{false, true, "check", false},               // the check fails: the rooms above are not asked
+		{true, false, "check rejoin", false},        // they refuse (unreachable again): still out
+		{true, true, "check rejoin rejoined", true}, // both pass: back, and Rejoined told
+	} {
+		checkOK, rejoinOK, steps = tt.checkOK, tt.rejoinOK, nil
+		r.probe(s)
+		if got := fmt.Sprint(steps); got != "["+tt.wantSteps+"]" || r.Up(s) != tt.wantUp {
+			t.Fatalf("check %v, rejoin %v: steps %s, up %v; want [%s], up %v",
+				tt.checkOK, tt.rejoinOK, got, r.Up(s), tt.wantSteps, tt.wantUp)
+		}
+	}
+}
