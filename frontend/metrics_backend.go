@@ -106,10 +106,10 @@ func (s *Server) writeBackendMetrics(w *promtext.Writer) {
 
 	// Optional figures of the ticket side (*ticket.Pair has them; test
 	// fakes need not).
-	if pc, ok := s.tickets.(interface{ PanicCalls() uint64 }); ok {
+	if pc, ok := s.tickets.(PanicCallCounter); ok {
 		w.CounterUint("ticketd_ticket_panic_calls_total", "Calls that found no ticket server in rotation and tried them anyway.", pc.PanicCalls())
 	}
-	if sr, ok := s.tickets.(sequenceReporter); ok {
+	if sr, ok := s.tickets.(SequenceReporter); ok {
 		// Counts only: their cost does not grow with the catalog.
 		w.Family("ticketd_sequences_defined", promtext.Gauge, "Named sequences in the catalog.")
 		w.Float("ticketd_sequences_defined", float64(sr.SequenceCount()))
@@ -129,7 +129,7 @@ func (s *Server) writeBackendMetrics(w *promtext.Writer) {
 	// Repeated warnings, aggregated in the log, counted here: this
 	// server's own and the ticket side's, by kind (the log message).
 	warnings := s.warn.Counts()
-	if wc, ok := s.tickets.(interface{ Warnings() map[string]uint64 }); ok {
+	if wc, ok := s.tickets.(WarningCounter); ok {
 		for k, v := range wc.Warnings() {
 			warnings[k] += v
 		}
@@ -155,9 +155,7 @@ func serverSeries(name string, index int) string {
 // writeSequenceMetrics writes the figures of the named sequences this
 // ticketd has handed values from: the maxSequenceSeries most used.
 func (s *Server) writeSequenceMetrics(w *promtext.Writer) {
-	src, ok := s.tickets.(interface {
-		SequenceStats(limit int) []ticket.SequenceStat
-	})
+	src, ok := s.tickets.(SequenceStatsReporter)
 	if !ok {
 		return
 	}
