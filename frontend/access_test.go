@@ -45,7 +45,7 @@ func (c *fakeClock) Now() time.Duration      { return time.Duration(c.ns.Load())
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func bearer(token string) string             { return "Authorization: Bearer " + token }
 
-func writeFile(t *testing.T, path, text string) {
+func writeFile(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func writeFile(t *testing.T, path, text string) {
 
 // tokensStore writes lines as a tokens file and opens it, quotas timed by
 // clock (nil: the system clock).
-func tokensStore(t *testing.T, clock auth.Clock, lines ...string) (*auth.Store, string) {
+func tokensStore(t testing.TB, clock auth.Clock, lines ...string) (*auth.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, strings.Join(lines, "\n")+"\n")
@@ -65,7 +65,7 @@ func tokensStore(t *testing.T, clock auth.Clock, lines ...string) (*auth.Store, 
 	return st, path
 }
 
-func tokenConfig(t *testing.T, clock auth.Clock) (Config, string) {
+func tokenConfig(t testing.TB, clock auth.Clock) (Config, string) {
 	cfg := testConfig()
 	st, path := tokensStore(t, clock, testTokens...)
 	cfg.Tokens = st

@@ -45,6 +45,14 @@ func (allTickets) SequenceProblems(int) (map[string]int, []ticket.SequenceProble
 // statements on the ticket servers timed.
 func everyFamily(t *testing.T) string {
 	t.Helper()
+	var b bytes.Buffer
+	everyFamilyServer(t).writeMetrics(&b)
+	return b.String()
+}
+
+// everyFamilyServer is the Server of everyFamily.
+func everyFamilyServer(t testing.TB) *Server {
+	t.Helper()
 	cfg, _ := tokenConfig(t, nil)
 	cfg.CallDurations = &CallDurations{}
 	cfg.CallDurations.Observe(0, "ticket", 2*time.Millisecond, nil)
@@ -57,9 +65,7 @@ func everyFamily(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	s.writeMetrics(&b)
-	return b.String()
+	return s
 }
 
 // familyLines returns one line per family of an exposition, sorted:
