@@ -12,7 +12,7 @@ import (
 //
 //	go test ./frontend -run '^$' -bench 'RequestMetrics|Scrape' -benchmem
 func BenchmarkRequestMetrics(b *testing.B) {
-	m := newServerMetrics(testConfig())
+	m := everyFamilyServer(b).metrics
 	d := 180 * time.Microsecond // a /v1/id answered from memory: the first buckets
 	b.Run("count", func(b *testing.B) {
 		b.ReportAllocs()
