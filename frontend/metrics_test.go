@@ -333,3 +333,26 @@ func TestMetricsGatherError(t *testing.T) {
 		t.Errorf("the failed gathering counted as warnings: got %q, want 1", got)
 	}
 }
+
+// TestMetricsFormat: /metrics is the text format 0.0.4 whatever the scraper
+// asks for (Prometheus offers OpenMetrics and protobuf first).
+func TestMetricsFormat(t *testing.T) {
+	h := start(t, testConfig(), nil, nil)
+	for _, accept := range []string{
+		"",
+		"application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+		"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3",
+	} {
+		r := h.get(t, "/metrics", "Accept: "+accept)
+		if r.status != 200 || r.header["Content-Type"] != string(ctPrometheus) {
+			t.Errorf("Accept %q: got %d %q, want 200 %q", accept, r.status, r.header["Content-Type"], ctPrometheus)
+		}
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		if f, err := p.TextToMetricFamilies(strings.NewReader(r.body)); err != nil || f["ticketd_requests_total"] == nil {
+			t.Errorf("Accept %q: the body is not the text format with ticketd_requests_total: %v", accept, err)
+		}
+		if strings.Contains(r.body, "# EOF") {
+			t.Errorf("Accept %q: OpenMetrics' # EOF in the answer", accept)
+		}
+	}
+}
