@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"ticketd/auth"
@@ -179,19 +179,13 @@ func (s *Server) overQuota(ctx *fasthttp.RequestCtx, tok *auth.Token, kind quota
 		"over the quota of token %s (%s=%d/s, %s per second): retry in %d s", tok.Name, word, rate, what, secs))
 }
 
-// quotaName is the series of token name in ticketd_quota_rejections_total.
-func quotaName(name string) string {
-	return `ticketd_quota_rejections_total{token="` + name + `"}`
-}
-
-// quotaCounters makes the refusal counter of every token of set (token
-// names need no escaping: letters, digits, _ . -), keeping the counters of
-// names already known. A token removed from the file keeps its series until
-// the process restarts.
+// quotaCounters makes the refusal counter of every token of set, keeping
+// the counters of names already known. A token removed from the file keeps
+// its series until the process restarts.
 func (s *Server) quotaCounters(set *auth.Set) {
-	m := make(map[string]*metrics.Counter, set.Len())
+	m := make(map[string]prometheus.Counter, set.Len())
 	for _, t := range set.Tokens() {
-		m[t.Name] = s.metrics.set.GetOrCreateCounter(quotaName(t.Name))
+		m[t.Name] = s.metrics.quota.WithLabelValues(t.Name)
 	}
 	s.quota.Store(&m)
 }

@@ -45,7 +45,7 @@ func (c *fakeClock) Now() time.Duration      { return time.Duration(c.ns.Load())
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func bearer(token string) string             { return "Authorization: Bearer " + token }
 
-func writeFile(t *testing.T, path, text string) {
+func writeFile(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func writeFile(t *testing.T, path, text string) {
 
 // tokensStore writes lines as a tokens file and opens it, quotas timed by
 // clock (nil: the system clock).
-func tokensStore(t *testing.T, clock auth.Clock, lines ...string) (*auth.Store, string) {
+func tokensStore(t testing.TB, clock auth.Clock, lines ...string) (*auth.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, strings.Join(lines, "\n")+"\n")
@@ -65,7 +65,7 @@ func tokensStore(t *testing.T, clock auth.Clock, lines ...string) (*auth.Store, 
 	return st, path
 }
 
-func tokenConfig(t *testing.T, clock auth.Clock) (Config, string) {
+func tokenConfig(t testing.TB, clock auth.Clock) (Config, string) {
 	cfg := testConfig()
 	st, path := tokensStore(t, clock, testTokens...)
 	cfg.Tokens = st
@@ -133,9 +133,9 @@ func TestAccessEveryEndpoint(t *testing.T) {
 	// The refusals are counted per endpoint like any answer.
 	m := metricsOf(t, h.s)
 	for series, want := range map[string]string{
-		`ticketd_requests_total{endpoint="/v1/id",code="401"}`: "4",
-		`ticketd_requests_total{endpoint="/v1/id",code="403"}`: "1",
-		`ticketd_requests_total{endpoint="/v1/id",code="200"}`: "1",
+		`ticketd_requests_total{code="401",endpoint="/v1/id"}`: "4",
+		`ticketd_requests_total{code="403",endpoint="/v1/id"}`: "1",
+		`ticketd_requests_total{code="200",endpoint="/v1/id"}`: "1",
 	} {
 		if m[series] != want {
 			t.Errorf("%s: got %q, want %s", series, m[series], want)
@@ -230,7 +230,7 @@ func TestQuotas(t *testing.T) {
 		`ticketd_quota_rejections_total{token="limited"}`:      "4",
 		`ticketd_quota_rejections_total{token="limitedt"}`:     "1",
 		`ticketd_quota_rejections_total{token="ids"}`:          "0",
-		`ticketd_requests_total{endpoint="/v1/id",code="429"}`: "3",
+		`ticketd_requests_total{code="429",endpoint="/v1/id"}`: "3",
 	} {
 		if m[series] != want {
 			t.Errorf("%s: got %q, want %s", series, m[series], want)
@@ -337,10 +337,10 @@ func TestAdminAccess(t *testing.T) {
 	}
 	m := metricsOf(t, h.s)
 	for series, want := range map[string]string{
-		`ticketd_requests_total{endpoint="/metrics",code="401"}`:   "2",
-		`ticketd_requests_total{endpoint="/metrics",code="403"}`:   "1",
-		`ticketd_requests_total{endpoint="/v1/status",code="403"}`: "1",
-		`ticketd_requests_total{endpoint="/v1/status",code="200"}`: "1",
+		`ticketd_requests_total{code="401",endpoint="/metrics"}`:   "2",
+		`ticketd_requests_total{code="403",endpoint="/metrics"}`:   "1",
+		`ticketd_requests_total{code="403",endpoint="/v1/status"}`: "1",
+		`ticketd_requests_total{code="200",endpoint="/v1/status"}`: "1",
 	} {
 		if m[series] != want {
 			t.Errorf("%s: got %q, want %s", series, m[series], want)

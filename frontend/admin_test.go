@@ -59,7 +59,7 @@ func TestAdmin(t *testing.T) {
 	}
 	code, hdr, body := get("/metrics")
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain; version=0.0.4") ||
-		!strings.Contains(body, `ticketd_requests_total{endpoint="/v1/id",code="200"} 1`) {
+		!strings.Contains(body, `ticketd_requests_total{code="200",endpoint="/v1/id"} 1`) {
 		t.Errorf("admin /metrics: got %d %s, want Prometheus text counting the API's request:\n%.400s", code, hdr.Get("Content-Type"), body)
 	}
 	code, _, body = get("/v1/status")

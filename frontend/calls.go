@@ -2,9 +2,12 @@ package frontend
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"ticketd/internal/promtext"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"ticketd/ticket"
 )
 
@@ -13,9 +16,16 @@ import (
 // its Observe as ticket.Config.Observe, and the same value as
 // Config.CallDurations to the Server that exports it. Every attempt counts,
 // failed ones too (a timeout is how long that call took). The zero value is
-// ready to use; Observe takes no lock and allocates nothing.
+// ready to use.
+//
+// A server and kind of work get their histogram at their first observation,
+// so a kind that never happened has no series; every later Observe is a
+// load of that histogram and its atomic adds: no lock, no allocation.
 type CallDurations struct {
-	h [ticket.MaxServers][numCallKinds]promtext.DurationHistogram
+	h [ticket.MaxServers][numCallKinds]atomic.Pointer[prometheus.Observer]
+
+	mu  sync.Mutex               // guards vec's making
+	vec *prometheus.HistogramVec // the family; its children are h's
 }
 
 // callKinds are the kinds ticket.Config.Observe reports; "other" collects a
@@ -54,25 +64,34 @@ func (c *CallDurations) Observe(server int, kind string, d time.Duration, _ erro
 	if server < 0 || server >= len(c.h) {
 		return
 	}
-	c.h[server][callKind(kind)].Observe(d)
+	k := callKind(kind)
+	h := c.h[server][k].Load()
+	if h == nil {
+		// Racing first observations get the same child of the family.
+		o := c.family().WithLabelValues(strconv.Itoa(server+1), callKinds[k])
+		h = &o
+		c.h[server][k].Store(h)
+	}
+	(*h).Observe(seconds(d))
 }
 
-// write writes the histograms that have observations: a kind of work that
-// never happened has no series.
-func (c *CallDurations) write(w *promtext.Writer) {
-	const name = "ticketd_ticket_server_call_duration_seconds"
-	announced := false
-	for i := range c.h {
-		for k := range c.h[i] {
-			h := &c.h[i][k]
-			if h.Count() == 0 {
-				continue
-			}
-			if !announced {
-				w.Family(name, promtext.Histogram, "How long statements on each ticket server took, by kind of work (ticket, acquire, renew, release, check, marks, copy, catalog), failed attempts included; connecting counts.")
-				announced = true
-			}
-			h.Write(w, name, promtext.Labels("server", strconv.Itoa(i+1), "kind", callKinds[k]))
-		}
+// family returns the histograms' family, made on first use.
+func (c *CallDurations) family() *prometheus.HistogramVec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.vec == nil {
+		c.vec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ticketd_ticket_server_call_duration_seconds",
+			Help:    "How long statements on each ticket server took, by kind of work (ticket, acquire, renew, release, check, marks, copy, catalog), failed attempts included; connecting counts.",
+			Buckets: durationBuckets,
+		}, []string{"server", "kind"})
 	}
+	return c.vec
 }
+
+var _ prometheus.Collector = (*CallDurations)(nil)
+
+// Describe and Collect make a CallDurations a prometheus.Collector: the
+// Server registers its Config.CallDurations.
+func (c *CallDurations) Describe(ch chan<- *prometheus.Desc) { c.family().Describe(ch) }
+func (c *CallDurations) Collect(ch chan<- prometheus.Metric) { c.family().Collect(ch) }

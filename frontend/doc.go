@@ -123,15 +123,18 @@
 //
 // # Metrics
 //
-// /metrics passes promtool check metrics: every family has its HELP and
-// TYPE (metrics.go, metrics_backend.go, through internal/promtext). Request
-// durations are Prometheus histograms per endpoint, timed from fasthttp's
-// request start with fixed buckets and atomic adds (no lock, no
-// allocation); Config.CallDurations adds the ticket servers' statement
-// durations by server and kind, when its Observe is the pair's
-// ticket.Config.Observe. The ticket side's optional figures (PanicCalls,
-// Warnings, SequenceStats: the 100 most used sequences) are read when the
-// Tickets implementation has them.
+// /metrics is one registry of Prometheus' Go client (client_golang) per
+// Server, encoded in the text format (expfmt) straight into the answer. It
+// passes promtool check metrics and client_golang's lint: every family's
+// HELP and TYPE come from its definition (metrics.go, metrics_backend.go,
+// calls.go). Request durations are Prometheus histograms per endpoint,
+// timed from fasthttp's request start with fixed buckets and atomic adds (no
+// lock, no allocation); Config.CallDurations adds the ticket servers'
+// statement durations by server and kind, when its Observe is the pair's
+// ticket.Config.Observe; the Go runtime's and the process's families are
+// client_golang's collectors. The ticket side's optional figures
+// (reporters.go: PanicCalls, Warnings, the catalog, SequenceStats: the 100
+// most used sequences) are read when the Tickets implementation has them.
 //
 // # Lifecycle
 //

@@ -1,14 +1,13 @@
 package frontend
 
 import (
-	"bytes"
-	"fmt"
 	"io"
+	"strconv"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
-	"ticketd/internal/promtext"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
 )
 
 // endpoint labels a request in ticketd_requests_total. The router sets it
@@ -95,68 +94,130 @@ func codeIndex(code int) int {
 	return -1
 }
 
-// serverMetrics are one Server's series. Each Server has its own Set: tests
-// create many servers, and the global set would refuse a second registration.
+// durationBuckets are the upper bounds, in seconds, of every duration
+// histogram (requests, and statements on the ticket servers). They span what
+// ticketd times: an ID answered from memory (microseconds, all in the first
+// bucket), a ticket-server round trip on a LAN (0.1–1 ms) or across
+// datacenters (tens of ms), and the longest a statement may take (8 × the
+// 500 ms call timeout). Fixed, so that every histogram of every ticketd can
+// be aggregated with every other.
+var durationBuckets = func() []float64 {
+	bounds := [...]time.Duration{
+		100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+		time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+		10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+		100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+		time.Second, 2500 * time.Millisecond, 5 * time.Second,
+	}
+	b := make([]float64, len(bounds))
+	for i, d := range bounds {
+		b[i] = d.Seconds()
+	}
+	return b
+}()
+
+// seconds is d for a histogram: a negative duration (a clock step) counts
+// as 0.
+func seconds(d time.Duration) float64 { return max(d, 0).Seconds() }
+
+// serverMetrics are one Server's metrics, in a registry of its own: tests
+// create many Servers, and a registry refuses a second family of one name.
 //
-// The Set holds the counters the request path bumps, created up front; it
-// writes no HELP and (with VictoriaMetrics' metadata off, as here) no TYPE,
-// so writeSet announces each of its families from setFamilies. Everything
-// else is written at scrape time through promtext (metrics_backend.go).
+// The request path's series (counters, request durations) are created up
+// front, children of their vectors held in arrays: counting a request is an
+// array index and an atomic add, observing its duration a scan of 15 bounds
+// and a few atomic adds; no lock, no allocation, no label string built.
+// Everything else is read at scrape time by the collectors registered
+// beside them (metrics_backend.go, CallDurations, the Go runtime's and the
+// process's), and every family's HELP and TYPE come from its definition.
 type serverMetrics struct {
-	set             *metrics.Set
-	requests        [numEndpoints][numCodes]*metrics.Counter
-	idsSnowflake    *metrics.Counter
-	idsTicket       *metrics.Counter
-	panics          *metrics.Counter
-	fallbackRefused *metrics.Counter
+	reg             *prometheus.Registry
+	requestsVec     *prometheus.CounterVec
+	requests        [numEndpoints][numCodes]prometheus.Counter
+	idsSnowflake    counter
+	idsTicket       counter
+	panics          prometheus.Counter
+	fallbackRefused prometheus.Counter
 	// snowflakeRefused counts snowflake IDs below FallbackCeiling, which a
 	// correctly wired keeper never issues.
-	snowflakeRefused *metrics.Counter
+	snowflakeRefused prometheus.Counter
 	// badFraming counts requests refused for ambiguous framing (framing.go),
 	// whether fasthttp or serveHTTP found it.
-	badFraming *metrics.Counter
+	badFraming prometheus.Counter
 	// reclaims counts memory given back after a burst (reclaim.go).
-	reclaims *metrics.Counter
+	reclaims prometheus.Counter
+	// quota is ticketd_quota_rejections_total, a child per token name
+	// (access.go, quotaCounters).
+	quota *prometheus.CounterVec
 	// durations: how long the handler took, per endpoint (not epInvalid,
 	// which never reaches it).
-	durations [numEndpoints]promtext.DurationHistogram
-	// buildInfo is the ticketd_build_info series, made once.
-	buildInfo string
+	durations [epInvalid]prometheus.Observer
 }
 
-// setFamilies is the HELP of every family in the Set: all counters. A family
-// added to the Set needs its line here (TestMetricsFamilies fails without).
-var setFamilies = map[string]string{
-	"ticketd_requests_total":              "Answered requests, by endpoint (the route; unknown: no such path; invalid: a request that could not be parsed) and status code.",
-	"ticketd_ids_issued_total":            "IDs handed out, by source: snowflake, or ticket (the fallback).",
-	"ticketd_panics_total":                "Handler panics recovered and answered 500; the log has the stack.",
-	"ticketd_fallback_ids_refused_total":  "Fallback tickets refused because they were not below the fallback ceiling.",
-	"ticketd_snowflake_ids_refused_total": "Snowflake IDs refused because they were below the fallback ceiling (never, unless ticketd is wired wrong).",
-	"ticketd_bad_framing_total":           "Requests refused (400, connection closed) because their body length could be read two ways.",
-	"ticketd_memory_reclaims_total":       "Times memory was given back to the system after a burst of connections ended.",
-	"ticketd_quota_rejections_total":      "Requests answered 429 because the bearer token, by its name in the tokens file, was over its quota.",
-}
+// counter is a Counter of whole things: Add takes the int a batch counts in.
+type counter struct{ prometheus.Counter }
 
-func requestsName(ep endpoint, code int) string {
-	return fmt.Sprintf(`ticketd_requests_total{endpoint=%q,code="%d"}`, endpointNames[ep], code)
-}
+func (c counter) Add(n int) { c.Counter.Add(float64(n)) }
 
-func newServerMetrics(cfg Config) *serverMetrics {
-	m := &serverMetrics{set: metrics.NewSet()}
+// newServerMetrics makes the request path's series and registers them with
+// backend (the scrape-time figures), cfg.CallDurations when set, and the Go
+// runtime's and the process's collectors.
+func newServerMetrics(cfg Config, backend prometheus.Collector) *serverMetrics {
+	m := &serverMetrics{reg: prometheus.NewRegistry()}
+	m.requestsVec = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_requests_total",
+		Help: "Answered requests, by endpoint (the route; unknown: no such path; invalid: a request that could not be parsed) and status code.",
+	}, []string{"endpoint", "code"})
 	for ep := range numEndpoints {
 		for _, code := range endpointCodes[ep] {
-			m.requests[ep][codeIndex(code)] = m.set.NewCounter(requestsName(ep, code))
+			m.requests[ep][codeIndex(code)] = m.requestsVec.WithLabelValues(endpointNames[ep], strconv.Itoa(code))
 		}
 	}
-	m.idsSnowflake = m.set.NewCounter(`ticketd_ids_issued_total{source="snowflake"}`)
-	m.idsTicket = m.set.NewCounter(`ticketd_ids_issued_total{source="ticket"}`)
-	m.panics = m.set.NewCounter(`ticketd_panics_total`)
-	m.fallbackRefused = m.set.NewCounter(`ticketd_fallback_ids_refused_total`)
-	m.snowflakeRefused = m.set.NewCounter(`ticketd_snowflake_ids_refused_total`)
-	m.badFraming = m.set.NewCounter(`ticketd_bad_framing_total`)
-	m.reclaims = m.set.NewCounter(`ticketd_memory_reclaims_total`)
+	ids := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_ids_issued_total",
+		Help: "IDs handed out, by source: snowflake, or ticket (the fallback).",
+	}, []string{"source"})
+	m.idsSnowflake = counter{ids.WithLabelValues("snowflake")}
+	m.idsTicket = counter{ids.WithLabelValues("ticket")}
+	newCounter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		m.reg.MustRegister(c)
+		return c
+	}
+	m.panics = newCounter("ticketd_panics_total",
+		"Handler panics recovered and answered 500; the log has the stack.")
+	m.fallbackRefused = newCounter("ticketd_fallback_ids_refused_total",
+		"Fallback tickets refused because they were not below the fallback ceiling.")
+	m.snowflakeRefused = newCounter("ticketd_snowflake_ids_refused_total",
+		"Snowflake IDs refused because they were below the fallback ceiling (never, unless ticketd is wired wrong).")
+	m.badFraming = newCounter("ticketd_bad_framing_total",
+		"Requests refused (400, connection closed) because their body length could be read two ways.")
+	m.reclaims = newCounter("ticketd_memory_reclaims_total",
+		"Times memory was given back to the system after a burst of connections ended.")
+	m.quota = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_quota_rejections_total",
+		Help: "Requests answered 429 because the bearer token, by its name in the tokens file, was over its quota.",
+	}, []string{"token"})
+	durations := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ticketd_request_duration_seconds",
+		Help:    "How long the handler took to answer, by endpoint: from the moment the request had been read to the moment its answer was ready to send.",
+		Buckets: durationBuckets,
+	}, []string{"endpoint"})
+	for ep := range epInvalid {
+		m.durations[ep] = durations.WithLabelValues(endpointNames[ep])
+	}
 	version, revision, goversion := buildInfo(cfg.Version)
-	m.buildInfo = promtext.Series("ticketd_build_info", "version", version, "revision", revision, "goversion", goversion)
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "ticketd_build_info",
+		Help:        "Always 1; the labels say which ticketd this is: its version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goversion},
+	})
+	build.Set(1)
+	m.reg.MustRegister(m.requestsVec, ids, m.quota, durations, build, backend,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.CallDurations != nil {
+		m.reg.MustRegister(cfg.CallDurations)
+	}
 	return m
 }
 
@@ -169,58 +230,41 @@ func (m *serverMetrics) count(ep endpoint, code int) {
 		}
 	}
 	// A code this endpoint is not expected to answer with: rare by
-	// construction, so building the name here costs nothing that matters.
+	// construction, so making its series here costs nothing that matters.
 	if ep >= numEndpoints {
 		ep = epUnknown
 	}
-	m.set.GetOrCreateCounter(requestsName(ep, code)).Inc()
+	m.requestsVec.WithLabelValues(endpointNames[ep], strconv.Itoa(code)).Inc()
 }
 
-// observe records how long a request to ep took: atomic adds, no lock.
+// observe records how long a request to ep took.
 func (m *serverMetrics) observe(ep endpoint, d time.Duration) {
-	if ep < numEndpoints {
-		m.durations[ep].Observe(d)
+	if ep < epInvalid {
+		m.durations[ep].Observe(seconds(d))
 	}
 }
 
-// writeMetrics writes /metrics: every family with its HELP and TYPE, each
-// written whole.
+// errMetricsGather is the warning of a scrape that could not gather every
+// family: a bug of ticketd's, since every series is made by its own code.
+const errMetricsGather = "metrics: some series could not be gathered"
+
+// writeMetrics writes /metrics in the Prometheus text format (version
+// 0.0.4, whatever the scraper asks for: ctPrometheus): every family of the
+// registry, each with its HELP and TYPE, families and series sorted. A
+// series that could not be gathered is left out and logged; the others are
+// written.
 func (s *Server) writeMetrics(out io.Writer) {
-	w := promtext.NewWriter(out)
-	s.metrics.writeSet(w)
-	w.Family("ticketd_request_duration_seconds", promtext.Histogram,
-		"How long the handler took to answer, by endpoint: from the moment the request had been read to the moment its answer was ready to send.")
-	for ep := range epInvalid {
-		s.metrics.durations[ep].Write(w, "ticketd_request_duration_seconds", promtext.Labels("endpoint", endpointNames[ep]))
+	families, err := s.metrics.reg.Gather()
+	if err != nil {
+		s.warn.Note(errMetricsGather, "err", err)
 	}
-	s.writeConnMetrics(w)
-	s.writeBackendMetrics(w)
-	s.writeSequenceMetrics(w)
-	if c := s.cfg.CallDurations; c != nil {
-		c.write(w)
-	}
-	w.Family("ticketd_build_info", promtext.Gauge, "Always 1; the labels say which ticketd this is: its version, VCS revision and Go version.")
-	w.Uint(s.metrics.buildInfo, 1)
-	promtext.WriteGo(w)
-	promtext.WriteProcess(w)
-}
-
-// writeSet writes the Set's counters, each family announced from
-// setFamilies. The Set sorts its series by family, so each family's lines
-// come together.
-func (m *serverMetrics) writeSet(w *promtext.Writer) {
-	var buf bytes.Buffer
-	m.set.WritePrometheus(&buf)
-	prev := ""
-	for line := range bytes.Lines(buf.Bytes()) {
-		name := line
-		if i := bytes.IndexAny(line, "{ "); i >= 0 {
-			name = line[:i]
+	enc := expfmt.NewEncoder(out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			// Only a write fails here (the registry has checked every
+			// name), and only the admin listener's, when the client went
+			// away: the fasthttp answer is a buffer.
+			return
 		}
-		if string(name) != prev {
-			prev = string(name)
-			w.Family(prev, promtext.Counter, setFamilies[prev])
-		}
-		w.Raw(line)
 	}
 }

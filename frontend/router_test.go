@@ -189,9 +189,9 @@ func TestUnreadable(t *testing.T) {
 	}
 	m := scrape(t, h)
 	for series, want := range map[string]string{
-		`ticketd_requests_total{endpoint="invalid",code="431"}`: "2",
-		`ticketd_requests_total{endpoint="invalid",code="400"}`: "1",
-		`ticketd_requests_total{endpoint="invalid",code="413"}`: "1",
+		`ticketd_requests_total{code="431",endpoint="invalid"}`: "2",
+		`ticketd_requests_total{code="400",endpoint="invalid"}`: "1",
+		`ticketd_requests_total{code="413",endpoint="invalid"}`: "1",
 	} {
 		if got := m[series]; got != want {
 			t.Errorf("%s: got %s, want %s", series, got, want)

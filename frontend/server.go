@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"ticketd/internal/logsum"
@@ -99,7 +99,7 @@ type Server struct {
 	// quota holds each token's ticketd_quota_rejections_total counter, by
 	// name, made when the tokens are loaded (access.go); tokensMu
 	// serialises ReloadTokens.
-	quota    atomic.Pointer[map[string]*metrics.Counter]
+	quota    atomic.Pointer[map[string]prometheus.Counter]
 	tokensMu sync.Mutex
 }
 
@@ -141,7 +141,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota)
 	s.base, s.cancel = context.WithCancel(context.Background())
-	s.metrics = newServerMetrics(cfg)
+	s.metrics = newServerMetrics(cfg, backendCollector{s})
 	if cfg.Tokens != nil {
 		s.quotaCounters(cfg.Tokens.Load())
 	}

@@ -113,13 +113,6 @@ type problemAnswer struct {
 // statusProblems bounds the problems /v1/status lists.
 const statusProblems = 20
 
-// sequenceReporter is what *ticket.Pair tells of its catalog (test fakes
-// need not).
-type sequenceReporter interface {
-	SequenceCount() int
-	SequenceProblems(limit int) (map[string]int, []ticket.SequenceProblem)
-}
-
 type leaseAnswer struct {
 	Worker      uint32 `json:"worker"`
 	Server      int    `json:"server"` // 1..N
@@ -312,7 +305,7 @@ func (s *Server) status() statusAnswer {
 				Mark: strconv.FormatUint(r.Mark, 10), Fix: r.Fix}
 		}
 	}
-	if sr, ok := s.tickets.(sequenceReporter); ok {
+	if sr, ok := s.tickets.(SequenceReporter); ok {
 		counts, list := sr.SequenceProblems(statusProblems)
 		a.Sequences = &sequencesAnswer{Defined: sr.SequenceCount(), Problems: counts, ProblemList: make([]problemAnswer, len(list))}
 		for k, pr := range list {

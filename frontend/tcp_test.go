@@ -130,7 +130,8 @@ func (c *conn) closedByServer(t *testing.T) {
 	}
 }
 
-// metricsOf returns the Server's metrics, series → value.
+// metricsOf returns the Server's metrics, series → value (labels sorted
+// by name, as in scrape).
 func metricsOf(t *testing.T, s *Server) map[string]string {
 	t.Helper()
 	var b bytes.Buffer

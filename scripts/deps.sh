@@ -29,7 +29,7 @@ openssl openssl the TLS tests' certificates (scripts/certs.sh)
 systemd-analyze systemd the units of deploy/systemd (internal/deploycheck)
 haproxy haproxy the balancer tests (cmd/ticketd, deploy, internal/deploycheck)
 nft nftables docs/deploy.md's firewall ruleset (internal/deploycheck)
-promtool prometheus metrics lint and alert-rule tests (frontend, internal/promtext, deploy/prometheus)
+promtool prometheus metrics lint and alert-rule tests (frontend, deploy/prometheus)
 prometheus prometheus a real Prometheus scraping ticketd (cmd/ticketd TestE2EMetrics)
 mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
 EOF

@@ -56,6 +56,17 @@ type HeldCounter interface {
 	HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error)
 }
 
+// *ticket.Pair is the Leaser ticketd runs a Keeper with, and New looks for
+// the optional interfaces above on it by type assertion: a method renamed on
+// either side fails the build here rather than silently switching a feature
+// off.
+var (
+	_ Leaser        = (*ticket.Pair)(nil)
+	_ Rotation      = (*ticket.Pair)(nil)
+	_ RewindWatcher = (*ticket.Pair)(nil)
+	_ HeldCounter   = (*ticket.Pair)(nil)
+)
+
 // Keeper holds a worker lease and the generator that issues IDs with it. Next,
 // NextN, NextWait and NextNWait are safe for concurrent use and allocate
 // nothing while a usable generator exists.
