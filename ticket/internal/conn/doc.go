@@ -64,6 +64,11 @@
 //   - neither: a missing table or grant, a deadlock, an exhausted column: one
 //     statement's trouble, not the server's.
 //
+// A connection that breaks under a statement (killed by a DBA or a tool,
+// reset) is not yet a dead server: a statement that may be repeated
+// (Op.Repeatable: all but a lease's release) is sent once more on another
+// connection within its deadline, and only that attempt's outcome counts.
+//
 // # TLS and passwords
 //
 // With Config.TLS set, every connection uses TLS 1.2 or later and verifies

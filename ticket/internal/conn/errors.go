@@ -102,3 +102,15 @@ func IsMySQLError(err error, number uint16) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == number
 }
+
+// erConnectionKilled: the server killed the connection (KILL CONNECTION, or
+// a DBA's tool) while a statement ran on it.
+const erConnectionKilled = 1927
+
+// brokenUnder reports whether err is a connection that broke while a
+// statement ran on it (the driver's ErrInvalidConn, the server's 1927):
+// its outcome is unknown, and it says nothing yet of the server, whose next
+// connection may well be fine.
+func brokenUnder(err error) bool {
+	return errors.Is(err, mysql.ErrInvalidConn) || IsMySQLError(err, erConnectionKilled)
+}

@@ -51,6 +51,15 @@ func (o Op) Request() bool { return o <= OpRelease }
 // Background: nobody waits for it; its failures are only reported.
 func (o Op) Background() bool { return o > OpProbe }
 
+// Repeatable: a statement of this kind may be sent again when its
+// connection broke under it and its outcome is unknown. Every kind may but
+// a lease's release, whose repeat would find its own work done (a new
+// version) and report the lease lost. (A ticket sent twice burns a number,
+// never repeats one; a renewal raises with GREATEST under the same version;
+// a claim repeated after one that won only leaves that worker ID held until
+// its lease expires; marks and copies never go down.)
+func (o Op) Repeatable() bool { return o != OpRelease }
+
 // String names the kind of work, as Config.Observe is told.
 func (o Op) String() string { return opNames[o] }
 
@@ -116,6 +125,7 @@ func (ss *Session) Do(ctx context.Context, what, query string, f func(ctx contex
 	begin := time.Now()
 	var stmt time.Duration
 	var err error
+	broken := false // a connection broke under the statement once already
 	for try := 0; ; try++ {
 		if ss.c == nil {
 			cctx, cancel := context.WithTimeout(ctx, s.lat.connectBudget(s.floor, s.connect))
@@ -147,6 +157,16 @@ func (ss *Session) Do(ctx context.Context, what, query string, f func(ctx contex
 		}
 		if err != nil && errors.Is(err, driver.ErrBadConn) && try < badConnRetries && ctx.Err() == nil {
 			_ = ss.c.Close() // the pool drops it
+			ss.c = nil
+			continue
+		}
+		if err != nil && brokenUnder(err) && !broken && ss.Op.Repeatable() && ctx.Err() == nil {
+			// The connection broke under the statement (killed, reset):
+			// that says nothing yet of the server. Once more on another
+			// connection; only its failure is held against the server.
+			broken = true
+			ss.discard()
+			_ = ss.c.Close()
 			ss.c = nil
 			continue
 		}
