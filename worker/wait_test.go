@@ -249,8 +249,8 @@ func TestWaitThroughSwitch(t *testing.T) {
 }
 
 // TestNextAfterWait: an ID of another worker, 300 ms ahead of this keeper's
-// clock, is passed: the keeper's ID is above it; a batch passed one a
-// a batch after a later one starts above that one.
+// clock, is passed: the keeper's ID is above it, and a batch passed an
+// ID a millisecond later starts above that one and increases.
 func TestNextAfterWait(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano()}
 	m := newMemLeaser(5)
