@@ -31,6 +31,20 @@ func (c *counterIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	}
 	return len(dst), nil
 }
+func (c *counterIDs) NextAfterWait(after int64, _ time.Time) (int64, error) {
+	for {
+		n := c.n.Load()
+		if c.n.CompareAndSwap(n, max(n, after)+1) {
+			return max(n, after) + 1, nil
+		}
+	}
+}
+func (c *counterIDs) NextNAfterWait(dst []int64, after int64, d time.Time) (int, error) {
+	if _, err := c.NextAfterWait(after, d); err != nil {
+		return 0, err
+	}
+	return c.NextNWait(dst, d)
+}
 func (c *counterIDs) Status() worker.Status { return worker.Status{} }
 
 // generatorIDs is a real, unfenced snowflake generator behind IDs.
@@ -39,6 +53,13 @@ type generatorIDs struct{ *snowflake.Generator }
 func (g generatorIDs) NextWait(time.Time) (int64, error) { return g.Next() }
 func (g generatorIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	return g.NextN(dst)
+}
+
+func (g generatorIDs) NextAfterWait(after int64, _ time.Time) (int64, error) {
+	return g.NextAfter(after)
+}
+func (g generatorIDs) NextNAfterWait(dst []int64, after int64, _ time.Time) (int, error) {
+	return g.NextNAfter(dst, after)
 }
 
 func (generatorIDs) Status() worker.Status { return worker.Status{} }
