@@ -49,7 +49,6 @@
 //     for example the reservation of a worker ID's previous holder. While the
 //     clock is behind the floor the generator counts up from the floor rather
 //     than wait for the clock.
-//
 //   - [Generator.NextAfter] and [Generator.NextNAfter] issue only IDs above
 //     a given one, an ID another generator issued: when that generator's
 //     clock was ahead, this one moves its time forward past the ID (within

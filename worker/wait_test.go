@@ -256,7 +256,7 @@ func TestNextAfterWait(t *testing.T) {
 	m := newMemLeaser(5)
 	k := newKeeper(t, m, clk)
 	st := k.Status()
-	x, err := st.Layout.Compose(snowflake.Parts{UnixMs: start.Add(300*time.Millisecond).UnixMilli(), Worker: st.Worker ^ 1, Sequence: 7})
+	x, err := st.Layout.Compose(snowflake.Parts{UnixMs: start.Add(300 * time.Millisecond).UnixMilli(), Worker: st.Worker ^ 1, Sequence: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
