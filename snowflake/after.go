@@ -19,8 +19,18 @@ import (
 // is a hybrid logical clock: no caller waits for the clock difference, and
 // IDs stay unique because the new time is still checked against the fence
 // (which the worker lease reserved) and the end of the layout's life. It
-// never waits: what bounds how far ahead an ID may be is the caller's
-// concern (ticketd refuses one more than a second ahead of its own clock).
+// never waits for the clock difference: only when the first ID above the
+// given one falls in the millisecond right after the generator's own does
+// it wait for that millisecond, as Next does when one is used up. What
+// bounds how far ahead an ID may be is the caller's concern (ticketd
+// refuses one more than a second ahead of its own clock).
+//
+// A chain, each call passing the ID the one before returned, through
+// generators of different workers moves a millisecond forward at every step
+// to a smaller worker: an ID above X of a smaller worker needs a later
+// millisecond, since time is an ID's high bits. So a chain faster than
+// about one call a millisecond runs ahead of every clock, by a millisecond
+// per step down (TestNextAfterChain).
 
 // NextAfter is Next, returning an ID greater than after. after must be an
 // ID of the generator's layout (any non-negative int64 is one). If moving

@@ -169,3 +169,86 @@ func TestNextAfterAllocatesNothing(t *testing.T) {
 		t.Errorf("NextAfter ahead: %v allocations", got)
 	}
 }
+
+// TestNextAfterChain: a caller that passes each ID to the next generator,
+// round after round over three, each on a clock of its own that stands
+// still (the fastest chain there can be), starting from an ID 300 ms ahead
+// of them: every step to a smaller worker ID moves the chain's time one
+// millisecond forward, since an ID above X of a smaller worker needs a later
+// millisecond; a step to a larger one does not move it, and nothing waits.
+// So a chain faster than about one ID per millisecond runs ahead of every
+// clock, a millisecond per step down (docs/api.md), and no further.
+func TestNextAfterChain(t *testing.T) {
+	const rounds = 100
+	for _, tc := range []struct {
+		name     string
+		workers  []uint32
+		perRound int64 // steps down per round, after the first
+	}{
+		{"ascending", []uint32{3, 7, 9}, 1},
+		{"descending", []uint32{9, 7, 3}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gens []*Generator
+			var clocks []*fakeClock
+			for _, w := range tc.workers {
+				clk := newFakeClock(t0)
+				clocks = append(clocks, clk)
+				gens = append(gens, mustNew(t, Settings{Worker: w, Clock: clk, Unfenced: true}))
+			}
+			last := idAt(t, 300*time.Millisecond, 1, 5)
+			for range rounds {
+				for _, g := range gens {
+					id, err := g.NextAfter(last)
+					if err != nil || id <= last {
+						t.Fatalf("NextAfter(%d) = %d, %v", last, id, err)
+					}
+					last = id
+				}
+			}
+			p, _ := DefaultLayout().Decompose(last)
+			moved, want := p.UnixMs-t0.Add(300*time.Millisecond).UnixMilli(), tc.perRound*rounds
+			if moved < want-tc.perRound || moved > want {
+				t.Errorf("after %d rounds the chain moved %d ms past the first ID, want %d to %d (%d a round)", rounds, moved, want-tc.perRound, want, tc.perRound)
+			}
+			for i, clk := range clocks {
+				if clk.Waits() != 0 {
+					t.Errorf("generator %d waited %d times", i, clk.Waits())
+				}
+			}
+		})
+	}
+}
+
+// TestNextAfterNextMillisecond: when the ID above X falls in the millisecond
+// after the generator's clock's (X of a greater worker in the current
+// millisecond, or of a smaller one in the next), the generator waits for
+// that millisecond, as Next does when one is used up: at most a millisecond.
+func TestNextAfterNextMillisecond(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ahead  time.Duration
+		worker uint32
+	}{
+		{"greater worker, this millisecond", 0, 9},
+		{"smaller worker, the next millisecond", time.Millisecond, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock(t0)
+			g := mustNew(t, Settings{Worker: 7, Clock: clk, Unfenced: true})
+			x := idAt(t, tc.ahead, tc.worker, 4000)
+			id, err := g.NextAfter(x)
+			if err != nil || id <= x {
+				t.Fatalf("NextAfter(%d) = %d, %v", x, id, err)
+			}
+			p, _ := g.Layout().Decompose(id)
+			if want := t0.Add(time.Millisecond).UnixMilli(); p.UnixMs != want {
+				t.Errorf("the ID's time is %d, want the next millisecond %d", p.UnixMs, want)
+			}
+			wall, _ := clk.Now()
+			if waited := time.Duration(wall - t0.UnixNano()); clk.Waits() == 0 || waited > time.Millisecond {
+				t.Errorf("waited %d times, %s in all; want a wait of at most a millisecond", clk.Waits(), waited)
+			}
+		})
+	}
+}

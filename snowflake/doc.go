@@ -52,7 +52,9 @@
 //   - [Generator.NextAfter] and [Generator.NextNAfter] issue only IDs above
 //     a given one, an ID another generator issued: when that generator's
 //     clock was ahead, this one moves its time forward past the ID (within
-//     its fence) rather than wait, a hybrid logical clock. See after.go.
+//     its fence) rather than wait for the difference, a hybrid logical
+//     clock. A chain of such calls through several workers faster than
+//     about one a millisecond runs ahead of every clock. See after.go.
 //
 // # Balanced low bits
 //
