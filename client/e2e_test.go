@@ -37,12 +37,13 @@ type ticketd struct {
 
 func (d *ticketd) url() string { return "http://" + d.addr }
 
-// startTicketd starts ticketd on the pair and waits until /readyz is 200.
-func startTicketd(t *testing.T, p *mysqltest.Pair) *ticketd {
+// startTicketd starts ticketd on the pair, with args added to its serve
+// flags, and waits until /readyz is 200.
+func startTicketd(t *testing.T, p *mysqltest.Pair, args ...string) *ticketd {
 	t.Helper()
 	d := &ticketd{t: t, addr: proctest.FreeAddr(t), logs: &proctest.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(proctest.Ticketd(t), "serve", "-listen", d.addr,
-		"-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(), "-log-level", "warn")
+	d.cmd = exec.Command(proctest.Ticketd(t), append([]string{"serve", "-listen", d.addr,
+		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr(), "-log-level", "warn"}, args...)...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
