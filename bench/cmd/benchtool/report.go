@@ -90,6 +90,29 @@ func ratios(b, a []float64) []float64 {
 	return out
 }
 
+// readPair gathers the runs of one A/B comparison: label's runs of target
+// a (the yardstick) against those of target b.
+func readPair(runs []run, label, title, a, b string) (*endpoint, error) {
+	var as, bs []run
+	n := 1
+	for _, r := range runs {
+		if r.label != label {
+			continue
+		}
+		n = r.n
+		switch r.target {
+		case a:
+			as = append(as, r)
+		case b:
+			bs = append(bs, r)
+		}
+	}
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, fmt.Errorf("report: endpoint %s: %d %s runs and %d %s runs", label, len(as), a, len(bs), b)
+	}
+	return &endpoint{label: label, title: title, yardstick: a, n: n, a: newSide(as), b: newSide(bs)}, nil
+}
+
 var endpointOrder = []struct{ label, title, yardstick string }{
 	{"id", "/v1/id", "bare"},
 	{"ids1000", "/v1/ids?n=1000", "bare"},
@@ -180,24 +203,10 @@ func runReport(args []string) error {
 	eps := map[string]*endpoint{}
 	var ordered []*endpoint
 	for _, o := range endpointOrder {
-		var a, b []run
-		n := 1
-		for _, r := range runs {
-			if r.label != o.label {
-				continue
-			}
-			n = r.n
-			switch r.target {
-			case o.yardstick:
-				a = append(a, r)
-			case "ticketd":
-				b = append(b, r)
-			}
+		e, err := readPair(runs, o.label, o.title, o.yardstick, "ticketd")
+		if err != nil {
+			return err
 		}
-		if len(a) == 0 || len(b) == 0 {
-			return fmt.Errorf("report: endpoint %s: %d %s runs and %d ticketd runs", o.label, len(a), o.yardstick, len(b))
-		}
-		e := &endpoint{label: o.label, title: o.title, yardstick: o.yardstick, n: n, a: newSide(a), b: newSide(b)}
 		eps[o.label] = e
 		ordered = append(ordered, e)
 	}
