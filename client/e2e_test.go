@@ -107,13 +107,28 @@ const loadBurst = 100
 
 // load is goroutines calling Next until stopped, keeping every ID.
 type load struct {
+	failures
 	stop   atomic.Bool
 	wg     sync.WaitGroup
-	failed atomic.Int64
 	mu     sync.Mutex
 	ids    [][]int64 // per goroutine, in the order received
-	errs   []string
 	maxLat atomic.Int64
+}
+
+// failures counts failed calls and keeps the first errors.
+type failures struct {
+	failed atomic.Int64
+	mu     sync.Mutex
+	errs   []string
+}
+
+func (f *failures) add(err error) {
+	f.failed.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.errs) < 5 {
+		f.errs = append(f.errs, err.Error())
+	}
 }
 
 func startLoad(clients []*client.Client, perClient int) *load {
@@ -133,12 +148,7 @@ func startLoad(clients []*client.Client, perClient int) *load {
 						l.maxLat.Store(lat)
 					}
 					if err != nil {
-						l.failed.Add(1)
-						l.mu.Lock()
-						if len(l.errs) < 5 {
-							l.errs = append(l.errs, err.Error())
-						}
-						l.mu.Unlock()
+						l.add(err)
 						continue
 					}
 					ids = append(ids, id)

@@ -29,12 +29,11 @@ type timedCall struct {
 // orderLoad is goroutines calling Next (half of them) and NextN of 50 (the
 // others) on one client until stopped, recording every call.
 type orderLoad struct {
-	stop   atomic.Bool
-	wg     sync.WaitGroup
-	failed atomic.Int64
-	mu     sync.Mutex
-	calls  [][]timedCall // per goroutine
-	errs   []string
+	failures
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	calls [][]timedCall // per goroutine
 }
 
 func startOrderLoad(c *client.Client, goroutines int) *orderLoad {
@@ -62,12 +61,7 @@ func startOrderLoad(c *client.Client, goroutines int) *orderLoad {
 				call.end = time.Since(begin)
 				cancel()
 				if err != nil {
-					l.failed.Add(1)
-					l.mu.Lock()
-					if len(l.errs) < 5 {
-						l.errs = append(l.errs, err.Error())
-					}
-					l.mu.Unlock()
+					l.add(err)
 				}
 				if len(call.ids) > 0 {
 					calls = append(calls, call)
