@@ -126,6 +126,7 @@ fuzz:
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseLayout$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzComposeDecompose$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./snowflake -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ff1 -run '^$$' -fuzz '^FuzzBinary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzCount$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzDecodeID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

@@ -12,10 +12,14 @@
 #      bare server; /v1/tickets (B = 1) against raw REPLACE INTO + LastInsertId
 #      by a Go client straight to the pair, at the same concurrency;
 #      then /v1/id alone against /v1/id while a second wrk saturates the worker
-#      with /v1/ids?n=10000 (mixed), alternating;
+#      with /v1/ids?n=10000 (mixed), alternating; then against plain ticketd's
+#      own: a second ticketd with -balanced-bits 4 on /v1/id and
+#      /v1/ids?n=4096 (the ceiling, less the values balanced bits skip), and
+#      /v1/id?after=X with X one millisecond old (bench/wrk/after.lua);
 #   5. ticketd's Go client (ticketd/client) against ticketd: one Next from a warm
-#      buffer beside github.com/google/uuid's NewV7, one client taking IDs as
-#      fast as it can, and the p99 of Next at 1 M IDs/s;
+#      buffer beside github.com/google/uuid's NewV7 and beside the same client in
+#      strictly increasing mode, one client taking IDs as fast as it can (each
+#      mode), and the p99 of Next at 1 M IDs/s;
 #   6. ticketd's peak RSS (VmHWM) under that load;
 #   7. stops everything it started and writes $OUT/report.md, summary.txt and
 #      bench.png (raw measurements and logs in $OUT/raw);
@@ -28,19 +32,20 @@
 #   BENCH_DURATION  seconds per measured run               [8]
 #   BENCH_WARMUP    seconds of unmeasured warm-up per server and endpoint [2]
 #   BENCH_ROUNDS    A B pairs per endpoint                  [3]
-#   BENCH_ID_ROUNDS A B pairs for /v1/id against bare       [5]
+#   BENCH_ID_ROUNDS A B pairs for /v1/id (against bare, balanced, after=) [5]
 #   BENCH_MIXED_CONNS  wrk connections on /v1/id in the mixed runs      [8]
 #   BENCH_MIXED_BATCH_CONNS  wrk connections on /v1/ids?n=10000 beside them [4]
 #   BENCH_CLIENT_RATE  IDs/s the client takes for its p99   [1000000]
 #   BENCH_CONNS     wrk connections = raw client callers    [32]
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
-#   BENCH_SEQUENCES 0 leaves out the named sequences (step 7) [1]
+#   BENCH_BALANCED_BITS  -balanced-bits of the second ticketd   [4]
+#   BENCH_SEQUENCES 0 leaves out the named sequences (step 8) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
-# With the defaults the whole run takes about 15 minutes on a 2-core machine
-# (5 without step 7).
+# With the defaults the whole run takes about 40 minutes on a 2-core machine
+# (16 without step 8, the named sequences).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +61,10 @@ CLIENT_RATE=${BENCH_CLIENT_RATE:-1000000}
 CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
 GEN_TIME=${BENCH_GEN_TIME:-1s}
+BALANCED_BITS=${BENCH_BALANCED_BITS:-4}
+# ticketd's default epoch (-epoch, Twitter's): the deployment this script
+# starts has it; after= values are made from it.
+EPOCH=1288834974657
 QUIET_WAIT=${BENCH_QUIET_WAIT:-0}
 GO=${GO:-go}
 
@@ -76,7 +85,7 @@ exec 9>"$OUT/.lock"
 flock -n 9 || die "another make bench is running on $OUT"
 
 # --- everything started here is stopped on exit, by PID --------------------
-TICKETD_PID= BARE_PID= DB_STARTED=
+TICKETD_PID= BALANCED_PID= BARE_PID= DB_STARTED=
 stop_pid() { # stop_pid NAME PID: SIGTERM, wait up to 15 s, then SIGKILL
 	local name=$1 pid=$2 i
 	[ -n "$pid" ] || return 0
@@ -97,6 +106,7 @@ cleanup() {
 	trap - EXIT INT TERM
 	[ -z "${MIXED_BG_PID:-}" ] || kill "$MIXED_BG_PID" 2>/dev/null || true
 	stop_pid ticketd "$TICKETD_PID"
+	stop_pid "balanced ticketd" "$BALANCED_PID"
 	stop_pid "bare server" "$BARE_PID"
 	if [ -n "$DB_STARTED" ]; then
 		VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" down >/dev/null 2>&1 || true
@@ -162,6 +172,7 @@ wait_quiet "$QUIET_WAIT"
 	echo "mixed_batch_conns $MIXED_BATCH_CONNS"
 	echo "conns $CONNS"
 	echo "threads $THREADS"
+	echo "balanced_bits $BALANCED_BITS"
 	echo "load_before $(load1)"
 	echo "idle_before_pct $(idle_pct 3)"
 } >"$RAW/meta.txt"
@@ -180,9 +191,9 @@ say "generator benchmarks (ticketd, bwmarrin/snowflake, sony/sonyflake)"
 grep -q '^ok' "$RAW/gen.txt" || die "generator benchmarks failed (see $RAW/gen.txt)"
 
 # --- the pair, ticketd, the bare server --------------------------------------
-ports=$("$TOOL" freeport 4) || die "no free ports"
-read -r DB1_PORT DB2_PORT TICKETD_PORT BARE_PORT <<<"$(echo $ports)"
-say "ports: ticket servers $DB1_PORT $DB2_PORT, ticketd $TICKETD_PORT, bare $BARE_PORT"
+ports=$("$TOOL" freeport 5) || die "no free ports"
+read -r DB1_PORT DB2_PORT TICKETD_PORT BARE_PORT BALANCED_PORT <<<"$(echo $ports)"
+say "ports: ticket servers $DB1_PORT $DB2_PORT, ticketd $TICKETD_PORT (and $BALANCED_PORT with -balanced-bits $BALANCED_BITS), bare $BARE_PORT"
 dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 # Servers left by a run that was killed would hold the data directory.
 dbsh down >/dev/null 2>&1 || true
@@ -214,12 +225,25 @@ say "starting ticketd on 127.0.0.1:$TICKETD_PORT"
 TICKETD_PID=$!
 "$TOOL" bare -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
 BARE_PID=$!
+# A second ticketd of the same deployment with balanced low bits: each
+# millisecond's sequence starts at a random value below 2^BALANCED_BITS.
+say "starting ticketd -balanced-bits $BALANCED_BITS on 127.0.0.1:$BALANCED_PORT"
+"$BIN/ticketd" serve -listen "127.0.0.1:$BALANCED_PORT" -balanced-bits "$BALANCED_BITS" \
+	-servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" \
+	-password-file "$DBVAR/ticketd.password" -log-level warn \
+	</dev/null >"$RAW/ticketd-balanced.log" 2>&1 &
+BALANCED_PID=$!
 
 T=http://127.0.0.1:$TICKETD_PORT
+TB=http://127.0.0.1:$BALANCED_PORT
 B=http://127.0.0.1:$BARE_PORT
 "$TOOL" check -url "$T/readyz" || {
 	cat "$RAW/ticketd.log" >&2
 	die "ticketd did not become ready"
+}
+"$TOOL" check -url "$TB/readyz" || {
+	cat "$RAW/ticketd-balanced.log" >&2
+	die "ticketd -balanced-bits did not become ready"
 }
 "$TOOL" check -url "$B/v1/id" -lines 1 || die "the bare server did not answer"
 # Each endpoint once, so the load below measures answers that are right.
@@ -229,6 +253,11 @@ B=http://127.0.0.1:$BARE_PORT
 "$TOOL" check -url "$T/v1/tickets/bench_b1" -lines 1
 "$TOOL" check -url "$T/v1/tickets/bench_b1000" -lines 1
 "$TOOL" check -url "$T/v1/ids?n=10000" -lines 10000
+"$TOOL" check -url "$TB/v1/id" -lines 1
+"$TOOL" check -url "$TB/v1/ids?n=4096" -lines 4096
+# An X one millisecond old, as bench/wrk/after.lua makes them (41 time bits
+# from EPOCH: shifted by 22).
+"$TOOL" check -url "$T/v1/id?after=$((($(date +%s%3N) - 1 - EPOCH) << 22))" -lines 1
 
 # --- load ----------------------------------------------------------------------
 # CPU time of everything this script runs, in clock ticks: ticketd, the bare
@@ -241,7 +270,7 @@ ticks_of() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk -v f="$2" '{split
 our_ticks() {
 	local t pid n
 	t=$(ticks_of $$ 14,15)
-	for pid in "$TICKETD_PID" "$BARE_PID" $(cat "$DBVAR"/db1/mariadbd.pid "$DBVAR"/db2/mariadbd.pid 2>/dev/null); do
+	for pid in "$TICKETD_PID" "$BALANCED_PID" "$BARE_PID" $(cat "$DBVAR"/db1/mariadbd.pid "$DBVAR"/db2/mariadbd.pid 2>/dev/null); do
 		n=$(ticks_of "$pid" 12,13)
 		t=$((t + ${n:-0}))
 	done
@@ -255,6 +284,8 @@ BUSY=0 STEAL=0 TOTAL=0 OURS=0
 # run LABEL TARGET ROUND N URL|raw [CONNS]: one measured (ROUND > 0) or warm-up
 # (ROUND 0) run; measured ones append "label=… target=… round=… n=… <RESULT
 # fields>" to http.txt. N is how many IDs or tickets one request carries.
+# WRK_SCRIPT (default wrk/result.lua) and WRK_ARGS, when set, are wrk's script
+# and the arguments after its --.
 run() {
 	local label=$1 target=$2 round=$3 n=$4 url=$5 conns=${6:-$CONNS} d=$DURATION log line
 	[ "$round" = 0 ] && d=$WARMUP
@@ -269,7 +300,7 @@ run() {
 			die "raw REPLACE client failed"
 		}
 	else
-		wrk -t"$THREADS" -c"$conns" -d"${d}s" -s "$BENCH/wrk/result.lua" "$url" >"$log" 2>&1 || {
+		wrk -t"$THREADS" -c"$conns" -d"${d}s" -s "${WRK_SCRIPT:-$BENCH/wrk/result.lua}" "$url" ${WRK_ARGS:+-- $WRK_ARGS} >"$log" 2>&1 || {
 			cat "$log" >&2
 			die "wrk $url failed"
 		}
@@ -332,6 +363,13 @@ pair tickets_b1000 1 bare "$B/v1/tickets/bench_b1000" ticketd "$T/v1/tickets/ben
 pair tickets_b1 1 raw raw ticketd "$T/v1/tickets/bench_b1"
 : >"$RAW/mixed-batch.txt"
 mixed
+# Against plain ticketd's own /v1/id (target "plain"): balanced low bits, the
+# ceiling with them, and after= an ID one millisecond old. Both sides of the
+# after= pair go through bench/wrk/after.lua (a Lua call per request), the
+# plain side without after=.
+pair id_balanced 1 plain "$T/v1/id" balanced "$TB/v1/id" "$ID_ROUNDS"
+pair ids4096_balanced 4096 plain "$T/v1/ids?n=4096" balanced "$TB/v1/ids?n=4096"
+WRK_SCRIPT=$BENCH/wrk/after.lua WRK_ARGS=$EPOCH pair id_after 1 plain "$T/v1/id" after "$T/v1/id?after=" "$ID_ROUNDS"
 
 # --- the Go client -------------------------------------------------------------
 wait_quiet 120
@@ -349,6 +387,7 @@ hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 	echo "bare_vmhwm_kb $(hwm "$BARE_PID")"
 } >"$RAW/rss.txt"
 kill -0 "$TICKETD_PID" 2>/dev/null || die "ticketd died during the load (see $RAW/ticketd.log)"
+kill -0 "$BALANCED_PID" 2>/dev/null || die "ticketd -balanced-bits died during the load (see $RAW/ticketd-balanced.log)"
 {
 	echo "load_after $(load1)"
 	awk -v b="$BUSY" -v o="$OURS" -v s="$STEAL" -v t="$TOTAL" \
@@ -374,6 +413,8 @@ sequences_bench() {
 say "stopping ticketd, the bare server and the ticket servers"
 stop_pid ticketd "$TICKETD_PID"
 TICKETD_PID=
+stop_pid "balanced ticketd" "$BALANCED_PID"
+BALANCED_PID=
 stop_pid "bare server" "$BARE_PID"
 BARE_PID=
 dbsh down >>"$RAW/db.log" 2>&1 || true

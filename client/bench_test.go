@@ -9,10 +9,12 @@ import (
 
 // benchClient is a client over the fake transport whose buffer holds more
 // than burst IDs between refills.
-func benchClient(b *testing.B) *Client {
+func benchClient(b *testing.B) *Client { return benchClientStrict(b, false) }
+
+func benchClientStrict(b *testing.B, strict bool) *Client {
 	clk := newFakeClock()
 	tr := newFakeTransport(clk, "http://a.test")
-	c, err := newClient(Config{Endpoints: []string{"http://a.test"}, MinBatch: 100_000, MaxBatch: 100_000, MaxAge: time.Hour}, tr, clk)
+	c, err := newClient(Config{Endpoints: []string{"http://a.test"}, MinBatch: 100_000, MaxBatch: 100_000, MaxAge: time.Hour, StrictlyIncreasing: strict}, tr, clk)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,8 +37,14 @@ func refilled(b *testing.B, c *Client) {
 // between bursts, outside the timer).
 //
 //	go test ./client -run '^$' -bench Next -benchmem
-func BenchmarkNext(b *testing.B) {
-	c := benchClient(b)
+func BenchmarkNext(b *testing.B) { benchNext(b, false) }
+
+// BenchmarkNextStrict: the same in strictly increasing mode (target: at
+// least 0.9 of BenchmarkNext's rate).
+func BenchmarkNextStrict(b *testing.B) { benchNext(b, true) }
+
+func benchNext(b *testing.B, strict bool) {
+	c := benchClientStrict(b, strict)
 	ctx := context.Background()
 	refilled(b, c)
 	b.ReportAllocs()

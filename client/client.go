@@ -77,6 +77,7 @@ func newClient(cfg Config, tr transport, clk clock) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ids = newStream(c, "", "/v1/ids", true, cfg.MinBatch, cfg.MaxBatch)
+	c.ids.strict = cfg.StrictlyIncreasing
 	c.wg.Add(2)
 	go c.ids.refillLoop()
 	go c.probeLoop()

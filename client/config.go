@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"ticketd/publicid"
+	"ticketd/snowflake"
 )
 
 // Defaults of Config's zero values, and the bounds New enforces. The bounds
@@ -101,6 +104,32 @@ type Config struct {
 	// ProbeEvery is how often an endpoint that failed is asked GET /readyz;
 	// it rejoins when that answers 200. Zero: 250 ms. From 10 ms to 1 min.
 	ProbeEvery time.Duration
+
+	// StrictlyIncreasing makes Next and NextN hand out strictly increasing
+	// IDs across the whole client, endpoint switches included: every
+	// refill asks with after= the largest ID fetched so far, so that any
+	// ticketd answers only larger IDs, and an ID at or below the last one
+	// handed out is never handed out (it is dropped: a gap). Its cost: one
+	// comparison per ID; after a switch, the new ticketd's IDs carry a time
+	// up to the clock difference between the two hosts ahead of its own
+	// clock (ticketd moves its generator forward rather than wait), and a
+	// ticketd whose clock is more than a second behind refuses the refill
+	// (400, ErrRejected): keep the hosts' clocks within a second. Zero:
+	// unique IDs, increasing only while the client stays on one ticketd.
+	StrictlyIncreasing bool
+
+	// IDKeys, when not nil, are the deployment's keys (publicid.ReadKeyFile
+	// of the file ticketd serve has as -id-key-file): Public and FromPublic
+	// then work locally, without a round trip. Zero: they return
+	// ErrNoKeys.
+	IDKeys *publicid.Ring
+
+	// Layout is the deployment's layout (GET /v1/status shows it), used by
+	// FromPublic to tell an ID of the deployment (its time between the
+	// epoch and a second from now) from what another key would give. Zero:
+	// snowflake.DefaultLayout (41 time bits from the Twitter epoch, as
+	// ticketd's flat and default layouts both have).
+	Layout snowflake.Layout
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -125,6 +154,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProbeEvery == 0 {
 		c.ProbeEvery = DefaultProbeEvery
+	}
+	if c.Layout == (snowflake.Layout{}) {
+		c.Layout = snowflake.DefaultLayout()
 	}
 	return c
 }
@@ -173,6 +205,8 @@ func (c Config) validate() ([]string, error) {
 		return bad("ProbeEvery %v: want %v to %v", c.ProbeEvery, MinProbeEvery, MaxProbeEvery)
 	case c.RootCAs != nil && c.HTTPClient != nil:
 		return bad("RootCAs with HTTPClient: set the CAs in HTTPClient's transport (TLSClientConfig.RootCAs)")
+	case c.Layout.Validate() != nil:
+		return bad("Layout: %v", c.Layout.Validate())
 	case !tokenSyntax(c.Token):
 		// Never quoted: it is a secret.
 		return bad("Token: want letters, digits and - . _ ~ + / (then optional =), as ticketd's tokens are")
@@ -208,8 +242,8 @@ func (c Config) String() string {
 	if c.Token != "" {
 		tok = "[redacted]"
 	}
-	return fmt.Sprintf("client.Config{Endpoints:%q Token:%s RootCAs:%v CallTimeout:%v MaxAge:%v MinBatch:%d MaxBatch:%d MaxTicketBatch:%d BatchPeriod:%v ProbeEvery:%v}",
-		c.Endpoints, tok, c.RootCAs != nil, c.CallTimeout, c.MaxAge, c.MinBatch, c.MaxBatch, c.MaxTicketBatch, c.BatchPeriod, c.ProbeEvery)
+	return fmt.Sprintf("client.Config{Endpoints:%q Token:%s RootCAs:%v CallTimeout:%v MaxAge:%v MinBatch:%d MaxBatch:%d MaxTicketBatch:%d BatchPeriod:%v ProbeEvery:%v StrictlyIncreasing:%v IDKeys:%v}",
+		c.Endpoints, tok, c.RootCAs != nil, c.CallTimeout, c.MaxAge, c.MinBatch, c.MaxBatch, c.MaxTicketBatch, c.BatchPeriod, c.ProbeEvery, c.StrictlyIncreasing, c.IDKeys)
 }
 
 // GoString is String, for %#v.

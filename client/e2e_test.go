@@ -37,12 +37,13 @@ type ticketd struct {
 
 func (d *ticketd) url() string { return "http://" + d.addr }
 
-// startTicketd starts ticketd on the pair and waits until /readyz is 200.
-func startTicketd(t *testing.T, p *mysqltest.Pair) *ticketd {
+// startTicketd starts ticketd on the pair, with args added to its serve
+// flags, and waits until /readyz is 200.
+func startTicketd(t *testing.T, p *mysqltest.Pair, args ...string) *ticketd {
 	t.Helper()
 	d := &ticketd{t: t, addr: proctest.FreeAddr(t), logs: &proctest.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(proctest.Ticketd(t), "serve", "-listen", d.addr,
-		"-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(), "-log-level", "warn")
+	d.cmd = exec.Command(proctest.Ticketd(t), append([]string{"serve", "-listen", d.addr,
+		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr(), "-log-level", "warn"}, args...)...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -106,13 +107,28 @@ const loadBurst = 100
 
 // load is goroutines calling Next until stopped, keeping every ID.
 type load struct {
+	failures
 	stop   atomic.Bool
 	wg     sync.WaitGroup
-	failed atomic.Int64
 	mu     sync.Mutex
 	ids    [][]int64 // per goroutine, in the order received
-	errs   []string
 	maxLat atomic.Int64
+}
+
+// failures counts failed calls and keeps the first errors.
+type failures struct {
+	failed atomic.Int64
+	mu     sync.Mutex
+	errs   []string
+}
+
+func (f *failures) add(err error) {
+	f.failed.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.errs) < 5 {
+		f.errs = append(f.errs, err.Error())
+	}
 }
 
 func startLoad(clients []*client.Client, perClient int) *load {
@@ -132,12 +148,7 @@ func startLoad(clients []*client.Client, perClient int) *load {
 						l.maxLat.Store(lat)
 					}
 					if err != nil {
-						l.failed.Add(1)
-						l.mu.Lock()
-						if len(l.errs) < 5 {
-							l.errs = append(l.errs, err.Error())
-						}
-						l.mu.Unlock()
+						l.add(err)
 						continue
 					}
 					ids = append(ids, id)

@@ -28,4 +28,8 @@ var (
 	ErrBadName = errors.New("client: bad sequence name")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("client: closed")
+	// ErrNoKeys: Public or FromPublic without Config.IDKeys.
+	ErrNoKeys = errors.New("client: no IDKeys: public forms need the deployment's key file")
+	// ErrNotPublic: a value that is no public form of an ID under the keys.
+	ErrNotPublic = errors.New("client: not a public form of an ID")
 )

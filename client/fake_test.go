@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,11 @@ func (f *fakeTransport) get(ctx context.Context, base, path string, dst []uint64
 				s.seqs[name] = v
 			}
 		} else {
+			// after=X: above X, as a ticketd moves its generator forward.
+			if _, a, ok := strings.Cut(path, "?after="); ok {
+				x, _ := strconv.ParseUint(a, 10, 64)
+				s.next = max(s.next, x)
+			}
 			for i := range dst {
 				s.next++
 				dst[i] = s.next

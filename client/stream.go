@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -42,6 +43,12 @@ type stream struct {
 	paced     bool          // lastErr is a 429: the next refill waits for its Retry-After
 	throttled uint64        // refills answered 429 by every endpoint tried
 	free      [][]uint64    // spent segment buffers, for the refill goroutine
+	// strict (Config.StrictlyIncreasing, IDs only): lastOut is the last ID
+	// handed out, nothing at or below it is; maxFetched the largest ID
+	// fetched, which the next refill passes as after=.
+	strict     bool
+	lastOut    uint64
+	maxFetched uint64
 
 	// Counters, for Stats.
 	served, fetched, refills, refillFailures, droppedByAge, waits uint64
@@ -83,11 +90,12 @@ func (s *stream) one(ctx context.Context) (uint64, error) {
 	s.mu.Lock()
 	if len(s.segs) > 0 {
 		seg := &s.segs[0]
-		if now < seg.expires {
+		if now < seg.expires && (!s.strict || seg.vals[seg.pos] > s.lastOut) {
 			v := seg.vals[seg.pos]
 			seg.pos++
 			s.buffered--
 			s.served++
+			s.lastOut = v
 			if seg.pos == len(seg.vals) {
 				s.popLocked()
 			}
@@ -124,12 +132,26 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 		s.dropExpiredLocked(now)
 		for filled < len(dst) && len(s.segs) > 0 {
 			seg := &s.segs[0]
+			if s.strict {
+				// Never at or below the last ID handed out: such IDs are
+				// dropped (with after= on every refill there are none, but
+				// the promise does not rest on the servers).
+				for seg.pos < len(seg.vals) && seg.vals[seg.pos] <= s.lastOut {
+					seg.pos++
+					s.buffered--
+				}
+				if seg.pos == len(seg.vals) {
+					s.popLocked()
+					continue
+				}
+			}
 			n := min(len(dst)-filled, len(seg.vals)-seg.pos)
 			for i, v := range seg.vals[seg.pos : seg.pos+n] {
 				dst[filled+i] = T(v)
 			}
 			seg.pos += n
 			filled += n
+			s.lastOut = max(s.lastOut, seg.vals[seg.pos-1])
 			s.buffered -= n
 			s.served += uint64(n)
 			if seg.pos == len(seg.vals) {
@@ -293,6 +315,10 @@ func (s *stream) refill(order []int) ([]int, error) {
 		}
 	}
 	n := s.batch
+	path := s.path
+	if s.strict && s.maxFetched > 0 {
+		path += "?after=" + strconv.FormatUint(s.maxFetched, 10)
+	}
 	var vals []uint64
 	if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
 		vals = s.free[k-1][:n]
@@ -315,7 +341,7 @@ func (s *stream) refill(order []int) ([]int, error) {
 		}
 		for _, i := range order {
 			sent := s.c.now()
-			if err = s.fetch(i, timeout, vals); err == nil {
+			if err = s.fetch(i, timeout, path, vals); err == nil {
 				s.appendBatch(vals, sent, attempt)
 				return order, nil
 			}
@@ -354,12 +380,20 @@ func (s *stream) refill(order []int) ([]int, error) {
 
 // fetch asks endpoint i for len(vals) values, within timeout, and records
 // the outcome.
-func (s *stream) fetch(i int, timeout time.Duration, vals []uint64) error {
+func (s *stream) fetch(i int, timeout time.Duration, path string, vals []uint64) error {
 	ctx, cancel := context.WithTimeout(s.c.ctx, timeout)
-	err := s.c.tr.get(ctx, s.c.eps[i].base, s.path, vals)
+	err := s.c.tr.get(ctx, s.c.eps[i].base, path, vals)
 	cancel()
 	if err == nil {
 		err = s.check(vals)
+	}
+	if err == nil && s.strict {
+		s.mu.Lock()
+		after := s.maxFetched
+		s.mu.Unlock()
+		if vals[0] <= after {
+			err = fmt.Errorf("%w: ID %d asked for after %d", ErrBadAnswer, vals[0], after)
+		}
 	}
 	if err != nil {
 		if s.c.closed.Load() {
@@ -384,6 +418,9 @@ func (s *stream) appendBatch(vals []uint64, sent time.Duration, attempt uint64) 
 		expires = sent + s.c.cfg.MaxAge
 	}
 	s.segs = append(s.segs, segment{vals: vals, expires: expires})
+	if s.ids {
+		s.maxFetched = max(s.maxFetched, vals[len(vals)-1])
+	}
 	s.buffered += len(vals)
 	s.fetched += uint64(len(vals))
 	s.refills++

@@ -89,7 +89,11 @@ func (t *httpTransport) putBuf(b []byte) {
 }
 
 func (t *httpTransport) get(ctx context.Context, base, path string, dst []uint64) error {
-	url := base + path + "?format=binary&n=" + strconv.Itoa(len(dst))
+	sep := "?" // path may carry ?after=X already
+	if strings.IndexByte(path, '?') >= 0 {
+		sep = "&"
+	}
+	url := base + path + sep + "format=binary&n=" + strconv.Itoa(len(dst))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

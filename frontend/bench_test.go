@@ -31,6 +31,20 @@ func (c *counterIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	}
 	return len(dst), nil
 }
+func (c *counterIDs) NextAfterWait(after int64, _ time.Time) (int64, error) {
+	for {
+		n := c.n.Load()
+		if c.n.CompareAndSwap(n, max(n, after)+1) {
+			return max(n, after) + 1, nil
+		}
+	}
+}
+func (c *counterIDs) NextNAfterWait(dst []int64, after int64, d time.Time) (int, error) {
+	if _, err := c.NextAfterWait(after, d); err != nil {
+		return 0, err
+	}
+	return c.NextNWait(dst, d)
+}
 func (c *counterIDs) Status() worker.Status { return worker.Status{} }
 
 // generatorIDs is a real, unfenced snowflake generator behind IDs.
@@ -39,6 +53,13 @@ type generatorIDs struct{ *snowflake.Generator }
 func (g generatorIDs) NextWait(time.Time) (int64, error) { return g.Next() }
 func (g generatorIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	return g.NextN(dst)
+}
+
+func (g generatorIDs) NextAfterWait(after int64, _ time.Time) (int64, error) {
+	return g.NextAfter(after)
+}
+func (g generatorIDs) NextNAfterWait(dst []int64, after int64, _ time.Time) (int, error) {
+	return g.NextNAfter(dst, after)
 }
 
 func (generatorIDs) Status() worker.Status { return worker.Status{} }
@@ -86,6 +107,31 @@ func tokenServer(b *testing.B, n int, quota string) *Server {
 	return s
 }
 
+// oneMsOld is an ID of another worker, one millisecond before now.
+func oneMsOld(b *testing.B) int64 {
+	id, err := snowflake.DefaultLayout().Compose(snowflake.Parts{UnixMs: time.Now().UnixMilli() - 1, Worker: 9})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+func balancedGen(b *testing.B) *snowflake.Generator {
+	g, err := snowflake.New(snowflake.Settings{Unfenced: true, BalancedBits: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func publicBenchServer(b *testing.B, ids IDs) *Server {
+	s, err := New(publicConfig(b, testKeyHex), ids, newFakeTickets())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkHandler compares the API handler with a bare fasthttp handler on
 // one reused RequestCtx, the way fasthttp calls them: run the sub-benchmarks
 // together and divide ns/op of id by bare.
@@ -110,6 +156,11 @@ func BenchmarkHandler(b *testing.B) {
 		{"id-forwarded", benchServer(b, &counterIDs{}).Handler(), "", ""},
 		{"id-json", benchServer(b, &counterIDs{}).Handler(), "/v1/id?format=json", ""},
 		{"id-snowflake", benchServer(b, generatorIDs{gen}).Handler(), "/v1/id", ""},
+		// after= an ID one millisecond old (issue 28: ÷ id-snowflake ≥ 0.95),
+		// balanced low bits (÷ id-snowflake ≥ 0.95), and public forms.
+		{"id-snowflake-after", benchServer(b, generatorIDs{gen}).Handler(), fmt.Sprintf("/v1/id?after=%d", oneMsOld(b)), ""},
+		{"id-snowflake-balanced", benchServer(b, generatorIDs{balancedGen(b)}).Handler(), "/v1/id", ""},
+		{"id-snowflake-public", publicBenchServer(b, generatorIDs{gen}).Handler(), "/v1/id?with=public", ""},
 		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100", ""},
 		// Access control: a token looked up among 8 or 1024 (auth.MaxTokens;
 		// a lookup compares with every one), with and without a quota.

@@ -105,6 +105,12 @@ func (l *listIDs) NextNWait(dst []int64, _ time.Time) (int, error) {
 	return n, nil
 }
 
+// listIDs is not used with after=: it has the methods, answering as without.
+func (l *listIDs) NextAfterWait(_ int64, d time.Time) (int64, error) { return l.NextWait(d) }
+func (l *listIDs) NextNAfterWait(dst []int64, _ int64, d time.Time) (int, error) {
+	return l.NextNWait(dst, d)
+}
+
 func (l *listIDs) Status() worker.Status { return worker.Status{} }
 
 // TestBinaryExtremes: the smallest and largest values of each kind, and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ticketd/auth"
+	"ticketd/publicid"
 	"ticketd/snowflake"
 )
 
@@ -139,6 +140,15 @@ type Config struct {
 	// Version is the version label of ticketd_build_info. Zero: the main
 	// module's version as the Go toolchain stamped it into the binary.
 	Version string
+	// IDKeys, when not nil, are the keys of public forms (public.go):
+	// with=public on /v1/id and /v1/ids, from=public on /v1/ids/{id}, and a
+	// "public" field in /v1/ids/{id}. Never shown in /v1/status or
+	// /metrics. Zero: public forms are off (those requests get a 400).
+	IDKeys *publicid.Store
+	// Clock is this ticketd's clock, which bounds how far ahead an after=
+	// ID or a decoded public form may be (MaxAfterAhead). Zero: the system
+	// clock (the time fasthttp read for the request).
+	Clock snowflake.Clock
 }
 
 // DefaultConfig returns the defaults filled in: Twitter's layout, batches of

@@ -27,6 +27,20 @@ func (i *issuer) NextNWait(dst []int64, _ time.Time) (int, error) {
 	}
 	return len(dst), nil
 }
+func (i *issuer) NextAfterWait(after int64, d time.Time) (int64, error) {
+	for {
+		last := i.last.Load()
+		if i.last.CompareAndSwap(last, max(last, after)+1) {
+			return max(last, after) + 1, nil
+		}
+	}
+}
+func (i *issuer) NextNAfterWait(dst []int64, after int64, d time.Time) (int, error) {
+	if _, err := i.NextAfterWait(after, d); err != nil {
+		return 0, err
+	}
+	return i.NextNWait(dst, d)
+}
 func (i *issuer) Status() worker.Status {
 	return worker.Status{Held: true, Worker: 1, Headroom: 60e9, Layout: snowflake.DefaultLayout()}
 }

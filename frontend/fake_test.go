@@ -24,6 +24,8 @@ type fakeIDs struct {
 	status  worker.Status
 	// deadline is the one the last NextWait or NextNWait call was given.
 	deadline time.Time
+	// afters counts the calls with an after= ID.
+	afters int
 }
 
 func newFakeIDs() *fakeIDs {
@@ -61,6 +63,24 @@ func (f *fakeIDs) NextWait(deadline time.Time) (int64, error) {
 	}
 	f.last++
 	return f.last, nil
+}
+
+// NextAfterWait is NextWait, the counter first moved to after when it is
+// behind (as a generator moves its time forward).
+func (f *fakeIDs) NextAfterWait(after int64, deadline time.Time) (int64, error) {
+	f.mu.Lock()
+	f.last = max(f.last, after)
+	f.afters++
+	f.mu.Unlock()
+	return f.NextWait(deadline)
+}
+
+func (f *fakeIDs) NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error) {
+	f.mu.Lock()
+	f.last = max(f.last, after)
+	f.afters++
+	f.mu.Unlock()
+	return f.NextNWait(dst, deadline)
 }
 
 func (f *fakeIDs) NextNWait(dst []int64, deadline time.Time) (int, error) {

@@ -18,9 +18,22 @@ import (
 
 // handleID answers GET /v1/id. This is the hot path: it allocates nothing.
 // The ID is written with strconv.AppendInt into a buffer on the stack, and
-// headers are set from byte slices made once.
+// headers are set from byte slices made once. With after=X the ID is greater
+// than X (after.go); with with=public it comes with its public form
+// (public.go). Neither is answered from the ticket fallback: fallback IDs
+// are not ordered with snowflake IDs, and have no public form that decodes.
 func (s *Server) handleID(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	q, problem := readQuery(ctx)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	after, problem := s.readAfter(ctx, q)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	ring, problem := s.publicRing(q)
 	if problem != "" {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
 		return
@@ -30,9 +43,19 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	}
 	src, issued := srcSnowflake, s.metrics.idsSnowflake
 	deadline := s.deadline(ctx)
-	id, err := s.ids.NextWait(deadline)
+	var id int64
+	var err error
+	if q.hasAfter == 0 {
+		id, err = s.ids.NextWait(deadline)
+	} else {
+		id, err = s.ids.NextAfterWait(after, deadline)
+	}
 	if err != nil {
 		var ok bool
+		if q.hasAfter != 0 || ring != nil {
+			unavailable(ctx, s.noIDMessage(err))
+			return
+		}
 		if id, ok = s.fallbackID(err, deadline); !ok {
 			unavailable(ctx, s.noIDMessage(err))
 			return
@@ -42,22 +65,40 @@ func (s *Server) handleID(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 		s.belowCeiling(ctx, id)
 		return
 	}
+	var pub int64
+	if ring != nil {
+		if pub, err = ring.Public(id); err != nil { // id is positive: never
+			fail(ctx, fasthttp.StatusInternalServerError, "internal error: no public form")
+			return
+		}
+	}
 	issued.Inc()
 	ctx.Response.Header.SetCanonical(hdrIDSource, src)
-	var buf [40]byte
+	var buf [64]byte
 	b := buf[:0]
 	switch q.format {
 	case formatJSON:
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
 		b = append(b, `{"id":`...)
 		b = appendQuotedInt(b, id)
+		if ring != nil {
+			b = append(b, `,"public":`...)
+			b = appendQuotedInt(b, pub)
+		}
 		b = append(b, "}\n"...)
 	case formatBinary:
 		ctx.Response.Header.SetContentTypeBytes(ctBinary)
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		if ring != nil {
+			b = binary.BigEndian.AppendUint64(b, uint64(pub))
+		}
 	default:
 		ctx.Response.Header.SetContentTypeBytes(ctText)
 		b = strconv.AppendInt(b, id, 10)
+		if ring != nil {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, pub, 10)
+		}
 		b = append(b, '\n')
 	}
 	ctx.SetBody(b)
@@ -170,6 +211,16 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 		fail(ctx, fasthttp.StatusBadRequest, problem)
 		return
 	}
+	after, problem := s.readAfter(ctx, q)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	ring, problem := s.publicRing(q)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
 	if !s.takeQuota(ctx, tok, quotaIDs, n) {
 		return
 	}
@@ -179,7 +230,13 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 		b.ids = make([]int64, n)
 	}
 	ids := b.ids[:n]
-	got, err := s.ids.NextNWait(ids, s.deadline(ctx))
+	var got int
+	var err error
+	if q.hasAfter == 0 {
+		got, err = s.ids.NextNWait(ids, s.deadline(ctx))
+	} else {
+		got, err = s.ids.NextNAfterWait(ids, after, s.deadline(ctx))
+	}
 	if err != nil || got != n {
 		// The got IDs already issued are dropped: unused IDs cost density,
 		// never uniqueness, and a short answer would surprise the caller.
@@ -199,6 +256,12 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 	}
 	s.metrics.idsSnowflake.Add(n)
 	ctx.Response.Header.SetCanonical(hdrIDSource, srcSnowflake)
+	if ring != nil {
+		b.out = appendWithPublic(b.out[:0], ring, ids, q.format)
+		ctx.Response.Header.SetContentTypeBytes(contentType(q.format))
+		ctx.SetBody(b.out)
+		return
+	}
 	out := b.out[:0]
 	switch q.format {
 	case formatJSON:
@@ -218,8 +281,18 @@ func (s *Server) handleIDs(ctx *fasthttp.RequestCtx, tok *auth.Token) {
 }
 
 // handleDecode answers GET /v1/ids/{id} with the ID's fields under the
-// configured layout.
+// configured layout, and its public form when ticketd has keys; with
+// from=public, {id} is a public form, decoded (public.go).
 func (s *Server) handleDecode(ctx *fasthttp.RequestCtx, seg []byte) {
+	q, problem := readQuery(ctx)
+	if problem != "" {
+		fail(ctx, fasthttp.StatusBadRequest, problem)
+		return
+	}
+	if q.hasFrom == 1 {
+		s.handleFromPublic(ctx, seg)
+		return
+	}
 	id, err := snowflake.ParseID(string(seg))
 	if err != nil {
 		fail(ctx, fasthttp.StatusBadRequest, "bad ID: "+err.Error()+": want a positive decimal integer below 2^63")
@@ -230,5 +303,14 @@ func (s *Server) handleDecode(ctx *fasthttp.RequestCtx, seg []byte) {
 		fail(ctx, fasthttp.StatusBadRequest, "bad ID: "+err.Error())
 		return
 	}
-	writeJSON(ctx, d)
+	if s.cfg.IDKeys == nil {
+		writeJSON(ctx, d)
+		return
+	}
+	pub, err := s.cfg.IDKeys.Load().Public(id)
+	if err != nil {
+		fail(ctx, fasthttp.StatusBadRequest, "bad ID: "+err.Error())
+		return
+	}
+	writeJSON(ctx, decodedWithPublic{Decoded: d, Public: strconv.FormatInt(pub, 10)})
 }

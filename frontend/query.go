@@ -25,6 +25,15 @@ type query struct {
 	hasN   int // how many times n was given
 	fmtArg []byte
 	hasFmt int
+	// after: only IDs greater than this one (after.go); with=public: each
+	// ID with its public form; from=public: the {id} of /v1/ids/{id} is a
+	// public form (public.go).
+	after    []byte
+	hasAfter int
+	with     []byte
+	hasWith  int
+	from     []byte
+	hasFrom  int
 }
 
 // readQuery reads n and format from the query string and Accept. It
@@ -40,10 +49,22 @@ func readQuery(ctx *fasthttp.RequestCtx) (q query, problem string) {
 				q.n, q.hasN = v, q.hasN+1
 			case "format":
 				q.fmtArg, q.hasFmt = v, q.hasFmt+1
+			case "after":
+				q.after, q.hasAfter = v, q.hasAfter+1
+			case "with":
+				q.with, q.hasWith = v, q.hasWith+1
+			case "from":
+				q.from, q.hasFrom = v, q.hasFrom+1
 			}
 		}
 	}
 	switch {
+	case q.hasAfter > 1 || q.hasWith > 1 || q.hasFrom > 1:
+		return q, "after, with and from may each be given once"
+	case q.hasWith == 1 && string(q.with) != "public":
+		return q, fmt.Sprintf("with %.32q is not supported: want with=public (each ID with its public form)", q.with)
+	case q.hasFrom == 1 && string(q.from) != "public":
+		return q, fmt.Sprintf("from %.32q is not supported: want from=public (the value is a public form)", q.from)
 	case q.hasFmt > 1:
 		return q, fmt.Sprintf("format given %d times: give it once, json, text or binary", q.hasFmt)
 	case q.hasFmt == 1:
@@ -62,6 +83,9 @@ func readQuery(ctx *fasthttp.RequestCtx) (q query, problem string) {
 	}
 	return q, ""
 }
+
+// public reports whether the request asks for public forms (with=public).
+func (q query) public() bool { return q.hasWith == 1 }
 
 // acceptFormat picks the format an Accept header asks for: JSON or binary,
 // whichever it names first; text when it names neither.

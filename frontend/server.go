@@ -26,9 +26,13 @@ import (
 // they may wait for it, until deadline at the latest (the request's deadline:
 // RequestTimeout after the handler was called). Status is called off the hot
 // path.
+// NextAfterWait and NextNAfterWait are the same for IDs greater than after
+// (?after=).
 type IDs interface {
 	NextWait(deadline time.Time) (int64, error)
 	NextNWait(dst []int64, deadline time.Time) (int, error)
+	NextAfterWait(after int64, deadline time.Time) (int64, error)
+	NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error)
 	Status() worker.Status
 }
 
@@ -101,6 +105,8 @@ type Server struct {
 	// serialises ReloadTokens.
 	quota    atomic.Pointer[map[string]prometheus.Counter]
 	tokensMu sync.Mutex
+	// timeShift is the layout's: an ID's time is id >> timeShift + epoch.
+	timeShift uint
 }
 
 // workerIdle: how long an idle fasthttp worker goroutine lives, and so how
@@ -140,6 +146,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota)
+	s.timeShift = cfg.Layout.SequenceBits + cfg.Layout.WorkerBits + cfg.Layout.DatacenterBits
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(cfg, backendCollector{s})
 	if cfg.Tokens != nil {

@@ -100,6 +100,16 @@ func (g *Generator) leaveQueueLocked(me *batchTurn) {
 	}
 }
 
+// startSeq is the sequence number a new millisecond starts at: 0, or with
+// BalancedBits a random value below 2^BalancedBits (math/rand/v2's
+// generator: per thread, no lock, a few nanoseconds once a millisecond).
+func (g *Generator) startSeq() int64 {
+	if g.balanced == 0 {
+		return 0
+	}
+	return int64(g.rand() >> (64 - g.balanced))
+}
+
 // maxLeave bounds the sequence numbers of a millisecond a batch leaves to
 // waiting Next callers: a quarter of them, whatever the number of waiters.
 func (g *Generator) maxLeave() int64 { return (g.maxSeq + 1) / 4 }
@@ -127,14 +137,14 @@ func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wai
 		ms, seq := last, lastSeq+1
 		newMs := now > last
 		if newMs {
-			ms, seq = now, 0
+			ms, seq = now, g.startSeq()
 		}
 		limit := g.maxSeq
 		if batch {
 			singles := g.singlesPrev
 			if newMs {
 				// What single calls took of the millisecond now ending.
-				singles = max(lastSeq+1-g.batchTook, 0)
+				singles = max(lastSeq+1-g.msStart-g.batchTook, 0)
 			}
 			if leave := g.waiting.Load() + 2*singles; leave > 0 {
 				limit -= min(leave, g.maxLeave())
@@ -147,7 +157,7 @@ func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wai
 				return 0, 0, max(g.nextMono-g.mono(), time.Microsecond), nil
 			}
 			// Behind the floor: count up from it rather than wait for the clock.
-			ms, seq = ms+1, 0
+			ms, seq = ms+1, g.startSeq()
 		}
 		if ms >= g.fence.Load() {
 			return 0, 0, 0, fmt.Errorf("%w: timestamp %d ms is at or beyond the fence %d ms", ErrFenced, ms, g.fence.Load())
@@ -160,8 +170,8 @@ func (g *Generator) takeLocked(want int64, batch bool) (cur uint64, n int64, wai
 		next := g.encode(ms, seq+n-1)
 		if g.cursor.CompareAndSwap(c, next) {
 			if ms != last {
-				g.singlesPrev = max(lastSeq+1-g.batchTook, 0)
-				g.batchTook = 0
+				g.singlesPrev = max(lastSeq+1-g.msStart-g.batchTook, 0)
+				g.batchTook, g.msStart = 0, seq
 			}
 			if batch {
 				g.batchTook += n

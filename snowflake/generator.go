@@ -3,6 +3,7 @@ package snowflake
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,15 @@ type Settings struct {
 	// Unfenced removes the fence. For tests and tools only: without a fence,
 	// nothing stops two processes on one worker ID from issuing the same IDs.
 	Unfenced bool
+	// BalancedBits, when not zero, starts each millisecond's sequence at a
+	// random value below 2^BalancedBits instead of 0, so that the low bits
+	// of IDs issued a few at a time are balanced: id % N spreads evenly for
+	// N up to 2^BalancedBits (a power of two; other N nearly). It costs
+	// the skipped values: a millisecond holds 2^SequenceBits - start IDs,
+	// on average 2^(BalancedBits-1) - 1/2 fewer at saturation. At most
+	// SequenceBits - 2 (a start in the first quarter). Zero: off, every
+	// millisecond starts at 0.
+	BalancedBits uint
 }
 
 // Generator issues unique, non-decreasing IDs for one (datacenter, worker). It
@@ -72,6 +82,8 @@ type Generator struct {
 	stopped            atomic.Bool
 	waiting            atomic.Int64 // Next callers waiting for the next millisecond
 	datacenter, worker uint32
+	balanced           uint          // Settings.BalancedBits
+	rand               func() uint64 // the random starts' source: rand.Uint64 (tests seed their own)
 
 	// cursor is the last ID issued: (ms - EpochMs + 1) << seqBits | seq
 	// (floor-1 and the last sequence number before the first ID).
@@ -95,6 +107,9 @@ type Generator struct {
 	// before (see takeLocked).
 	batchTook   int64
 	singlesPrev int64
+	// msStart is the sequence number the cursor's millisecond started at:
+	// 0, or the random start of BalancedBits.
+	msStart int64
 	// msWaiting: a caller waits on the clock for the next millisecond;
 	// others wait on msCond for msGen to move (see waitNextMs).
 	msWaiting  bool
@@ -122,6 +137,10 @@ func New(s Settings) (*Generator, error) {
 	if s.Clock == nil {
 		s.Clock = SystemClock{}
 	}
+	if s.BalancedBits > 0 && s.BalancedBits+2 > s.Layout.SequenceBits {
+		return nil, fmt.Errorf("%w: balanced bits %d: want at most %d (sequence bits - 2) for layout %s",
+			ErrInvalidSettings, s.BalancedBits, max(int(s.Layout.SequenceBits)-2, 0), s.Layout)
+	}
 	if s.FloorMs < 0 || s.FenceMs < 0 {
 		return nil, fmt.Errorf("%w: floor %d and fence %d must not be negative", ErrInvalidSettings, s.FloorMs, s.FenceMs)
 	}
@@ -136,6 +155,8 @@ func New(s Settings) (*Generator, error) {
 		endMs:      s.Layout.EpochMs + int64(1)<<s.Layout.TimeBits,
 		datacenter: s.Datacenter,
 		worker:     s.Worker,
+		balanced:   s.BalancedBits,
+		rand:       rand.Uint64,
 	}
 	g.msCond.L = &g.mu
 	g.solo.turn = make(chan struct{}, 1)

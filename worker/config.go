@@ -115,6 +115,12 @@ type Config struct {
 	// as soon as the count shows one free. In [MinRenew, RenewEvery]. Zero:
 	// RenewEvery / DefaultShortDivisor (500 ms by default), at least MinRenew.
 	ShortRetry time.Duration
+	// BalancedBits is the generators' snowflake.Settings.BalancedBits: each
+	// millisecond's sequence starts at a random value below 2^BalancedBits,
+	// so that id % N is balanced at low rates. A property of the deployment
+	// (every ticketd of it should agree). At most the layout's sequence bits
+	// minus 2. Zero: off.
+	BalancedBits uint
 	// Clock for generators. Zero: snowflake.SystemClock.
 	Clock snowflake.Clock
 	// Logger for lease events. Zero: slog.Default().
@@ -226,6 +232,8 @@ func (c Config) validate() error {
 		return bad("max wait %s above reserve %s", c.MaxWait, c.Reserve)
 	case c.FloorMs < 0:
 		return bad("floor %d is negative", c.FloorMs)
+	case c.BalancedBits > 0 && c.BalancedBits+2 > c.Layout.SequenceBits:
+		return bad("balanced bits %d: layout %s allows at most %d (its sequence bits - 2)", c.BalancedBits, c.Layout, max(int(c.Layout.SequenceBits)-2, 0))
 	case c.CapacityEvery < c.RenewEvery || c.CapacityEvery > MaxCapacityEvery:
 		return bad("capacity check period %s outside [renew period %s, %s]", c.CapacityEvery, c.RenewEvery, MaxCapacityEvery)
 	case c.ShortRetry < MinRenew || c.ShortRetry > c.RenewEvery:

@@ -345,6 +345,8 @@ func (k *Keeper) installLocked(l ticket.Lease) error {
 		Clock:      k.cfg.Clock,
 		FloorMs:    max(l.FloorMs, k.lastMs+1, k.cfg.FloorMs),
 		FenceMs:    l.ReservedUntilMs,
+		// BalancedBits: each millisecond's sequence starts at a random value.
+		BalancedBits: k.cfg.BalancedBits,
 	})
 	if err != nil {
 		k.gen.Store(nil)

@@ -54,6 +54,56 @@ func (k *Keeper) NextWait(deadline time.Time) (int64, error) {
 	return id, err
 }
 
+// NextAfterWait is NextWait returning an ID greater than after
+// (snowflake.Generator.NextAfter): the generator's time moves forward past
+// it, within the fence; after a switch, the replacement does the same.
+func (k *Keeper) NextAfterWait(after int64, deadline time.Time) (int64, error) {
+	if g := k.gen.Load(); g != nil {
+		if id, err := g.NextAfter(after); err == nil {
+			return id, nil
+		}
+	}
+	var id int64
+	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
+		id, err = g.NextAfter(after)
+		return err
+	})
+	return id, err
+}
+
+// NextNAfterWait is NextNWait, every ID greater than after. A batch that
+// moves to a replacement generator halfway keeps increasing (the
+// replacement's floor lies above the old generator's last timestamp).
+func (k *Keeper) NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error) {
+	if len(dst) == 0 {
+		return 0, nil
+	}
+	if g := k.gen.Load(); g != nil {
+		n, err := g.NextNAfter(dst, after)
+		if err == nil {
+			return n, nil
+		}
+		if n > 0 {
+			// The rest follows the IDs already taken: above them is above after.
+			m, err := k.NextNWait(dst[n:], deadline)
+			return n + m, err
+		}
+	}
+	filled := 0
+	err := k.await(deadline, func(g *snowflake.Generator) error {
+		var n int
+		var err error
+		if filled == 0 {
+			n, err = g.NextNAfter(dst, after)
+		} else {
+			n, err = g.NextN(dst[filled:])
+		}
+		filled += n
+		return err
+	})
+	return filled, err
+}
+
 // NextNWait is NextN with NextWait's waiting. A batch takes the generator a
 // millisecond at a time, so a switch or a lost lease can stop the generator
 // halfway through one: the rest then comes from the replacement (whose floor

@@ -247,3 +247,34 @@ func TestWaitThroughSwitch(t *testing.T) {
 		t.Fatalf("%d switches, want 20", st.Switches)
 	}
 }
+
+// TestNextAfterWait: an ID of another worker, 300 ms ahead of this keeper's
+// clock, is passed: the keeper's ID is above it, and a batch passed an
+// ID a millisecond later starts above that one and increases.
+func TestNextAfterWait(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	st := k.Status()
+	x, err := st.Layout.Compose(snowflake.Parts{UnixMs: start.Add(300 * time.Millisecond).UnixMilli(), Worker: st.Worker ^ 1, Sequence: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := k.NextAfterWait(x, far())
+	if err != nil || id <= x {
+		t.Fatalf("NextAfterWait(%d) = %d, %v", x, id, err)
+	}
+	x2 := x + 1<<22 // a millisecond later
+	ids := make([]int64, 5000)
+	if n, err := k.NextNAfterWait(ids, x2, far()); err != nil || n != len(ids) {
+		t.Fatal(n, err)
+	}
+	if ids[0] <= x2 {
+		t.Fatalf("NextNAfterWait: the batch starts at %d, not above %d", ids[0], x2)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("the batch decreases at %d: %d after %d", i, ids[i], ids[i-1])
+		}
+	}
+}

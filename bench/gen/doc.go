@@ -1,6 +1,7 @@
 // Package gen holds the in-process generator benchmarks of make bench:
 // ticketd's snowflake generator against bwmarrin/snowflake and
-// sony/sonyflake, one ID below saturation and at saturation.
+// sony/sonyflake, one ID below saturation and at saturation (ticketd's with
+// balanced low bits too); and the public form of an ID, each way.
 //
 //	cd bench && go test ./gen -run '^$' -bench . -benchtime 1s
 package gen

@@ -333,8 +333,13 @@ func (l *balancedLoad) fail(err string) {
 
 // rawGetID sends one GET /v1/id on c and reads the answer.
 func rawGetID(c net.Conn, br *bufio.Reader) (id int64, closeAfter bool, err error) {
+	return rawGet(c, br, "/v1/id")
+}
+
+// rawGet sends one GET path on c and reads the ID it answers.
+func rawGet(c net.Conn, br *bufio.Reader, path string) (id int64, closeAfter bool, err error) {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: ticketd\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: ticketd\r\n\r\n"); err != nil {
 		return 0, true, err
 	}
 	resp, err := http.ReadResponse(br, nil)
@@ -347,7 +352,7 @@ func rawGetID(c net.Conn, br *bufio.Reader) (id int64, closeAfter bool, err erro
 		return 0, true, err
 	}
 	if resp.StatusCode != 200 {
-		return 0, resp.Close, fmt.Errorf("status %d: %.100s", resp.StatusCode, body)
+		return 0, resp.Close, fmt.Errorf("status %d: %.400s", resp.StatusCode, body)
 	}
 	id, err = strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
 	return id, resp.Close, err

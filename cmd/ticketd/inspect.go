@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 
+	"ticketd/publicid"
 	"ticketd/snowflake"
 )
 
@@ -17,12 +20,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: ticketd inspect [-layout L] [-epoch MS] ID...\n\n"+
-			"Prints one JSON object per ID: id, time (UTC), unix_ms, datacenter, worker, node, sequence.\n\n")
+		fmt.Fprint(stderr, "usage: ticketd inspect [-layout L] [-epoch MS] [-id-key-file F [-from-public]] ID...\n\n"+
+			"Prints one JSON object per ID: id, time (UTC), unix_ms, datacenter, worker, node, sequence;\n"+
+			"with -id-key-file, its public form too; with -from-public, the arguments are public forms.\n\n")
 		fs.PrintDefaults()
 	}
 	layoutText := fs.String("layout", "twitter", "bit layout: a preset (twitter, flat) or time/datacenter/worker/sequence widths like 41/5/5/12")
 	epoch := fs.Int64("epoch", snowflake.TwitterEpochMs, "epoch in Unix milliseconds")
+	keyFile := fs.String("id-key-file", "", "the deployment's key file (ticketd serve -id-key-file): print each ID's public form; the key is never given on the command line")
+	fromPublic := fs.Bool("from-public", false, "the arguments are public forms: print the ID each stands for (needs -id-key-file)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -41,10 +47,28 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usagef("inspect: no ID given")
 	}
+	var ring *publicid.Ring
+	switch {
+	case *keyFile != "":
+		if ring, err = publicid.ReadKeyFile(*keyFile); err != nil {
+			return usagef("inspect: -id-key-file: %v", err)
+		}
+	case *fromPublic:
+		return usagef("inspect: -from-public needs -id-key-file")
+	}
 	bad := 0
 	enc := json.NewEncoder(stdout)
 	for _, arg := range fs.Args() {
-		d, err := describe(layout, arg)
+		var d any
+		var err error
+		switch {
+		case *fromPublic:
+			d, err = fromPublicForm(layout, ring, arg)
+		case ring != nil:
+			d, err = describePublic(layout, ring, arg)
+		default:
+			d, err = describe(layout, arg)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ticketd: inspect: %v\n", err)
 			bad++
@@ -58,6 +82,63 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return errReported{2}
 	}
 	return nil
+}
+
+// describePublic is describe with the ID's public form.
+func describePublic(l snowflake.Layout, ring *publicid.Ring, s string) (any, error) {
+	d, err := describe(l, s)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := strconv.ParseInt(d.ID, 10, 64)
+	pub, err := ring.Public(id)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		snowflake.Decoded
+		Public string `json:"public"`
+	}{d, strconv.FormatInt(pub, 10)}, nil
+}
+
+// fromPublicForm decodes a public form under every key of the ring, keeping
+// the IDs whose time lies between the epoch and a second from now (inspect
+// knows no deployment's first start); the first is printed with its fields,
+// the others under "also", as GET /v1/ids/{form}?from=public does.
+func fromPublicForm(l snowflake.Layout, ring *publicid.Ring, s string) (any, error) {
+	form, err := snowflake.ParseID(s)
+	if err != nil {
+		return nil, fmt.Errorf("public form: %w", err)
+	}
+	latest := time.Now().Add(time.Second).UnixMilli()
+	found, err := ring.Decode(form, func(id int64) bool {
+		p, err := l.Decompose(id)
+		return err == nil && p.UnixMs <= latest
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("public form %d is no ID of layout %s and epoch %d under any of the %d keys", form, l, l.EpochMs, ring.Len())
+	}
+	d, err := l.Describe(found[0].ID)
+	if err != nil {
+		return nil, err
+	}
+	type also struct {
+		ID  string `json:"id"`
+		Key int    `json:"key"`
+	}
+	out := struct {
+		Public string `json:"public"`
+		snowflake.Decoded
+		Key  int    `json:"key"`
+		Also []also `json:"also"`
+	}{Public: strconv.FormatInt(form, 10), Decoded: d, Key: found[0].Key, Also: []also{}}
+	for _, f := range found[1:] {
+		out.Also = append(out.Also, also{strconv.FormatInt(f.ID, 10), f.Key})
+	}
+	return out, nil
 }
 
 func describe(l snowflake.Layout, s string) (snowflake.Decoded, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,43 @@ func TestInspect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInspectPublic: with the key file, inspect prints an ID's public form
+// and turns the form back into the ID (the same as the API and package
+// publicid); a key file others may read, or -from-public without one, is
+// refused with exit status 2; the key is never printed.
+func TestInspectPublic(t *testing.T) {
+	const key = "6b3f0c1e2d4a5968778695a4b3c2d1e0f00f1e2d3c4b5a69788796a5b4c3d2e1"
+	dir := t.TempDir()
+	path := dir + "/keys"
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCmd("inspect", "-id-key-file", path, "727360458012860416")
+	var d struct{ ID, Public string }
+	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Public == "" || d.Public == d.ID {
+		t.Fatalf("inspect with a key: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCmd("inspect", "-id-key-file", path, "-from-public", d.Public)
+	var back struct{ ID, Public string }
+	if code != 0 || json.Unmarshal([]byte(out), &back) != nil || back.ID != "727360458012860416" || back.Public != d.Public {
+		t.Fatalf("inspect -from-public: %d %q %q, want ID 727360458012860416", code, out, errOut)
+	}
+	if _, errOut, code = runCmd("inspect", "-from-public", d.Public); code != 2 || !strings.Contains(errOut, "needs -id-key-file") {
+		t.Errorf("-from-public without a key file: %d %q", code, errOut)
+	}
+	open := dir + "/open"
+	if err := os.WriteFile(open, []byte(key+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o644)
+	if _, errOut, code = runCmd("inspect", "-id-key-file", open, "1"); code != 2 || !strings.Contains(errOut, "chmod 600") {
+		t.Errorf("a key file of mode 0644: %d %q", code, errOut)
+	}
+	all, errAll, _ := runCmd("inspect", "-id-key-file", path, "-from-public", d.Public, "x")
+	if strings.Contains(all+errAll+out+errOut, key[:16]) {
+		t.Error("inspect printed the key")
 	}
 }

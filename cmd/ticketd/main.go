@@ -1,7 +1,8 @@
 // Command ticketd hands out unique 64-bit IDs.
 //
 //	ticketd serve [flags]                           serve IDs over HTTP
-//	ticketd inspect [-layout L] [-epoch MS] ID...   decode IDs found in logs
+//	ticketd inspect [-layout L] [-epoch MS] [-id-key-file F [-from-public]] ID...
+//	                                                decode IDs found in logs, and public forms
 //	ticketd repair [-dry-run] [flags]               fix counters rewound by a restore
 //	ticketd sequence create|list|check [flags]      named sequences on both servers
 //
@@ -64,7 +65,7 @@ const usage = `usage: ticketd <command> [flags] [args]
 
 commands:
   serve [flags]                           serve IDs over HTTP (see 'ticketd serve -h')
-  inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line
+  inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line (-id-key-file: public forms, both ways)
   repair [-dry-run] [flags]               after a restore: move rewound counters past their marks
   sequence create|list|check [flags]      named sequences on both ticket servers at once
 

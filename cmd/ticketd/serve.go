@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"ticketd/frontend"
+	"ticketd/publicid"
 	"ticketd/snowflake"
 	"ticketd/ticket"
 	"ticketd/worker"
@@ -50,6 +51,8 @@ type serveConfig struct {
 	adminAllowRemote bool
 	// access: tokens, certificate, password file (access.go).
 	access access
+	// idKeys: the keys of public forms (-id-key-file), nil without.
+	idKeys *publicid.Store
 }
 
 func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
@@ -208,8 +211,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	}
 	c.keeper.Logger = c.logger
 	c.keeper.Clock = c.clock
+	c.keeper.BalancedBits = o.balancedBits
 	if err := c.keeper.Validate(); err != nil {
-		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout: %v", err)
+		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout/-balanced-bits: %v", err)
 	}
 
 	c.frontend = frontend.DefaultConfig()
@@ -226,6 +230,17 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	c.frontend.CallDurations, c.frontend.Version = calls, version
 	// access: tokens and HTTPS.
 	c.access.apply(&c.frontend)
+	// Public forms: the key file, read now (a bad one is a usage error);
+	// nothing of it is ever logged but its keys' check values.
+	if o.idKeyFile != "" {
+		st, err := publicid.Open(o.idKeyFile)
+		if err != nil {
+			return c, usagef("-id-key-file: %v", err)
+		}
+		c.idKeys = st
+		c.frontend.IDKeys = st
+	}
+	c.frontend.Clock = c.clock
 	if err := c.frontend.Validate(); err != nil {
 		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
 	}
@@ -375,7 +390,10 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	warnFileLimit(log, c.frontend.MaxConns)
 	stopReload := make(chan struct{})
 	defer close(stopReload)
-	go reloadLoop(hups, stopReload, func() { c.access.reload(api) })
+	go reloadLoop(hups, stopReload, func() {
+		c.access.reload(api)
+		reloadIDKeys(log, c.idKeys)
+	})
 	served, listeners := make(chan error, 2), 1
 	go func() { served <- api.Serve(ln) }()
 	if adminLn != nil {
@@ -388,6 +406,9 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 		"datacenter", st.Datacenter, "worker", st.Worker, "lease_held", st.Held, "fallback", c.frontend.Fallback)
 	if adminLn != nil {
 		log.Info("admin listener: /metrics, /v1/status, /debug/pprof/", "admin_listen", adminLn.Addr().String())
+	}
+	if c.idKeys != nil {
+		log.Info("public forms of IDs on (-id-key-file)", "keys", c.idKeys.Load().Len(), "encoding_key_check", c.idKeys.Load().Check())
 	}
 	if ready != nil {
 		ready <- ln.Addr().String()

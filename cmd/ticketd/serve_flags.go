@@ -65,6 +65,10 @@ type serveOptions struct {
 	// passwordFromFile: the password was read from -password-file (not
 	// TICKETD_PASSWORD), so SIGHUP reads it again.
 	passwordFromFile bool
+
+	// IDs for callers: the keys of public forms, balanced low bits.
+	idKeyFile    string
+	balancedBits uint
 }
 
 const serveUsage = `usage: ticketd serve [flags]
@@ -125,6 +129,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.BoolVar(&o.adminAllowRemote, "admin-allow-remote", false, "allow an -admin-listen address other than loopback without -tokens-file (then it has no authentication; -insecure-listen allows it too)")
 	// access: tokens, HTTPS, listening off loopback.
 	o.access.register(fs)
+	// IDs for callers: public forms, balanced low bits.
+	fs.StringVar(&o.idKeyFile, "id-key-file", "", "keys of the public forms of IDs (with=public, from=public), one per line as 64 hex digits, the first encodes, the others only decode; mode 0600; SIGHUP adds keys (a new encoding key or a dropped key needs a restart); empty: public forms off")
+	fs.UintVar(&o.balancedBits, "balanced-bits", 0, "start each millisecond's sequence at a random value below 2^N, so that id % N spreads evenly at low rates; costs 2^(N-1) IDs per millisecond at saturation on average; the same on every ticketd of a deployment; 0: off")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp

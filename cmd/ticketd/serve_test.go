@@ -35,6 +35,15 @@ func TestServeOptions(t *testing.T) {
 	}
 	ca := testcert.NewCA(t)
 	leaf, other := ca.Issue("server", "127.0.0.1"), ca.Issue("other", "127.0.0.1")
+	idKeys, openKeys := filepath.Join(dir, "id-keys"), filepath.Join(dir, "open-id-keys")
+	const idKey = "6b3f0c1e2d4a5968778695a4b3c2d1e0f00f1e2d3c4b5a69788796a5b4c3d2e1\n"
+	if err := os.WriteFile(idKeys, []byte(idKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(openKeys, []byte(idKey), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(openKeys, 0o644)
 	tests := []struct {
 		name    string
 		args    []string
@@ -219,6 +228,14 @@ func TestServeOptions(t *testing.T) {
 			}
 		}},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
+		{name: "id key file", args: []string{"-id-key-file", idKeys, "-balanced-bits", "4"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.idKeys == nil || c.frontend.IDKeys != c.idKeys || c.idKeys.Load().Len() != 1 || c.keeper.BalancedBits != 4 {
+				t.Fatalf("keys %v (frontend %v), balanced bits %d; want one key in both, 4", c.idKeys, c.frontend.IDKeys, c.keeper.BalancedBits)
+			}
+		}},
+		{name: "id key file others may read", args: []string{"-id-key-file", openKeys}, env: withPW, wantErr: "chmod 600"},
+		{name: "id key file missing", args: []string{"-id-key-file", filepath.Join(dir, "none")}, env: withPW, wantErr: "-id-key-file"},
+		{name: "balanced bits above the layout's", args: []string{"-balanced-bits", "11"}, env: withPW, wantErr: "balanced bits 11"},
 		{name: "stray argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,9 @@ import (
 //
 //	client_next_ns               one Next from a warm buffer (fastest of -count runs)
 //	uuidv7_ns                    one uuid.NewV7 (fastest of -count runs)
+//	client_strict_next_ns        the same in strictly increasing mode (Config.StrictlyIncreasing), runs alternating with the plain client's
 //	client_sustained_ids_per_s   one client, one goroutine calling Next as fast as it can, for -d
+//	client_strict_sustained_ids_per_s  the same in strictly increasing mode, right after
 //	client_p99_ns_below_capacity p99 of Next while the client takes -rate IDs/s, for -d
 //	client_rate_ids_per_s        the rate it really took meanwhile
 func runClient(args []string) error {
@@ -42,23 +44,36 @@ func runClient(args []string) error {
 		return err
 	}
 	defer c.Close()
+	// The same client in strictly increasing mode: every refill passes
+	// after= the largest ID fetched, and every ID handed out is compared
+	// with the last one.
+	strict, err := client.New(client.Config{Endpoints: []string{*url}, MaxBatch: *maxBatch, StrictlyIncreasing: true})
+	if err != nil {
+		return err
+	}
+	defer strict.Close()
 	ctx := context.Background()
 
 	// Warm up: the batch size grows to its maximum while the caller takes
 	// IDs fast.
-	if _, err := takeFor(ctx, c, 2*time.Second); err != nil {
-		return err
+	for _, cl := range []*client.Client{c, strict} {
+		if _, err := takeFor(ctx, cl, 2*time.Second); err != nil {
+			return err
+		}
 	}
 
-	nextNs, uuidNs := math.Inf(1), math.Inf(1)
+	nextNs, strictNs, uuidNs := math.Inf(1), math.Inf(1), math.Inf(1)
 	for range *count {
 		r := testing.Benchmark(func(b *testing.B) { benchWarmNext(b, c) })
 		nextNs = min(nextNs, float64(r.T.Nanoseconds())/float64(r.N))
+		s := testing.Benchmark(func(b *testing.B) { benchWarmNext(b, strict) })
+		strictNs = min(strictNs, float64(s.T.Nanoseconds())/float64(s.N))
 		u := testing.Benchmark(benchUUIDv7)
 		uuidNs = min(uuidNs, float64(u.T.Nanoseconds())/float64(u.N))
 	}
 	fmt.Printf("client_next_ns %.1f\n", nextNs)
 	fmt.Printf("uuidv7_ns %.1f\n", uuidNs)
+	fmt.Printf("client_strict_next_ns %.1f\n", strictNs)
 
 	before := c.Stats().IDs
 	n, err := takeFor(ctx, c, *d)
@@ -71,6 +86,11 @@ func runClient(args []string) error {
 		fmt.Printf("client_sustained_refill_mean_us %.0f\n", float64((after.RefillLatencyTotal-before.RefillLatencyTotal).Microseconds())/float64(r))
 		fmt.Printf("client_sustained_batch %d\n", after.Batch)
 	}
+	n, err = takeFor(ctx, strict, *d)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("client_strict_sustained_ids_per_s %.0f\n", float64(n)/d.Seconds())
 
 	p99, took, err := paced(ctx, c, *rate, *d)
 	if err != nil {

@@ -90,6 +90,46 @@ func ratios(b, a []float64) []float64 {
 	return out
 }
 
+// readPair gathers the runs of one A/B comparison: label's runs of target
+// a (the yardstick) against those of target b.
+func readPair(runs []run, label, title, a, b string) (*endpoint, error) {
+	var as, bs []run
+	n := 1
+	for _, r := range runs {
+		if r.label != label {
+			continue
+		}
+		n = r.n
+		switch r.target {
+		case a:
+			as = append(as, r)
+		case b:
+			bs = append(bs, r)
+		}
+	}
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, fmt.Errorf("report: endpoint %s: %d %s runs and %d %s runs", label, len(as), a, len(bs), b)
+	}
+	return &endpoint{label: label, title: title, yardstick: a, n: n, a: newSide(as), b: newSide(bs)}, nil
+}
+
+// variantOrder: ticketd against plain ticketd of the same run (target
+// "plain"): a second ticketd with balanced low bits (target "balanced"), and
+// after= an ID one millisecond old (target "after").
+var variantOrder = []struct{ label, title, subject string }{
+	{"id_balanced", "/v1/id", "balanced"},
+	{"ids4096_balanced", "/v1/ids?n=4096", "balanced"},
+	{"id_after", "/v1/id?after=X", "after"},
+}
+
+// balancedShare is the share (%) of one worker's ceiling that a saturated
+// generator with balanced bits issues: a millisecond starts at a random
+// sequence number below 2^bits, (2^bits - 1)/2 on average, and the values
+// below it are skipped.
+func balancedShare(bits int) float64 {
+	return 100 * (1 - (float64(int(1)<<bits)-1)/2/4096)
+}
+
 var endpointOrder = []struct{ label, title, yardstick string }{
 	{"id", "/v1/id", "bare"},
 	{"ids1000", "/v1/ids?n=1000", "bare"},
@@ -180,29 +220,16 @@ func runReport(args []string) error {
 	eps := map[string]*endpoint{}
 	var ordered []*endpoint
 	for _, o := range endpointOrder {
-		var a, b []run
-		n := 1
-		for _, r := range runs {
-			if r.label != o.label {
-				continue
-			}
-			n = r.n
-			switch r.target {
-			case o.yardstick:
-				a = append(a, r)
-			case "ticketd":
-				b = append(b, r)
-			}
+		e, err := readPair(runs, o.label, o.title, o.yardstick, "ticketd")
+		if err != nil {
+			return err
 		}
-		if len(a) == 0 || len(b) == 0 {
-			return fmt.Errorf("report: endpoint %s: %d %s runs and %d ticketd runs", o.label, len(a), o.yardstick, len(b))
-		}
-		e := &endpoint{label: o.label, title: o.title, yardstick: o.yardstick, n: n, a: newSide(a), b: newSide(b)}
 		eps[o.label] = e
 		ordered = append(ordered, e)
 	}
 	need := []string{"One/ticketd", "One/bwmarrin", "One/sonyflake", "Saturation/ticketd", "Saturation/bwmarrin",
-		"Saturation/sonyflake", "Batch4096/ticketd"}
+		"Saturation/sonyflake", "Batch4096/ticketd", "Saturation/ticketd-balanced4", "Saturation/ticketd-balanced10",
+		"Public/encode", "Public/decode"}
 	for _, k := range need {
 		if _, ok := gen[k]; !ok {
 			return fmt.Errorf("report: benchmark %s missing from raw/gen.txt", k)
@@ -211,6 +238,21 @@ func runReport(args []string) error {
 	mx, err := readMixed(runs, filepath.Join(raw, "mixed-batch.txt"))
 	if err != nil {
 		return err
+	}
+	// Against plain ticketd (target "plain"): balanced low bits, the
+	// ceiling with them, after=.
+	var variants []*endpoint
+	for _, o := range variantOrder {
+		e, err := readPair(runs, o.label, o.title, "plain", o.subject)
+		if err != nil {
+			return err
+		}
+		eps[o.label] = e
+		variants = append(variants, e)
+	}
+	bits, err := strconv.Atoi(meta["balanced_bits"])
+	if err != nil {
+		return fmt.Errorf("report: raw/meta.txt: balanced_bits %q", meta["balanced_bits"])
 	}
 	cl, err := readKV(filepath.Join(raw, "client.txt"))
 	if err != nil {
@@ -223,12 +265,13 @@ func runReport(args []string) error {
 		}
 		return v, nil
 	}
-	var clientNs, uuidNs, clientSustained, clientP99, clientRate float64
+	var clientNs, uuidNs, clientSustained, clientP99, clientRate, strictNs, strictSustained float64
 	for _, f := range []struct {
 		k string
 		v *float64
 	}{{"client_next_ns", &clientNs}, {"uuidv7_ns", &uuidNs}, {"client_sustained_ids_per_s", &clientSustained},
-		{"client_p99_ns_below_capacity", &clientP99}, {"client_rate_ids_per_s", &clientRate}} {
+		{"client_p99_ns_below_capacity", &clientP99}, {"client_rate_ids_per_s", &clientRate},
+		{"client_strict_next_ns", &strictNs}, {"client_strict_sustained_ids_per_s", &strictSustained}} {
 		if *f.v, err = clientVal(f.k); err != nil {
 			return err
 		}
@@ -298,9 +341,43 @@ func runReport(args []string) error {
 	// machine's own p99 (on a busy 2-core VM, above 2 ms alone).
 	s.add("mixed_id_p99_ratio", mx.loaded.p99/mx.alone.p99)
 	s.add("mixed_batch_ids_per_s", mx.batchIDs)
+	// Balanced low bits (a second ticketd with -balanced-bits) and after=,
+	// each against plain ticketd's own requests/s, A B A B.
+	idb, i4b, ida := eps["id_balanced"], eps["ids4096_balanced"], eps["id_after"]
+	s.add("id_balanced_rps", idb.b.rps)
+	s.add("id_balanced_p99_us", idb.b.p99)
+	s.add("id_balanced_ratio", idb.rpsRatio())
+	s.add("ids4096_balanced_ids_per_s", i4b.b.rps*4096)
+	s.add("ids4096_balanced_pct_of_ceiling", 100*i4b.b.rps*4096/ceiling)
+	s.add("ids4096_balanced_ratio", i4b.rpsRatio())
+	// What the skipped values leave of the ceiling: a millisecond holds
+	// 4096 - start IDs, start uniform below 2^bits.
+	s.add("balanced_expected_pct_of_ceiling", balancedShare(bits))
+	s.add("id_after_rps", ida.b.rps)
+	s.add("id_after_p99_us", ida.b.p99)
+	s.add("id_after_plain_rps", ida.a.rps)
+	s.add("id_after_ratio", ida.rpsRatio())
+	for _, bb := range []int{4, 10} {
+		g := gen[fmt.Sprintf("Saturation/ticketd-balanced%d", bb)]
+		s.add(fmt.Sprintf("gen_saturation_balanced%d_ids_per_s", bb), g.idsPerS)
+		s.add(fmt.Sprintf("gen_saturation_balanced%d_pct_of_ceiling", bb), 100*g.idsPerS/ceiling)
+		s.add(fmt.Sprintf("gen_saturation_balanced%d_expected_pct", bb), balancedShare(bb))
+	}
+	// Public forms: one keyed permutation of a 63-bit value, each way.
+	s.add("public_ns", gen["Public/encode"].nsOp)
+	s.add("public_decode_ns", gen["Public/decode"].nsOp)
+	// The Go client in strictly increasing mode, against the same client
+	// without it: > 1 is faster.
+	s.add("client_strict_next_ns", strictNs)
+	s.add("client_strict_ratio", clientNs/strictNs)
+	s.add("client_strict_sustained_ids_per_s", strictSustained)
+	s.add("client_strict_sustained_ratio", strictSustained/clientSustained)
 	var httpErrors float64
 	for _, e := range ordered {
 		httpErrors += e.b.errors + e.b.non2xx
+	}
+	for _, e := range variants { // both sides are ticketd
+		httpErrors += e.a.errors + e.a.non2xx + e.b.errors + e.b.non2xx
 	}
 	httpErrors += mx.alone.errors + mx.alone.non2xx + mx.loaded.errors + mx.loaded.non2xx + mx.batchErrors
 	s.add("ticketd_http_errors", httpErrors)
@@ -322,6 +399,16 @@ func runReport(args []string) error {
 		pass("/v1/tickets B=1 vs raw REPLACE", "≥ 0.8×", fmt.Sprintf("%.2f×", s.vals["tickets_b1_ratio_vs_raw"]), s.vals["tickets_b1_ratio_vs_raw"] >= 0.8),
 		pass("/v1/tickets B=1000 tickets/s", "≥ 100 k", human(s.vals["tickets_b1000_per_s"]), s.vals["tickets_b1000_per_s"] >= 100e3),
 		pass("ticketd peak RSS under load", "≤ 64 MB", fmt.Sprintf("%.1f MB", s.vals["peak_rss_mb"]), s.vals["peak_rss_mb"] <= 64),
+		pass(fmt.Sprintf("/v1/id requests/s with -balanced-bits %d vs without", bits), "≥ 0.95×", fmt.Sprintf("%.3f×", idb.rpsRatio()), idb.rpsRatio() >= 0.95),
+		pass("/v1/id?after=X (X 1 ms old) requests/s vs /v1/id", "≥ 0.95×", fmt.Sprintf("%.3f×", ida.rpsRatio()), ida.rpsRatio() >= 0.95),
+		pass(fmt.Sprintf("/v1/ids?n=4096 IDs/s with -balanced-bits %d", bits), "≥ 3.5 M", fmt.Sprintf("%s (%.1f %%; skipped values leave %.2f %%)",
+			human(s.vals["ids4096_balanced_ids_per_s"]), s.vals["ids4096_balanced_pct_of_ceiling"], balancedShare(bits)), s.vals["ids4096_balanced_ids_per_s"] >= 3.5e6),
+		pass("generator at saturation, balanced bits 4", "≥ 97 % of 4.096 M/s", fmt.Sprintf("%s (%.1f %%; skipped values leave %.2f %%)",
+			human(s.vals["gen_saturation_balanced4_ids_per_s"]), s.vals["gen_saturation_balanced4_pct_of_ceiling"], balancedShare(4)), s.vals["gen_saturation_balanced4_pct_of_ceiling"] >= 97),
+		pass("public form of an ID (one 63-bit permutation)", "≤ 500 ns", fmt.Sprintf("%.1f ns", s.vals["public_ns"]), s.vals["public_ns"] <= 500),
+		pass("an ID from its public form", "≤ 500 ns", fmt.Sprintf("%.1f ns", s.vals["public_decode_ns"]), s.vals["public_decode_ns"] <= 500),
+		pass("Go client strictly increasing vs plain, one Next", "≥ 0.9× (plain ns ÷ strict ns)", fmt.Sprintf("%.2f× (%.1f ns vs %.1f ns)", clientNs/strictNs, strictNs, clientNs), clientNs/strictNs >= 0.9),
+		pass("Go client strictly increasing vs plain, sustained", "≥ 0.9×", fmt.Sprintf("%.2f× (%s vs %s IDs/s)", strictSustained/clientSustained, human(strictSustained), human(clientSustained)), strictSustained/clientSustained >= 0.9),
 		pass("no failed request", "0", num(httpErrors), httpErrors == 0),
 	}
 	met := 0
@@ -414,6 +501,36 @@ func runReport(args []string) error {
 	w("| | figure |\n|---|---|\n")
 	w("| one `Next` | %.1f ns |\n| one `uuid.NewV7` | %.1f ns |\n| ratio (uuid ÷ client) | %.2f× |\n", clientNs, uuidNs, uuidNs/clientNs)
 	w("| sustained, one client | %s IDs/s |\n| p99 of `Next` at %s IDs/s | %.0f ns |\n", human(clientSustained), human(clientRate), clientP99)
+	w("| one `Next`, strictly increasing mode (runs alternating with the plain one's) | %.1f ns (plain ÷ strict: %.2f×) |\n", strictNs, clientNs/strictNs)
+	w("| sustained, strictly increasing mode (right after the plain run) | %s IDs/s (strict ÷ plain: %.2f×) |\n", human(strictSustained), strictSustained/clientSustained)
+
+	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd of the same deployment, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
+		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped), "+
+		"and `/v1/id?after=X` with X an ID one millisecond old, made anew every millisecond by `bench/wrk/after.lua`, whose Lua call per request "+
+		"the plain side pays too (plain `/v1/id` through it: %s requests/s).\n\n", meta["id_rounds"], meta["rounds"], bits, bits, human(ida.a.rps))
+	w("| | requests/s | IDs/s | p99 | plain ticketd requests/s | ratio: median (per round) | |\n|---|---|---|---|---|---|---|\n")
+	for _, e := range variants {
+		var rr []string
+		for _, r := range e.roundRatios() {
+			rr = append(rr, fmt.Sprintf("%.2f", r))
+		}
+		what := fmt.Sprintf("`-balanced-bits %d`", bits)
+		note := ""
+		if e.b.runs[0].target == "after" {
+			what = "X 1 ms old"
+		}
+		if e.n > 1 {
+			note = fmt.Sprintf("%.1f %% of the ceiling; skipped values leave %.2f %%", 100*e.b.rps*float64(e.n)/ceiling, balancedShare(bits))
+		}
+		w("| `%s`, %s | %s | %s | %s | %s | %.3f (%s) | %s |\n", e.title, what, human(e.b.rps), human(e.b.rps*float64(e.n)), us(e.b.p99),
+			human(e.a.rps), e.rpsRatio(), strings.Join(rr, ", "), note)
+	}
+	w("\nIn process (bench/gen): the generator at saturation with balanced bits 4, %s IDs/s (%.1f %% of the ceiling, skipped values leave %.2f %%), "+
+		"with 10, %s IDs/s (%.1f %%, they leave %.2f %%). The public form of an ID, one FF1 permutation of a 63-bit value (`publicid.Ring.Public`): %.1f ns; "+
+		"back (`Ring.Decode` under one key): %.1f ns.\n",
+		human(s.vals["gen_saturation_balanced4_ids_per_s"]), s.vals["gen_saturation_balanced4_pct_of_ceiling"], balancedShare(4),
+		human(s.vals["gen_saturation_balanced10_ids_per_s"]), s.vals["gen_saturation_balanced10_pct_of_ceiling"], balancedShare(10),
+		s.vals["public_ns"], s.vals["public_decode_ns"])
 
 	w("\n## Generator, in process\n\n`go test -bench -count 3` in bench/gen, the fastest of the 3 runs (others' work on a shared machine only slows a run down), one goroutine unless said. *One ID*: a fresh generator every 200 IDs " +
 		"(outside the timer), so none waits for the clock: the cost of one ID. *Saturation*: IDs as fast as the generator gives them, " +

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ff1
+
+const raceEnabled = false

@@ -1,0 +1,82 @@
+package frontend
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"ticketd/snowflake"
+)
+
+// MaxAfterAhead bounds how far ahead of this ticketd's clock the time of an
+// after= ID may be. A caller's last ID comes from a ticketd whose clock is
+// at most this much ahead of this one's (hosts kept by NTP are milliseconds
+// apart); anything further is not an ID of this deployment, or a clock to
+// fix, and moving the generator's time that far forward would spend its
+// fence's headroom.
+const MaxAfterAhead = time.Second
+
+// readAfter reads ?after=X for /v1/id and /v1/ids: 0 when absent, else an
+// ID this deployment could have issued, or a message for a 400. It
+// allocates nothing unless X is refused.
+//
+// X must be a positive decimal below 2^63, at least the smallest snowflake
+// ID of the deployment (FallbackCeiling: its time is at or after the
+// deployment's first start; a fallback ID is below it), and its time at
+// most MaxAfterAhead past this ticketd's clock. That is all an ID of another
+// layout or epoch can be caught by, since every 63-bit number decomposes
+// under every layout: its time lands outside that window.
+func (s *Server) readAfter(ctx *fasthttp.RequestCtx, q query) (int64, string) {
+	if q.hasAfter == 0 {
+		return 0, ""
+	}
+	x, ok := parseID(q.after)
+	if !ok {
+		return 0, fmt.Sprintf("after %.32q is not an ID: want a positive decimal integer below 2^63, the last ID you got", q.after)
+	}
+	if x < s.cfg.FallbackCeiling {
+		return 0, fmt.Sprintf("after %d is not an ID of this deployment: below its smallest snowflake ID %d (its time would be before the deployment's first start, or it is a fallback ID)",
+			x, s.cfg.FallbackCeiling)
+	}
+	ms := x>>s.timeShift + s.cfg.Layout.EpochMs
+	if now := s.nowMs(ctx); ms > now+MaxAfterAhead.Milliseconds() {
+		return 0, fmt.Sprintf("after %d is not an ID of this deployment's layout %s and epoch %d, or its ticketd's clock is far ahead: its time %s is %s past this ticketd's clock (at most %s)",
+			x, s.cfg.Layout, s.cfg.Layout.EpochMs, time.UnixMilli(ms).UTC().Format(snowflake.TimeFormat), time.Duration(ms-now)*time.Millisecond, MaxAfterAhead)
+	}
+	return x, ""
+}
+
+// nowMs is this ticketd's clock in Unix ms: the time fasthttp read for the
+// request, or Config.Clock when that is not the system clock (a test's
+// shifted clock).
+func (s *Server) nowMs(ctx *fasthttp.RequestCtx) int64 {
+	if s.cfg.Clock != nil {
+		if _, sys := s.cfg.Clock.(snowflake.SystemClock); !sys {
+			wall, _ := s.cfg.Clock.Now()
+			return wall / 1e6
+		}
+	}
+	t := ctx.Time()
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UnixMilli()
+}
+
+// parseID reads a positive decimal int64 in canonical form (no sign, no
+// leading zero), as snowflake.ParseID does, from bytes and without
+// allocating.
+func parseID(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 || b[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' || n > (1<<63-1-int64(c-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

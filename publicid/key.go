@@ -1,0 +1,99 @@
+package publicid
+
+import (
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"ticketd/ff1"
+)
+
+// KeySize is the size of an operator's key: 32 random bytes.
+const KeySize = 32
+
+// MaxKeys bounds a ring: every key costs a decryption when a form is
+// decoded.
+const MaxKeys = 8
+
+// Sentinel errors. Errors returned by this package wrap one of these.
+var (
+	// ErrKeyFile: a key file that cannot be used (unreadable, readable by
+	// others than its owner, malformed, empty, a key twice, too many).
+	ErrKeyFile = errors.New("publicid: key file")
+	// ErrNotPositive: a value that is not a positive int64 (or, for a
+	// sequence, not in [1, 2^bits-1]).
+	ErrNotPositive = errors.New("publicid: not in range")
+	// ErrNoKey: no key of the ring has the check value asked for.
+	ErrNoKey = errors.New("publicid: no such key in the ring")
+	// ErrReload: a reload that would change an answer already given (another
+	// encoding key, or a key dropped): it needs a restart.
+	ErrReload = errors.New("publicid: reload refused")
+	// ErrWidth: a sequence width other than 32 or 63 bits.
+	ErrWidth = errors.New("publicid: sequence width must be 32 or 63 bits")
+)
+
+// The HKDF labels of the keys derived from an operator's key. Changing one
+// changes every public value made with it: they are part of the format.
+const (
+	labelForms    = "ticketd v1 public forms of snowflake IDs"
+	labelSequence = "ticketd v1 public sequence"
+	labelCheck    = "ticketd v1 key check value"
+)
+
+// key is one operator's key, ready to use. The key itself is not kept:
+// only what was derived from it.
+type key struct {
+	check string     // CheckValue of the key
+	forms *ff1.Range // public forms: [1, 2^63-1]
+	seq   []byte     // HKDF pseudo-random key for public sequences' keys
+}
+
+func newKey(raw []byte) (*key, error) {
+	if len(raw) != KeySize {
+		return nil, fmt.Errorf("%w: a key is %d bytes, got %d", ErrKeyFile, KeySize, len(raw))
+	}
+	fk, err := derive(raw, labelForms, 16)
+	if err != nil {
+		return nil, err
+	}
+	x, err := ff1.NewBinary(fk, 63, nil)
+	if err != nil {
+		return nil, err
+	}
+	forms, err := ff1.NewRange(x, 1, x.Max())
+	if err != nil {
+		return nil, err
+	}
+	seq, err := hkdf.Extract(sha256.New, raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &key{check: CheckValue(raw), forms: forms, seq: seq}, nil
+}
+
+func derive(raw []byte, label string, n int) ([]byte, error) {
+	return hkdf.Key(sha256.New, raw, nil, label, n)
+}
+
+// CheckValue names a key without revealing it: 16 bytes of HKDF-SHA-256
+// under the key with a label of its own, in hexadecimal (32 digits). Two
+// keys have the same check value only if they are the same key (short of a
+// 2^-128 chance); the check value gives no way back to the key, nor to the
+// keys derived from it for forms and sequences (other labels, independent
+// outputs). What ticketd records on the ticket servers to make sure every
+// ticketd of a deployment holds the same key.
+func CheckValue(raw []byte) string {
+	b, err := derive(raw, labelCheck, 16)
+	if err != nil { // HKDF fails only for outputs over 255 hash lengths
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// sequenceKey derives the AES-128 key of one public sequence.
+func (k *key) sequenceKey(name string, bits int) ([]byte, error) {
+	return hkdf.Expand(sha256.New, k.seq, labelSequence+"\x00"+name+"\x00"+strconv.Itoa(bits), 16)
+}
