@@ -5,247 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"ticketd/frontend"
-	"ticketd/publicid"
-	"ticketd/snowflake"
 	"ticketd/ticket"
 	"ticketd/worker"
 )
-
-// serveConfig turns options into the packages' configs, validating each so a
-// bad value is reported as a usage error naming the flag.
-type serveConfig struct {
-	// layout is -layout, or with -layout auto the one a new deployment
-	// records, until serve has read the deployment record (settleDeployment).
-	layout snowflake.Layout
-	// layoutAuto: -layout auto; epochAuto: -epoch not given. Either adopts
-	// what the ticket servers recorded.
-	layoutAuto, epochAuto bool
-	datacenter            uint32
-	pair                  ticket.Config
-	keeper                worker.Config
-	frontend              frontend.Config
-	listen                string
-	holder                string
-	logger                *slog.Logger
-	// clock is the system clock, shifted by -clock-offset when set.
-	clock       snowflake.Clock
-	clockOffset time.Duration
-	// startupTimeout bounds reaching the servers and leasing a worker ID;
-	// shutdownTimeout bounds the stop from SIGTERM until the requests in
-	// flight have ended, drainDelay included.
-	startupTimeout, shutdownTimeout time.Duration
-	drainDelay                      time.Duration
-	// adminListen is the admin listener's address, "" for none;
-	// adminAllowRemote lets it be other than loopback.
-	adminListen      string
-	adminAllowRemote bool
-	// access: tokens, certificate, password file (access.go).
-	access access
-	// idKeys: the keys of public forms (-id-key-file), nil without.
-	idKeys *publicid.Store
-}
-
-func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
-	var c serveConfig
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return c, usagef("-log-level %q: want debug, info, warn or error", o.logLevel)
-	}
-	hopts := &slog.HandlerOptions{Level: level}
-	if o.logFormat == "json" {
-		c.logger = slog.New(slog.NewJSONHandler(stderr, hopts))
-	} else {
-		c.logger = slog.New(slog.NewTextHandler(stderr, hopts))
-	}
-
-	layout := newDeploymentLayout(o.datacenterGiven)
-	if c.layoutAuto = strings.EqualFold(strings.TrimSpace(o.layout), layoutAuto); !c.layoutAuto {
-		l, err := snowflake.ParseLayout(o.layout)
-		if err != nil {
-			return c, usagef("-layout: %v", err)
-		}
-		layout = l
-	}
-	c.epochAuto = !o.epochGiven
-	layout.EpochMs = o.epoch
-	if err := layout.Validate(); err != nil {
-		return c, usagef("-epoch: %v", err)
-	}
-	c.layout = layout
-	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return c, usagef("-listen %q: %v", o.listen, err)
-	}
-	c.listen = o.listen
-	if o.startupTimeout <= 0 || o.shutdownTimeout <= 0 {
-		return c, usagef("-startup-timeout %s and -shutdown-timeout %s must be positive", o.startupTimeout, o.shutdownTimeout)
-	}
-	c.startupTimeout, c.shutdownTimeout = o.startupTimeout, o.shutdownTimeout
-	if o.drainDelay < 0 || o.drainDelay >= o.shutdownTimeout {
-		return c, usagef("-drain-delay %s must be at least 0 and shorter than -shutdown-timeout %s, which bounds the whole stop", o.drainDelay, o.shutdownTimeout)
-	}
-	c.drainDelay = o.drainDelay
-	// The admin listener may leave loopback when it asks for tokens, or
-	// when told to serve without.
-	adminRemote := o.adminAllowRemote || o.access.tokensFile != "" || o.access.insecureListen
-	if o.adminListen != "" {
-		if err := checkAdminAddr(o.adminListen, adminRemote); err != nil {
-			return c, err
-		}
-		if o.adminListen == o.listen {
-			return c, usagef("-admin-listen %s is -listen's address: give the admin listener its own", o.adminListen)
-		}
-	}
-	c.adminListen, c.adminAllowRemote = o.adminListen, adminRemote
-	// access: tokens, HTTPS, listening off loopback.
-	acc, err := o.access.build(o.listen, o.adminListen)
-	if err != nil {
-		return c, err
-	}
-	if o.passwordFromFile {
-		acc.passwordFile = o.passwordFile
-	}
-	c.access = acc
-	if o.clockOffset < -maxClockOffset || o.clockOffset > maxClockOffset {
-		return c, usagef("-clock-offset %s outside [-%s, %s]", o.clockOffset, maxClockOffset, maxClockOffset)
-	}
-	c.clock, c.clockOffset = newClock(o.clockOffset), o.clockOffset
-
-	// The packages read a zero as "the default"; on the command line every
-	// flag shows its default, so a zero is a mistake to report, not to
-	// replace silently. (-lease-op-timeout and -max-wait document their 0.)
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"-call-timeout", int64(o.callTimeout)}, {"-request-timeout", int64(o.requestTimeout)},
-		{"-lease-ttl", int64(o.leaseTTL)}, {"-renew-every", int64(o.renewEvery)}, {"-reserve", int64(o.reserve)},
-		{"-switch-headroom", int64(o.switchHeadroom)}, {"-max-batch", int64(o.maxBatch)}, {"-max-ticket-batch", int64(o.maxTicketBatch)},
-		{"-max-conns", int64(o.maxConns)}, {"-max-conns-per-ip", int64(o.maxConnsPerIP)}, {"-idle-timeout", int64(o.idleTimeout)},
-	} {
-		if f.v <= 0 {
-			return c, usagef("%s must be positive", f.name)
-		}
-	}
-
-	c.pair = ticket.DefaultConfig()
-	c.pair.Servers = nil
-	for _, addr := range strings.Split(o.servers, ",") {
-		c.pair.Servers = append(c.pair.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
-	}
-	c.pair.User, c.pair.Password = o.user, o.password
-	c.pair.PasswordSource = c.access.passwordSource()
-	c.pair.CallTimeout = o.callTimeout
-	c.pair.Logger = c.logger
-	// replicas: TLS to the ticket servers.
-	tlsConfig, err := o.tls.config()
-	if err != nil {
-		return c, err
-	}
-	c.pair.TLS = tlsConfig
-	// rotation: deadlines and pools.
-	switch {
-	case o.connectTimeout < 0:
-		return c, usagef("-connect-timeout %s is negative", o.connectTimeout)
-	case o.connectTimeout > 0 && o.connectTimeout < o.callTimeout:
-		return c, usagef("-connect-timeout %s is below -call-timeout %s", o.connectTimeout, o.callTimeout)
-	case o.maxDBConns <= 0:
-		return c, usagef("-max-db-conns must be positive")
-	}
-	c.pair.ConnectTimeout = o.connectTimeout
-	c.pair.MaxOpenConns = o.maxDBConns
-	// metrics: every statement on the ticket servers timed, for /metrics.
-	calls := &frontend.CallDurations{}
-	c.pair.Observe = calls.Observe
-	if err := c.pair.Validate(); err != nil {
-		return c, usagef("-servers/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
-	}
-
-	c.holder = worker.DefaultHolder()
-	c.keeper = worker.DefaultConfig()
-	c.keeper.Layout = layout
-	if o.datacenter > uint(snowflake.Layout{DatacenterBits: snowflake.MaxNodeBits}.MaxDatacenter()) ||
-		(!c.layoutAuto && o.datacenter > uint(layout.MaxDatacenter())) {
-		return c, usagef("-datacenter %d: layout %s allows 0 to %d", o.datacenter, layout, layout.MaxDatacenter())
-	}
-	// With -layout auto the datacenter is checked against the layout once it
-	// is known (settleDeployment); until then the lease settings are checked
-	// with datacenter 0.
-	c.datacenter = uint32(o.datacenter)
-	if !c.layoutAuto {
-		c.keeper.Datacenter = c.datacenter
-	}
-	c.keeper.Holder = c.holder
-	c.keeper.Servers = len(c.pair.Servers)
-	c.keeper.TTL, c.keeper.RenewEvery, c.keeper.Reserve = o.leaseTTL, o.renewEvery, o.reserve
-	c.keeper.SwitchHeadroom = o.switchHeadroom
-	// No flags of their own: derived from -renew-every (the keeper's zero).
-	c.keeper.CapacityEvery, c.keeper.ShortRetry = 0, 0
-	switch {
-	case o.maxWait < 0:
-		return c, usagef("-max-wait %s is negative", o.maxWait)
-	case o.maxWait == 0:
-		c.keeper.MaxWait = worker.NoMaxWait // the library's zero means its default
-	default:
-		c.keeper.MaxWait = o.maxWait
-	}
-	// A lease operation (an acquire takes a ticket and claims a row, and may
-	// retry both on the other server) spans several calls, each bounded by
-	// -call-timeout. Spelled out here so that Validate checks the switch
-	// headroom against the timeout the keeper will really use.
-	c.keeper.LeaseOpTimeout = o.leaseOpTimeout
-	if c.keeper.LeaseOpTimeout == 0 {
-		c.keeper.LeaseOpTimeout = worker.LeaseAttempts * o.callTimeout
-	}
-	if c.keeper.LeaseOpTimeout < o.callTimeout {
-		return c, usagef("-lease-op-timeout %s is below -call-timeout %s: not even one call would fit", c.keeper.LeaseOpTimeout, o.callTimeout)
-	}
-	c.keeper.Logger = c.logger
-	c.keeper.Clock = c.clock
-	c.keeper.BalancedBits = o.balancedBits
-	if err := c.keeper.Validate(); err != nil {
-		return c, usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout/-balanced-bits: %v", err)
-	}
-
-	c.frontend = frontend.DefaultConfig()
-	c.frontend.Layout = layout
-	c.frontend.MaxBatch = o.maxBatch
-	c.frontend.MaxTicketBatch = o.maxTicketBatch
-	c.frontend.RequestTimeout = o.requestTimeout
-	c.frontend.Fallback = o.fallback
-	c.frontend.FallbackCeiling = 1 // set for real once the deployment's first start is known
-	c.frontend.Logger = c.logger
-	c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout = o.maxConns, o.maxConnsPerIP, o.idleTimeout
-	c.frontend.Admin = o.adminListen != ""
-	// metrics: the statement durations timed above, and the build's version.
-	c.frontend.CallDurations, c.frontend.Version = calls, version
-	// access: tokens and HTTPS.
-	c.access.apply(&c.frontend)
-	// Public forms: the key file, read now (a bad one is a usage error);
-	// nothing of it is ever logged but its keys' check values.
-	if o.idKeyFile != "" {
-		st, err := publicid.Open(o.idKeyFile)
-		if err != nil {
-			return c, usagef("-id-key-file: %v", err)
-		}
-		c.idKeys = st
-		c.frontend.IDKeys = st
-	}
-	c.frontend.Clock = c.clock
-	if err := c.frontend.Validate(); err != nil {
-		return c, usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
-	}
-	return c, nil
-}
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	o, err := parseServe(args, stderr, os.Getenv)
@@ -321,71 +91,21 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 
 	startCtx, cancel := context.WithTimeout(ctx, c.startupTimeout)
 	defer cancel()
-	pair, err := openAtStart(startCtx, c.pair)
-	if err != nil {
-		return fmt.Errorf("opening the ticket servers: %w", err)
-	}
-	defer pair.Close()
-	c.access.pair = pair
-	warnPrivileges(startCtx, log, pair)
-
-	if c.clockOffset != 0 {
-		log.Warn("this process's clock is shifted (-clock-offset): for failure testing only", "offset", c.clockOffset)
-	}
-	dep, err := settleDeployment(startCtx, pair, &c)
+	pair, keeper, closeBackends, err := startBackends(startCtx, &c)
 	if err != nil {
 		return err
 	}
-	// No ID is ever issued below the deployment's first start, and every
-	// fallback ticket must stay below the smallest ID that allows.
-	c.keeper.FloorMs = dep.FirstStartMs
-	ceiling, err := c.layout.MinIDAt(dep.FirstStartMs)
-	if err != nil {
-		return fmt.Errorf("refusing to start: deployment first start %d: %w", dep.FirstStartMs, err)
-	}
-	c.frontend.FallbackCeiling = ceiling
-	if eol := c.layout.EndOfLife(); time.Until(eol) < 5*365*24*time.Hour {
-		log.Warn("IDs of this layout run out within five years", "end_of_life", eol)
-	}
-
-	keeper, err := worker.New(c.keeper, pair)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), c.keeper.LeaseOpTimeout)
-		defer cancel()
-		if err := keeper.Close(rctx); err != nil {
-			log.Warn("closing the worker keeper", "err", err)
-		}
-	}()
-	if err := acquireAtStart(startCtx, keeper); err != nil {
-		if !c.frontend.Fallback {
-			return fmt.Errorf("no worker ID: %w", err)
-		}
-		log.Warn("starting without a worker ID: /v1/id answers from the fallback sequence", "err", err)
-	}
-	// The worker IDs held, now: the first figures, and the warning if a
-	// ticket server's outage would leave ticketd without one.
-	if err := keeper.CheckCapacity(startCtx); err != nil {
-		log.Warn("could not count the worker IDs held at start; counted again in the background", "err", err)
-	}
-	keeper.Run()
+	// Released before the pair closes: no request is in flight any more by
+	// then, so no ID is issued after the lease is released.
+	defer closeBackends()
 
 	api, err := frontend.New(c.frontend, keeper, pair)
 	if err != nil {
 		return err
 	}
-	ln, err := listenNamed("-listen", c.listen)
+	ln, adminLn, err := openListeners(c)
 	if err != nil {
 		return err
-	}
-	var adminLn net.Listener
-	if c.adminListen != "" {
-		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
-			ln.Close()
-			return err
-		}
 	}
 	warnFileLimit(log, c.frontend.MaxConns)
 	stopReload := make(chan struct{})
@@ -426,9 +146,87 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	for range listeners {
 		<-served
 	}
-	// The deferred keeper.Close releases the worker lease: no request is in
-	// flight any more, so no ID is issued after it.
 	return nil
+}
+
+// openListeners opens -listen and, when set, -admin-listen: only once
+// ticketd can serve (serve probed both addresses at start).
+func openListeners(c serveConfig) (ln, adminLn net.Listener, err error) {
+	if ln, err = listenNamed("-listen", c.listen); err != nil {
+		return nil, nil, err
+	}
+	if c.adminListen != "" {
+		if adminLn, err = listenAdmin(c.adminListen, c.adminAllowRemote); err != nil {
+			ln.Close()
+			return nil, nil, err
+		}
+	}
+	return ln, adminLn, nil
+}
+
+// startBackends opens the ticket pair, settles the deployment record,
+// and leases a worker ID (or, with -fallback, starts without one); within
+// startCtx. closeAll releases the lease, then closes the pair.
+func startBackends(startCtx context.Context, c *serveConfig) (_ *ticket.Pair, _ *worker.Keeper, _ func(), err error) {
+	log := c.logger
+	pair, err := openAtStart(startCtx, c.pair)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("opening the ticket servers: %w", err)
+	}
+	// closeAll undoes what is open so far; on an error, at once.
+	closeAll := func() { pair.Close() }
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	c.access.pair = pair
+	warnPrivileges(startCtx, log, pair)
+
+	if c.clockOffset != 0 {
+		log.Warn("this process's clock is shifted (-clock-offset): for failure testing only", "offset", c.clockOffset)
+	}
+	dep, err := settleDeployment(startCtx, pair, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// No ID is ever issued below the deployment's first start, and every
+	// fallback ticket must stay below the smallest ID that allows.
+	c.keeper.FloorMs = dep.FirstStartMs
+	ceiling, err := c.layout.MinIDAt(dep.FirstStartMs)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("refusing to start: deployment first start %d: %w", dep.FirstStartMs, err)
+	}
+	c.frontend.FallbackCeiling = ceiling
+	if eol := c.layout.EndOfLife(); time.Until(eol) < 5*365*24*time.Hour {
+		log.Warn("IDs of this layout run out within five years", "end_of_life", eol)
+	}
+
+	keeper, err := worker.New(c.keeper, pair)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	closeAll = func() {
+		rctx, cancel := context.WithTimeout(context.Background(), c.keeper.LeaseOpTimeout)
+		defer cancel()
+		if err := keeper.Close(rctx); err != nil {
+			log.Warn("closing the worker keeper", "err", err)
+		}
+		pair.Close()
+	}
+	if err := acquireAtStart(startCtx, keeper); err != nil {
+		if !c.frontend.Fallback {
+			return nil, nil, nil, fmt.Errorf("no worker ID: %w", err)
+		}
+		log.Warn("starting without a worker ID: /v1/id answers from the fallback sequence", "err", err)
+	}
+	// The worker IDs held, now: the first figures, and the warning if a
+	// ticket server's outage would leave ticketd without one.
+	if err := keeper.CheckCapacity(startCtx); err != nil {
+		log.Warn("could not count the worker IDs held at start; counted again in the background", "err", err)
+	}
+	keeper.Run()
+	return pair, keeper, closeAll, nil
 }
 
 // openAtStart opens the ticket pair, trying again until ctx's deadline while
