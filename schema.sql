@@ -238,18 +238,30 @@ CREATE TABLE IF NOT EXISTS reservation_copies (
 -- mismatch. first_start_ms is the smallest timestamp any ID can carry, which is
 -- what keeps fallback tickets (far below it) disjoint from snowflake IDs.
 --
--- Written by: ticketd, once (INSERT IGNORE). Never changed afterwards.
+-- finalized_release is the release whose upgrade the operator has finalized
+-- (`ticketd upgrade finalize`): what older releases cannot read is used only once
+-- it is at least the release that added it, and a ticketd older than it refuses
+-- to start (releases 3 and later can tell). A deployment first started by
+-- release 3 or later records its release at once; one started by release 1 or 2
+-- holds 0 until finalized.
+--
+-- Written by: ticketd, once (INSERT IGNORE); finalized_release by `ticketd upgrade
+-- finalize` (raised, never lowered). Nothing else changes afterwards.
 -- ---------------------------------------------------------------------------
 CREATE TABLE IF NOT EXISTS deployment (
-  id             TINYINT UNSIGNED NOT NULL DEFAULT 1,
-  layout         VARCHAR(32)      NOT NULL,
-  epoch_ms       BIGINT           NOT NULL,
-  first_start_ms BIGINT           NOT NULL,
-  created_by     VARCHAR(255)     NOT NULL DEFAULT '',
-  created_at     DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  id                TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  layout            VARCHAR(32)      NOT NULL,
+  epoch_ms          BIGINT           NOT NULL,
+  first_start_ms    BIGINT           NOT NULL,
+  created_by        VARCHAR(255)     NOT NULL DEFAULT '',
+  created_at        DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  finalized_release INT UNSIGNED     NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
   CONSTRAINT deployment_single_row CHECK (id = 1)
 ) ENGINE=InnoDB;
+-- A deployment made by an older schema.sql: not finalized (0) until the operator
+-- says so.
+ALTER TABLE deployment ADD COLUMN IF NOT EXISTS finalized_release INT UNSIGNED NOT NULL DEFAULT 0;
 
 -- ---------------------------------------------------------------------------
 -- High-water marks: the highest ticket ticketd has seen from the OTHER server,
@@ -284,7 +296,9 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
 --                  deployment and high-water tables. No DDL, no SUPER.
 --   ticketd_admin  what `ticketd repair` needs on top: ALTER on the ticket tables,
 --                  to move a rewound AUTO_INCREMENT forward (a rewound row of
---                  counters it moves with UPDATE, which ticketd_app has).
+--                  counters it moves with UPDATE, which ticketd_app has); and
+--                  what `ticketd upgrade finalize` needs: UPDATE of
+--                  deployment.finalized_release alone.
 --   ticketd_sequences  what `ticketd sequence create|list|check` needs: read the
 --                  schema (SELECT: the catalog, the counters and marks it lists and
 --                  compares), and INSERT into the catalog, counters and pins, so it
@@ -316,6 +330,7 @@ CREATE ROLE IF NOT EXISTS ticketd_admin;
 GRANT ticketd_app TO ticketd_admin;
 GRANT ALTER ON tickets.Tickets64 TO ticketd_admin;
 GRANT ALTER ON tickets.Tickets32 TO ticketd_admin;
+GRANT UPDATE (finalized_release) ON tickets.deployment TO ticketd_admin;
 
 CREATE ROLE IF NOT EXISTS ticketd_sequences;
 GRANT SELECT ON tickets.*               TO ticketd_sequences;

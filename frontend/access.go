@@ -21,7 +21,7 @@ import (
 //	/v1/status                      status
 //	/metrics                        metrics
 //	/debug/pprof/ (admin listener)  status and metrics both
-//	/healthz, /readyz               open: load balancers probe them
+//	/healthz, /readyz, /readyz/tickets  open: load balancers probe them
 //	no such path                    open: a 404 tells nothing
 //
 // A request without a token, or with one that is malformed or unknown, gets

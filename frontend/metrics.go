@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"ticketd/ticket"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
@@ -22,6 +24,7 @@ const (
 	epStatus
 	epHealthz
 	epReadyz
+	epReadyzTickets
 	epMetrics
 	epUnknown // no such path
 	epInvalid // fasthttp could not read the request (ErrorHandler)
@@ -29,16 +32,17 @@ const (
 )
 
 var endpointNames = [numEndpoints]string{
-	epID:      "/v1/id",
-	epIDs:     "/v1/ids",
-	epDecode:  "/v1/ids/{id}",
-	epTickets: "/v1/tickets/{name}",
-	epStatus:  "/v1/status",
-	epHealthz: "/healthz",
-	epReadyz:  "/readyz",
-	epMetrics: "/metrics",
-	epUnknown: "unknown",
-	epInvalid: "invalid",
+	epID:            "/v1/id",
+	epIDs:           "/v1/ids",
+	epDecode:        "/v1/ids/{id}",
+	epTickets:       "/v1/tickets/{name}",
+	epStatus:        "/v1/status",
+	epHealthz:       "/healthz",
+	epReadyz:        "/readyz",
+	epReadyzTickets: "/readyz/tickets",
+	epMetrics:       "/metrics",
+	epUnknown:       "unknown",
+	epInvalid:       "invalid",
 }
 
 // trackedCodes are the status codes the API answers with. Counters for every
@@ -50,16 +54,17 @@ const numCodes = len(trackedCodes)
 
 // endpointCodes lists, per endpoint, the codes it can answer with.
 var endpointCodes = [numEndpoints][]int{
-	epID:      {200, 400, 401, 403, 405, 429, 500, 503},
-	epIDs:     {200, 400, 401, 403, 405, 429, 500, 503},
-	epDecode:  {200, 400, 401, 403, 405, 500},
-	epTickets: {200, 400, 401, 403, 404, 405, 410, 429, 500, 503},
-	epStatus:  {200, 401, 403, 405, 500},
-	epHealthz: {200, 405, 500},
-	epReadyz:  {200, 405, 500, 503},
-	epMetrics: {200, 401, 403, 405, 500},
-	epUnknown: {404, 500},
-	epInvalid: {400, 408, 413, 431},
+	epID:            {200, 400, 401, 403, 405, 429, 500, 503},
+	epIDs:           {200, 400, 401, 403, 405, 429, 500, 503},
+	epDecode:        {200, 400, 401, 403, 405, 500},
+	epTickets:       {200, 400, 401, 403, 404, 405, 410, 429, 500, 503},
+	epStatus:        {200, 401, 403, 405, 500},
+	epHealthz:       {200, 405, 500},
+	epReadyz:        {200, 405, 500, 503},
+	epReadyzTickets: {200, 405, 500, 503},
+	epMetrics:       {200, 401, 403, 405, 500},
+	epUnknown:       {404, 500},
+	epInvalid:       {400, 408, 413, 431},
 }
 
 func codeIndex(code int) int {
@@ -209,8 +214,8 @@ func newServerMetrics(cfg Config, backend prometheus.Collector) *serverMetrics {
 	version, revision, goversion := buildInfo(cfg.Version)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "ticketd_build_info",
-		Help:        "Always 1; the labels say which ticketd this is: its version, VCS revision and Go version.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goversion},
+		Help:        "Always 1; the labels say which ticketd this is: its version, release (the number upgrades count in), VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "release": strconv.Itoa(ticket.Release), "revision": revision, "goversion": goversion},
 	})
 	build.Set(1)
 	m.reg.MustRegister(m.requestsVec, ids, m.quota, durations, build, backend,

@@ -280,7 +280,7 @@ func TestBuildInfo(t *testing.T) {
 	cfg.Version = "v1.2.3"
 	m := scrape(t, start(t, cfg, nil, nil))
 	v, rev, gov := buildInfo("v1.2.3")
-	series := `ticketd_build_info{goversion="` + runtime.Version() + `",revision="` + rev + `",version="v1.2.3"}`
+	series := `ticketd_build_info{goversion="` + runtime.Version() + `",release="` + strconv.Itoa(ticket.Release) + `",revision="` + rev + `",version="v1.2.3"}`
 	if v != "v1.2.3" || gov != runtime.Version() || m[series] != "1" {
 		t.Errorf("got %q %q %q and %s = %q, want v1.2.3, %s and 1", v, rev, gov, series, m[series], runtime.Version())
 	}

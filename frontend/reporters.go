@@ -38,6 +38,18 @@ type SequenceStatsReporter interface {
 	SequenceStats(limit int) []ticket.SequenceStat
 }
 
+// TicketReadiness tells whether tickets can be served now, and if not why
+// (/readyz/tickets). Without it, some server in rotation is enough.
+type TicketReadiness interface {
+	TicketReadiness() (ok bool, why string)
+}
+
+// UpgradeReporter tells the release the deployment's upgrade was finalized
+// at (/v1/status).
+type UpgradeReporter interface {
+	FinalizedRelease() int
+}
+
 // The types ticketd runs the Server with.
 var (
 	_ IDs                   = (*worker.Keeper)(nil)
@@ -46,4 +58,6 @@ var (
 	_ WarningCounter        = (*ticket.Pair)(nil)
 	_ SequenceReporter      = (*ticket.Pair)(nil)
 	_ SequenceStatsReporter = (*ticket.Pair)(nil)
+	_ UpgradeReporter       = (*ticket.Pair)(nil)
+	_ TicketReadiness       = (*ticket.Pair)(nil)
 )

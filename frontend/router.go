@@ -88,6 +88,10 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 		if s.allow(ctx, false) {
 			s.handleReadyz(ctx)
 		}
+	case epReadyzTickets:
+		if s.allow(ctx, false) {
+			s.handleReadyzTickets(ctx)
+		}
 	case epMetrics:
 		if s.allow(ctx, false) {
 			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
@@ -98,7 +102,7 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 			fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("%s is served on the admin listener only", path))
 			return
 		}
-		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no such path %.64q: see /v1/id, /v1/ids?n=N, /v1/ids/{id}, /v1/tickets/{name}, /v1/status, /healthz, /readyz, /metrics", path))
+		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no such path %.64q: see /v1/id, /v1/ids?n=N, /v1/ids/{id}, /v1/tickets/{name}, /v1/status, /healthz, /readyz, /readyz/tickets, /metrics", path))
 	}
 }
 
@@ -121,6 +125,8 @@ func (s *Server) route(path []byte) (endpoint, []byte) {
 		return epHealthz, nil
 	case "/readyz":
 		return epReadyz, nil
+	case "/readyz/tickets":
+		return epReadyzTickets, nil
 	case "/metrics":
 		if s.cfg.Admin {
 			return epUnknown, nil

@@ -60,6 +60,48 @@ func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(bodyOK)
 }
 
+// ticketReadiness reports whether this ticketd should receive ticket
+// traffic (/v1/tickets/{name}), and if not, why: serve has said it is
+// ready, it is not stopping, and the ticket side can serve tickets (some
+// server in rotation reads its sequence catalog). It is apart from
+// /readyz on purpose: IDs are issued from memory under a worker lease and
+// keep flowing while every ticket server is down, so a ticketd that cannot
+// serve tickets must not be taken out of rotation for IDs.
+func (s *Server) ticketReadiness(health []ticket.ServerHealth) (bool, string) {
+	switch {
+	case s.closing.Load():
+		return false, "shutting down"
+	case s.draining.Load():
+		return false, "draining before shutdown: requests are still served, send new ones elsewhere"
+	case !s.ready.Load():
+		return false, "not ready yet: starting"
+	}
+	if tr, ok := s.tickets.(TicketReadiness); ok {
+		return tr.TicketReadiness()
+	}
+	for _, h := range health {
+		if h.Up {
+			return true, ""
+		}
+	}
+	return false, "no ticket server is in rotation"
+}
+
+// handleReadyzTickets answers GET /readyz/tickets: 200 "ok" when tickets
+// can be served, or 503 with the reason.
+func (s *Server) handleReadyzTickets(ctx *fasthttp.RequestCtx) {
+	var health []ticket.ServerHealth
+	if _, ok := s.tickets.(TicketReadiness); !ok {
+		health = s.tickets.Health()
+	}
+	if ok, why := s.ticketReadiness(health); !ok {
+		unavailable(ctx, "not ready for tickets: "+why)
+		return
+	}
+	ctx.Response.Header.SetContentTypeBytes(ctText)
+	ctx.SetBody(bodyOK)
+}
+
 // statusAnswer is GET /v1/status. Times are RFC 3339 in UTC with
 // milliseconds; IDs are strings. Ticket servers are numbered 1..N (their
 // auto_increment_offset) as in the logs; Index is their 0-based place in the
@@ -90,6 +132,14 @@ type statusAnswer struct {
 	FallbackCeiling string `json:"fallback_ceiling,omitempty"`
 	Ready           bool   `json:"ready"`
 	NotReadyReason  string `json:"not_ready_reason,omitempty"`
+	// TicketsReady is what /readyz/tickets says.
+	TicketsReady          bool   `json:"tickets_ready"`
+	TicketsNotReadyReason string `json:"tickets_not_ready_reason,omitempty"`
+	// Release is this ticketd's release; FinalizedRelease the release the
+	// deployment's upgrade was finalized at (0: not finalized; null when
+	// the ticket side does not say).
+	Release          int  `json:"release"`
+	FinalizedRelease *int `json:"finalized_release"`
 	// Sequences is null when the ticket side reports no catalog (test fakes).
 	Sequences     *sequencesAnswer `json:"sequences"`
 	TicketServers []serverAnswer   `json:"ticket_servers"`
@@ -184,6 +234,11 @@ type serverAnswer struct {
 	// are. RewoundTotal counts them all.
 	Rewound      []rewindAnswer `json:"rewound"`
 	RewoundTotal int            `json:"rewound_total"`
+	// SchemaRelease: the release whose schema.sql the server holds (0: not
+	// read yet); SchemaMissing what it lacks of this release's, off there
+	// until schema.sql is loaded ("" when nothing).
+	SchemaRelease int    `json:"schema_release"`
+	SchemaMissing string `json:"schema_missing"`
 }
 
 type rewindAnswer struct {
@@ -230,7 +285,12 @@ func (s *Server) status() statusAnswer {
 		Waits:         st.Waits,
 		WaitTimeouts:  st.WaitTimeouts,
 		Fallback:      s.cfg.Fallback,
+		Release:       ticket.Release,
 		TicketServers: make([]serverAnswer, len(health)),
+	}
+	if ur, ok := s.tickets.(UpgradeReporter); ok {
+		f := ur.FinalizedRelease()
+		a.FinalizedRelease = &f
 	}
 	c := st.Capacity
 	a.WorkerIDs = workerIDs{Capacity: c.Total, PerServer: c.PerServer, LastError: c.LastError}
@@ -258,6 +318,7 @@ func (s *Server) status() statusAnswer {
 		a.FallbackCeiling = strconv.FormatInt(s.cfg.FallbackCeiling, 10)
 	}
 	a.Ready, a.NotReadyReason = s.readiness(st, health)
+	a.TicketsReady, a.TicketsNotReadyReason = s.ticketReadiness(health)
 	now := time.Now()
 	for i, h := range health {
 		a.TicketServers[i] = serverAnswer{
@@ -284,6 +345,8 @@ func (s *Server) status() statusAnswer {
 			ParityViolations:   h.ParityViolations,
 			Rewound:            make([]rewindAnswer, len(h.Rewound)),
 			RewoundTotal:       max(h.RewoundTotal, len(h.Rewound)),
+			SchemaRelease:      h.SchemaRelease,
+			SchemaMissing:      h.SchemaMissing,
 		}
 		if h.Up {
 			l := ms(h.Latency)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
 	"ticketd/ticket"
 )
 
@@ -38,15 +39,17 @@ func TestStatus(t *testing.T) {
 			Fence: "2023-11-14T22:14:20.000Z", NowMs: 1_700_000_030_000, HeadroomMs: 30000, ClockSkewMs: 1500,
 			LastRenewal: "2023-11-14T22:13:49.000Z"},
 		Renewals: 11, RenewFailures: 2, Switches: 1, Losses: 0, Acquires: 2,
-		Fallback: true, FallbackCeiling: "1000", Ready: true,
+		Fallback: true, FallbackCeiling: "1000", Ready: true, TicketsReady: true, Release: ticket.Release,
 		TicketServers: []serverAnswer{
 			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: &latency, LatencyDevMs: 0.25, DeadlineMs: 500,
 				Preferred: true, Preference: "alternating", Tickets: 42, Failures: 1,
-				PreviousError: "context deadline exceeded", PreviousErrorAt: "2023-11-14T21:56:40.000Z", Rewound: []rewindAnswer{}},
+				PreviousError: "context deadline exceeded", PreviousErrorAt: "2023-11-14T21:56:40.000Z", Rewound: []rewindAnswer{},
+				SchemaRelease: 3},
 			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, DownSince: "2023-11-14T22:13:20.000Z", LastError: "dial tcp: refused",
 				LastErrorAt: "2023-11-14T22:13:20.123Z", DeadlineMs: 1000, Preference: "out of rotation", SlowFailures: 2,
 				Tickets: 7, Failures: 5, Timeouts: 2, BackgroundFailures: 3, CopyFailures: 4, CopiesPending: 1, LeaseRewound: true,
-				ParityViolations: 2, Rewound: []rewindAnswer{}},
+				ParityViolations: 2, Rewound: []rewindAnswer{},
+				SchemaRelease: 2, SchemaMissing: "column deployment.finalized_release (ticketd upgrade finalize)"},
 		},
 	}
 	// How long server 2 has been down depends on the clock: since its
@@ -62,7 +65,8 @@ func TestStatus(t *testing.T) {
 	}
 	// Field names as documented, checked on the raw body.
 	for _, key := range []string{`"fence_ms":`, `"headroom_ms":`, `"clock_skew_ms":`, `"end_of_life":`, `"parity_violations":`, `"last_error_at":`, `"latency_ms":`,
-		`"latency_ms":null`, `"down_for_ms":`, `"previous_error":`, `"preferred":true`, `"deadline_ms":1000`} {
+		`"latency_ms":null`, `"down_for_ms":`, `"previous_error":`, `"preferred":true`, `"deadline_ms":1000`,
+		`"release":`, `"finalized_release":null`, `"schema_release":2`, `"schema_missing":`} {
 		if !strings.Contains(r.body, key) {
 			t.Errorf("body lacks %s: %s", key, r.body)
 		}
@@ -149,6 +153,71 @@ func TestReadyz(t *testing.T) {
 			h := start(t, cfg, ids, tk)
 			h.s.SetReady(tt.setReady)
 			r := h.get(t, "/readyz")
+			if tt.want == "" {
+				if r.status != 200 || r.body != "ok\n" {
+					t.Fatalf("got %d %q, want 200 ok", r.status, r.body)
+				}
+				return
+			}
+			if r.status != 503 || r.header["Retry-After"] != "1" {
+				t.Fatalf("got %d %q, want 503 with Retry-After", r.status, r.body)
+			}
+			if msg := r.errorMessage(t); !strings.Contains(msg, tt.want) {
+				t.Errorf("reason: got %q, want it to contain %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// readyTickets is a ticket side that tells its own ticket readiness, as
+// *ticket.Pair does.
+type readyTickets struct {
+	*fakeTickets
+	ok  bool
+	why string
+}
+
+func (r readyTickets) TicketReadiness() (bool, string) { return r.ok, r.why }
+
+// TestReadyzTickets: /readyz/tickets is about tickets alone: a lease held or
+// not does not move it; no server in rotation, or the ticket side's own
+// verdict (a catalog no server can read), does.
+func TestReadyzTickets(t *testing.T) {
+	up := []ticket.ServerHealth{{Index: 0, Offset: 1, Up: true}, {Index: 1, Offset: 2}}
+	down := []ticket.ServerHealth{{Index: 0, Offset: 1}, {Index: 1, Offset: 2}}
+	tests := []struct {
+		name     string
+		setReady bool
+		held     bool
+		health   []ticket.ServerHealth
+		verdict  *readyTickets // nil: a ticket side without TicketReadiness
+		want     string        // "" for ready, else a piece of the reason
+	}{
+		{"before SetReady", false, true, up, nil, "starting"},
+		{"a server up", true, true, up, nil, ""},
+		{"a server up, no lease", true, false, up, nil, ""},
+		{"no server up", true, true, down, nil, "no ticket server is in rotation"},
+		{"the ticket side says yes", true, false, down, &readyTickets{ok: true}, ""},
+		{"the ticket side says no", true, true, up, &readyTickets{why: "cannot read its sequence catalog"}, "cannot read its sequence catalog"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids, tk := newFakeIDs(), newFakeTickets()
+			ids.status.Held, ids.status.Headroom = tt.held, time.Minute
+			tk.health = tt.health
+			var side Tickets = tk
+			if tt.verdict != nil {
+				tt.verdict.fakeTickets = tk
+				side = *tt.verdict
+			}
+			h := startWith(t, testConfig(), ids, side, ids, tk)
+			h.s.SetReady(tt.setReady)
+			r := h.get(t, "/readyz/tickets")
+			var st statusAnswer
+			h.get(t, "/v1/status").json(t, &st)
+			if st.TicketsReady != (tt.want == "") || !strings.Contains(st.TicketsNotReadyReason, tt.want) {
+				t.Errorf("/v1/status: tickets_ready %v %q, want %v and a reason containing %q", st.TicketsReady, st.TicketsNotReadyReason, tt.want == "", tt.want)
+			}
 			if tt.want == "" {
 				if r.status != 200 || r.body != "ok\n" {
 					t.Fatalf("got %d %q, want 200 ok", r.status, r.body)

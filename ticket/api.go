@@ -112,8 +112,16 @@ var (
 	ErrAllWorkersHeld     = spec.ErrAllWorkersHeld
 	ErrDeploymentMismatch = spec.ErrDeploymentMismatch
 	ErrRewound            = spec.ErrRewound
+	ErrUpgrade            = spec.ErrUpgrade
 	ErrClosed             = spec.ErrClosed
 )
+
+// Release is the release of this ticketd and its schema.sql (internal/spec
+// says what the contract between releases is).
+const Release = spec.Release
+
+// HolderSuffix is what the name of a lease holder of this release ends with.
+func HolderSuffix() string { return spec.HolderSuffix() }
 
 // DefaultConfig returns the defaults filled in: the configuration of the
 // local pair that `make db-up` starts, without a password.

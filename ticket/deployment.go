@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -20,15 +21,22 @@ type Deployment struct {
 	// earlier timestamp, which keeps fallback tickets disjoint from IDs.
 	FirstStartMs int64
 	CreatedBy    string
+	// FinalizedRelease is the release the deployment's upgrade was
+	// finalized at (ticketd upgrade finalize; dba.Finalize): the lowest over
+	// the servers that answered, 0 when some server is not finalized or
+	// holds a schema without the column. A new deployment records this
+	// release at once (EnsureDeployment); the field of want is ignored.
+	FinalizedRelease int
 }
 
 const maxLayoutLen = 32 // deployment.layout VARCHAR(32)
 
 type deploymentRow struct {
-	Layout       string `db:"layout"`
-	EpochMs      int64  `db:"epoch_ms"`
-	FirstStartMs int64  `db:"first_start_ms"`
-	CreatedBy    string `db:"created_by"`
+	Layout           string `db:"layout"`
+	EpochMs          int64  `db:"epoch_ms"`
+	FirstStartMs     int64  `db:"first_start_ms"`
+	CreatedBy        string `db:"created_by"`
+	FinalizedRelease int    `db:"finalized_release"`
 }
 
 // EnsureDeployment records want on every reachable server that has no record
@@ -58,7 +66,13 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if err := checkDeployments(p.servers, want, rows); err != nil {
 		return Deployment{}, err
 	}
+	if err := checkRelease(p.servers, rows); err != nil {
+		return Deployment{}, err
+	}
+	// A new deployment has no ticketd of an older release to wait for: it
+	// is finalized at this release from the start.
 	base := deploymentRow(want)
+	base.FinalizedRelease = spec.Release
 	var missing []*conn.Server
 	reachable := 0
 	for i, s := range p.servers {
@@ -80,15 +94,25 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if len(missing) > 0 {
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
 		// re-read below judges it.
+		// A server on an older release's schema has no finalized_release.
 		p.rot.OnEach(ctx, missing, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 			ss.Long = false // at start: a caller waits
+			if !p.schemas.Of(ss.Server.Idx).Has(schema.Finalize) {
+				_, err := ss.Exec(ctx, "recording the deployment",
+					`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
+					base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
+				return err
+			}
 			_, err := ss.Exec(ctx, "recording the deployment",
-				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
-				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
+				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release) VALUES (1, ?, ?, ?, ?, ?)`,
+				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy, base.FinalizedRelease)
 			return err
 		})
 		rows, errs = p.readDeployments(ctx)
 		if err := checkDeployments(p.servers, want, rows); err != nil {
+			return Deployment{}, err
+		}
+		if err := checkRelease(p.servers, rows); err != nil {
 			return Deployment{}, err
 		}
 	}
@@ -101,7 +125,9 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if got == nil {
 		return Deployment{}, fmt.Errorf("%w: no server kept the deployment record: %w", spec.ErrNoServer, errors.Join(errs...))
 	}
-	return Deployment{Layout: got.Layout, EpochMs: got.EpochMs, FirstStartMs: got.FirstStartMs, CreatedBy: got.CreatedBy}, nil
+	fin := p.noteFinalized(rows, errs)
+	return Deployment{Layout: got.Layout, EpochMs: got.EpochMs, FirstStartMs: got.FirstStartMs, CreatedBy: got.CreatedBy,
+		FinalizedRelease: fin}, nil
 }
 
 // readDeployments returns each server's record (nil: none, or unreachable) and
@@ -110,9 +136,15 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
 	errs := p.rot.OnEach(ctx, p.servers, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 		ss.Long = false // at start: a caller waits
+		// An older release's schema has no finalized_release: 0, not
+		// finalized.
+		col := "0"
+		if p.schemas.Of(ss.Server.Idx).Has(schema.Finalize) {
+			col = "finalized_release"
+		}
 		var r deploymentRow
 		err := ss.Get(ctx, "reading deployment", &r,
-			`SELECT layout, epoch_ms, first_start_ms, created_by FROM deployment WHERE id = 1`)
+			`SELECT layout, epoch_ms, first_start_ms, created_by, `+col+` AS finalized_release FROM deployment WHERE id = 1`)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -124,6 +156,59 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 	})
 	return rows, errs
 }
+
+// checkRelease refuses this ticketd where a server records an upgrade
+// finalized at a later release: the rollback window to this release has
+// closed, and what that release turned on this one may misread.
+func checkRelease(servers []*conn.Server, rows []*deploymentRow) error {
+	var errs []error
+	for i, r := range rows {
+		if r != nil && r.FinalizedRelease > spec.Release {
+			errs = append(errs, fmt.Errorf("%w: %s records the deployment finalized at release %d; this ticketd is release %d, and the rollback window to it closed at finalize: run a ticketd of release %d or later",
+				spec.ErrUpgrade, servers[i].Name, r.FinalizedRelease, spec.Release, r.FinalizedRelease))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// noteFinalized returns the release the deployment is finalized at, the
+// lowest over the servers that answered (0 when none did), and keeps it:
+// once it is 3 or more, no ticketd of release 1 (which raises a mark
+// without naming itself in its writer column) may run beside this one,
+// and marks trust each other's writer column.
+func (p *Pair) noteFinalized(rows []*deploymentRow, errs []error) int {
+	fin, any := 0, false
+	for i, r := range rows {
+		if errs[i] != nil {
+			continue
+		}
+		v := 0
+		if r != nil {
+			v = r.FinalizedRelease
+		}
+		if !any || v < fin {
+			fin, any = v, true
+		}
+	}
+	if !any {
+		return int(p.finalized.Load())
+	}
+	p.finalized.Store(int32(fin))
+	p.marks.TrustWriters(fin >= 3)
+	return fin
+}
+
+// refreshFinalized reads the deployment record again (background work, at
+// every catalog poll): an operator's finalize is taken up without a
+// restart.
+func (p *Pair) refreshFinalized(ctx context.Context) {
+	rows, errs := p.readDeployments(ctx)
+	p.noteFinalized(rows, errs)
+}
+
+// FinalizedRelease is the release the deployment was last found finalized
+// at (0: not finalized, or not read yet).
+func (p *Pair) FinalizedRelease() int { return int(p.finalized.Load()) }
 
 func checkDeployments(servers []*conn.Server, want Deployment, rows []*deploymentRow) error {
 	var errs []error

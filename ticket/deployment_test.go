@@ -28,6 +28,8 @@ func TestEnsureDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A new deployment is finalized at this release from the start.
+	first.FinalizedRelease = Release
 	if got != first {
 		t.Fatalf("first EnsureDeployment = %+v, want %+v", got, first)
 	}

@@ -57,7 +57,8 @@ func TestExtraPrivilegesOnServers(t *testing.T) {
 	// With SELECT on mysql the role's privileges are read and compared.
 	mp.Servers[1].Exec(t, "GRANT SELECT ON mysql.* TO 'ticketd'@'127.0.0.1'")
 	got, err = p.ExtraPrivileges(ctx)
-	want = []string{"ALTER ON tickets.Tickets32", "PROCESS ON *.*", "SELECT ON mysql.*", "role ticketd_admin: ALTER ON tickets.Tickets32", "role ticketd_admin: ALTER ON tickets.Tickets64"}
+	want = []string{"ALTER ON tickets.Tickets32", "PROCESS ON *.*", "SELECT ON mysql.*", "role ticketd_admin: ALTER ON tickets.Tickets32", "role ticketd_admin: ALTER ON tickets.Tickets64",
+		"role ticketd_admin: UPDATE (FINALIZED_RELEASE) ON tickets.deployment"}
 	if err != nil || len(got) != 2 || !reflect.DeepEqual(got[1].Extra, want) {
 		t.Errorf("with SELECT on mysql: got %+v, %v; want server 2 %q", got, err, want)
 	}

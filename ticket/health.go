@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 )
 
 // ServerHealth is a snapshot of one ticket server as this Pair sees it.
@@ -67,6 +68,11 @@ type ServerHealth struct {
 	LeaseRewound bool
 	// Version is the server's version string (SELECT @@version), once read.
 	Version string
+	// SchemaRelease is the release whose schema.sql it holds, once read
+	// (0 before); SchemaMissing names what it lacks of this release's, off
+	// there until a DBA loads schema.sql (taken up at the next catalog poll).
+	SchemaRelease int
+	SchemaMissing string
 	// Rewound lists the counters (ticket tables, rows of counters) the server
 	// is refused for, because the counter is at or below the highest ticket
 	// it is known to have issued (restored from a backup, or its data lost):
@@ -97,9 +103,32 @@ func (p *Pair) Health() []ServerHealth {
 			CopiesPending:      p.leases.Pending(i),
 			LeaseRewound:       p.leases.Rewound(i),
 			Version:            r.Version,
+			SchemaRelease:      p.schemaRelease(i),
+			SchemaMissing:      p.schemas.Of(i).Missing(schema.Current),
 			Rewound:            p.marks.Rewinds(i),
 			RewoundTotal:       p.marks.RewoundTotal(i),
 		}
 	}
 	return h
+}
+
+// TicketReadiness reports whether this Pair can serve tickets now, and if
+// not, why: some server must be in rotation with a sequence catalog it can
+// read (every named sequence, tickets64 included, is in the catalog). It
+// costs no I/O: it reads what the prober and the catalog polls found.
+func (p *Pair) TicketReadiness() (ok bool, why string) {
+	up := 0
+	for i, s := range p.servers {
+		if !p.rot.Up(s) {
+			continue
+		}
+		up++
+		if !p.seqs.CatalogUnreadable(i) {
+			return true, ""
+		}
+	}
+	if up == 0 {
+		return false, "no ticket server is in rotation"
+	}
+	return false, "no ticket server in rotation can read its sequence catalog (a missing table or grant: the log says which)"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"ticketd/internal/logsum"
@@ -13,6 +14,7 @@ import (
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
@@ -31,6 +33,11 @@ type Pair struct {
 	// warn aggregates repeated warnings (internal/logsum).
 	warn *logsum.Summary
 
+	// schemas: which release's schema.sql each server holds (internal/schema).
+	schemas *schema.Book
+	// finalized: the release the deployment's upgrade is finalized at
+	// (deployment.go).
+	finalized atomic.Int32
 	// tk takes every ticket (take.go).
 	tk *tickets.Taker
 	// seqs: the named sequences, their catalog and their blocks.
@@ -85,14 +92,21 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval,
 		WarmConns: cfg.EffectiveWarmConns(), Observe: cfg.Observe,
 	}, p.warn, p.lt)
-	p.marks = marks.New(cfg, p.servers, p.rot, p.warn)
+	p.schemas = schema.NewBook(len(p.servers))
+	p.marks = marks.New(cfg, p.servers, p.rot, p.warn, p.schemas)
 
 	p.tk = tickets.New(cfg, p.servers, p.rot, p.marks, p.lt)
 	p.leases = lease.New(cfg, p.servers, p.rot, p.tk, p.warn)
-	p.seqs = sequence.New(cfg, p.servers, p.rot, p.tk, p.warn, p.lt)
+	p.seqs = sequence.New(cfg, p.servers, p.rot, p.tk, p.warn, p.lt, p.schemas)
 	p.marks.SetHooks(marks.Hooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.CheckRows})
 	p.rot.SetHooks(rotation.Hooks{
-		Poll: func(ctx context.Context) { p.seqs.Load(ctx, p.rot.Order(nil, p.rot.All())) },
+		// The schema first: a DBA may have loaded a newer schema.sql since.
+		Poll: func(ctx context.Context) {
+			up := p.rot.Order(nil, p.rot.All())
+			p.detectSchemas(ctx, up)
+			p.refreshFinalized(ctx)
+			p.seqs.Load(ctx, up)
+		},
 		// A server that was down at start, or restored, may define sequences
 		// differently: its catalog is read before it serves any. Restored
 		// while it was away? Its counters against the marks its peers hold,
@@ -101,6 +115,9 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		// sequences, not its place in the rotation: Tickets64 and leases do
 		// not need the catalog.
 		Rejoin: func(ctx context.Context, s *conn.Server) bool {
+			if errs := p.detectSchemas(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
+				return false
+			}
 			if errs := p.seqs.Load(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
 				return false
 			}
@@ -112,7 +129,11 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	})
 
 	errs := p.rot.OnEach(ctx, p.servers, conn.OpProbe, func(ctx context.Context, ss *conn.Session) error {
-		return ss.Server.CheckSettings(ctx, ss)
+		if err := ss.Server.CheckSettings(ctx, ss); err != nil {
+			return err
+		}
+		// Which release's schema.sql it holds, before anything reads a table.
+		return p.detectSchema(ctx, ss)
 	})
 	if err := ctx.Err(); err != nil {
 		p.abort()

@@ -17,6 +17,7 @@ var rooms = []string{
 	"ticketd/ticket/internal/grants",
 	"ticketd/ticket/internal/spec",
 	"ticketd/ticket/internal/conn",
+	"ticketd/ticket/internal/schema",
 	"ticketd/ticket/internal/rotation",
 	"ticketd/ticket/internal/marks",
 	"ticketd/ticket/internal/tickets",

@@ -71,7 +71,7 @@ type Config struct {
 	// Datacenter ID this ticketd runs in. Zero: datacenter 0.
 	Datacenter uint32
 	// Holder names this process in the lease table, at most 255 bytes. Zero:
-	// DefaultHolder() (host/pid/random), drawn once by New.
+	// DefaultHolder() (host/pid/random/rN), drawn once by New.
 	Holder string
 	// Servers is the number of ticket servers; a switch goes to another.
 	// Zero: DefaultServers (2).
@@ -136,8 +136,9 @@ func DefaultConfig() Config {
 	return Config{}.withDefaults(ticket.DefaultCallTimeout)
 }
 
-// DefaultHolder names this process for the lease table: host/pid/random, so
-// two processes, even with one PID in two containers, never look alike.
+// DefaultHolder names this process for the lease table: host/pid/random/rN
+// (N its release), so two processes, even with one PID in two containers,
+// never look alike, and ticketd upgrade finalize knows each lease's release.
 func DefaultHolder() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -145,7 +146,10 @@ func DefaultHolder() string {
 	}
 	var r [6]byte
 	_, _ = rand.Read(r[:])
-	h := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+	// The release at the end (ticket.HolderSuffix): ticketd upgrade
+	// finalize tells by it which release holds each lease. Cut from the
+	// left, so that it stays.
+	h := fmt.Sprintf("%s/%d/%s%s", host, os.Getpid(), hex.EncodeToString(r[:]), ticket.HolderSuffix())
 	if len(h) > 255 {
 		h = h[len(h)-255:]
 	}

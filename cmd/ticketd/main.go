@@ -5,6 +5,8 @@
 //	                                                decode IDs found in logs, and public forms
 //	ticketd repair [-dry-run] [flags]               fix counters rewound by a restore
 //	ticketd sequence create|list|check [flags]      named sequences on both servers
+//	ticketd upgrade status|finalize [flags]         the releases a deployment runs; closing an upgrade
+//	ticketd version                                 this binary's version and release
 //
 // main only wires: every subcommand lives in its own file and returns an
 // error; main prints it and exits once, with status 2 for bad usage and 1 for
@@ -68,6 +70,8 @@ commands:
   inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line (-id-key-file: public forms, both ways)
   repair [-dry-run] [flags]               after a restore: move rewound counters past their marks
   sequence create|list|check [flags]      named sequences on both ticket servers at once
+  upgrade status|finalize [flags]         the releases a deployment runs; close an upgrade's rollback window
+  version                                 this binary's version and release
 
 Run 'ticketd <command> -h' for a command's flags.
 `
@@ -86,6 +90,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runRepair(args[1:], stdout, stderr)
 	case "sequence":
 		return runSequence(args[1:], stdout, stderr)
+	case "upgrade":
+		return runUpgrade(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -63,6 +63,13 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 	for i, s := range inv.servers {
 		rep.Servers[i] = CreateServer{Name: s.Name, Err: inv.down[i]}
 	}
+	// A row of counters is a sequence release 1 cannot read (its catalog
+	// read fails on the row's NULL table): none until no ticketd older than
+	// this release can run beside it. A deployment no ticketd has started
+	// yet is new: nothing older runs on it.
+	if err := requireFinalized(ctx, inv.cfg, inv.servers, inv.down, spec.Release, "creating a sequence"); err != nil {
+		return rep, err
+	}
 
 	// Compare first, everywhere: nothing is written if anything differs.
 	var conflicts []string

@@ -2,12 +2,15 @@ package dba
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
@@ -24,19 +27,24 @@ type survey struct {
 	copies   [][]leaseCopyRow    // per holder
 	leases   [][]leaseRow        // per owner
 	notes    map[int][]string    // per server: what could not be checked
+	schemas  []schema.Feature    // per server: which release's schema.sql it holds
 }
 
 type leaseCopyRow struct {
-	Datacenter uint32 `db:"datacenter"`
-	Worker     uint32 `db:"worker"`
-	Reserved   int64  `db:"reserved_until_ms"`
+	Datacenter uint32    `db:"datacenter"`
+	Worker     uint32    `db:"worker"`
+	Holder     string    `db:"holder"`
+	Reserved   int64     `db:"reserved_until_ms"`
+	UpdatedAt  time.Time `db:"updated_at"`
 }
 
 type leaseRow struct {
-	Datacenter uint32 `db:"datacenter"`
-	Worker     uint32 `db:"worker"`
-	Reserved   int64  `db:"reserved_until_ms"`
-	Expired    bool   `db:"expired"`
+	Datacenter uint32       `db:"datacenter"`
+	Worker     uint32       `db:"worker"`
+	Holder     string       `db:"holder"`
+	Reserved   int64        `db:"reserved_until_ms"`
+	Expired    bool         `db:"expired"`
+	ReleasedAt sql.NullTime `db:"released_at"`
 }
 
 // takeSurvey reads, in this order, the catalogs, the marks and lease copies,
@@ -49,6 +57,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		cfg: cfg, servers: servers,
 		fixes:    map[string]spec.SequenceInfo{"Tickets64": {Table: "Tickets64", Bits: 64, BlockSize: 1}},
 		marks:    make([][]marks.HWRow, n),
+		schemas:  make([]schema.Feature, n),
 		counters: make([]map[string]uint64, n),
 		copies:   make([][]leaseCopyRow, n),
 		leases:   make([][]leaseRow, n),
@@ -56,7 +65,12 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 	}
 	catalogs := make([][]spec.SequenceInfo, n)
 	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
-		list, err := readCatalog(ctx, conn.PoolQuerier{Server: s})
+		f, err := schema.Detect(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
+		if err != nil {
+			return err
+		}
+		sv.schemas[s.Idx] = f
+		list, err := readCatalog(ctx, conn.PoolQuerier{Server: s}, f)
 		if err != nil {
 			return err
 		}
@@ -67,7 +81,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 			return err
 		}
 		if err := s.Pool().SelectContext(ctx, &sv.copies[s.Idx],
-			"SELECT datacenter, worker, reserved_until_ms FROM reservation_copies"); err != nil {
+			"SELECT datacenter, worker, holder, reserved_until_ms, updated_at FROM reservation_copies"); err != nil {
 			return fmt.Errorf("%s: reading reservation_copies: %w", s.Name, err)
 		}
 		return nil
@@ -100,15 +114,18 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		if err != nil {
 			return err
 		}
-		if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(name string, v uint64) { c[spec.RowKeyPrefix+name] = v }); err != nil {
-			return err
+		if sv.schemas[s.Idx].Has(schema.Counters) { // release 1's schema has none
+			if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(name string, v uint64) { c[spec.RowKeyPrefix+name] = v }); err != nil {
+				return err
+			}
 		}
 		sv.counters[s.Idx] = c
 		if !leases {
 			return nil
 		}
 		if err := s.Pool().SelectContext(ctx, &sv.leases[s.Idx],
-			`SELECT datacenter, worker, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired FROM worker_leases`); err != nil {
+			`SELECT datacenter, worker, holder, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired,
+			        released_at FROM worker_leases`); err != nil {
 			return fmt.Errorf("%s: reading worker_leases: %w", s.Name, err)
 		}
 		return nil
@@ -120,9 +137,9 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 }
 
 // readCatalog reads a server's whole catalog, in pages by name.
-func readCatalog(ctx context.Context, q conn.Querier) ([]spec.SequenceInfo, error) {
+func readCatalog(ctx context.Context, q conn.Querier, f schema.Feature) ([]spec.SequenceInfo, error) {
 	var list []spec.SequenceInfo
-	err := sequence.ReadAll(ctx, q, func(rows []sequence.CatRow) {
+	err := sequence.ReadAll(ctx, q, f, func(rows []sequence.CatRow) {
 		for _, r := range rows {
 			list = append(list, r.Info())
 		}
@@ -209,7 +226,7 @@ type leaseFix struct {
 func (sv *survey) planLeases() []leaseFix {
 	n := len(sv.servers)
 	type key struct{ dc, w uint32 }
-	best := make([]map[key]int64, n) // per owner
+	best := make([]map[key]leaseCopyRow, n) // per owner: the largest copy
 	for holder, rows := range sv.copies {
 		for _, r := range rows {
 			owner := ownerOf(r.Worker, n)
@@ -217,10 +234,12 @@ func (sv *survey) planLeases() []leaseFix {
 				continue // a copy on the owner itself protects nothing
 			}
 			if best[owner] == nil {
-				best[owner] = map[key]int64{}
+				best[owner] = map[key]leaseCopyRow{}
 			}
 			k := key{r.Datacenter, r.Worker}
-			best[owner][k] = max(best[owner][k], r.Reserved)
+			if b, ok := best[owner][k]; !ok || r.Reserved > b.Reserved {
+				best[owner][k] = r
+			}
 		}
 	}
 	var out []leaseFix
@@ -234,9 +253,9 @@ func (sv *survey) planLeases() []leaseFix {
 			r, ok := rows[k]
 			switch {
 			case !ok:
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c, false})
-			case r.Expired && r.Reserved < c:
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c.Reserved, false})
+			case r.Expired && r.Reserved < c.Reserved && !releasedAfter(r, c):
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c.Reserved, true})
 			}
 		}
 		slices.SortFunc(fixes, func(a, b leaseFix) int {
@@ -248,6 +267,18 @@ func (sv *survey) planLeases() []leaseFix {
 		out = append(out, fixes...)
 	}
 	return out
+}
+
+// releasedAfter reports whether lease row r was released by the holder
+// copy c names, after c was last written: a release lowers the row to just
+// past the last timestamp that holder issued, and lowers the copies it can
+// reach; a copy on a server it could not reach then (out of rotation, or
+// written by a release that did not lower copies) stays higher, and
+// protects nothing the row does not. A row restored from a backup is older
+// than the copies that outran it: another holder, or released before they
+// were written.
+func releasedAfter(r leaseRow, c leaseCopyRow) bool {
+	return r.ReleasedAt.Valid && r.Holder == c.Holder && !c.UpdatedAt.After(r.ReleasedAt.Time)
 }
 
 // ownerOf is the index of the server that owns worker w in a pair of n: the one

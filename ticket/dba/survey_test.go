@@ -1,8 +1,10 @@
 package dba
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
@@ -79,15 +81,21 @@ func TestPlanTables(t *testing.T) {
 // rewound lease; a held row, a row at or ahead of its copy, and a copy on its
 // own owner are not.
 func TestPlanLeases(t *testing.T) {
+	cp := func(dc, w uint32, reserved int64) leaseCopyRow {
+		return leaseCopyRow{Datacenter: dc, Worker: w, Holder: "h", Reserved: reserved}
+	}
+	row := func(dc, w uint32, reserved int64, expired bool) leaseRow {
+		return leaseRow{Datacenter: dc, Worker: w, Holder: "h", Reserved: reserved, Expired: expired}
+	}
 	sv := &survey{
 		servers: make([]*conn.Server, 2),
 		copies: [][]leaseCopyRow{
-			{{3, 0, 9000}, {3, 2, 500}, {3, 4, 7000}, {3, 6, 100}, {3, 1, 99999}}, // on server 1: copies of server 2's even IDs
-			{{3, 1, 4000}},
+			{cp(3, 0, 9000), cp(3, 2, 500), cp(3, 4, 7000), cp(3, 6, 100), cp(3, 1, 99999)}, // on server 1: copies of server 2's even IDs
+			{cp(3, 1, 4000)},
 		},
 		leases: [][]leaseRow{
-			{{3, 1, 4000, true}},
-			{{3, 0, 1000, true}, {3, 2, 500, true}, {3, 4, 1000, false}},
+			{row(3, 1, 4000, true)},
+			{row(3, 0, 1000, true), row(3, 2, 500, true), row(3, 4, 1000, false)},
 		},
 	}
 	got := sv.planLeases()
@@ -99,5 +107,40 @@ func TestPlanLeases(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("fix %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestPlanLeasesAfterRelease: a row its holder released after the copy was
+// written (the copy's server could not be lowered then) needs no repair; a
+// row restored from a backup does (another holder's copy, or a copy written
+// after that release: a later holding by the same holder).
+func TestPlanLeasesAfterRelease(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	released := sql.NullTime{Time: t0.Add(time.Minute), Valid: true}
+	for _, tt := range []struct {
+		name    string
+		copy    leaseCopyRow
+		row     leaseRow
+		wantFix bool
+	}{
+		{"released after the copy, same holder", leaseCopyRow{Worker: 0, Holder: "a", Reserved: 9000, UpdatedAt: t0},
+			leaseRow{Worker: 0, Holder: "a", Reserved: 5001, Expired: true, ReleasedAt: released}, false},
+		{"copy of another holder", leaseCopyRow{Worker: 0, Holder: "b", Reserved: 9000, UpdatedAt: t0},
+			leaseRow{Worker: 0, Holder: "a", Reserved: 5001, Expired: true, ReleasedAt: released}, true},
+		{"copy written after the release", leaseCopyRow{Worker: 0, Holder: "a", Reserved: 9000, UpdatedAt: t0.Add(2 * time.Minute)},
+			leaseRow{Worker: 0, Holder: "a", Reserved: 5001, Expired: true, ReleasedAt: released}, true},
+		{"never released", leaseCopyRow{Worker: 0, Holder: "a", Reserved: 9000, UpdatedAt: t0},
+			leaseRow{Worker: 0, Holder: "a", Reserved: 5001, Expired: true}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sv := &survey{
+				servers: make([]*conn.Server, 2),
+				copies:  [][]leaseCopyRow{{tt.copy}, nil},
+				leases:  [][]leaseRow{nil, {tt.row}},
+			}
+			if got := len(sv.planLeases()) == 1; got != tt.wantFix {
+				t.Fatalf("planLeases = %+v: a fix %v, want %v", sv.planLeases(), got, tt.wantFix)
+			}
+		})
 	}
 }

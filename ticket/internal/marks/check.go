@@ -10,6 +10,7 @@ import (
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/schema"
 )
 
 // The counter checks (rewind.go says what they are for).
@@ -134,12 +135,14 @@ func (b *Book) CheckCounters(ctx context.Context, check []*conn.Server, mode Che
 		if err := b.checkTables(ctx, ss); err != nil {
 			return err
 		}
-		if mode&CheckRefused != 0 {
+		// A server of release 1's schema has no rows of counters to compare.
+		rows := b.schemas.Has(ss.Server.Idx, schema.Counters)
+		if mode&CheckRefused != 0 && rows {
 			if err := b.recheckRows(ctx, ss); err != nil {
 				return err
 			}
 		}
-		if mode&CheckScan != 0 {
+		if mode&CheckScan != 0 && rows {
 			if err := b.scanRows(ctx, ss, begin); err != nil {
 				return err
 			}

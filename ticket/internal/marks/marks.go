@@ -17,6 +17,7 @@ import (
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -161,7 +162,20 @@ type Book struct {
 	testScanBudget atomic.Int64
 	// checkGate keeps the counter checks from overlapping with themselves.
 	checkGate life.Gate
+	// schemas: which release's schema.sql each server holds (a server of
+	// release 1's has no high_water.writer and no counters).
+	schemas *schema.Book
+	// trustWriters: every ticketd that writes marks names itself in
+	// high_water.writer (the upgrade is finalized at release 3 or later),
+	// so a fold may skip the rows this book wrote last. Before, a release 1
+	// ticketd may raise a mark without touching writer, which would keep
+	// this book's name on a mark it did not raise.
+	trustWriters atomic.Bool
 }
+
+// TrustWriters says whether every writer of marks names itself
+// (trustWriters).
+func (b *Book) TrustWriters(all bool) { b.trustWriters.Store(all) }
 
 // serverMarks is what the book keeps per server.
 type serverMarks struct {
@@ -192,8 +206,8 @@ type Hooks struct {
 
 // New returns the marks of a pair of servers, whose checks and
 // flushes run through rot.
-func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *logsum.Summary) *Book {
-	b := &Book{cfg: cfg, servers: servers, rot: rot, warn: warn,
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *logsum.Summary, schemas *schema.Book) *Book {
+	b := &Book{cfg: cfg, servers: servers, rot: rot, warn: warn, schemas: schemas,
 		per: make([]serverMarks, len(servers)), checkNow: make(chan struct{}, 1),
 		writer: newWriterID(), checkGate: life.NewGate()}
 	b.init(len(servers))
@@ -462,20 +476,36 @@ func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite
 		chunk := batch[:min(len(batch), marksPerStatement)]
 		batch = batch[len(chunk):]
 		var q strings.Builder
-		args := make([]any, 0, 3*len(chunk))
-		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
+		args := make([]any, 0, 4*len(chunk))
+		// A server of release 1's schema has no writer column: the same
+		// statement without it.
+		withWriter := b.schemas.Has(d.Idx, schema.Writer)
+		if withWriter {
+			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
+		} else {
+			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
+		}
 		for k, w := range chunk {
 			if k > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
-			args = append(args, w.m.key(), w.src+1, w.mark, b.writer)
+			if withWriter {
+				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
+				args = append(args, w.m.key(), w.src+1, w.mark, b.writer)
+			} else {
+				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
+				args = append(args, w.m.key(), w.src+1, w.mark)
+			}
 		}
 		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
 		// time and the writer change only with the mark (assignments run left
 		// to right: mark last), so foldMarks reads back what others raised.
-		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer)," +
-			" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+		if withWriter {
+			q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer),")
+		} else {
+			q.WriteString(" ON DUPLICATE KEY UPDATE")
+		}
+		q.WriteString(" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
 		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
 		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", q.String(), args...)
 		cancel()
@@ -513,8 +543,8 @@ const foldLimit = 50_000
 // foldMarks merges the marks a server holds for the other servers into what
 // this Pair knows: all of them the first time (in pages), then the rows other
 // ticketd raised since the last fold (less foldSlack), by the index on
-// updated_at. Its own it knows: after a busy spell, a quiet Pair reads
-// nothing back.
+// updated_at. Its own it knows: once the upgrade is finalized
+// (TrustWriters), a quiet Pair reads nothing back after a busy spell.
 func (b *Book) foldMarks(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
 	var now time.Time
@@ -526,9 +556,18 @@ func (b *Book) foldMarks(ctx context.Context, ss *conn.Session) error {
 		since = p.Add(-foldSlack)
 	}
 	var rows []HWRow
-	if !since.IsZero() {
+	switch {
+	case since.IsZero():
+	case b.trustWriters.Load() && b.schemas.Has(s.Idx, schema.Writer):
 		if err := selHW(ctx, ss, "reading high_water changes", &rows,
 			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? AND writer <> ? LIMIT ?", since, b.writer, foldLimit); err != nil {
+			return err
+		}
+	default:
+		// A ticketd of release 1 may have raised a mark without naming
+		// itself: every row raised lately, this book's own included.
+		if err := selHW(ctx, ss, "reading high_water changes", &rows,
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE updated_at >= ? LIMIT ?", since, foldLimit); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -217,6 +218,23 @@ const CatalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.vers
        p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
   FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
 
+// CatalogSelectFor is CatalogSelect for a server holding f: an older
+// release's schema has no pins (release 1: no sequence_pins) or no versions
+// (no sequences.version); their columns then read NULL and 0.
+func CatalogSelectFor(f schema.Feature) string {
+	switch {
+	case f.Has(schema.Catalog | schema.Pins):
+		return CatalogSelect
+	case f.Has(schema.Catalog):
+		return "SELECT s.name, s.table_name, s.bits, s.block_size, s.version, NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block FROM sequences s "
+	case f.Has(schema.Pins):
+		return `SELECT s.name, s.table_name, s.bits, s.block_size, 0 AS version,
+       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
+  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
+	}
+	return "SELECT s.name, s.table_name, s.bits, s.block_size, 0 AS version, NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block FROM sequences s "
+}
+
 // scanCatRows reads CatalogSelect's rows into *out, without reflection.
 func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
@@ -255,10 +273,10 @@ func (sq *Sequences) Load(ctx context.Context, list []*conn.Server) []error {
 	defer sq.catalogGate.Leave()
 	errs := sq.rot.OnEach(ctx, list, conn.OpCatalog, func(ctx context.Context, ss *conn.Session) error {
 		err := sq.syncCatalog(ctx, ss)
-		if err != nil && conn.Classify(err) == conn.KindStatement && !sq.warned[ss.Server.Idx].Swap(true) {
+		if err != nil && conn.Classify(err) == conn.KindStatement && !sq.unreadable[ss.Server.Idx].Swap(true) {
 			ss.Server.Log.Error("cannot read the sequence catalog: its named sequences are unusable until this is fixed (load schema.sql again)", "err", err)
 		} else if err == nil {
-			sq.warned[ss.Server.Idx].Store(false)
+			sq.unreadable[ss.Server.Idx].Store(false)
 		}
 		return err
 	})
@@ -297,6 +315,11 @@ func (sq *Sequences) settleCatalog() {
 // syncCatalog reads what changed in one server's catalog.
 func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 	i := ss.Server.Idx
+	if !sq.schemas.Has(i, schema.Catalog) {
+		// Release 1's schema: no versions to read changes by. Its catalogs
+		// are small (a table per sequence): read whole at every poll.
+		return sq.readCatalogWhole(ctx, ss, 0)
+	}
 	var clock uint64
 	if err := ss.Get(ctx, "reading the catalog version", &clock, "SELECT version FROM catalog_version WHERE id = 1"); err != nil {
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -321,7 +344,7 @@ func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 	for range catalogPollPages {
 		var rows []CatRow
 		if err := ss.Each(ctx, "reading catalog changes", scanCatRows(&rows),
-			CatalogSelect+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, CatalogPage); err != nil {
+			CatalogSelectFor(sq.schemas.Of(i))+"WHERE s.version > ? ORDER BY s.version LIMIT ?", seen, CatalogPage); err != nil {
 			return err
 		}
 		top := seen
@@ -347,13 +370,13 @@ func (sq *Sequences) syncCatalog(ctx context.Context, ss *conn.Session) error {
 // ReadAll reads a server's whole catalog in pages by name and calls page for
 // each (its rows are valid until page returns): the one way the catalog is
 // read whole, at ticketd's start and by the tools.
-func ReadAll(ctx context.Context, q conn.Querier, page func([]CatRow)) error {
+func ReadAll(ctx context.Context, q conn.Querier, f schema.Feature, page func([]CatRow)) error {
 	after := ""
 	rows := make([]CatRow, 0, CatalogPage)
 	for {
 		rows = rows[:0]
 		if err := q.Each(ctx, "reading the catalog", scanCatRows(&rows),
-			CatalogSelect+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, CatalogPage); err != nil {
+			CatalogSelectFor(f)+"WHERE s.name > ? ORDER BY s.name LIMIT ?", after, CatalogPage); err != nil {
 			return err
 		}
 		page(rows)
@@ -372,7 +395,7 @@ func (sq *Sequences) readCatalogWhole(ctx context.Context, ss *conn.Session, clo
 	c.mu.Lock()
 	c.gen[i]++
 	c.mu.Unlock()
-	if err := ReadAll(ctx, ss, func(rows []CatRow) { sq.applyCatalog(i, rows, true) }); err != nil {
+	if err := ReadAll(ctx, ss, sq.schemas.Of(i), func(rows []CatRow) { sq.applyCatalog(i, rows, true) }); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -452,7 +475,27 @@ func (sq *Sequences) lookup(ctx context.Context, name string) (*Sequence, error)
 	if q := sq.cat.get(name); q != nil && q.Servers.Load() != 0 {
 		return q, q.err()
 	}
+	if !sq.anyCatalogReadable() {
+		// Not "unknown": no server in rotation could say (503, not 404).
+		return nil, fmt.Errorf("%w: sequence %q: no ticket server in rotation can read its sequence catalog (their logs say why)", spec.ErrNoServer, name)
+	}
 	return nil, fmt.Errorf("%w: %q", spec.ErrUnknownSequence, name)
+}
+
+// CatalogUnreadable reports whether the last read of server i's catalog
+// failed for a reason of the statement (a missing table or grant), not of
+// the server: its named sequences cannot be served until that is fixed.
+func (sq *Sequences) CatalogUnreadable(i int) bool { return sq.unreadable[i].Load() }
+
+// anyCatalogReadable reports whether some server in rotation has a catalog
+// that can be read.
+func (sq *Sequences) anyCatalogReadable() bool {
+	for i, s := range sq.servers {
+		if sq.rot.Up(s) && !sq.unreadable[i].Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // pollForMiss returns once a poll of the catalogs that began after it was

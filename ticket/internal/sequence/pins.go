@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -43,8 +44,8 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *Sequence, list []*conn.S
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for k, s := range list {
-		if pinned&(1<<s.Idx) != 0 {
-			continue
+		if pinned&(1<<s.Idx) != 0 || !sq.schemas.Has(s.Idx, schema.Pins) {
+			continue // pinned, or no pins there (release 1's schema: served unpinned)
 		}
 		wg.Go(func() { errs[k] = sq.pin(ctx, s, q) })
 	}
@@ -55,7 +56,7 @@ func (sq *Sequences) ensurePins(ctx context.Context, q *Sequence, list []*conn.S
 	out := list[:0:0]
 	var failed []error
 	for k, s := range list {
-		if errs[k] == nil && q.Pinned.Load()&(1<<s.Idx) != 0 {
+		if errs[k] == nil && (q.Pinned.Load()&(1<<s.Idx) != 0 || !sq.schemas.Has(s.Idx, schema.Pins)) {
 			out = append(out, s)
 		} else if errs[k] != nil {
 			failed = append(failed, errs[k])

@@ -14,6 +14,7 @@ import (
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/rotation"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 	"ticketd/ticket/internal/tickets"
 )
@@ -92,18 +93,22 @@ type Sequences struct {
 	inUse inUse
 	// catalogGate keeps the catalog reads from overlapping with themselves.
 	catalogGate life.Gate
-	// warned[i]: a statement error (a missing table or grant) reading
-	// server i's catalog was logged; reset on success.
-	warned []atomic.Bool
+	// schemas: which release's schema.sql each server holds (release 1's
+	// has no catalog versions and no pins).
+	schemas *schema.Book
+	// unreadable[i]: reading server i's catalog failed with a statement
+	// error (a missing table or grant), logged once; reset on success.
+	// CatalogUnreadable.
+	unreadable []atomic.Bool
 }
 
 // New returns the named sequences of servers, none known yet
 // (Load reads the catalogs).
-func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life) *Sequences {
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life, schemas *schema.Book) *Sequences {
 	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
 	warn.Declare(slog.LevelError, warnSeqRefused)
-	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt,
-		catalogGate: life.NewGate(), warned: make([]atomic.Bool, len(servers))}
+	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt, schemas: schemas,
+		catalogGate: life.NewGate(), unreadable: make([]atomic.Bool, len(servers))}
 	sq.cat.init(len(servers))
 	return sq
 }

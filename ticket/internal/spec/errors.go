@@ -52,6 +52,12 @@ var (
 	// refused for that table until its counter passes the mark; the message
 	// names the server, the table and the ALTER TABLE that fixes it.
 	ErrRewound = errors.New("ticket: ticket server counter rewound")
+	// ErrUpgrade: an upgrade between releases is not finished: a server
+	// holds an older release's schema, a ticketd of an older release still
+	// runs, or the deployment is not finalized for what was asked (ticketd
+	// upgrade status says which); or this ticketd is older than the release
+	// the deployment was finalized at.
+	ErrUpgrade = errors.New("ticket: upgrade not finished")
 	// ErrClosed: the Pair was closed.
 	ErrClosed = errors.New("ticket: pair closed")
 )

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"ticketd/ticket"
+	"ticketd/ticket/dba"
+)
+
+// upgradeOptions is everything `ticketd upgrade status|finalize` can be
+// told, by flag or by TICKETD_UPGRADE_* environment variable.
+type upgradeOptions struct {
+	cmd          string // status, finalize
+	servers      string
+	user         string
+	passwordFile string
+	password     string // from TICKETD_UPGRADE_PASSWORD or the file; never a flag
+	callTimeout  time.Duration
+	tls          tlsOptions
+}
+
+const upgradeUsage = `usage: ticketd upgrade status [-servers A,B] [-user U] [-password-file F] [-tls-ca F …]
+       ticketd upgrade finalize [flags]
+
+Where a deployment's upgrade between releases stands, and closing it
+(docs/operations.md, "Upgrading").
+
+  status    each server's schema release and deployment record, every live
+            worker lease with the release of the ticketd that holds it, and
+            what still keeps the upgrade from being finalized.
+  finalize  once every server holds this release's schema.sql and no ticketd
+            of an older release holds a lease, records the deployment as
+            finalized at this release on every server. That turns on what
+            older releases cannot read (creating named sequences, for one)
+            and closes the rollback window: a ticketd older than the release
+            finalized at must not run again (those of release 3 and later
+            refuse to start). Refuses, naming what is left, otherwise (exit
+            1). Safe to repeat.
+
+The account needs role ticketd_admin (schema.sql, "Accounts"), as for
+ticketd repair: make db-up creates ticketd_repair with its password in
+var/repair.password. The password is never a flag: it comes from
+TICKETD_UPGRADE_PASSWORD or -password-file. Every flag can also be set by
+TICKETD_UPGRADE_ and its name in upper case, dashes as underscores.
+
+`
+
+func parseUpgrade(args []string, stderr io.Writer, getenv func(string) string) (upgradeOptions, error) {
+	var o upgradeOptions
+	if len(args) == 0 || (args[0] != "status" && args[0] != "finalize") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprint(stderr, upgradeUsage)
+			return o, errHelp
+		}
+		fmt.Fprint(stderr, upgradeUsage)
+		if len(args) == 0 {
+			return o, usagef("upgrade: want status or finalize")
+		}
+		return o, usagef("upgrade: unknown subcommand %q: want status or finalize", args[0])
+	}
+	o.cmd = args[0]
+	fs := flag.NewFlagSet("upgrade "+o.cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, upgradeUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2, …)")
+	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
+	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_UPGRADE_PASSWORD is set)")
+	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
+	o.tls.register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, errHelp
+		}
+		return o, errReported{2}
+	}
+	if fs.NArg() > 0 {
+		return o, usagef("upgrade %s: unexpected argument %q", o.cmd, fs.Arg(0))
+	}
+	if err := applyEnvWith(fs, "TICKETD_UPGRADE_", getenv); err != nil {
+		return o, err
+	}
+	var err error
+	o.password, err = adminPassword("upgrade", "TICKETD_UPGRADE_PASSWORD", o.passwordFile, getenv)
+	return o, err
+}
+
+func runUpgrade(args []string, stdout, stderr io.Writer) error {
+	o, err := parseUpgrade(args, stderr, os.Getenv)
+	if err == errHelp {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
+	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-user/-call-timeout"); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return upgrade(ctx, o.cmd, cfg, stdout)
+}
+
+// upgrade runs dba.Status or dba.Finalize and prints where the upgrade
+// stands. A refused finalize is exit 1, after the status that says why.
+func upgrade(ctx context.Context, cmd string, cfg ticket.Config, stdout io.Writer) error {
+	var st dba.UpgradeStatus
+	var err error
+	if cmd == "finalize" {
+		st, err = dba.Finalize(ctx, cfg)
+	} else {
+		st, err = dba.Status(ctx, cfg)
+	}
+	if len(st.Servers) > 0 {
+		printUpgrade(stdout, st)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("upgrade %s: %w", cmd, err)
+	case cmd == "finalize":
+		fmt.Fprintf(stdout, "finalized at release %d: the rollback window to older releases is closed\n", st.Finalized)
+	}
+	return nil
+}
+
+func printUpgrade(w io.Writer, st dba.UpgradeStatus) {
+	fmt.Fprintf(w, "this ticketd: %s\n", versionLine())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSCHEMA\tDEPLOYMENT\tMISSING")
+	for _, s := range st.Servers {
+		rec := "no record"
+		switch {
+		case s.Record && s.Finalized > 0:
+			rec = fmt.Sprintf("finalized at release %d", s.Finalized)
+		case s.Record:
+			rec = "not finalized"
+		}
+		missing := s.Missing
+		if missing == "" {
+			missing = "-"
+		}
+		fmt.Fprintf(tw, "%s\trelease %d\t%s\t%s\n", s.Name, s.SchemaRelease, rec, missing)
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tHOLDER\tRELEASE\tEXPIRES IN")
+	for _, l := range st.Leases {
+		rel := fmt.Sprint(l.Release)
+		if l.Release == 0 {
+			rel = "1 or 2"
+		}
+		fmt.Fprintf(tw, "datacenter %d worker %d\t%s\t%s\t%s\n", l.Datacenter, l.Worker, l.Holder, rel, l.ExpiresIn.Round(time.Second))
+	}
+	tw.Flush()
+	if b := st.Blockers(); len(b) > 0 {
+		fmt.Fprintf(w, "not ready to finalize at release %d:\n", ticket.Release)
+		for _, line := range b {
+			fmt.Fprintf(w, "  - %s\n", line)
+		}
+	} else if st.Finalized < ticket.Release {
+		fmt.Fprintf(w, "ready to finalize at release %d: ticketd upgrade finalize\n", ticket.Release)
+	}
+}

@@ -1,0 +1,167 @@
+// Package schema tells which of schema.sql's releases a ticket server holds,
+// so that a ticketd runs on an older release's schema (serving what it
+// holds, turning off with a clear message only what needs the newer one)
+// and takes up the newer schema once a DBA loads it, without a restart.
+//
+// A server's schema is read from information_schema (Detect): a handful of
+// tables and columns, each added by one release. Book keeps what was found
+// per server, read again at every catalog poll and when a server rejoins.
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"ticketd/ticket/internal/conn"
+)
+
+// Feature is a part of schema.sql a release added.
+type Feature uint32
+
+const (
+	// Catalog: sequences.version and table catalog_version, the catalog
+	// read by version (release 2).
+	Catalog Feature = 1 << iota
+	// Counters: table counters, named sequences as rows (release 2).
+	Counters
+	// Pins: table sequence_pins, the definitions served (release 2).
+	Pins
+	// Writer: high_water.writer, who raised a mark last (release 2).
+	Writer
+	// Finalize: deployment.finalized_release, the release a deployment's
+	// upgrade was finalized at (release 3).
+	Finalize
+)
+
+// The features of each release's schema.sql.
+const (
+	Release1 Feature = 0
+	Release2         = Catalog | Counters | Pins | Writer
+	Release3         = Release2 | Finalize
+	// Current is what this release's schema.sql holds.
+	Current = Release3
+)
+
+var names = []struct {
+	f           Feature
+	table, col  string
+	description string
+}{
+	{Catalog, "catalog_version", "version", "table catalog_version (the catalog read by version)"},
+	{Catalog, "sequences", "version", "column sequences.version"},
+	{Counters, "counters", "name", "table counters (named sequences as rows)"},
+	{Pins, "sequence_pins", "name", "table sequence_pins (the definitions served)"},
+	{Writer, "high_water", "writer", "column high_water.writer"},
+	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
+}
+
+// Has reports whether f holds every feature of want.
+func (f Feature) Has(want Feature) bool { return f&want == want }
+
+// Release is the release whose schema.sql f holds (1, 2 or 3): the newest
+// release every feature of which it has.
+func (f Feature) Release() int {
+	switch {
+	case f.Has(Release3):
+		return 3
+	case f.Has(Release2):
+		return 2
+	}
+	return 1
+}
+
+// Missing names what f lacks of want, for messages.
+func (f Feature) Missing(want Feature) string {
+	var out []string
+	for _, n := range names {
+		if want&n.f != 0 && f&n.f == 0 {
+			out = append(out, n.description)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// Detect reads which features the schema database holds on the server q
+// reaches. Catalog counts only when both of its parts are there.
+func Detect(ctx context.Context, q conn.Querier, database string) (Feature, error) {
+	var cond []string
+	args := []any{database}
+	for _, n := range names {
+		cond = append(cond, "(TABLE_NAME = ? AND COLUMN_NAME = ?)")
+		args = append(args, n.table, n.col)
+	}
+	found := map[string]bool{}
+	err := q.Each(ctx, "reading its schema", func(rows *sql.Rows) error {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return err
+		}
+		found[t+"."+c] = true
+		return nil
+	}, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND ("+strings.Join(cond, " OR ")+")", args...)
+	if err != nil {
+		return 0, err
+	}
+	var f Feature
+	for _, n := range names {
+		if found[n.table+"."+n.col] {
+			f |= n.f
+		}
+	}
+	// A feature of two parts counts only when both are there.
+	for _, n := range names {
+		if !found[n.table+"."+n.col] {
+			f &^= n.f
+		}
+	}
+	return f, nil
+}
+
+// Book is what each server of a pair was last found to hold. Until a
+// server has been read, it counts as holding the current schema: the
+// statements then say what is missing, as they always did.
+type Book struct {
+	f     []atomic.Uint32
+	known []atomic.Bool
+}
+
+// NewBook returns the book of n servers.
+func NewBook(n int) *Book { return &Book{f: make([]atomic.Uint32, n), known: make([]atomic.Bool, n)} }
+
+// Set records what server i holds; it reports whether that changed.
+func (b *Book) Set(i int, f Feature) bool {
+	was := Feature(b.f[i].Swap(uint32(f)))
+	first := !b.known[i].Swap(true)
+	return first || was != f
+}
+
+// Known reports whether server i has been read.
+func (b *Book) Known(i int) bool { return b != nil && b.known[i].Load() }
+
+// Of returns what server i holds (Current while unknown).
+func (b *Book) Of(i int) Feature {
+	if b == nil || !b.known[i].Load() {
+		return Current
+	}
+	return Feature(b.f[i].Load())
+}
+
+// Has reports whether server i holds every feature of want.
+func (b *Book) Has(i int, want Feature) bool { return b.Of(i).Has(want) }
+
+// Oldest is the oldest release's schema any server known holds.
+func (b *Book) Oldest() int {
+	oldest := Current.Release()
+	for i := range b.f {
+		oldest = min(oldest, b.Of(i).Release())
+	}
+	return oldest
+}
+
+// String describes f for logs.
+func (f Feature) String() string {
+	return fmt.Sprintf("release %d's schema", f.Release())
+}
