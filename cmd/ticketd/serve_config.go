@@ -118,10 +118,18 @@ func (c *serveConfig) process(o serveOptions) error {
 		return usagef("-startup-timeout %s and -shutdown-timeout %s must be positive", o.startupTimeout, o.shutdownTimeout)
 	}
 	c.startupTimeout, c.shutdownTimeout = o.startupTimeout, o.shutdownTimeout
-	if o.drainDelay < 0 || o.drainDelay >= o.shutdownTimeout {
-		return usagef("-drain-delay %s must be at least 0 and shorter than -shutdown-timeout %s, which bounds the whole stop", o.drainDelay, o.shutdownTimeout)
-	}
 	c.drainDelay = o.drainDelay
+	if !o.drainDelayGiven && o.drainDelay >= o.shutdownTimeout {
+		// Release 1 had no drain delay and a -shutdown-timeout of 10 s, which
+		// unit files often spell out: its settings must still start this
+		// release. The default drain delay gives way, said once at start.
+		c.drainDelay = o.shutdownTimeout / 2
+		c.logger.Warn("-drain-delay lowered to half of -shutdown-timeout: the default drain delay does not fit in it; set both to keep the default (see docs/operations.md, \"Upgrading\")",
+			"drain_delay", c.drainDelay, "default_drain_delay", o.drainDelay, "shutdown_timeout", o.shutdownTimeout)
+	}
+	if c.drainDelay < 0 || c.drainDelay >= o.shutdownTimeout {
+		return usagef("-drain-delay %s must be at least 0 and shorter than -shutdown-timeout %s, which bounds the whole stop", c.drainDelay, o.shutdownTimeout)
+	}
 	// The admin listener may leave loopback when it asks for tokens, or
 	// when told to serve without.
 	adminRemote := o.adminAllowRemote || o.access.tokensFile != "" || o.access.insecureListen

@@ -44,6 +44,9 @@ type serveOptions struct {
 	// defaults: -epoch not given adopts the recorded epoch, -datacenter
 	// given picks the new-deployment layout that has datacenter bits.
 	epochGiven, datacenterGiven bool
+	// drainDelayGiven: -drain-delay was set (flag or environment); if not,
+	// its default gives way to a shorter -shutdown-timeout.
+	drainDelayGiven bool
 	// replicas: TLS to the ticket servers (-tls-ca, -tls-cert, -tls-key,
 	// -tls-server-name; tls.go).
 	tls tlsOptions
@@ -147,6 +150,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.Visit(func(f *flag.Flag) { // flags set on the command line or from the environment
 		o.epochGiven = o.epochGiven || f.Name == "epoch"
 		o.datacenterGiven = o.datacenterGiven || f.Name == "datacenter"
+		o.drainDelayGiven = o.drainDelayGiven || f.Name == "drain-delay"
 	})
 	if o.password = getenv("TICKETD_PASSWORD"); o.password == "" {
 		pw, err := readSecret(o.passwordFile)

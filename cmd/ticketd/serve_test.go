@@ -157,6 +157,19 @@ func TestServeOptions(t *testing.T) {
 		}},
 		{name: "drain delay as long as the stop", args: []string{"-drain-delay", "20s"}, env: withPW, wantErr: "shorter than -shutdown-timeout 20s"},
 		{name: "negative drain delay", args: []string{"-drain-delay", "-1s"}, env: withPW, wantErr: "-drain-delay -1s"},
+		// Release 1's default, spelled out in unit files, starts this one.
+		{name: "release 1's shutdown timeout", args: []string{"-shutdown-timeout", "10s"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.drainDelay != 5*time.Second || c.shutdownTimeout != 10*time.Second {
+				t.Fatalf("got drain %s, shutdown %s; want the drain delay lowered to 5s", c.drainDelay, c.shutdownTimeout)
+			}
+		}},
+		{name: "release 1's shutdown timeout from the environment", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_SHUTDOWN_TIMEOUT": "3s"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.drainDelay != 1500*time.Millisecond {
+					t.Fatalf("got drain %s; want the drain delay lowered to 1.5s", c.drainDelay)
+				}
+			}},
+		{name: "both given, conflicting", args: []string{"-shutdown-timeout", "10s", "-drain-delay", "10s"}, env: withPW, wantErr: "shorter than -shutdown-timeout 10s"},
 		{name: "no connections", args: []string{"-max-conns", "0"}, env: withPW, wantErr: "-max-conns must be positive"},
 		{name: "no idle time", args: []string{"-idle-timeout", "0"}, env: withPW, wantErr: "-idle-timeout must be positive"},
 		{name: "admin on every address", args: []string{"-admin-listen", ":9090"}, env: withPW, wantErr: "not a loopback address"},
@@ -261,6 +274,24 @@ func TestServeOptions(t *testing.T) {
 			}
 			tt.check(t, c)
 		})
+	}
+}
+
+// TestDrainDelayGivesWay: a -shutdown-timeout too short for the default
+// drain delay (release 1's 10 s, from a unit file) starts ticketd with a
+// warning that says what was changed and what to set, not an exit.
+func TestDrainDelayGivesWay(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseServe([]string{"-shutdown-timeout", "10s"}, &stderr, env(map[string]string{"TICKETD_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildServe(o, &stderr); err != nil {
+		t.Fatalf("buildServe: %v", err)
+	}
+	if out := stderr.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "-drain-delay lowered") ||
+		!strings.Contains(out, "drain_delay=5s") || !strings.Contains(out, "shutdown_timeout=10s") {
+		t.Fatalf("stderr %q: want one warning naming the drain delay chosen and the shutdown timeout", out)
 	}
 }
 
