@@ -85,9 +85,13 @@ func TestHAProxyConfig(t *testing.T) {
 		t.Errorf("a draining ticketd is out of rotation within %v (inter + (fall-1) x fastinter), want well inside -drain-delay %v",
 			down, frontend.DefaultDrainDelay)
 	}
-	serverMax := regexp.MustCompile(`default-server[^\n]*\smaxconn\s+(\d+)`).FindStringSubmatch(cfg)
-	if serverMax == nil || atoi(t, serverMax[1]) >= frontend.DefaultMaxConnsPerIP {
-		t.Errorf("default-server maxconn %v: want one below ticketd's -max-conns-per-ip %d", serverMax, frontend.DefaultMaxConnsPerIP)
+	// Every backend reaches every ticketd: their maxconn add up.
+	sum := 0
+	for _, m := range regexp.MustCompile(`default-server[^\n]*\smaxconn\s+(\d+)`).FindAllStringSubmatch(cfg, -1) {
+		sum += atoi(t, m[1])
+	}
+	if sum == 0 || sum >= frontend.DefaultMaxConnsPerIP {
+		t.Errorf("default-server maxconn over the backends: %d, want a sum below ticketd's -max-conns-per-ip %d", sum, frontend.DefaultMaxConnsPerIP)
 	}
 	if d := duration(t, setting(t, cfg, "pool-purge-delay")); 4*d >= frontend.DefaultIdleTimeout {
 		t.Errorf("pool-purge-delay %v: idle connections would outlive ticketd's -idle-timeout %v", d, frontend.DefaultIdleTimeout)
@@ -95,8 +99,13 @@ func TestHAProxyConfig(t *testing.T) {
 	if d := duration(t, setting(t, cfg, "timeout server")); d <= frontend.DefaultRequestTimeout {
 		t.Errorf("timeout server %v: want it above ticketd's -request-timeout %v", d, frontend.DefaultRequestTimeout)
 	}
-	if !strings.Contains(cfg, "http-check send meth GET uri /readyz") {
+	if !strings.Contains(cfg, "http-check send meth GET uri /readyz\n") {
 		t.Error("the health check is not GET /readyz")
+	}
+	// Tickets go to a backend of their own, checked on /readyz/tickets.
+	if !regexp.MustCompile(`use_backend\s+tickets\s+if\s+\{\s*path_beg\s+/v1/tickets/\s*\}`).MatchString(cfg) ||
+		!regexp.MustCompile(`backend tickets\n(?:[^\n]*\n)*?\s*http-check send meth GET uri /readyz/tickets\n`).MatchString(cfg) {
+		t.Error("/v1/tickets/ is not routed to a backend checked on GET /readyz/tickets")
 	}
 }
 
@@ -147,6 +156,11 @@ func TestNginxConfig(t *testing.T) {
 	}
 	if v := setting(t, cfg, "proxy_next_upstream"); v != "error" {
 		t.Errorf("proxy_next_upstream %s: want error first (a refused connection goes to the next server)", v)
+	}
+	// A ticket request a ticketd answers 503 (it cannot serve tickets now)
+	// goes on to the next server.
+	if !regexp.MustCompile(`location /v1/tickets/ \{[^}]*proxy_next_upstream error timeout http_503;`).MatchString(cfg) {
+		t.Error("location /v1/tickets/ does not pass a 503 on to the next server (proxy_next_upstream ... http_503)")
 	}
 	if !regexp.MustCompile(`proxy_set_header\s+Connection\s+""`).MatchString(cfg) || setting(t, cfg, "proxy_http_version") != "1.1" {
 		t.Error("no keep-alive to ticketd: want proxy_http_version 1.1 and an empty Connection header")

@@ -54,7 +54,8 @@ type balancer struct {
 // addresses, a stats socket, no request log, and checks ten times as
 // frequent (inter 100ms fastinter 50ms: a draining ticketd is out within
 // 150 ms, inside the test's 2 s drain delay). Everything else, retries
-// included, is the shipped file's. Each change must apply exactly once.
+// included, is the shipped file's. Each change must apply exactly once, or
+// once per backend (backends: IDs, tickets).
 func testHAProxyConfig(t *testing.T, front, sock string, servers []string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "haproxy", "haproxy.cfg"))
@@ -62,21 +63,22 @@ func testHAProxyConfig(t *testing.T, front, sock string, servers []string) strin
 		t.Fatal(err)
 	}
 	cfg := string(b)
-	replace := func(re, with string) {
+	const backends = 2
+	replace := func(re, with string, want int) {
 		t.Helper()
 		r := regexp.MustCompile(re)
-		if n := len(r.FindAllStringIndex(cfg, -1)); n != 1 {
-			t.Fatalf("deploy/haproxy/haproxy.cfg: %d matches of %q, want 1", n, re)
+		if n := len(r.FindAllStringIndex(cfg, -1)); n != want {
+			t.Fatalf("deploy/haproxy/haproxy.cfg: %d matches of %q, want %d", n, re, want)
 		}
 		cfg = r.ReplaceAllLiteralString(cfg, with)
 	}
-	replace(`(?m)^global\n`, "global\n    stats socket "+sock+" mode 600 level admin\n")
-	replace(`(?m)^\s*log stdout.*\n`, "")
-	replace(`(?m)^\s*option httplog\n`, "")
-	replace(`(?m)^\s*bind :8080\n`, "    bind "+front+"\n")
-	replace(`inter 1s fastinter 500ms fall 2`, "inter 100ms fastinter 50ms fall 2")
+	replace(`(?m)^global\n`, "global\n    stats socket "+sock+" mode 600 level admin\n", 1)
+	replace(`(?m)^\s*log stdout.*\n`, "", 1)
+	replace(`(?m)^\s*option httplog\n`, "", 1)
+	replace(`(?m)^\s*bind :8080\n`, "    bind "+front+"\n", 1)
+	replace(`inter 1s fastinter 500ms fall 2`, "inter 100ms fastinter 50ms fall 2", backends)
 	for i, s := range servers {
-		replace(fmt.Sprintf(`server ticketd%d \S+`, i+1), fmt.Sprintf("server ticketd%d %s", i+1, s))
+		replace(fmt.Sprintf(`server ticketd%d \S+`, i+1), fmt.Sprintf("server ticketd%d %s", i+1, s), backends)
 	}
 	if regexp.MustCompile(`(?m)^\s*retry-on\b`).MatchString(cfg) {
 		t.Fatal("deploy/haproxy/haproxy.cfg has retry-on: this test is about doing without")
@@ -117,13 +119,21 @@ func startBalancer(t *testing.T, servers []string) *balancer {
 	})
 	for _, name := range b.names {
 		b.waitState(name, "UP")
+		b.waitIn(ticketsBackend, name, "UP")
 	}
 	return b
 }
 
-// states returns each server's state as HAProxy's stats socket shows it:
-// UP, DOWN, or a transition such as "UP 1/2".
-func (b *balancer) states() (map[string]string, error) {
+// The shipped configuration's backends: IDs and everything else, checked
+// on /readyz; tickets, checked on /readyz/tickets.
+const (
+	idsBackend     = "ticketd"
+	ticketsBackend = "tickets"
+)
+
+// states returns each server's state in backend as HAProxy's stats socket
+// shows it: UP, DOWN, or a transition such as "UP 1/2".
+func (b *balancer) states(backend string) (map[string]string, error) {
 	c, err := net.DialTimeout("unix", b.sock, 2*time.Second)
 	if err != nil {
 		return nil, err
@@ -144,15 +154,22 @@ func (b *balancer) states() (map[string]string, error) {
 			}
 			continue
 		}
-		if len(f) > col["status"] && f[col["pxname"]] == "ticketd" && strings.HasPrefix(f[col["svname"]], "ticketd") {
+		if len(f) > col["status"] && f[col["pxname"]] == backend && strings.HasPrefix(f[col["svname"]], "ticketd") {
 			states[f[col["svname"]]] = f[col["status"]]
 		}
 	}
 	return states, sc.Err()
 }
 
-// waitState polls until server is in state, for at most 30 s.
+// waitState polls until server is in state in the IDs' backend, for at
+// most 30 s.
 func (b *balancer) waitState(server, state string) {
+	b.t.Helper()
+	b.waitIn(idsBackend, server, state)
+}
+
+// waitIn polls until server is in state in backend, for at most 30 s.
+func (b *balancer) waitIn(backend, server, state string) {
 	b.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -161,12 +178,12 @@ func (b *balancer) waitState(server, state string) {
 			b.t.Fatalf("HAProxy exited: %v\n%s", b.cmd.ProcessState, b.logs)
 		default:
 		}
-		states, err := b.states()
+		states, err := b.states(backend)
 		if err == nil && states[server] == state {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("HAProxy: %s not %s within 30 s: %v %v", server, state, states, err)
+			b.t.Fatalf("HAProxy: %s not %s in backend %s within 30 s: %v %v", server, state, backend, states, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling, with the deadline above
 	}
@@ -197,23 +214,25 @@ func testNginxConfig(t *testing.T, dir, front string, servers []string) string {
 		t.Fatal(err)
 	}
 	cfg := string(b)
-	replace := func(re, with string) {
+	// Two upstreams of the same servers: IDs, tickets.
+	const upstreams = 2
+	replace := func(re, with string, want int) {
 		t.Helper()
 		r := regexp.MustCompile(re)
-		if n := len(r.FindAllStringIndex(cfg, -1)); n != 1 {
-			t.Fatalf("deploy/nginx/ticketd.conf: %d matches of %q, want 1", n, re)
+		if n := len(r.FindAllStringIndex(cfg, -1)); n != want {
+			t.Fatalf("deploy/nginx/ticketd.conf: %d matches of %q, want %d", n, re, want)
 		}
 		cfg = r.ReplaceAllLiteralString(cfg, with)
 	}
-	replace(`listen 8080;`, "listen "+front+";")
+	replace(`listen 8080;`, "listen "+front+";", 1)
 	// As for HAProxy, the test's timing is faster: fail_timeout below the
 	// test's 2 s drain delay.
-	if n := strings.Count(cfg, "fail_timeout=5s"); n != len(servers) {
-		t.Fatalf("deploy/nginx/ticketd.conf: %d fail_timeout=5s, want one per server", n)
+	if n := strings.Count(cfg, "fail_timeout=5s"); n != upstreams*len(servers) {
+		t.Fatalf("deploy/nginx/ticketd.conf: %d fail_timeout=5s, want one per server and upstream", n)
 	}
 	cfg = strings.ReplaceAll(cfg, "fail_timeout=5s", "fail_timeout=1s")
 	for i, s := range servers {
-		replace(fmt.Sprintf(`server 10\.0\.0\.1%d:8080`, i+1), "server "+s)
+		replace(fmt.Sprintf(`server 10\.0\.0\.1%d:8080`, i+1), "server "+s, upstreams)
 	}
 	snippet := filepath.Join(dir, "ticketd.conf")
 	if err := os.WriteFile(snippet, []byte(cfg), 0o644); err != nil {
@@ -279,6 +298,12 @@ type balancedLoad struct {
 const maxLoad = 3 * time.Minute
 
 func startBalancedLoad(addr string, clients int) *balancedLoad {
+	return startBalancedLoadOf(addr, "/v1/id", clients)
+}
+
+// startBalancedLoadOf is startBalancedLoad for another path that answers
+// one value: /v1/tickets/{name}, say.
+func startBalancedLoadOf(addr, path string, clients int) *balancedLoad {
 	l := &balancedLoad{ids: make([][]int64, clients)}
 	end := time.Now().Add(maxLoad)
 	for i := range clients {
@@ -302,7 +327,7 @@ func startBalancedLoad(addr string, clients int) *balancedLoad {
 					br = bufio.NewReader(c)
 				}
 				l.requests.Add(1)
-				id, closeAfter, err := rawGetID(c, br)
+				id, closeAfter, err := rawGet(c, br, path)
 				if err != nil {
 					l.fail(err.Error())
 				} else {
@@ -329,11 +354,6 @@ func (l *balancedLoad) fail(err string) {
 	if len(l.errs) < 20 {
 		l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err)
 	}
-}
-
-// rawGetID sends one GET /v1/id on c and reads the answer.
-func rawGetID(c net.Conn, br *bufio.Reader) (id int64, closeAfter bool, err error) {
-	return rawGet(c, br, "/v1/id")
 }
 
 // rawGet sends one GET path on c and reads the ID it answers.
@@ -442,7 +462,7 @@ func TestE2EBalancer(t *testing.T) {
 				t.Fatalf("ticketd %d exited before HAProxy took it out of rotation", i+1)
 			default:
 			}
-			states, _ := b.states()
+			states, _ := b.states(idsBackend)
 			out = strings.HasPrefix(states[b.names[i]], "DOWN")
 			time.Sleep(10 * time.Millisecond) // polling; the exit above bounds it
 		}
