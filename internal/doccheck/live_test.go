@@ -45,7 +45,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
 	}
 	usage := map[string]map[string]Flag{}
-	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence list", "sequence check"} {
+	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence list", "sequence check", "upgrade status"} {
 		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
@@ -62,6 +62,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 		}
 		delete(usage, cmd)
 	}
+	usage["upgrade"] = usage["upgrade status"] // finalize has the same flags
+	delete(usage, "upgrade status")
 	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
 
@@ -102,7 +104,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
 		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1],
-			"TICKETD_SEQUENCE_SERVERS="+servers[0]+","+servers[1])
+			"TICKETD_SEQUENCE_SERVERS="+servers[0]+","+servers[1], "TICKETD_UPGRADE_SERVERS="+servers[0]+","+servers[1])
 		ran := 0
 		for _, d := range all {
 			for _, b := range d.Blocks {
@@ -323,7 +325,7 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 			known[name] = true
 		}
 	}
-	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true}
+	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
@@ -332,6 +334,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 	}
 	for name := range usage["sequence"] {
 		env["TICKETD_SEQUENCE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["upgrade"] {
+		env["TICKETD_UPGRADE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {
