@@ -90,6 +90,10 @@ func (c *serveConfig) logging(o serveOptions, stderr io.Writer) error {
 	} else {
 		c.logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	}
+	for _, name := range o.retiredUsed {
+		c.logger.Warn("a retired flag is ignored: the next release refuses it; remove it from the unit file or environment",
+			"flag", "-"+name, "instead", retiredFlags[name].instead)
+	}
 	return nil
 }
 
