@@ -29,7 +29,7 @@ import (
 // trigger), in commit order, so a poll is one read of that counter, and a
 // new sequence one more small read. A counter found lower than before (the
 // table was emptied, or the server restored) reads the server's catalog
-// whole again. The prober polls every catalogRefreshTicks, and a request for
+// whole again. The prober polls every rotation.PollTicks, and a request for
 // an unknown name waits for a poll that begins after it arrives (one at a
 // time, at most one per CatalogRetry: pollForMiss), so a sequence is usable
 // the moment it is created, without a restart.
@@ -51,9 +51,6 @@ const (
 	// catalogPollPages bounds the pages of changes one poll reads; the rest
 	// waits for the next poll.
 	catalogPollPages = 20
-	// catalogRefreshTicks: the prober polls the catalog every this many
-	// ticks (10 s with the default ProbeInterval).
-	catalogRefreshTicks = 10
 )
 
 // seqDef is what one server holds of a name: its catalog row and its pin.
