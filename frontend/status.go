@@ -16,11 +16,10 @@ import (
 // an ID can be issued: the keeper holds a lease with headroom left, or the
 // fallback is on and some ticket server is up.
 func (s *Server) readiness(st worker.Status, health []ticket.ServerHealth) (bool, string) {
+	if why := s.stopping(); why != "" {
+		return false, why
+	}
 	switch {
-	case s.closing.Load():
-		return false, "shutting down"
-	case s.draining.Load():
-		return false, "draining before shutdown: requests are still served, send new ones elsewhere"
 	case !s.ready.Load():
 		return false, "not ready yet: starting (no worker lease acquired so far)"
 	case st.Held && st.Headroom > 0:
@@ -42,6 +41,18 @@ func (s *Server) readiness(st worker.Status, health []ticket.ServerHealth) (bool
 		}
 	}
 	return false, why + " and no ticket server is up for the fallback"
+}
+
+// stopping says why this ticketd wants no new traffic of any kind, or ""
+// while it is not stopping.
+func (s *Server) stopping() string {
+	switch {
+	case s.closing.Load():
+		return "shutting down"
+	case s.draining.Load():
+		return "draining before shutdown: requests are still served, send new ones elsewhere"
+	}
+	return ""
 }
 
 // handleReadyz answers GET /readyz: 200 "ok", or 503 with the reason.
@@ -68,12 +79,10 @@ func (s *Server) handleReadyz(ctx *fasthttp.RequestCtx) {
 // keep flowing while every ticket server is down, so a ticketd that cannot
 // serve tickets must not be taken out of rotation for IDs.
 func (s *Server) ticketReadiness(health []ticket.ServerHealth) (bool, string) {
-	switch {
-	case s.closing.Load():
-		return false, "shutting down"
-	case s.draining.Load():
-		return false, "draining before shutdown: requests are still served, send new ones elsewhere"
-	case !s.ready.Load():
+	if why := s.stopping(); why != "" {
+		return false, why
+	}
+	if !s.ready.Load() {
 		return false, "not ready yet: starting"
 	}
 	if tr, ok := s.tickets.(TicketReadiness); ok {

@@ -108,19 +108,11 @@ func readStatus(ctx context.Context, cfg spec.Config, servers []*conn.Server) (U
 	leases := make([][]HeldLease, len(servers))
 	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		q := conn.PoolQuerier{Server: s}
-		f, err := schema.Detect(ctx, q, cfg.Database)
+		f, rec, err := readRecord(ctx, q, cfg.Database)
 		if err != nil {
 			return err
 		}
 		us := UpgradeServer{Name: s.Name, SchemaRelease: f.Release(), Missing: f.Missing(schema.Current)}
-		col := "0"
-		if f.Has(schema.Finalize) {
-			col = "finalized_release"
-		}
-		var rec []int
-		if err := q.Select(ctx, "reading the deployment record", &rec, "SELECT "+col+" FROM deployment WHERE id = 1"); err != nil {
-			return err
-		}
 		if len(rec) == 1 {
 			us.Record, us.Finalized = true, rec[0]
 		}
@@ -211,8 +203,7 @@ func Finalize(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
 func requireFinalized(ctx context.Context, cfg spec.Config, servers []*conn.Server, down []error, release int, what string) error {
 	errs := make([]error, len(servers)) // each goroutine its own
 	err := eachServer(ctx, cfg, servers, down, func(ctx context.Context, s *conn.Server) error {
-		q := conn.PoolQuerier{Server: s}
-		f, err := schema.Detect(ctx, q, cfg.Database)
+		f, rec, err := readRecord(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
 		if err != nil {
 			return err
 		}
@@ -220,10 +211,6 @@ func requireFinalized(ctx context.Context, cfg spec.Config, servers []*conn.Serv
 			errs[s.Idx] = fmt.Errorf("%s holds release %d's schema: load this release's schema.sql there, upgrade every ticketd, then run ticketd upgrade finalize",
 				s.Name, f.Release())
 			return nil
-		}
-		var rec []int
-		if err := q.Select(ctx, "reading the deployment record", &rec, "SELECT finalized_release FROM deployment WHERE id = 1"); err != nil {
-			return err
 		}
 		if len(rec) == 1 && rec[0] < release {
 			errs[s.Idx] = fmt.Errorf("%s: the deployment is finalized at release %d, not %d: once every ticketd runs release %d, run ticketd upgrade finalize (ticketd upgrade status shows what is left)",
@@ -238,4 +225,23 @@ func requireFinalized(ctx context.Context, cfg spec.Config, servers []*conn.Serv
 		return fmt.Errorf("%w: %s needs a deployment finalized at release %d (older releases cannot read it): %w", spec.ErrUpgrade, what, release, errors.Join(errs...))
 	}
 	return nil
+}
+
+// readRecord reads which release's schema a server holds and its
+// deployment record's finalized_release: none when no ticketd has started
+// on it, 0 on a schema without the column.
+func readRecord(ctx context.Context, q conn.Querier, database string) (schema.Feature, []int, error) {
+	f, err := schema.Detect(ctx, q, database)
+	if err != nil {
+		return 0, nil, err
+	}
+	col := "0"
+	if f.Has(schema.Finalize) {
+		col = "finalized_release"
+	}
+	var rec []int
+	if err := q.Select(ctx, "reading the deployment record", &rec, "SELECT "+col+" FROM deployment WHERE id = 1"); err != nil {
+		return 0, nil, err
+	}
+	return f, rec, nil
 }
