@@ -9,6 +9,9 @@
 #   make db-up     start the two ticket servers (installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
+#   make db-rotate-passwords  a new password for every account on the running
+#                  pair (files first, then hashes), then purge the binary logs
+#                  that held the old ones (docs/dba.md, "Rotating the password")
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
@@ -37,7 +40,7 @@ TEST_PARALLEL ?= 2
 
 export VAR DB1_PORT DB2_PORT LISTEN
 
-.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status clean
+.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status db-rotate-passwords clean
 
 all: build
 
@@ -161,6 +164,9 @@ db-down:
 
 db-status:
 	@scripts/db.sh status
+
+db-rotate-passwords:
+	@scripts/db.sh rotate
 
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
