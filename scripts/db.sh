@@ -396,7 +396,7 @@ replica_done() {
 # one, unless a connected replica (or another reader of the log) may still need
 # them: then it says what to run, and sets ROTATE_KEPT.
 rotate_purge() {
-	local n=$1 out current pos before after readers hosts nhosts id host port rest sock why give refuse=()
+	local n=$1 out current pos before after='' readers hosts nhosts id host port rest sock why give refuse=()
 	if [ "$(echo 'SELECT @@log_bin' | sql "$n")" != 1 ]; then
 		say "server $n: no binary log: nothing to purge"
 		return 0
@@ -434,20 +434,34 @@ rotate_purge() {
 	if [ "$readers" -gt "$nhosts" ]; then
 		refuse+=("$readers reader(s) of the binary log, $nhosts of them listed by SHOW SLAVE HOSTS: the others' positions are unknown")
 	fi
-	if [ ${#refuse[@]} -gt 0 ]; then
-		local r
-		for r in "${refuse[@]}"; do say "server $n: binary logs kept: $r"; done
-		say "server $n: kept $(wc -w <<<"$before") file(s) before $current ($(paste -sd' ' <<<"$before")): they hold the old statements, whose passwords no longer work"
-		say "server $n: once every replica of server $n has applied $pos (on each, as root: SELECT MASTER_GTID_WAIT('$pos', 60); answers 0), run on server $n as root: PURGE BINARY LOGS TO '$current';"
-		ROTATE_KEPT=1
-		return
+	if [ ${#refuse[@]} -eq 0 ]; then
+		# MariaDB skips a file a Binlog Dump thread is still on (with a warning): a
+		# replica that has applied everything may not have read the end of the old
+		# file yet. It gets REPLICA_WAIT seconds.
+		local tries=0 warn
+		while :; do
+			warn=$(sql "$n" <<<"PURGE BINARY LOGS TO '$current'; SHOW WARNINGS;") ||
+				die "server $n: PURGE BINARY LOGS TO '$current' failed"
+			after=$(echo 'SHOW BINARY LOGS' | sql "$n" | cut -f1 | grep -vx -- "$current" || true)
+			[ -n "$after" ] || break
+			if [ $((tries += 1)) -ge $((REPLICA_WAIT * 5)) ]; then
+				refuse+=("MariaDB kept $(paste -sd' ' <<<"$after"): ${warn:-no warning given}")
+				break
+			fi
+			sleep 0.2
+		done
+		local gone start=$current
+		gone=$(grep -vxF -f <(printf '%s\n' "$after") <<<"$before" || true)
+		[ -z "$after" ] || start=$(sed -n 1p <<<"$after")
+		[ -z "$gone" ] || say "server $n: purged $(wc -w <<<"$gone") binary log file(s): $(paste -sd' ' <<<"$gone"); the log now starts at $start ($pos)"
+		[ -n "$after" ] || return 0
+		before=$after
 	fi
-	sql "$n" <<<"PURGE BINARY LOGS TO '$current';" || die "server $n: PURGE BINARY LOGS TO '$current' failed"
-	after=$(echo 'SHOW BINARY LOGS' | sql "$n" | cut -f1)
-	if [ "$(sed -n 1p <<<"$after")" != "$current" ]; then
-		die "server $n: PURGE BINARY LOGS TO '$current' left $(paste -sd' ' <<<"$after")"
-	fi
-	say "server $n: purged $(wc -w <<<"$before") binary log file(s): $(paste -sd' ' <<<"$before"); the log now starts at $current ($pos)"
+	local r
+	for r in "${refuse[@]}"; do say "server $n: binary logs kept: $r"; done
+	say "server $n: kept $(wc -w <<<"$before") file(s) before $current ($(paste -sd' ' <<<"$before")): they hold the old statements, whose passwords no longer work"
+	say "server $n: once every replica of server $n has applied $pos (on each, as root: SELECT MASTER_GTID_WAIT('$pos', 60); answers 0), run on server $n as root: PURGE BINARY LOGS TO '$current';"
+	ROTATE_KEPT=1
 }
 
 cmd_rotate() {
