@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ticketd/internal/mariadb"
+	"ticketd/internal/proctest"
 )
 
 // rotate runs `scripts/db.sh rotate` in the copy and returns its output and
@@ -53,8 +56,14 @@ var (
 //     the logs kept, applies everything; then the purge on server 1.
 //     No old password is left in any log.
 //  3. rotate again, the replica caught up: both servers purged (exit 0).
+//     The replica replicated the rotation on the connection it had; its
+//     next reconnect is refused until it is given the new password as
+//     rotate says.
 //  4. rotate with the replica's socket out of var/: it cannot tell how far
 //     the replica got, and keeps server 1's logs (exit 3).
+//  5. The replica stopped, mariadb-binlog streaming server 1's log as the
+//     replication account: a reader no SHOW SLAVE HOSTS lists, whose
+//     position is unknown: server 1's logs kept (exit 3).
 func TestDBRotateReplica(t *testing.T) {
 	needsMariaDB(t)
 	steps := guideBlocks(t)
@@ -132,6 +141,11 @@ func TestDBRotateReplica(t *testing.T) {
 	}
 	rootSQL(t, s1, purge[1])
 	noPassword(t, "a binary log after the purge rotate told to run", binlogText(t, binlogFiles(t, varDir, "1", "2")), old, first)
+	// The replica got the new accounts' hashes by replicating.
+	if got, want := rootSQL(t, rs, "SELECT authentication_string FROM mysql.user WHERE User = 'ticketd' AND Host = '127.0.0.1'"),
+		mariadb.NativePasswordHash(first["ticketd"]); got != want {
+		t.Errorf("the replica's ticketd account has hash %s, want the new password's, %s", got, want)
+	}
 
 	// 3. The replica caught up and applying.
 	before1 := binlogFiles(t, varDir, "1")
@@ -143,6 +157,20 @@ func TestDBRotateReplica(t *testing.T) {
 	checkPurged(t, out, varDir, append(before1, before2...), "1", "2")
 	second := passwords(t, varDir)
 	checkLogins(t, ports, second, old, first)
+	// It replicated the rotation on the connection it had; a new one with
+	// the replication password it holds is refused, until it is given the
+	// new one as rotate says.
+	caughtUp()
+	rootSQL(t, rs, "STOP SLAVE IO_THREAD; START SLAVE IO_THREAD")
+	waitUntil(t, "the replica's reconnect refused", 30*time.Second, func() bool {
+		return slaveStatus(t, rs)["Last_IO_Errno"] == "1045"
+	})
+	give = giveRE.FindStringSubmatch(out)
+	if give == nil {
+		t.Fatalf("rotate does not say how to give the replica the new replication password:\n%s", out)
+	}
+	g.sh("the replica gets the newest replication password", give[1])
+	rootSQL(t, s1, "REPLACE INTO tickets.Tickets64 (stub) VALUES ('a')")
 	caughtUp()
 
 	// 4. A replica rotate cannot reach.
@@ -165,7 +193,54 @@ func TestDBRotateReplica(t *testing.T) {
 	}
 	third := passwords(t, varDir)
 	checkLogins(t, ports, third, old, first, second)
+
+	// 5. No replica connected, but another reader of server 1's log:
+	// mariadb-binlog streaming it as the replication account.
+	rootSQL(t, rs, "STOP SLAVE")
+	cnf := filepath.Join(t.TempDir(), "reader.cnf")
+	if err := os.WriteFile(cnf, []byte("[client]\nuser=ticketd_repl\npassword="+third["ticketd_repl"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	current := strings.Fields(rootSQL(t, s1, "SHOW MASTER STATUS"))[0]
+	proctest.Start(t, "mariadb-binlog", exec.Command("mariadb-binlog", "--defaults-file="+cnf, "--read-from-remote-server",
+		"--host=127.0.0.1", "--port="+ports[0], "--stop-never", "--result-file=/dev/null", current), 5*time.Second)
+	// The stopped replica's Binlog Dump thread (and its line in SHOW SLAVE
+	// HOSTS) ends only when it next sends an event: a ticket.
+	var dumps, hosts string
+	waitUntil(t, "mariadb-binlog reading server 1's log, the replica gone", 30*time.Second, func() bool {
+		rootSQL(t, s1, "REPLACE INTO tickets.Tickets64 (stub) VALUES ('a')")
+		dumps, hosts = rootSQL(t, s1, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'"), rootSQL(t, s1, "SHOW SLAVE HOSTS")
+		return dumps == "1" && hosts == ""
+	})
+	kept = binlogFiles(t, varDir, "1")
+	out, code = g.rotate()
+	if code != 3 || !strings.Contains(out, "1 reader(s) of the binary log, 0 of them listed by SHOW SLAVE HOSTS") {
+		t.Fatalf("db.sh rotate with a reader that is no replica: exit %d, want 3 and the reason\n%s", code, out)
+	}
+	for _, f := range kept {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("server 1's %s is gone, though a reader's position is unknown: %v", filepath.Base(f), err)
+		}
+	}
+	fourth := passwords(t, varDir)
+	checkLogins(t, ports, fourth, old, first, second, third)
 	files := binlogFiles(t, varDir, "1", "2")
-	noPassword(t, "a binary log", binlogText(t, files), old, first, second, third)
-	t.Logf("%d binary log files left on both servers, scanned: no password of any of the four generations", len(files))
+	noPassword(t, "a binary log", binlogText(t, files), old, first, second, third, fourth)
+	t.Logf("%d binary log files left on both servers, scanned: no password of any of the five generations", len(files))
+}
+
+// slaveStatus returns SHOW SLAVE STATUS of the server at sock by column.
+func slaveStatus(t *testing.T, sock string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("mariadb", "--no-defaults", "--protocol=socket", "--socket="+sock, "-uroot", "--vertical", "-e", "SHOW SLAVE STATUS").CombinedOutput()
+	if err != nil {
+		t.Fatalf("SHOW SLAVE STATUS: %v\n%s", err, out)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ": "); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +59,20 @@ func passwords(t *testing.T, varDir string) map[string]string {
 		}
 	}
 	return pws
+}
+
+// fileInodes returns the inode of every account's password file in varDir.
+func fileInodes(t *testing.T, varDir string) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	for _, file := range accountFiles {
+		st, err := os.Stat(filepath.Join(varDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[file] = st.Sys().(*syscall.Stat_t).Ino
+	}
+	return m
 }
 
 // rootSQL runs script as root over a server's socket and returns the
@@ -393,6 +408,7 @@ func TestDBRotateUnderLoad(t *testing.T) {
 		}
 	}
 	socks := []string{filepath.Join(d.Var, "db1", "mariadbd.sock"), filepath.Join(d.Var, "db2", "mariadbd.sock")}
+	inodes := fileInodes(t, d.Var)
 
 	addr := proctest.FreeAddr(t)
 	cmd := exec.Command(proctest.Ticketd(t), "serve", "-listen", addr, "-drain-delay", "100ms",
@@ -488,6 +504,19 @@ wait:
 		}
 	}
 	checkLogins(t, d.port[:], now, old)
+	// Each file was replaced by a rename (a new inode), and no temporary
+	// file (a password beside it, the login's option file) is left.
+	for file, ino := range fileInodes(t, d.Var) {
+		if ino == inodes[file] {
+			t.Errorf("%s is the same file (inode %d) after the rotation: written in place, not renamed over", file, ino)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(d.Var, "*.password.*")); len(left) > 0 {
+		t.Errorf("temporary password files left: %v", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(d.Var, ".rotate-*")); len(left) > 0 {
+		t.Errorf("option files of the logins left: %v", left)
+	}
 
 	// The binary logs: nothing that works, nothing that worked.
 	files := binlogFiles(t, d.Var, "1", "2")
@@ -510,4 +539,41 @@ wait:
 	if strings.Contains(string(rec), "MYSQL_PWD") {
 		t.Error("db.sh ran mariadb with MYSQL_PWD set")
 	}
+}
+
+// TestDBRotateRefuses: `db.sh rotate` changes nothing (exit 1, every file
+// as it was, the old passwords still in) when a server lacks one of the
+// accounts, as a pair of release 1 lacks ticketd_seq and ticketd_repl, or
+// when a server is down.
+func TestDBRotateRefuses(t *testing.T) {
+	needsMariaDB(t)
+	d := newDB(t)
+	d.must("up")
+	old := passwords(t, d.Var)
+	unchanged := func(what string) {
+		t.Helper()
+		out, err := d.run("rotate")
+		if err == nil || !strings.Contains(out, "nothing changed") {
+			t.Fatalf("db.sh rotate with %s: %v, want exit 1 and nothing changed\n%s", what, err, out)
+		}
+		if now := passwords(t, d.Var); fmt.Sprint(now) != fmt.Sprint(old) {
+			t.Errorf("db.sh rotate with %s changed a password file", what)
+		}
+		checkLogins(t, d.port[:1], old)
+	}
+	rootSQL(t, filepath.Join(d.Var, "db2", "mariadbd.sock"), "DROP USER 'ticketd_seq'@'127.0.0.1'")
+	unchanged("no ticketd_seq on server 2")
+	b, err := os.ReadFile(filepath.Join(d.Var, "db2", "mariadbd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	unchanged("server 2 down")
 }
