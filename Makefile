@@ -9,15 +9,15 @@
 #   make db-up     start the two ticket servers (installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, and its counter
-#   make db-rotate-passwords  a new password for every account on the running
-#                  pair (files first, then hashes), then purge the binary logs
-#                  that held the old ones (docs/dba.md, "Rotating the password")
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
 #   make toxiproxy install the fault proxy the network tests use (bin/)
+#   make db-rotate-passwords  a new password for every account on the running
+#                  pair (files first, then hashes), then purge the binary logs
+#                  that held the old ones (docs/dba.md, "Rotating the password")
 #
 # Ports, paths and the address ticketd listens on can be overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308

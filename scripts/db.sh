@@ -146,172 +146,6 @@ native_hash() {
 	printf '*%s\n' "${hex^^}"
 }
 
-init_datadir() {
-	local n=$1 dir
-	dir=$(dir_of "$n")
-	[ -d "$dir/data/mysql" ] && return
-	say "server $n: initialising $dir/data"
-	mkdir -p "$dir/data" "$dir/tmp"
-	local user=()
-	[ "$(id -u)" = 0 ] && user=(--user=root)
-	if ! mariadb-install-db --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
-		--auth-root-authentication-method=normal --skip-test-db \
-		--datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$(sock_of "$n")" \
-		--pid-file="$dir/install.pid" --log-error="$dir/install.log" >"$dir/install.out" 2>&1; then
-		cat "$dir/install.log" >&2 2>/dev/null || tail -n 20 "$dir/install.out" >&2 || true
-		rm -rf "$dir/data"
-		die "server $n: mariadb-install-db failed (log above; full output in $dir/install.out)"
-	fi
-}
-
-start_server() {
-	local n=$1 port dir pid mariadbd
-	port=$(port_of "$n")
-	dir=$(dir_of "$n")
-	mariadbd=$(find_mariadbd)
-	if port_in_use "$port"; then
-		die "server $n: port $port on 127.0.0.1 is taken by another program (see: ss -ltnp 'sport = :$port'); choose another with DB${n}_PORT=…"
-	fi
-	local user=()
-	[ "$(id -u)" = 0 ] && user=(--user=root)
-	local logstart=0
-	[ -f "$(log_of "$n")" ] && logstart=$(stat -c %s "$(log_of "$n")")
-	# setsid: its own session, so the terminal's ^C and hang-up never reach it; the
-	# --defaults-file option must come first.
-	setsid "$mariadbd" --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
-		--port="$port" --socket="$(sock_of "$n")" --datadir="$dir/data" --tmpdir="$dir/tmp" \
-		--pid-file="$(pidfile_of "$n")" --log-error="$(log_of "$n")" \
-		</dev/null >>"$dir/mariadbd.out" 2>&1 &
-	pid=$!
-	local deadline=$((SECONDS + READY_TIMEOUT))
-	# Over the socket: the server opens it together with the TCP port, and probing
-	# the port would log an "aborted connection" for every try.
-	until [ "$(echo 'SELECT @@port' | sql "$n" 2>/dev/null)" = "$port" ]; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			tail -c +$((logstart + 1)) "$(log_of "$n")" >&2 2>/dev/null || true
-			die "server $n: mariadbd exited while starting (error log above: $(log_of "$n"))"
-		fi
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			tail -n 30 "$(log_of "$n")" >&2 2>/dev/null || true
-			kill -KILL "$pid" 2>/dev/null || true
-			die "server $n: not ready after ${READY_TIMEOUT}s; killed it (error log above: $(log_of "$n"))"
-		fi
-		sleep 0.1
-	done
-}
-
-# configure N loads schema.sql and sets up the accounts. Every step is idempotent,
-# so it runs on every `up`: a schema.sql that gained a table reaches running servers.
-configure() {
-	local n=$1 app repair seq repl
-	sql "$n" <"$REPO/schema.sql" || die "server $n: loading schema.sql failed"
-	app=$(native_hash "$(secret "$VAR/ticketd.password")")
-	repair=$(native_hash "$(secret "$VAR/repair.password")")
-	seq=$(native_hash "$(secret "$VAR/sequences.password")")
-	repl=$(native_hash "$(secret "$VAR/repl.password")")
-	# Hashes only: these statements are written to the binary log, which replicas
-	# receive and which is kept for a week. They go through stdin all the same.
-	sql "$n" <<-SQL || die "server $n: setting up accounts failed"
-		ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '$app' ACCOUNT UNLOCK;
-		CREATE USER IF NOT EXISTS 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair';
-		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair' ACCOUNT UNLOCK;
-		GRANT ticketd_admin TO 'ticketd_repair'@'127.0.0.1';
-		SET DEFAULT ROLE ticketd_admin FOR 'ticketd_repair'@'127.0.0.1';
-		-- The account of ticketd sequence create|list|check (docs/dba.md).
-		CREATE USER IF NOT EXISTS 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq';
-		ALTER USER 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq' ACCOUNT UNLOCK;
-		GRANT ticketd_sequences TO 'ticketd_seq'@'127.0.0.1';
-		SET DEFAULT ROLE ticketd_sequences FOR 'ticketd_seq'@'127.0.0.1';
-		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
-		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
-		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
-		GRANT REPLICATION SLAVE ON *.* TO 'ticketd_repl'@'127.0.0.1';
-		-- mariadb-install-db also makes password-less root accounts for TCP (127.0.0.1,
-		-- ::1, the host name): drop them. root keeps the socket, which lives in a
-		-- folder only this user can enter.
-		DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1';
-		SET @drop = (SELECT CONCAT('DROP USER IF EXISTS ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
-		             FROM mysql.user WHERE User = 'root' AND Host <> 'localhost');
-		SET @drop = IFNULL(@drop, 'DO 0');
-		PREPARE s FROM @drop;
-		EXECUTE s;
-	SQL
-}
-
-cmd_up() {
-	ensure_installed
-	[ -f "$CNF" ] || die "$CNF is missing"
-	mkdir -p "$VAR"
-	chmod 700 "$VAR"
-	local n pid actual
-	for n in 1 2; do
-		mkdir -p "$(dir_of "$n")/tmp"
-		chmod 700 "$(dir_of "$n")"
-		if pid=$(pid_of "$n"); then
-			actual=$(echo 'SELECT @@port' | SQL_TIMEOUT=10 sql "$n" 2>/dev/null) ||
-				die "server $n: pid $pid is running but does not answer on $(sock_of "$n") (state $(proc_state "$pid"); T = stopped: kill -CONT $pid)"
-			if [ "$actual" != "$(port_of "$n")" ]; then
-				die "server $n is already up on port $actual, not $(port_of "$n"): run make db-down first"
-			fi
-			say "server $n already up: pid $pid, port $actual"
-		else
-			init_datadir "$n"
-			start_server "$n"
-			say "server $n started: pid $(pid_of "$n"), port $(port_of "$n")"
-		fi
-		configure "$n"
-	done
-	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, sequence's in $VAR/sequences.password, replication's in $VAR/repl.password"
-	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
-}
-
-cmd_down() {
-	local n pid deadline
-	for n in 1 2; do
-		if ! pid=$(pid_of "$n"); then
-			say "server $n not running"
-			continue
-		fi
-		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
-		kill -CONT "$pid" 2>/dev/null || true
-		kill -TERM "$pid" 2>/dev/null || true
-		deadline=$((SECONDS + STOP_TIMEOUT))
-		while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
-			if [ "$SECONDS" -ge "$deadline" ]; then
-				kill -KILL "$pid" 2>/dev/null || true
-				say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
-				break
-			fi
-			sleep 0.1
-		done
-		say "server $n stopped (pid $pid)"
-	done
-}
-
-cmd_status() {
-	local n pid row rc=0 port inc off ai last
-	for n in 1 2; do
-		if ! pid=$(pid_of "$n"); then
-			say "server $n: down (configured port $(port_of "$n"), data $(dir_of "$n")/data)"
-			rc=3
-			continue
-		fi
-		# information_schema shows the counter as (highest id)+1 after a restart even
-		# where the next ticket skips to the server's parity; the last ticket is exact.
-		if ! row=$(SQL_TIMEOUT=5 sql "$n" -e "SELECT @@port, @@auto_increment_increment, @@auto_increment_offset,
-			IFNULL((SELECT AUTO_INCREMENT FROM information_schema.TABLES
-			        WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = 'Tickets64'), 'none'),
-			IFNULL((SELECT MAX(id) FROM tickets.Tickets64), 'none')" 2>&1); then
-			say "server $n: up but not answering: pid $pid, state $(proc_state "$pid") (T = stopped), ${row:-no answer in 5 s}"
-			rc=3
-			continue
-		fi
-		read -r port inc off ai last <<<"$row"
-		say "server $n: up, pid $pid, port $port, auto_increment_increment $inc, auto_increment_offset $off, Tickets64 AUTO_INCREMENT $ai (last ticket $last)"
-	done
-	return "$rc"
-}
-
 # --- rotate: new passwords for every account, old binary logs purged ---------------
 #
 # Release 1 set the passwords with IDENTIFIED BY '<clear>', so the binary logs (and
@@ -503,12 +337,178 @@ cmd_rotate() {
 	fi
 }
 
+init_datadir() {
+	local n=$1 dir
+	dir=$(dir_of "$n")
+	[ -d "$dir/data/mysql" ] && return
+	say "server $n: initialising $dir/data"
+	mkdir -p "$dir/data" "$dir/tmp"
+	local user=()
+	[ "$(id -u)" = 0 ] && user=(--user=root)
+	if ! mariadb-install-db --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
+		--auth-root-authentication-method=normal --skip-test-db \
+		--datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$(sock_of "$n")" \
+		--pid-file="$dir/install.pid" --log-error="$dir/install.log" >"$dir/install.out" 2>&1; then
+		cat "$dir/install.log" >&2 2>/dev/null || tail -n 20 "$dir/install.out" >&2 || true
+		rm -rf "$dir/data"
+		die "server $n: mariadb-install-db failed (log above; full output in $dir/install.out)"
+	fi
+}
+
+start_server() {
+	local n=$1 port dir pid mariadbd
+	port=$(port_of "$n")
+	dir=$(dir_of "$n")
+	mariadbd=$(find_mariadbd)
+	if port_in_use "$port"; then
+		die "server $n: port $port on 127.0.0.1 is taken by another program (see: ss -ltnp 'sport = :$port'); choose another with DB${n}_PORT=…"
+	fi
+	local user=()
+	[ "$(id -u)" = 0 ] && user=(--user=root)
+	local logstart=0
+	[ -f "$(log_of "$n")" ] && logstart=$(stat -c %s "$(log_of "$n")")
+	# setsid: its own session, so the terminal's ^C and hang-up never reach it; the
+	# --defaults-file option must come first.
+	setsid "$mariadbd" --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
+		--port="$port" --socket="$(sock_of "$n")" --datadir="$dir/data" --tmpdir="$dir/tmp" \
+		--pid-file="$(pidfile_of "$n")" --log-error="$(log_of "$n")" \
+		</dev/null >>"$dir/mariadbd.out" 2>&1 &
+	pid=$!
+	local deadline=$((SECONDS + READY_TIMEOUT))
+	# Over the socket: the server opens it together with the TCP port, and probing
+	# the port would log an "aborted connection" for every try.
+	until [ "$(echo 'SELECT @@port' | sql "$n" 2>/dev/null)" = "$port" ]; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			tail -c +$((logstart + 1)) "$(log_of "$n")" >&2 2>/dev/null || true
+			die "server $n: mariadbd exited while starting (error log above: $(log_of "$n"))"
+		fi
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			tail -n 30 "$(log_of "$n")" >&2 2>/dev/null || true
+			kill -KILL "$pid" 2>/dev/null || true
+			die "server $n: not ready after ${READY_TIMEOUT}s; killed it (error log above: $(log_of "$n"))"
+		fi
+		sleep 0.1
+	done
+}
+
+# configure N loads schema.sql and sets up the accounts. Every step is idempotent,
+# so it runs on every `up`: a schema.sql that gained a table reaches running servers.
+configure() {
+	local n=$1 app repair seq repl
+	sql "$n" <"$REPO/schema.sql" || die "server $n: loading schema.sql failed"
+	app=$(native_hash "$(secret "$VAR/ticketd.password")")
+	repair=$(native_hash "$(secret "$VAR/repair.password")")
+	seq=$(native_hash "$(secret "$VAR/sequences.password")")
+	repl=$(native_hash "$(secret "$VAR/repl.password")")
+	# Hashes only: these statements are written to the binary log, which replicas
+	# receive and which is kept for a week. They go through stdin all the same.
+	sql "$n" <<-SQL || die "server $n: setting up accounts failed"
+		ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '$app' ACCOUNT UNLOCK;
+		CREATE USER IF NOT EXISTS 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair';
+		ALTER USER 'ticketd_repair'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repair' ACCOUNT UNLOCK;
+		GRANT ticketd_admin TO 'ticketd_repair'@'127.0.0.1';
+		SET DEFAULT ROLE ticketd_admin FOR 'ticketd_repair'@'127.0.0.1';
+		-- The account of ticketd sequence create|list|check (docs/dba.md).
+		CREATE USER IF NOT EXISTS 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq';
+		ALTER USER 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq' ACCOUNT UNLOCK;
+		GRANT ticketd_sequences TO 'ticketd_seq'@'127.0.0.1';
+		SET DEFAULT ROLE ticketd_sequences FOR 'ticketd_seq'@'127.0.0.1';
+		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
+		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
+		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
+		GRANT REPLICATION SLAVE ON *.* TO 'ticketd_repl'@'127.0.0.1';
+		-- mariadb-install-db also makes password-less root accounts for TCP (127.0.0.1,
+		-- ::1, the host name): drop them. root keeps the socket, which lives in a
+		-- folder only this user can enter.
+		DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1';
+		SET @drop = (SELECT CONCAT('DROP USER IF EXISTS ', GROUP_CONCAT(QUOTE(User), '@', QUOTE(Host) SEPARATOR ', '))
+		             FROM mysql.user WHERE User = 'root' AND Host <> 'localhost');
+		SET @drop = IFNULL(@drop, 'DO 0');
+		PREPARE s FROM @drop;
+		EXECUTE s;
+	SQL
+}
+
+cmd_up() {
+	ensure_installed
+	[ -f "$CNF" ] || die "$CNF is missing"
+	mkdir -p "$VAR"
+	chmod 700 "$VAR"
+	local n pid actual
+	for n in 1 2; do
+		mkdir -p "$(dir_of "$n")/tmp"
+		chmod 700 "$(dir_of "$n")"
+		if pid=$(pid_of "$n"); then
+			actual=$(echo 'SELECT @@port' | SQL_TIMEOUT=10 sql "$n" 2>/dev/null) ||
+				die "server $n: pid $pid is running but does not answer on $(sock_of "$n") (state $(proc_state "$pid"); T = stopped: kill -CONT $pid)"
+			if [ "$actual" != "$(port_of "$n")" ]; then
+				die "server $n is already up on port $actual, not $(port_of "$n"): run make db-down first"
+			fi
+			say "server $n already up: pid $pid, port $actual"
+		else
+			init_datadir "$n"
+			start_server "$n"
+			say "server $n started: pid $(pid_of "$n"), port $(port_of "$n")"
+		fi
+		configure "$n"
+	done
+	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, sequence's in $VAR/sequences.password, replication's in $VAR/repl.password"
+	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
+}
+
+cmd_down() {
+	local n pid deadline
+	for n in 1 2; do
+		if ! pid=$(pid_of "$n"); then
+			say "server $n not running"
+			continue
+		fi
+		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
+		deadline=$((SECONDS + STOP_TIMEOUT))
+		while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
+			if [ "$SECONDS" -ge "$deadline" ]; then
+				kill -KILL "$pid" 2>/dev/null || true
+				say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
+				break
+			fi
+			sleep 0.1
+		done
+		say "server $n stopped (pid $pid)"
+	done
+}
+
+cmd_status() {
+	local n pid row rc=0 port inc off ai last
+	for n in 1 2; do
+		if ! pid=$(pid_of "$n"); then
+			say "server $n: down (configured port $(port_of "$n"), data $(dir_of "$n")/data)"
+			rc=3
+			continue
+		fi
+		# information_schema shows the counter as (highest id)+1 after a restart even
+		# where the next ticket skips to the server's parity; the last ticket is exact.
+		if ! row=$(SQL_TIMEOUT=5 sql "$n" -e "SELECT @@port, @@auto_increment_increment, @@auto_increment_offset,
+			IFNULL((SELECT AUTO_INCREMENT FROM information_schema.TABLES
+			        WHERE TABLE_SCHEMA = 'tickets' AND TABLE_NAME = 'Tickets64'), 'none'),
+			IFNULL((SELECT MAX(id) FROM tickets.Tickets64), 'none')" 2>&1); then
+			say "server $n: up but not answering: pid $pid, state $(proc_state "$pid") (T = stopped), ${row:-no answer in 5 s}"
+			rc=3
+			continue
+		fi
+		read -r port inc off ai last <<<"$row"
+		say "server $n: up, pid $pid, port $port, auto_increment_increment $inc, auto_increment_offset $off, Tickets64 AUTO_INCREMENT $ai (last ticket $last)"
+	done
+	return "$rc"
+}
+
 case "${1:-}" in
 install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
-status) cmd_status ;;
 rotate) cmd_rotate ;;
+status) cmd_status ;;
 hash)
 	IFS= read -r pw || [ -n "$pw" ] || die "hash: no password on stdin"
 	native_hash "$pw"
