@@ -11,10 +11,6 @@
 #                          exits 3 when a server is down
 #   scripts/db.sh hash     read a password on stdin, print its mysql_native_password
 #                          hash for ALTER USER … IDENTIFIED BY PASSWORD '<hash>'
-#   scripts/db.sh rotate   a new password for every account, its file first, then its
-#                          hash on every server; then purge the binary logs before a
-#                          fresh one where no connected replica needs them (exit 3 when
-#                          some were kept: it says what to run)
 #
 # Environment (the Makefile sets these):
 #   VAR       folder for data, sockets, logs and passwords   (default: <repo>/var)
@@ -514,7 +510,7 @@ hash)
 	native_hash "$pw"
 	;;
 *)
-	echo "usage: $0 install|up|down|status|hash|rotate   (env: VAR, DB1_PORT, DB2_PORT)" >&2
+	echo "usage: $0 install|up|down|status|hash   (env: VAR, DB1_PORT, DB2_PORT)" >&2
 	exit 2
 	;;
 esac

@@ -28,18 +28,18 @@ func needsMariaDB(t *testing.T) {
 
 // dbScript runs scripts/db.sh with the given environment.
 type dbScript struct {
-	t    *testing.T
-	env  []string
-	Var  string
-	port [2]string // DB1_PORT, DB2_PORT
+	t   *testing.T
+	env []string
+	Var string
 }
 
 // newDB prepares scripts/db.sh with VAR in a temporary folder and two free
 // ports; t.Cleanup runs `db.sh down`.
 func newDB(t *testing.T) *dbScript {
 	t.Helper()
-	d := &dbScript{t: t, Var: t.TempDir(), port: [2]string{strconv.Itoa(proctest.FreePort(t)), strconv.Itoa(proctest.FreePort(t))}}
-	d.env = append(os.Environ(), "VAR="+d.Var, "DB1_PORT="+d.port[0], "DB2_PORT="+d.port[1])
+	d := &dbScript{t: t, Var: t.TempDir()}
+	d.env = append(os.Environ(), "VAR="+d.Var,
+		"DB1_PORT="+strconv.Itoa(proctest.FreePort(t)), "DB2_PORT="+strconv.Itoa(proctest.FreePort(t)))
 	t.Cleanup(func() {
 		if out, err := d.run("down"); err != nil {
 			t.Errorf("db.sh down: %v\n%s", err, out)

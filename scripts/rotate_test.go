@@ -61,6 +61,23 @@ func passwords(t *testing.T, varDir string) map[string]string {
 	return pws
 }
 
+// ports returns the servers' ports, DB1_PORT and DB2_PORT of d's
+// environment.
+func (d *dbScript) ports() []string {
+	var ports []string
+	for _, n := range []string{"1", "2"} {
+		for _, kv := range d.env {
+			if v, ok := strings.CutPrefix(kv, "DB"+n+"_PORT="); ok {
+				ports = append(ports, v)
+			}
+		}
+	}
+	if len(ports) != 2 {
+		d.t.Fatalf("DB1_PORT and DB2_PORT: %v in db.sh's environment, want one each", ports)
+	}
+	return ports
+}
+
 // fileInodes returns the inode of every account's password file in varDir.
 func fileInodes(t *testing.T, varDir string) map[string]uint64 {
 	t.Helper()
@@ -412,7 +429,7 @@ func TestDBRotateUnderLoad(t *testing.T) {
 
 	addr := proctest.FreeAddr(t)
 	cmd := exec.Command(proctest.Ticketd(t), "serve", "-listen", addr, "-drain-delay", "100ms",
-		"-servers", "127.0.0.1:"+d.port[0]+",127.0.0.1:"+d.port[1], "-password-file", filepath.Join(d.Var, "ticketd.password"))
+		"-servers", "127.0.0.1:"+d.ports()[0]+",127.0.0.1:"+d.ports()[1], "-password-file", filepath.Join(d.Var, "ticketd.password"))
 	cmd.Env = append(os.Environ(), "TICKETD_USER=ticketd")
 	td := proctest.Start(t, "ticketd", cmd, 15*time.Second)
 	waitUntil(t, "ticketd ready with both servers", 30*time.Second, func() bool { return bothServersUp(addr) })
@@ -503,7 +520,7 @@ wait:
 			t.Errorf("%s's password file still holds the old password", user)
 		}
 	}
-	checkLogins(t, d.port[:], now, old)
+	checkLogins(t, d.ports(), now, old)
 	// Each file was replaced by a rename (a new inode), and no temporary
 	// file (a password beside it, the login's option file) is left.
 	for file, ino := range fileInodes(t, d.Var) {
@@ -559,7 +576,7 @@ func TestDBRotateRefuses(t *testing.T) {
 		if now := passwords(t, d.Var); fmt.Sprint(now) != fmt.Sprint(old) {
 			t.Errorf("db.sh rotate with %s changed a password file", what)
 		}
-		checkLogins(t, d.port[:1], old)
+		checkLogins(t, d.ports()[:1], old)
 	}
 	rootSQL(t, filepath.Join(d.Var, "db2", "mariadbd.sock"), "DROP USER 'ticketd_seq'@'127.0.0.1'")
 	unchanged("no ticketd_seq on server 2")
