@@ -15,6 +15,9 @@
 #                  faults, replica promotions, junk; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
 #   make toxiproxy install the fault proxy the network tests use (bin/)
+#   make db-rotate-passwords  a new password for every account on the running
+#                  pair (files first, then hashes), then purge the binary logs
+#                  that held the old ones (docs/dba.md, "Rotating the password")
 #
 # Ports, paths and the address ticketd listens on can be overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
@@ -37,7 +40,7 @@ TEST_PARALLEL ?= 2
 
 export VAR DB1_PORT DB2_PORT LISTEN
 
-.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status clean
+.PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status db-rotate-passwords clean
 
 all: build
 
@@ -161,6 +164,9 @@ db-down:
 
 db-status:
 	@scripts/db.sh status
+
+db-rotate-passwords:
+	@scripts/db.sh rotate
 
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its

@@ -142,6 +142,197 @@ native_hash() {
 	printf '*%s\n' "${hex^^}"
 }
 
+# --- rotate: new passwords for every account, old binary logs purged ---------------
+#
+# Release 1 set the passwords with IDENTIFIED BY '<clear>', so the binary logs (and
+# every replica's relay log) still hold them, and they still work. cmd_rotate, per
+# account: a new password into its file (a rename: ticketd never reads half of it),
+# then its hash on server 1, then on server 2. A running ticketd keeps its open
+# sessions; a new connection refused with the old password makes it read the file
+# again (1045), and one to a server not changed yet gets in with the password it had
+# before (docs/dba.md, "Rotating the password"). Then, on each server, FLUSH BINARY
+# LOGS and PURGE BINARY LOGS TO the new log, unless a connected replica may still
+# need an older one.
+
+# The accounts make db-up creates (configure) and the files of their passwords.
+ROTATE_ACCOUNTS=(ticketd:ticketd.password ticketd_repair:repair.password
+	ticketd_seq:sequences.password ticketd_repl:repl.password)
+REPLICA_WAIT=10 # seconds a running replica gets to apply what the purge would remove
+
+# sql_at SOCKET runs SQL from stdin as root over a socket: a replica's.
+sql_at() {
+	timeout "${SQL_TIMEOUT:-120}" mariadb --no-defaults --protocol=socket --socket="$1" -uroot \
+		--batch --skip-column-names "${@:2}"
+}
+
+# new_secret FILE replaces FILE with a new random password, as secret makes them:
+# written to a temporary file (mode 0600) beside it, synced, then renamed over it.
+new_secret() {
+	local f=$1 tmp
+	tmp=$(mktemp "$f.XXXXXX") || die "cannot create a temporary file beside $f"
+	ROTATE_TMP+=("$tmp")
+	# tr ends on SIGPIPE once head has its 32 characters; the length says it worked.
+	{ tr -dc 'A-Za-z0-9' </dev/urandom || true; } | head -c 32 >"$tmp"
+	[ "$(wc -c <"$tmp")" = 32 ] || die "writing a new password to $tmp failed"
+	sync -- "$tmp"
+	mv -f -- "$tmp" "$f"
+}
+
+# login_works N USER FILE: USER gets in on server N over TCP with the password in
+# FILE, handed to the client in an option file of mode 0600, never an argument.
+login_works() {
+	local cnf
+	cnf=$(mktemp "$VAR/.rotate-XXXXXX.cnf") || die "cannot create a temporary file in $VAR"
+	ROTATE_TMP+=("$cnf")
+	printf '[client]\nuser=%s\npassword=%s\n' "$2" "$(cat "$3")" >"$cnf"
+	timeout 30 mariadb --defaults-file="$cnf" --protocol=tcp --host=127.0.0.1 --port="$(port_of "$1")" \
+		--batch --skip-column-names -e 'SELECT 1' >/dev/null 2>&1
+	local rc=$?
+	rm -f -- "$cnf"
+	return "$rc"
+}
+
+# replica_socket N ID prints the socket of the replica in $VAR (var/replicaN, as
+# docs/dba.md sets them up) with server-id ID that replicates from server N; fails
+# when there is none: a replica on another host.
+replica_socket() {
+	local s
+	for s in "$VAR"/replica*/mariadbd.sock; do
+		[ -S "$s" ] || continue
+		[ "$(echo 'SELECT @@server_id' | SQL_TIMEOUT=5 sql_at "$s" 2>/dev/null)" = "$2" ] || continue
+		echo 'SHOW SLAVE STATUS\G' | SQL_TIMEOUT=5 sql_at "$s" --column-names 2>/dev/null |
+			grep -qx " *Master_Port: $(port_of "$1")" || continue
+		echo "$s"
+		return
+	done
+	return 1
+}
+
+# replica_done SOCKET POS: the replica has applied POS (its applier runs, and gets
+# REPLICA_WAIT seconds); it then needs nothing of its primary's logs before POS.
+# Otherwise prints why not.
+replica_done() {
+	if ! echo 'SHOW SLAVE STATUS\G' | SQL_TIMEOUT=5 sql_at "$1" --column-names 2>/dev/null | grep -qx ' *Slave_SQL_Running: Yes'; then
+		echo "its applier is stopped (Slave_SQL_Running: No)"
+		return 1
+	fi
+	if [ "$(echo "SELECT MASTER_GTID_WAIT('$2', $REPLICA_WAIT)" | SQL_TIMEOUT=$((REPLICA_WAIT + 10)) sql_at "$1" 2>/dev/null)" != 0 ]; then
+		echo "it has not applied $2 within ${REPLICA_WAIT}s"
+		return 1
+	fi
+}
+
+# rotate_purge N flushes server N's binary log and purges the files before the new
+# one, unless a connected replica (or another reader of the log) may still need
+# them: then it says what to run, and sets ROTATE_KEPT.
+rotate_purge() {
+	local n=$1 out current pos before after='' readers hosts nhosts id host port rest sock why give refuse=()
+	if [ "$(echo 'SELECT @@log_bin' | sql "$n")" != 1 ]; then
+		say "server $n: no binary log: nothing to purge"
+		return 0
+	fi
+	out=$(sql "$n" <<<'FLUSH BINARY LOGS; SHOW MASTER STATUS; SELECT @@gtid_binlog_pos;') ||
+		die "server $n: FLUSH BINARY LOGS failed"
+	current=$(sed -n 1p <<<"$out" | cut -f1)
+	pos=$(sed -n 2p <<<"$out")
+	[ -n "$current" ] || die "server $n: SHOW MASTER STATUS names no binary log"
+	before=$(echo 'SHOW BINARY LOGS' | sql "$n" | cut -f1 | grep -vx -- "$current" || true)
+	if [ -z "$before" ]; then
+		say "server $n: binary log starts at $current already: nothing to purge"
+		return 0
+	fi
+	# Every connected replica runs a Binlog Dump thread and is listed by SHOW SLAVE
+	# HOSTS; a reader not listed there (mariadb-binlog --read-from-remote-server)
+	# cannot be asked how far it got.
+	readers=$(echo "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'" | sql "$n")
+	hosts=$(echo 'SHOW SLAVE HOSTS' | sql "$n")
+	nhosts=$(grep -c . <<<"$hosts" || true)
+	while IFS=$'\t' read -r id host port rest; do
+		[ -n "$id" ] || continue
+		# Its connection stays, but a reconnect with the old replication password
+		# would be refused: it needs the new one (STOP SLAVE: CHANGE MASTER wants
+		# both threads stopped; START SLAVE starts both).
+		give="STOP SLAVE; CHANGE MASTER TO MASTER_PASSWORD = '%s'; START SLAVE;\\n"
+		if sock=$(replica_socket "$n" "$id"); then
+			why=$(replica_done "$sock" "$pos") || refuse+=("replica server-id $id ($sock) still needs them: $why")
+			say "server $n: replica server-id $id ($host:$port) replicates with the old replication password until given the new one: printf \"$give\" \"\$(cat '$VAR/repl.password')\" | mariadb --no-defaults --socket='$sock' -uroot"
+		else
+			refuse+=("replica server-id $id ($host:$port) is not in $VAR: its position cannot be read from here")
+			say "server $n: replica server-id $id ($host:$port) replicates with the old replication password until given the new one: on it, as root, with the password of $VAR/repl.password: ${give%\\n}"
+		fi
+	done <<<"$hosts"
+	if [ "$readers" -gt "$nhosts" ]; then
+		refuse+=("$readers reader(s) of the binary log, $nhosts of them listed by SHOW SLAVE HOSTS: the others' positions are unknown")
+	fi
+	if [ ${#refuse[@]} -eq 0 ]; then
+		# MariaDB skips a file a Binlog Dump thread is still on (with a warning): a
+		# replica that has applied everything may not have read the end of the old
+		# file yet. It gets REPLICA_WAIT seconds.
+		local tries=0 warn
+		while :; do
+			warn=$(sql "$n" <<<"PURGE BINARY LOGS TO '$current'; SHOW WARNINGS;") ||
+				die "server $n: PURGE BINARY LOGS TO '$current' failed"
+			after=$(echo 'SHOW BINARY LOGS' | sql "$n" | cut -f1 | grep -vx -- "$current" || true)
+			[ -n "$after" ] || break
+			if [ $((tries += 1)) -ge $((REPLICA_WAIT * 5)) ]; then
+				refuse+=("MariaDB kept $(paste -sd' ' <<<"$after"): ${warn:-no warning given}")
+				break
+			fi
+			sleep 0.2
+		done
+		local gone start=$current
+		gone=$(grep -vxF -f <(printf '%s\n' "$after") <<<"$before" || true)
+		[ -z "$after" ] || start=$(sed -n 1p <<<"$after")
+		[ -z "$gone" ] || say "server $n: purged $(wc -w <<<"$gone") binary log file(s): $(paste -sd' ' <<<"$gone"); the log now starts at $start ($pos)"
+		[ -n "$after" ] || return 0
+		before=$after
+	fi
+	local r
+	for r in "${refuse[@]}"; do say "server $n: binary logs kept: $r"; done
+	say "server $n: kept $(wc -w <<<"$before") file(s) before $current ($(paste -sd' ' <<<"$before")): they hold the old statements, whose passwords no longer work"
+	say "server $n: once every replica of server $n has applied $pos (on each, as root: SELECT MASTER_GTID_WAIT('$pos', 60); answers 0), run on server $n as root: PURGE BINARY LOGS TO '$current';"
+	ROTATE_KEPT=1
+}
+
+cmd_rotate() {
+	[ -d "$VAR" ] || die "$VAR does not exist: nothing to rotate (make db-up first)"
+	umask 077
+	# One rotation at a time: two would each take the other's file for the old one.
+	exec 9>"$VAR/.rotate.lock"
+	flock -n 9 || die "another scripts/db.sh rotate is running ($VAR/.rotate.lock)"
+	ROTATE_TMP=() ROTATE_KEPT=
+	trap 'rm -f -- "${ROTATE_TMP[@]}"' EXIT
+	local n a user file hash users
+	users=$(for a in "${ROTATE_ACCOUNTS[@]}"; do printf "'%s'," "${a%%:*}"; done)
+	users=${users%,}
+	# Nothing changes unless every server answers and has every account.
+	for n in 1 2; do
+		[ "$(echo "SELECT COUNT(*) FROM mysql.user WHERE Host = '127.0.0.1' AND User IN ($users)" |
+			SQL_TIMEOUT=10 sql "$n" 2>/dev/null)" = ${#ROTATE_ACCOUNTS[@]} ] ||
+			die "server $n does not answer on $(sock_of "$n"), or lacks one of the accounts $users: nothing changed (make db-up, then rotate again)"
+	done
+	# The file first, then every server: see the top of this section.
+	for a in "${ROTATE_ACCOUNTS[@]}"; do
+		user=${a%%:*} file=$VAR/${a#*:}
+		new_secret "$file"
+		hash=$(native_hash "$(cat "$file")")
+		[[ $hash =~ ^\*[0-9A-F]{40}$ ]] || die "$user: no hash of the new password in $file"
+		for n in 1 2; do
+			sql "$n" <<<"ALTER USER '$user'@'127.0.0.1' IDENTIFIED BY PASSWORD '$hash';" ||
+				die "server $n: setting $user's new password failed; servers before it have it, and $file holds it: run scripts/db.sh rotate again once server $n answers"
+			login_works "$n" "$user" "$file" || die "server $n: $user cannot log in with its new password ($file)"
+		done
+		say "$user: new password in $file, set on every server (its hash only)"
+	done
+	for n in 1 2; do
+		rotate_purge "$n"
+	done
+	if [ -n "$ROTATE_KEPT" ]; then
+		say "passwords rotated; some binary logs kept (above): no password in them works any more, but purge them as shown"
+		return 3
+	fi
+}
+
 init_datadir() {
 	local n=$1 dir
 	dir=$(dir_of "$n")
@@ -312,6 +503,7 @@ case "${1:-}" in
 install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
+rotate) cmd_rotate ;;
 status) cmd_status ;;
 hash)
 	IFS= read -r pw || [ -n "$pw" ] || die "hash: no password on stdin"

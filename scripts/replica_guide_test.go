@@ -62,8 +62,9 @@ func guideBlocks(t *testing.T) map[string]string {
 // TestReplicaGuide follows docs/dba.md's "Setting up a replica" and
 // "Promote a replica" as written, on a pair made by scripts/db.sh in a copy
 // of the repository's files (my.cnf's ports moved to free ones): server 1
-// issues tickets, gets a replica, is killed, and the replica is promoted onto
-// its address. The replica carries the accounts, the relay-log step and the
+// issues tickets, gets a replica, issues more (which the replica gets only by
+// replicating), is killed, and the replica is promoted onto its address. The
+// replica carries the accounts, the relay-log step and the
 // binary-log comparison agree that it caught up, and the promoted server is
 // server 1: its port, its server-id, writable, issuing tickets above every
 // ticket server 1 issued.
@@ -76,51 +77,8 @@ func TestReplicaGuide(t *testing.T) {
 		}
 	}
 
-	// A copy of the repository's files, with every port the guide names
-	// moved to a free one.
-	work := t.TempDir()
-	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
-		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
-	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
-		b, err := os.ReadFile(filepath.Join("..", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "my.cnf" {
-			b = []byte(ports.Replace(string(b)))
-		}
-		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, f), b, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	port := func(p string) string { return ports.Replace(p) }
-	env := append(os.Environ(), "VAR="+filepath.Join(work, "var"), "DB1_PORT="+port("3307"), "DB2_PORT="+port("3308"))
-	sh := func(what, script string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+script)
-		cmd.Dir, cmd.Env = work, env
-		begin := time.Now()
-		out, err := cmd.CombinedOutput()
-		t.Logf("%s: %v", what, time.Since(begin).Round(time.Millisecond))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s\n--- the script:\n%s", what, err, out, script)
-		}
-		return string(out)
-	}
-	t.Cleanup(func() {
-		sh("db.sh down", "scripts/db.sh down")
-		// The replica, if the test stopped before it was promoted.
-		if b, err := os.ReadFile(filepath.Join(work, "var", "replica1", "mariadbd.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	g := newGuideWork(t)
+	sh, port, work := g.sh, g.port, g.dir
 	sh("db.sh up", "scripts/db.sh up")
 
 	pw, err := os.ReadFile(filepath.Join(work, "var", "ticketd.password"))
@@ -157,7 +115,19 @@ func TestReplicaGuide(t *testing.T) {
 		}
 	}
 
+	// The guide's steps with its ports moved too: as written, the replica
+	// would replicate from whatever listens on 3307.
+	for name, script := range steps {
+		steps[name] = g.ports.Replace(script)
+	}
 	sh("set up", steps["set up"])
+	// Tickets the seed does not carry: the replica has them only by
+	// replicating from this server 1.
+	for range 20 {
+		if last, err = ticket(server1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := func(group, q string) string {
 		return strings.TrimSpace(sh(q, fmt.Sprintf("mariadb --defaults-file=my.cnf --defaults-group-suffix=%s -uroot -N -e %q", group, q)))
 	}
@@ -215,6 +185,73 @@ func TestReplicaGuide(t *testing.T) {
 	if out := sh("db.sh status", "scripts/db.sh status || true"); !strings.Contains(out, "server 1: up") {
 		t.Errorf("db.sh status does not show the promoted server as server 1:\n%s", out)
 	}
+}
+
+// guideWork is a copy of the repository's files (my.cnf, schema.sql,
+// scripts/db.sh) in a temporary folder, with every port docs/dba.md's
+// replica guide names (3307, 3308, 3317, 3318) moved to a free one in
+// my.cnf, and VAR in its var/: the guide's steps run there as written.
+type guideWork struct {
+	t     *testing.T
+	dir   string
+	ports *strings.Replacer
+	env   []string
+}
+
+// newGuideWork makes the copy; t.Cleanup runs `scripts/db.sh down` there
+// and kills the replica of server 1 (var/replica1) by its PID, if any.
+func newGuideWork(t *testing.T) *guideWork {
+	t.Helper()
+	work := t.TempDir()
+	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
+		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
+	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "my.cnf" {
+			b = []byte(ports.Replace(string(b)))
+		}
+		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, f), b, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &guideWork{t: t, dir: work, ports: ports}
+	g.env = append(os.Environ(), "VAR="+filepath.Join(work, "var"), "DB1_PORT="+g.port("3307"), "DB2_PORT="+g.port("3308"))
+	t.Cleanup(func() {
+		g.sh("db.sh down", "scripts/db.sh down")
+		// The replica, if the test stopped before it was promoted.
+		if b, err := os.ReadFile(filepath.Join(work, "var", "replica1", "mariadbd.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return g
+}
+
+// port is the free port that stands for the guide's port p.
+func (g *guideWork) port(p string) string { return g.ports.Replace(p) }
+
+// sh runs script with bash in the copy, failing the test if it fails.
+func (g *guideWork) sh(what, script string) string {
+	t := g.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+script)
+	cmd.Dir, cmd.Env = g.dir, g.env
+	begin := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s: %v", what, time.Since(begin).Round(time.Millisecond))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s\n--- the script:\n%s", what, err, out, script)
+	}
+	return string(out)
 }
 
 // waitGone waits until process pid has exited (a zombie counts: its parent,
