@@ -25,10 +25,20 @@ func openPair(t testing.TB, mp *mysqltest.Pair, mods ...func(*spec.Config)) *Pai
 // account user and password.
 func openOn(t testing.TB, servers []*mysqltest.Server, user, password string, mods ...func(*spec.Config)) *Pair {
 	t.Helper()
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.Addr()
+	}
+	return openAddrs(t, addrs, user, password, mods...)
+}
+
+// openAddrs is openOn given the servers' addresses (a proxy's, say).
+func openAddrs(t testing.TB, addrs []string, user, password string, mods ...func(*spec.Config)) *Pair {
+	t.Helper()
 	cfg := spec.DefaultConfig()
 	cfg.Servers = nil
-	for _, s := range servers {
-		cfg.Servers = append(cfg.Servers, spec.ServerConfig{Addr: s.Addr()})
+	for _, a := range addrs {
+		cfg.Servers = append(cfg.Servers, spec.ServerConfig{Addr: a})
 	}
 	cfg.User, cfg.Password = user, password
 	cfg.CallTimeout = 300 * time.Millisecond

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/toxiproxy"
 	"ticketd/ticket/internal/lease"
 )
 
@@ -81,5 +83,44 @@ func TestLeasesSpreadPair(t *testing.T) {
 	acquireEach(t, mp.Servers[:], mp.User, mp.Password, 4, "spread", 0)
 	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2}) {
 		t.Fatalf("four leases on a pair: held %v, want [2 2]", got)
+	}
+}
+
+// TestLeasesSpreadNearestFirst: four servers, two of them 120 ms away (a
+// second datacenter, through toxiproxy): four leases go to the two near
+// servers only, two on each. Fewer leases on the far servers never draw a
+// lease across the ocean.
+func TestLeasesSpreadNearestFirst(t *testing.T) {
+	ms := mysqltest.StartSet(t, 4)
+	tp, err := toxiproxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Stop() })
+	addrs := []string{ms.Servers[0].Addr(), ms.Servers[1].Addr()}
+	for i := 2; i < 4; i++ {
+		px, err := tp.Proxy(fmt.Sprintf("db%d", i+1), ms.Servers[i].Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := px.Add(toxiproxy.Latency("far", 60*time.Millisecond, 0)); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, px.Addr())
+	}
+	p := openAddrs(t, addrs, ms.User, ms.Password)
+	waitFor(t, 10*time.Second, "servers 3 and 4 known to be far", func() bool {
+		h := p.Health()
+		return h[0].Preferred && h[1].Preferred && !h[2].Preferred && !h[3].Preferred
+	})
+	for i := range 4 {
+		l, err := p.AcquireWorker(context.Background(), leaseReq(fmt.Sprintf("near/%d", i), 5, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOwnerOf(t, l, 4)
+	}
+	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2, 0, 0}) {
+		t.Fatalf("four leases, servers 3 and 4 far: held %v, want [2 2 0 0]", got)
 	}
 }
