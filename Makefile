@@ -1,14 +1,16 @@
 # ticketd — every entry point a developer, a DBA or CI needs.
 #
-#   make run       the pair of ticket servers and ticketd, all on 127.0.0.1
+#   make run       the ticket servers (a pair; SERVERS=4 for four) and ticketd, all on
+#                  127.0.0.1
 #   make check     the fast loop, no MariaDB needed: gofmt, go vet, staticcheck,
 #                  go mod tidy -diff, go test -short (unit tests, fakes, fuzz seeds)
 #   make test      the static checks of make check + every test (unit and
 #                  real-MariaDB integration) under -race; never skips;
 #                  installs what its tests run (make test-deps)
-#   make db-up     start the two ticket servers (installs MariaDB when missing)
+#   make db-up     start the ticket servers: a pair, or SERVERS=4 (2, 4, 8 or 16;
+#                  installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
-#   make db-status show whether each is up, its port, and its counter
+#   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
@@ -16,8 +18,12 @@
 #   make image     the container image (deploy/Containerfile) with podman or buildah
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #
-# Ports, paths and the address ticketd listens on can be overridden:
+# Ports, paths, the number of servers and the address ticketd listens on can be
+# overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
+#   make run SERVERS=4                   four servers on 3307-3310 (DB3_PORT, DB4_PORT)
+# var/ remembers its number of servers: later db-up, run, db-status and db-down use
+# it without SERVERS, and refuse another (a deployment keeps its number of servers).
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -25,6 +31,10 @@ BIN        := bin
 VAR        ?= $(CURDIR)/var
 DB1_PORT   ?= 3307
 DB2_PORT   ?= 3308
+DB3_PORT   ?= 3309
+DB4_PORT   ?= 3310
+# Empty: what var/ was made with, else 2 (scripts/db.sh).
+SERVERS    ?=
 LISTEN     ?= 127.0.0.1:8080
 # Two packages at a time (most of a MariaDB test is waiting for a lease, a
 # deadline or a restart, and the deadlines the tests assert leave room for a
@@ -35,7 +45,7 @@ LISTEN     ?= 127.0.0.1:8080
 GOFLAGS_TEST ?= -race -count=1 -timeout 9m
 TEST_PARALLEL ?= 2
 
-export VAR DB1_PORT DB2_PORT LISTEN
+export VAR SERVERS DB1_PORT DB2_PORT DB3_PORT DB4_PORT LISTEN
 
 .PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status clean
 
@@ -137,8 +147,8 @@ fuzz:
 	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 
-# The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
-# worker ID); `make db-down` stops the pair afterwards.
+# The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
+# stops it, releasing its worker ID); `make db-down` stops the servers afterwards.
 run: db-up build
 	@echo
 	@echo "ticketd on http://$(LISTEN) — try, from another terminal:"
@@ -151,7 +161,7 @@ run: db-up build
 	@echo "Stop: Ctrl-C here, then 'make db-down'."
 	@echo
 	TICKETD_PASSWORD_FILE=$(VAR)/ticketd.password exec $(BIN)/ticketd serve -listen $(LISTEN) \
-		-servers 127.0.0.1:$(DB1_PORT),127.0.0.1:$(DB2_PORT)
+		-servers $$(scripts/db.sh addrs)
 
 db-up:
 	@scripts/db.sh up
