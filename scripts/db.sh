@@ -54,6 +54,10 @@ port_of() {
 # of two: worker IDs and counters are split among the servers by residue modulo
 # their number, which must divide the worker space (a power of two).
 RECORDED=$(cat "$VAR/servers" 2>/dev/null || true)
+# Servers made before db.sh recorded their number were a pair.
+if [ -z "$RECORDED" ] && [ -d "$VAR/db1/data/mysql" ]; then
+	RECORDED=2
+fi
 SERVERS=${SERVERS:-${RECORDED:-2}}
 case "$SERVERS" in
 2 | 4 | 8 | 16) ;;

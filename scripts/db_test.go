@@ -201,6 +201,17 @@ func TestDBUpFour(t *testing.T) {
 	if err == nil || !strings.Contains(out, "holds a deployment of 4 servers, not 2") {
 		t.Errorf("SERVERS=2 db.sh up on four servers: %v, want a refusal naming 4\n%s", err, out)
 	}
+	// A VAR made before db.sh recorded its number holds a pair.
+	if err := os.Remove(filepath.Join(d.Var, "servers")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = d.runWith([]string{"SERVERS=4"}, "up")
+	if err == nil || !strings.Contains(out, "holds a deployment of 2 servers, not 4") {
+		t.Errorf("SERVERS=4 db.sh up on servers without a record: %v, want a refusal naming 2 (a pair)\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(d.Var, "servers"), []byte("4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	down := d.must("down")
 	if n := strings.Count(down, " stopped (pid "); n != 4 {
 		t.Errorf("down stopped %d servers, want 4:\n%s", n, down)
