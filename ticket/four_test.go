@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func leaseOn(t testing.TB, p *Pair, holder string) int {
 }
 
 // TestFourServers: four real servers, increment 4, as docs/dba.md sets them
-// up. A named sequence made by hand with step 4 (the recipe) is served by
+// up; two of them are refused as a pair. A named sequence made by hand with step 4 (the recipe) is served by
 // all four; then server 1 is frozen and killed, then servers 2 and 3 are
 // killed at once, and tickets, values and leases go on from the others
 // without an error; then server 4 is restored from a dump: the marks the
@@ -69,6 +70,18 @@ func leaseOn(t testing.TB, p *Pair, holder string) int {
 // Repair moves its counters and it rejoins. No ticket or value repeats.
 func TestFourServers(t *testing.T) {
 	ms := mysqltest.StartSet(t, 4)
+	// Two of the four are no pair: their increment is 4 (docs/dba.md, "Growing
+	// a pair": a deployment keeps its number of servers).
+	cfg := spec.DefaultConfig()
+	cfg.Servers = []spec.ServerConfig{{Addr: ms.Servers[0].Addr()}, {Addr: ms.Servers[1].Addr()}}
+	cfg.User, cfg.Password = ms.User, ms.Password
+	if p, err := Open(context.Background(), cfg); !errors.Is(err, spec.ErrMisconfigured) ||
+		!strings.Contains(err.Error(), "has auto_increment_increment=4 auto_increment_offset=1, want 2 and 1") {
+		if err == nil {
+			p.Close()
+		}
+		t.Fatalf("a pair of two of the four servers: Open = %v, want ErrMisconfigured naming increment 4, want 2", err)
+	}
 	createSequence(t, ms.Servers, "orders", 64, 1)
 	tickets, orders := newValueSet(t), newValueSet(t)
 	p := openOn(t, ms.Servers, ms.User, ms.Password, fastMarks)
