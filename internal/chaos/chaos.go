@@ -110,10 +110,10 @@ type run struct {
 	tm      timings
 	ctx     context.Context
 	bin     string
-	pair    *mariadb.Pair
+	db      *mariadb.Set // the ticket servers
 	tp      *toxiproxy.Server
-	px      [2]*toxiproxy.Proxy // in front of pair.Servers[i]
-	servers string              // what ticketd is given: the proxies, "127.0.0.1:p1,127.0.0.1:p2"
+	px      []*toxiproxy.Proxy // in front of db.Servers[i]
+	servers string             // what ticketd is given: the proxies, "127.0.0.1:p1,127.0.0.1:p2"
 	layout  snowflake.Layout
 	t0      time.Time // the load's start
 
@@ -198,15 +198,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r.progress("starting the ticket server pair (MariaDB, the repository's my.cnf and schema.sql)")
-	if r.pair, err = mariadb.StartPair(); err != nil {
+	if r.db, err = mariadb.StartSet(2); err != nil {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
-	defer r.closePair()
+	defer r.closeServers()
 	if err := r.setupSQL(); err != nil {
 		return nil, err
 	}
 	r.progress("starting toxiproxy in front of each ticket server (every ticketd connects through it)")
-	// Deferred after closePair, so it runs before: once every ticketd has
+	// Deferred after closeServers, so it runs before: once every ticketd has
 	// stopped, before the servers.
 	defer r.stopProxies()
 	if err := r.startProxies(); err != nil {
@@ -315,9 +315,9 @@ func (r *run) setupSQL() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// Straight to the servers, as a DBA does: the proxies are ticketd's.
 		cmd := exec.CommandContext(ctx, r.bin, "sequence", "create", s.name, "-block", strconv.Itoa(s.block),
-			"-servers", r.pair.Servers[0].Addr()+","+r.pair.Servers[1].Addr(), "-user", r.pair.SeqUser)
+			"-servers", r.db.Addrs(), "-user", r.db.SeqUser)
 		// The password through the environment, never the command line.
-		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.pair.SeqPassword)
+		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.db.SeqPassword)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
@@ -327,7 +327,7 @@ func (r *run) setupSQL() error {
 	firstStart := time.Now().Add(-24 * time.Hour).UnixMilli()
 	sql := fmt.Sprintf("INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",
 		r.layout.String(), r.layout.EpochMs, firstStart)
-	for _, s := range r.pair.Servers {
+	for _, s := range r.db.Servers {
 		if _, err := s.Run(sql); err != nil {
 			return fmt.Errorf("chaos: setting up server %d: %w", s.Offset, err)
 		}
@@ -335,12 +335,12 @@ func (r *run) setupSQL() error {
 	return nil
 }
 
-// closePair keeps the servers' error logs and stops them.
-func (r *run) closePair() {
-	for _, s := range r.pair.Servers {
+// closeServers keeps the servers' error logs and stops them.
+func (r *run) closeServers() {
+	for _, s := range r.db.Servers {
 		_ = os.WriteFile(filepath.Join(r.cfg.OutDir, fmt.Sprintf("mariadb-%d.log", s.Offset)), []byte(s.ErrorLog()), 0o644)
 	}
-	if err := r.pair.Close(); err != nil {
+	if err := r.db.Close(); err != nil {
 		r.progress("stopping the ticket servers: %v", err)
 	}
 }
