@@ -157,7 +157,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", Layout,
+	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", r.layout.String(),
 		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", r.tm.drain.String(), "-log-level", "info"}
 	args = append(args, leaseFlags...)
 	if offset != 0 {

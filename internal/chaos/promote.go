@@ -97,18 +97,25 @@ func (r *run) stepPromote(n int, lagging bool) error {
 	r.windows.close(w)
 	outcome = append(outcome, r.moves(before), w.summary())
 	r.event(fault, target, strings.Join(outcome, "; "))
-	if taken != nil {
-		// Taking the repaired server back can wait for a check interval
-		// (10 s): the schedule goes on with faults of ticketd processes
-		// meanwhile, and the next server fault waits for it (waitRepaired).
-		done := make(chan struct{})
-		r.repaired = done
-		go func() {
-			defer close(done)
-			taken()
-		}()
-	}
+	r.checkTakenBack(taken)
 	return nil
+}
+
+// checkTakenBack runs taken, the check that a repaired server is taken back
+// (nil: none), in the background. Taking the repaired server back can wait
+// for a check interval (10 s): the schedule goes on with faults of ticketd
+// processes meanwhile, and the next server fault waits for it
+// (waitRepaired).
+func (r *run) checkTakenBack(taken func()) {
+	if taken == nil {
+		return
+	}
+	done := make(chan struct{})
+	r.repaired = done
+	go func() {
+		defer close(done)
+		taken()
+	}()
 }
 
 // waitRepaired waits until the check that a repaired server is taken back
@@ -238,8 +245,9 @@ func (r *run) makeLag(rep, owner, other *mariadb.Server) (string, error) {
 		time.Since(stopped).Round(100*time.Millisecond), behind, ahead), nil
 }
 
-// repairLagging: every ticketd must refuse the promoted server's rewound
-// tables; `ticketd repair` is run. It returns the outcome so far and the
+// repairLagging: every ticketd must refuse server i's rewound tables (a
+// lagging replica promoted onto it, or a backup restored into it); `ticketd
+// repair` is run. It returns the outcome so far and the
 // check, to run next, that every ticketd takes the server back for every
 // table (nil when repair failed).
 //
@@ -255,7 +263,7 @@ func (r *run) repairLagging(fault string, i int, killAt time.Time) ([]string, fu
 	begin := time.Now()
 	tables, fix, ok := r.waitRewound(i, true, func(tables []string) bool { return slices.Contains(tables, "Tickets64") }, 20*time.Second)
 	if !ok {
-		r.breakf("%s: the promoted server, behind on Tickets64, was not refused for it by every ticketd within 20 s (refused for %v)", fault, tables)
+		r.breakf("%s: ticket server %d, behind on Tickets64, was not refused for it by every ticketd within 20 s (refused for %v)", fault, i+1, tables)
 	} else {
 		out = append(out, fmt.Sprintf("refused by every ticketd for %s after %s (fix shown: %s)",
 			strings.Join(tables, ", "), time.Since(begin).Round(100*time.Millisecond), fix))

@@ -60,7 +60,8 @@ func clockCost(t timings) time.Duration {
 // returns an error only when the harness itself cannot go on.
 func (r *run) schedule() error {
 	r.t0 = time.Now()
-	r.progress("starting three ticketd processes at once (layout %s, seed %d, %d /v1/id clients each)", Layout, r.cfg.Seed, r.cfg.Clients)
+	r.progress("starting three ticketd processes at once (%d ticket servers, layout %s, seed %d, %d /v1/id clients each)",
+		len(r.db.Servers), r.layout, r.cfg.Seed, r.cfg.Clients)
 	r.slots = []*slot{{name: "slot-a"}, {name: "slot-b"}, {name: "slot-c"}}
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.slots))
@@ -77,12 +78,20 @@ func (r *run) schedule() error {
 	for _, s := range r.slots {
 		held = append(held, s.in.describe())
 	}
-	r.event("start", "3 ticketd", strings.Join(held, ", "))
+	_, count := r.leaseMajority()
+	r.mu.Lock()
+	r.startLeases = count
+	r.mu.Unlock()
+	r.event("start", "3 ticketd", strings.Join(held, ", ")+fmt.Sprintf("; leases per server %v", count))
 	if !r.sleep(r.tm.warmup) {
 		return nil
 	}
 	var steps []step
-	for _, st := range round {
+	rnd := round
+	if len(r.db.Servers) == 4 {
+		rnd = roundFour
+	}
+	for _, st := range rnd {
 		if !st.full || !r.cfg.Short {
 			steps = append(steps, st)
 		}
