@@ -16,15 +16,11 @@ type Pair struct {
 // extra going to both mariadbd (Options.ExtraArgs: TLS certificates, for
 // example). The caller must Close it.
 func StartPair(extra ...string) (*Pair, error) {
-	p, err := PreparePair(extra...)
+	s, err := StartSet(2, extra...)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Boot(); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
+	return pairOf(s), nil
 }
 
 // PreparePair prepares both servers of a pair (see Prepare), with one random
@@ -35,10 +31,15 @@ func PreparePair(extra ...string) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pairOf(s), nil
+}
+
+// pairOf is the Set of two s as a Pair.
+func pairOf(s *Set) *Pair {
 	p := &Pair{User: s.User, Password: s.Password, AdminUser: s.AdminUser, AdminPassword: s.AdminPassword,
 		SeqUser: s.SeqUser, SeqPassword: s.SeqPassword}
 	copy(p.Servers[:], s.Servers)
-	return p, nil
+	return p
 }
 
 // set is p as a Set whose Servers are p's array: what the Set changes
