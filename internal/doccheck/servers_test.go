@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ func TestDocsOnFourServers(t *testing.T) {
 		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: s.Addr()})
 	}
 	cfg.User, cfg.Password = ms.User, ms.Password
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	p, err := ticket.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
