@@ -1,14 +1,16 @@
 # ticketd — every entry point a developer, a DBA or CI needs.
 #
-#   make run       the pair of ticket servers and ticketd, all on 127.0.0.1
+#   make run       the ticket servers (a pair; SERVERS=4 for four) and ticketd, all on
+#                  127.0.0.1
 #   make check     the fast loop, no MariaDB needed: gofmt, go vet, staticcheck,
 #                  go mod tidy -diff, go test -short (unit tests, fakes, fuzz seeds)
 #   make test      the static checks of make check + every test (unit and
 #                  real-MariaDB integration) under -race; never skips;
 #                  installs what its tests run (make test-deps)
-#   make db-up     start the two ticket servers (installs MariaDB when missing)
+#   make db-up     start the ticket servers: a pair, or SERVERS=4 (2, 4, 8 or 16;
+#                  installs MariaDB when missing)
 #   make db-down   stop them (by PID, waiting for each to exit)
-#   make db-status show whether each is up, its port, and its counter
+#   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
@@ -19,8 +21,12 @@
 #                  pair (files first, then hashes), then purge the binary logs
 #                  that held the old ones (docs/dba.md, "Rotating the password")
 #
-# Ports, paths and the address ticketd listens on can be overridden:
+# Ports, paths, the number of servers and the address ticketd listens on can be
+# overridden:
 #   make db-up DB1_PORT=13307 DB2_PORT=13308
+#   make run SERVERS=4                   four servers on 3307-3310 (DB3_PORT, DB4_PORT)
+# var/ remembers its number of servers: later db-up, run, db-status and db-down use
+# it without SERVERS, and refuse another (a deployment keeps its number of servers).
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -28,6 +34,10 @@ BIN        := bin
 VAR        ?= $(CURDIR)/var
 DB1_PORT   ?= 3307
 DB2_PORT   ?= 3308
+DB3_PORT   ?= 3309
+DB4_PORT   ?= 3310
+# Empty: what var/ was made with, else 2 (scripts/db.sh).
+SERVERS    ?=
 LISTEN     ?= 127.0.0.1:8080
 # Two packages at a time (most of a MariaDB test is waiting for a lease, a
 # deadline or a restart, and the deadlines the tests assert leave room for a
@@ -38,7 +48,7 @@ LISTEN     ?= 127.0.0.1:8080
 GOFLAGS_TEST ?= -race -count=1 -timeout 9m
 TEST_PARALLEL ?= 2
 
-export VAR DB1_PORT DB2_PORT LISTEN
+export VAR SERVERS DB1_PORT DB2_PORT DB3_PORT DB4_PORT LISTEN
 
 .PHONY: all build check short test vet fmt staticcheck tidy fuzz run db-install balancers-install db-up db-down db-status db-rotate-passwords clean
 
@@ -140,8 +150,8 @@ fuzz:
 	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 
-# The pair, then ticketd in the foreground (Ctrl-C stops it, releasing its
-# worker ID); `make db-down` stops the pair afterwards.
+# The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
+# stops it, releasing its worker ID); `make db-down` stops the servers afterwards.
 run: db-up build
 	@echo
 	@echo "ticketd on http://$(LISTEN) — try, from another terminal:"
@@ -154,7 +164,7 @@ run: db-up build
 	@echo "Stop: Ctrl-C here, then 'make db-down'."
 	@echo
 	TICKETD_PASSWORD_FILE=$(VAR)/ticketd.password exec $(BIN)/ticketd serve -listen $(LISTEN) \
-		-servers 127.0.0.1:$(DB1_PORT),127.0.0.1:$(DB2_PORT)
+		-servers $$(scripts/db.sh addrs)
 
 db-up:
 	@scripts/db.sh up
@@ -187,11 +197,17 @@ bench-sequences:
 # ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks
 # 10 s and 1 h behind, racing starts, a ticket server stopped then the other
 # frozen, network faults (200 ms, black holes, resets, a slow link), replicas
-# promoted (lagging, caught up), junk at the HTTP port. Prints one `name value` line per figure, then the fault
-# schedule as it ran; exits non-zero if an invariant broke. Logs and report.txt
-# go to $(CHAOS_OUT)/<date-time>/. A one-round version runs in make test.
+# promoted (lagging, caught up), junk at the HTTP port. Then the same on four
+# ticket servers for CHAOS_FOUR_DURATION, with a round of its own: a server
+# frozen then killed, two stopped at once for 20 s, a black hole, a server
+# restored from a backup. Each run prints one `name value` line per figure,
+# then the fault schedule as it ran; make chaos fails if an invariant broke in
+# either. Logs and report.txt go to $(CHAOS_OUT)/<date-time>/. A one-round
+# version of the pair's runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
+#   make chaos CHAOS_FOUR_DURATION=0   (the pair's run only)
 CHAOS_DURATION ?= 3m
+CHAOS_FOUR_DURATION ?= 2m
 CHAOS_CLIENTS  ?= 4
 CHAOS_RATE     ?= 1000
 CHAOS_SEED     ?= 0
@@ -201,6 +217,11 @@ chaos: build db-install toxiproxy
 	$(GO) build -o $(BIN)/chaos ./cmd/chaos
 	$(BIN)/chaos -duration $(CHAOS_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
 		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd
+	@if [ "$(CHAOS_FOUR_DURATION)" != 0 ]; then \
+		echo "chaos: four ticket servers"; \
+		$(BIN)/chaos -servers 4 -duration $(CHAOS_FOUR_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
+			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd; \
+	fi
 
 # The container image: a static binary (no libc, so it runs FROM scratch) and
 # deploy/Containerfile, built by podman or buildah; scripts/image.sh installs

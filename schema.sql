@@ -1,6 +1,7 @@
 -- ticketd: the schema of one ticket server.
 --
--- Load the same file into BOTH servers of the pair, as an administrator:
+-- Load the same file into EVERY ticket server (both of a pair, all four of four), as an
+-- administrator:
 --
 --     mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot < schema.sql
 --
@@ -8,9 +9,11 @@
 -- and no row a running deployment wrote is touched. The file holds no password; the
 -- account's password is set separately (see "Accounts" at the end, and docs/dba.md).
 --
--- What makes the pair unique is NOT in this file but in my.cnf: server 1 runs with
--- auto_increment_increment=2, auto_increment_offset=1 (odd tickets), server 2 with
--- offset 2 (even tickets). ticketd checks both at connect time and on every ticket.
+-- What makes the servers unique is NOT in this file but in my.cnf: with N servers (a
+-- power of two: 2 for a pair, or 4), server k runs with auto_increment_increment=N,
+-- auto_increment_offset=k. On a pair, server 1 issues odd tickets and server 2 even
+-- ones; with four, server k issues k, k+4, k+8, … . ticketd checks both variables at
+-- connect time and every ticket's residue. This file is the same for any N.
 
 CREATE DATABASE IF NOT EXISTS tickets CHARACTER SET ascii COLLATE ascii_bin;
 USE tickets;
@@ -63,9 +66,10 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --
 -- Adding a sequence "orders" (no restart of ticketd needed): one command,
 --   ticketd sequence create orders -block 1000
--- or, by hand, the same on BOTH servers (S: the server's auto_increment_offset):
+-- or, by hand, the same on EVERY server (S: the server's auto_increment_offset, 1 to N;
+-- N: the number of servers, 2 for a pair, 4 for four):
 --   START TRANSACTION;
---   INSERT INTO tickets.counters (name, value, start, step) VALUES ('orders', S, S, 2);
+--   INSERT INTO tickets.counters (name, value, start, step) VALUES ('orders', S, S, N);
 --   INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('orders', 64, 1000);
 --   COMMIT;
 -- ---------------------------------------------------------------------------
@@ -141,16 +145,19 @@ INSERT IGNORE INTO sequences (name, table_name, bits, block_size) VALUES
 --
 --   value  the last ticket this server handed out for the sequence (a new row
 --          holds start, which is never handed out)
---   start  this server's auto_increment_offset (1 or 2)
---   step   the number of servers (2)
+--   start  this server's auto_increment_offset (1 to N)
+--   step   the number of servers, N (2 for a pair, 4 for four): ticketd uses only the
+--          row whose start and step are its server's place (WHERE start = S AND step = N)
 --
 -- ticketd takes a ticket with one statement, the new value coming back in its OK
 -- packet (LAST_INSERT_ID), MySQL's documented way to make a sequence:
 --   UPDATE counters SET value = LAST_INSERT_ID(value + step)
 --    WHERE name = 'orders' AND start = 1 AND step = 2
--- The step is the row's own, so a session's auto_increment_* cannot change it, and
--- the CHECK keeps every value of the row's parity: server 1's rows stay odd and
--- server 2's even whatever a session does. One table for every sequence: no table
+-- (on server 1 of a pair; start = 3 AND step = 4 on server 3 of four). The step is the
+-- row's own, so a session's auto_increment_* cannot change it, and the CHECKs keep every
+-- value of the row's residue (start between 1 and step, value ≡ start modulo step, a
+-- step of at most 16): on a pair server 1's rows stay odd and server 2's even, with four
+-- server k's stay k modulo 4, whatever a session does. One table for every sequence: no table
 -- (82 KB of disk and a table-cache slot) and no GRANT per sequence, and no
 -- information_schema scan that opens every table to read the counters.
 --
@@ -188,9 +195,9 @@ CREATE TABLE IF NOT EXISTS sequence_pins (
 ) ENGINE=InnoDB;
 
 -- ---------------------------------------------------------------------------
--- Worker-ID leases. A snowflake worker ID w is owned by exactly one server of the
--- pair: the one whose tickets are congruent to w modulo 2 (server 1: odd w,
--- server 2: even w). Its lease row lives only there, so no cross-server
+-- Worker-ID leases. A snowflake worker ID w is owned by exactly one server: the one
+-- whose tickets are congruent to w modulo N, the number of servers (on a pair, server 1:
+-- odd w, server 2: even w). Its lease row lives only there, so no cross-server
 -- coordination is ever needed.
 --
 --   holder            who holds it: host/pid/random, '' when never held
@@ -217,7 +224,7 @@ CREATE TABLE IF NOT EXISTS worker_leases (
   PRIMARY KEY (datacenter, worker)
 ) ENGINE=InnoDB;
 
--- Copies of the OTHER server's lease reservations. If the owning server is lost
+-- Copies of the OTHER servers' lease reservations. If the owning server is lost
 -- or restored from a backup, its lease rows rewind; the copy kept here lets the
 -- next holder honour the larger of the two reservations.
 --
@@ -264,8 +271,8 @@ CREATE TABLE IF NOT EXISTS deployment (
 ALTER TABLE deployment ADD COLUMN IF NOT EXISTS finalized_release INT UNSIGNED NOT NULL DEFAULT 0;
 
 -- ---------------------------------------------------------------------------
--- High-water marks: the highest ticket ticketd has seen from the OTHER server,
--- per counter (peer_offset 1 or 2 names the server the tickets came from). The
+-- High-water marks: the highest ticket ticketd has seen from each OTHER server,
+-- per counter (peer_offset, 1 to N, names the server the tickets came from). The
 -- counter is a ticket table (table_name Tickets64, Tickets32, seq_*) or a row of
 -- counters (table_name 'counters.' and the sequence's name). A server restored
 -- from a backup has a counter below the mark its peer holds for it; ticketd then
@@ -307,7 +314,7 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
 --                  holds every counter).
 --
 -- The account 'ticketd'@'127.0.0.1' is created LOCKED and without a password;
--- `make db-up` (or the DBA) unlocks it with the password's hash, never the password
+-- `make db-up` (or the DBA, on every server) unlocks it with the password's hash, never the password
 -- itself (account statements go to the binary log, which replicas receive):
 --   ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '*…' ACCOUNT UNLOCK;
 -- (the hash: scripts/db.sh hash < password-file). For ticketd on other hosts:

@@ -19,7 +19,7 @@ func shortOfWorkers(ids *fakeIDs) {
 	ids.status.Capacity = worker.Capacity{
 		Total: 8, PerServer: 4, Held: []int{3, 3}, Known: true, HeldTotal: 6,
 		CountedAt:   []time.Time{time.UnixMilli(1_700_000_029_500), time.UnixMilli(1_700_000_029_600)},
-		ShortIfDown: []int{2, 2}, OutageHeadroom: -2,
+		ShortIfDown: []int{2, 2}, OutageHeadroom: -2, Spread: 0,
 	}
 }
 
@@ -36,7 +36,7 @@ func TestStatusCapacity(t *testing.T) {
 		`"standby":{"worker":4,"server":2,"fence_ms":1700000090000}`,
 		`"short":"short of worker IDs: every worker ID it could switch to (of ticket server 2) is held; retrying as soon as one frees up"`,
 		`"standbys":2,"waits":5,"wait_timeouts":1`,
-		`"worker_ids":{"capacity":8,"per_server":4,"held_total":6,"outage_headroom":-2,"last_error":""}`,
+		`"worker_ids":{"capacity":8,"per_server":4,"held_total":6,"outage_headroom":-2,"spread":0,"last_error":""}`,
 		`"worker_ids_held":3,"worker_ids_counted_at":"2023-11-14T22:13:49.500Z","short_if_down":2`,
 		`"worker_ids_held":3,"worker_ids_counted_at":"2023-11-14T22:13:49.600Z","short_if_down":2`,
 		`"ready":false,"not_ready_reason":"the worker lease's fence is reached (no headroom left); short of worker IDs`,
@@ -58,7 +58,7 @@ func TestStatusCapacity(t *testing.T) {
 		Servers   []map[string]any `json:"ticket_servers"`
 	}
 	h.get(t, "/v1/status").json(t, &got)
-	if got.Standby != nil || got.WorkerIDs["held_total"] != nil || got.WorkerIDs["outage_headroom"] != nil ||
+	if got.Standby != nil || got.WorkerIDs["held_total"] != nil || got.WorkerIDs["outage_headroom"] != nil || got.WorkerIDs["spread"] != nil ||
 		got.WorkerIDs["last_error"] != "server 1: counting: timeout" {
 		t.Errorf("uncounted: standby %v, worker_ids %v; want null standby, null totals and the error", got.Standby, got.WorkerIDs)
 	}
@@ -83,6 +83,7 @@ func TestMetricsCapacity(t *testing.T) {
 		`ticketd_worker_ids_short_if_down{datacenter="1",server="1"}`: "2",
 		`ticketd_worker_ids_short_if_down{datacenter="1",server="2"}`: "2",
 		`ticketd_worker_outage_headroom{datacenter="1"}`:              "-2",
+		`ticketd_worker_ids_spread{datacenter="1"}`:                   "0",
 		`ticketd_worker_short`:                                        "1",
 		`ticketd_lease_standby`:                                       "1",
 		`ticketd_lease_standbys_total`:                                "2",
@@ -109,8 +110,39 @@ func TestMetricsCapacity(t *testing.T) {
 	}
 	for series := range m {
 		if strings.Contains(series, `server="1"`) && strings.HasPrefix(series, "ticketd_worker_ids") ||
-			strings.HasPrefix(series, "ticketd_worker_outage_headroom") || strings.HasPrefix(series, "ticketd_worker_ids_held_all_servers") {
+			strings.HasPrefix(series, "ticketd_worker_outage_headroom") || strings.HasPrefix(series, "ticketd_worker_ids_held_all_servers") ||
+			strings.HasPrefix(series, "ticketd_worker_ids_spread") {
 			t.Errorf("uncounted server 1: %s exported", series)
+		}
+	}
+}
+
+// TestStatusCapacityFour: four servers, their leases uneven: the spread
+// and each server's figures in /v1/status and /metrics.
+func TestStatusCapacityFour(t *testing.T) {
+	ids := newFakeIDs()
+	ids.status.Capacity = worker.Capacity{
+		Total: 32, PerServer: 8, Held: []int{4, 2, 1, 1}, Known: true, HeldTotal: 8,
+		CountedAt:   make([]time.Time, 4),
+		ShortIfDown: []int{0, 0, 0, 0}, OutageHeadroom: 16, Spread: 3,
+	}
+	h := start(t, testConfig(), ids, nil)
+	var got struct {
+		WorkerIDs map[string]any   `json:"worker_ids"`
+		Servers   []map[string]any `json:"ticket_servers"`
+	}
+	h.get(t, "/v1/status").json(t, &got)
+	if got.WorkerIDs["spread"] != 3.0 || got.WorkerIDs["held_total"] != 8.0 || got.WorkerIDs["outage_headroom"] != 16.0 {
+		t.Errorf("worker_ids %v, want spread 3, held_total 8, outage_headroom 16", got.WorkerIDs)
+	}
+	m := scrape(t, h)
+	for series, want := range map[string]string{
+		`ticketd_worker_ids_spread{datacenter="1"}`:          "3",
+		`ticketd_worker_ids_held{datacenter="1",server="1"}`: "4",
+		`ticketd_worker_ids_held{datacenter="1",server="4"}`: "1",
+	} {
+		if got := m[series]; got != want {
+			t.Errorf("%s: got %q, want %s", series, got, want)
 		}
 	}
 }

@@ -77,6 +77,7 @@ var (
 	famWorkerIDsHeldAll     = gaugeFamily("ticketd_worker_ids_held_all_servers", "Worker leases of the datacenter alive on all ticket servers together, once every server is counted.", "datacenter")
 	famWorkerIDsShortIfDown = gaugeFamily("ticketd_worker_ids_short_if_down", "How many ticketd would be left without a worker ID if that ticket server stopped now.", "datacenter", "server")
 	famWorkerOutageHeadroom = gaugeFamily("ticketd_worker_outage_headroom", "The outage headroom: below 0, an outage of one ticket server leaves that many ticketd without a worker ID.", "datacenter")
+	famWorkerIDsSpread      = gaugeFamily("ticketd_worker_ids_spread", "The most worker leases of the datacenter on one ticket server minus the fewest: 0 or 1 when the fleet is even, so one server's outage moves 1/N of it.", "datacenter")
 )
 
 // Each ticket server's figures, from the pair's Health. Servers are
@@ -272,6 +273,7 @@ func (s *Server) collectCapacity(ch chan<- prometheus.Metric, st worker.Status) 
 	famWorkerIDsHeldAll.emit(ch, float64(c.HeldTotal), dc)
 	perServer(famWorkerIDsShortIfDown, c.ShortIfDown)
 	famWorkerOutageHeadroom.emit(ch, float64(c.OutageHeadroom), dc)
+	famWorkerIDsSpread.emit(ch, float64(c.Spread), dc)
 }
 
 // collectConns sends the connection figures: open connections, refusals

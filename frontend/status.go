@@ -192,12 +192,14 @@ type standbyAnswer struct {
 }
 
 // workerIDs is the capacity of this ticketd's datacenter. The figures that
-// need every server counted are null until then.
+// need every server counted are null until then. Spread: the most leases
+// on one server minus the fewest (0 or 1: an even fleet).
 type workerIDs struct {
 	Capacity       int    `json:"capacity"`
 	PerServer      int    `json:"per_server"`
 	HeldTotal      *int   `json:"held_total"`
 	OutageHeadroom *int   `json:"outage_headroom"`
+	Spread         *int   `json:"spread"`
 	LastError      string `json:"last_error"`
 }
 
@@ -304,7 +306,7 @@ func (s *Server) status() statusAnswer {
 	c := st.Capacity
 	a.WorkerIDs = workerIDs{Capacity: c.Total, PerServer: c.PerServer, LastError: c.LastError}
 	if c.Known {
-		a.WorkerIDs.HeldTotal, a.WorkerIDs.OutageHeadroom = &c.HeldTotal, &c.OutageHeadroom
+		a.WorkerIDs.HeldTotal, a.WorkerIDs.OutageHeadroom, a.WorkerIDs.Spread = &c.HeldTotal, &c.OutageHeadroom, &c.Spread
 	}
 	if sb := st.Standby; sb != nil {
 		a.Standby = &standbyAnswer{Worker: sb.Worker, Server: sb.Server + 1, FenceMs: sb.FenceMs}

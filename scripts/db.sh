@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# The two local ticket servers: start, stop, show.
+# The local ticket servers (a pair, or N): start, stop, show.
 #
 #   scripts/db.sh install  install MariaDB (server, client), curl and openssl with apt-get
 #                          if missing (curl: the examples in README.md and docs/ use it;
 #                          openssl: scripts/certs.sh)
-#   scripts/db.sh up       install MariaDB if missing, start both servers, load
+#   scripts/db.sh up       install MariaDB if missing, start the servers, load
 #                          schema.sql, unlock the ticketd account
-#   scripts/db.sh down     stop both servers (SIGTERM by PID, wait, SIGKILL after 60 s)
+#   scripts/db.sh down     stop every server under VAR (SIGTERM by PID, wait, SIGKILL
+#                          after 60 s)
 #   scripts/db.sh status   up/down, pid, port, increment/offset, Tickets64 counter;
 #                          exits 3 when a server is down
+#   scripts/db.sh addrs    print the servers' addresses as ticketd's -servers takes them
 #   scripts/db.sh hash     read a password on stdin, print its mysql_native_password
 #                          hash for ALTER USER … IDENTIFIED BY PASSWORD '<hash>'
+#   scripts/db.sh rotate   a new password for every account, on every server, then
+#                          purge the binary logs that held the old ones (make
+#                          db-rotate-passwords; docs/dba.md, "Rotating the password")
 #
 # Environment (the Makefile sets these):
 #   VAR       folder for data, sockets, logs and passwords   (default: <repo>/var)
-#   DB1_PORT  TCP port of server 1, odd tickets              (default: 3307)
-#   DB2_PORT  TCP port of server 2, even tickets             (default: 3308)
+#   SERVERS   how many servers: 2 (a pair), 4, 8 or 16, a power of two (default: the
+#             number VAR's servers were made with, else 2). Server N runs with
+#             auto_increment_increment=SERVERS and auto_increment_offset=N. A VAR
+#             made with one number refuses another: a deployment does not change
+#             its number of servers in place (docs/dba.md, "More than two servers").
+#   DBn_PORT  TCP port of server n                           (default: 3306+n: 3307,
+#             3308, 3309, 3310, …)
 #
 # The servers run the repository's my.cnf (shared [mariadbd] group plus
 # [mariadbd.N]); the port and every path are passed on the command line, which
@@ -27,8 +37,6 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VAR=${VAR:-$REPO/var}
-DB1_PORT=${DB1_PORT:-3307}
-DB2_PORT=${DB2_PORT:-3308}
 CNF=$REPO/my.cnf
 READY_TIMEOUT=30 # seconds for a server to answer after start
 STOP_TIMEOUT=60  # seconds for a clean shutdown before SIGKILL
@@ -39,7 +47,28 @@ die() {
 	exit 1
 }
 
-port_of() { if [ "$1" = 1 ]; then echo "$DB1_PORT"; else echo "$DB2_PORT"; fi; }
+# port_of N prints server N's port: $DBN_PORT, or 3306+N.
+port_of() {
+	local v="DB$1_PORT"
+	echo "${!v:-$((3306 + $1))}"
+}
+
+# The number of servers: SERVERS, else what VAR records, else 2. It must be a power
+# of two: worker IDs and counters are split among the servers by residue modulo
+# their number, which must divide the worker space (a power of two).
+RECORDED=$(cat "$VAR/servers" 2>/dev/null || true)
+# Servers made before db.sh recorded their number were a pair.
+if [ -z "$RECORDED" ] && [ -d "$VAR/db1/data/mysql" ]; then
+	RECORDED=2
+fi
+SERVERS=${SERVERS:-${RECORDED:-2}}
+case "$SERVERS" in
+2 | 4 | 8 | 16) ;;
+*)
+	printf 'db: error: SERVERS=%s: want a power of two: 2 (a pair), 4, 8 or 16. Worker IDs and counters are split among the servers by residue modulo their number, which must divide the worker space; for three places, see docs/dba.md, "More than two servers"\n' "$SERVERS" >&2
+	exit 2
+	;;
+esac
 dir_of() { echo "$VAR/db$1"; }
 sock_of() { echo "$VAR/db$1/mariadbd.sock"; }
 pidfile_of() { echo "$VAR/db$1/mariadbd.pid"; }
@@ -306,7 +335,7 @@ cmd_rotate() {
 	users=$(for a in "${ROTATE_ACCOUNTS[@]}"; do printf "'%s'," "${a%%:*}"; done)
 	users=${users%,}
 	# Nothing changes unless every server answers and has every account.
-	for n in 1 2; do
+	for n in $(servers); do
 		[ "$(echo "SELECT COUNT(*) FROM mysql.user WHERE Host = '127.0.0.1' AND User IN ($users)" |
 			SQL_TIMEOUT=10 sql "$n" 2>/dev/null)" = ${#ROTATE_ACCOUNTS[@]} ] ||
 			die "server $n does not answer on $(sock_of "$n"), or lacks one of the accounts $users: nothing changed (make db-up, then rotate again)"
@@ -317,14 +346,14 @@ cmd_rotate() {
 		new_secret "$file"
 		hash=$(native_hash "$(cat "$file")")
 		[[ $hash =~ ^\*[0-9A-F]{40}$ ]] || die "$user: no hash of the new password in $file"
-		for n in 1 2; do
+		for n in $(servers); do
 			sql "$n" <<<"ALTER USER '$user'@'127.0.0.1' IDENTIFIED BY PASSWORD '$hash';" ||
 				die "server $n: setting $user's new password failed; servers before it have it, and $file holds it: run scripts/db.sh rotate again once server $n answers"
 			login_works "$n" "$user" "$file" || die "server $n: $user cannot log in with its new password ($file)"
 		done
 		say "$user: new password in $file, set on every server (its hash only)"
 	done
-	for n in 1 2; do
+	for n in $(servers); do
 		rotate_purge "$n"
 	done
 	if [ -n "$ROTATE_KEPT" ]; then
@@ -365,9 +394,12 @@ start_server() {
 	[ -f "$(log_of "$n")" ] && logstart=$(stat -c %s "$(log_of "$n")")
 	# setsid: its own session, so the terminal's ^C and hang-up never reach it; the
 	# --defaults-file option must come first.
+	# The increment and offset on the command line too: my.cnf's [mariadbd] says 2,
+	# the pair's, and its groups stop at [mariadbd.4].
 	setsid "$mariadbd" --defaults-file="$CNF" --defaults-group-suffix=".$n" "${user[@]}" \
 		--port="$port" --socket="$(sock_of "$n")" --datadir="$dir/data" --tmpdir="$dir/tmp" \
 		--pid-file="$(pidfile_of "$n")" --log-error="$(log_of "$n")" \
+		--auto-increment-increment="$SERVERS" --auto-increment-offset="$n" \
 		</dev/null >>"$dir/mariadbd.out" 2>&1 &
 	pid=$!
 	local deadline=$((SECONDS + READY_TIMEOUT))
@@ -425,22 +457,37 @@ configure() {
 	SQL
 }
 
+# servers lists 1 … SERVERS.
+servers() { seq 1 "$SERVERS"; }
+
+# check_recorded refuses a SERVERS other than the one VAR's servers were made with:
+# their counters, lease rows and high-water marks are those of that many servers, and
+# a deployment does not change its number of servers in place.
+check_recorded() {
+	if [ -n "$RECORDED" ] && [ "$RECORDED" != "$SERVERS" ]; then
+		die "$VAR holds a deployment of $RECORDED servers, not $SERVERS: a deployment does not change its number of servers in place (docs/dba.md, \"More than two servers\"). Use SERVERS=$RECORDED, or another VAR for a new deployment (make db-down, then make clean deletes $VAR and every ticket in it)"
+	fi
+}
+
 cmd_up() {
+	check_recorded
 	ensure_installed
 	[ -f "$CNF" ] || die "$CNF is missing"
 	mkdir -p "$VAR"
 	chmod 700 "$VAR"
-	local n pid actual
-	for n in 1 2; do
+	echo "$SERVERS" >"$VAR/servers"
+	local n pid actual aport ainc
+	for n in $(servers); do
 		mkdir -p "$(dir_of "$n")/tmp"
 		chmod 700 "$(dir_of "$n")"
 		if pid=$(pid_of "$n"); then
-			actual=$(echo 'SELECT @@port' | SQL_TIMEOUT=10 sql "$n" 2>/dev/null) ||
+			actual=$(echo 'SELECT @@port, @@auto_increment_increment' | SQL_TIMEOUT=10 sql "$n" 2>/dev/null) ||
 				die "server $n: pid $pid is running but does not answer on $(sock_of "$n") (state $(proc_state "$pid"); T = stopped: kill -CONT $pid)"
-			if [ "$actual" != "$(port_of "$n")" ]; then
-				die "server $n is already up on port $actual, not $(port_of "$n"): run make db-down first"
+			read -r aport ainc <<<"$actual"
+			if [ "$aport" != "$(port_of "$n")" ] || [ "$ainc" != "$SERVERS" ]; then
+				die "server $n is already up on port $aport with auto_increment_increment $ainc, not $(port_of "$n") and $SERVERS: run make db-down first"
 			fi
-			say "server $n already up: pid $pid, port $actual"
+			say "server $n already up: pid $pid, port $(port_of "$n")"
 		else
 			init_datadir "$n"
 			start_server "$n"
@@ -448,15 +495,24 @@ cmd_up() {
 		fi
 		configure "$n"
 	done
+	say "$SERVERS servers up: -servers $(cmd_addrs)"
 	say "schema loaded; ticketd's password is in $VAR/ticketd.password, repair's in $VAR/repair.password, sequence's in $VAR/sequences.password, replication's in $VAR/repl.password"
 	say "root: mariadb --no-defaults -uroot -S $(sock_of 1)   (or: cd $REPO && mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot)"
 }
 
+# cmd_down stops every server under VAR, however many SERVERS says: a server left
+# running would hold its port and its data.
 cmd_down() {
-	local n pid deadline
-	for n in 1 2; do
+	local n pid deadline d
+	local all=()
+	for n in $(servers); do all+=("$n"); done
+	for d in "$VAR"/db[0-9]*; do
+		n=${d##*/db}
+		[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt "$SERVERS" ] && all+=("$n")
+	done
+	for n in "${all[@]}"; do
 		if ! pid=$(pid_of "$n"); then
-			say "server $n not running"
+			[ "$n" -le "$SERVERS" ] && say "server $n not running"
 			continue
 		fi
 		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
@@ -477,7 +533,7 @@ cmd_down() {
 
 cmd_status() {
 	local n pid row rc=0 port inc off ai last
-	for n in 1 2; do
+	for n in $(servers); do
 		if ! pid=$(pid_of "$n"); then
 			say "server $n: down (configured port $(port_of "$n"), data $(dir_of "$n")/data)"
 			rc=3
@@ -499,18 +555,29 @@ cmd_status() {
 	return "$rc"
 }
 
+# cmd_addrs prints 127.0.0.1:<port of server 1>,… for ticketd's -servers.
+cmd_addrs() {
+	local n out=()
+	for n in $(servers); do out+=("127.0.0.1:$(port_of "$n")"); done
+	(
+		IFS=,
+		echo "${out[*]}"
+	)
+}
+
 case "${1:-}" in
 install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
 rotate) cmd_rotate ;;
 status) cmd_status ;;
+addrs) cmd_addrs ;;
 hash)
 	IFS= read -r pw || [ -n "$pw" ] || die "hash: no password on stdin"
 	native_hash "$pw"
 	;;
 *)
-	echo "usage: $0 install|up|down|status|hash   (env: VAR, DB1_PORT, DB2_PORT)" >&2
+	echo "usage: $0 install|up|down|status|addrs|hash|rotate   (env: VAR, SERVERS, DB1_PORT, DB2_PORT, …)" >&2
 	exit 2
 	;;
 esac

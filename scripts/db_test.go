@@ -3,6 +3,8 @@
 package scripts
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,11 +37,17 @@ type dbScript struct {
 
 // newDB prepares scripts/db.sh with VAR in a temporary folder and two free
 // ports; t.Cleanup runs `db.sh down`.
-func newDB(t *testing.T) *dbScript {
+func newDB(t *testing.T) *dbScript { return newDBN(t, 2) }
+
+// newDBN is newDB with n free ports (DB1_PORT … DBn_PORT). SERVERS is left to
+// each run.
+func newDBN(t *testing.T, n int) *dbScript {
 	t.Helper()
 	d := &dbScript{t: t, Var: t.TempDir()}
-	d.env = append(os.Environ(), "VAR="+d.Var,
-		"DB1_PORT="+strconv.Itoa(proctest.FreePort(t)), "DB2_PORT="+strconv.Itoa(proctest.FreePort(t)))
+	d.env = append(os.Environ(), "VAR="+d.Var, "SERVERS=")
+	for i := 1; i <= n; i++ {
+		d.env = append(d.env, "DB"+strconv.Itoa(i)+"_PORT="+strconv.Itoa(proctest.FreePort(t)))
+	}
 	t.Cleanup(func() {
 		if out, err := d.run("down"); err != nil {
 			t.Errorf("db.sh down: %v\n%s", err, out)
@@ -48,9 +56,12 @@ func newDB(t *testing.T) *dbScript {
 	return d
 }
 
-func (d *dbScript) run(args ...string) (string, error) {
+func (d *dbScript) run(args ...string) (string, error) { return d.runWith(nil, args...) }
+
+// runWith runs db.sh with extra environment variables (SERVERS=4).
+func (d *dbScript) runWith(env []string, args ...string) (string, error) {
 	cmd := exec.Command("bash", append([]string{"db.sh"}, args...)...)
-	cmd.Env = d.env
+	cmd.Env = append(append([]string(nil), d.env...), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -126,5 +137,86 @@ func TestDBHash(t *testing.T) {
 	cmd.Stdin = strings.NewReader("")
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("db.sh hash with no password: exit 0, want an error\n%s", out)
+	}
+}
+
+// TestDBServersRefused: a number of servers that is no power of two (three
+// among them) is refused before anything starts, with why and where to read
+// what to do instead, exit status 2.
+func TestDBServersRefused(t *testing.T) {
+	for _, n := range []string{"3", "0", "1", "5", "32", "four"} {
+		cmd := exec.Command("bash", "db.sh", "up")
+		cmd.Env = append(os.Environ(), "VAR="+t.TempDir(), "SERVERS="+n)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("SERVERS=%s db.sh up: %v, want exit status 2\n%s", n, err, out)
+		}
+		for _, want := range []string{"SERVERS=" + n + ": want a power of two: 2 (a pair), 4, 8 or 16", "More than two servers"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("SERVERS=%s db.sh up says %q, want it to say %q", n, out, want)
+			}
+		}
+	}
+}
+
+// TestDBUpFour: `db.sh up` with SERVERS=4 starts four servers, server N with
+// increment 4 and offset N, each issuing tickets of its own residue; VAR
+// remembers the number: status, addrs and down use it without SERVERS, and
+// an up with another number is refused; down stops all four.
+func TestDBUpFour(t *testing.T) {
+	needsMariaDB(t)
+	d := newDBN(t, 4)
+	out, err := d.runWith([]string{"SERVERS=4"}, "up")
+	if err != nil {
+		t.Fatalf("SERVERS=4 db.sh up: %v\n%s", err, out)
+	}
+	status := d.must("status")
+	for n := 1; n <= 4; n++ {
+		want := fmt.Sprintf("server %d: up, pid ", n)
+		line := ""
+		for _, l := range strings.Split(status, "\n") {
+			if strings.Contains(l, want) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, fmt.Sprintf("auto_increment_increment 4, auto_increment_offset %d,", n)) {
+			t.Errorf("status of server %d: %q, want increment 4 and offset %d\n%s", n, line, n, status)
+		}
+		sock := filepath.Join(d.Var, fmt.Sprintf("db%d", n), "mariadbd.sock")
+		tk, err := exec.Command("mariadb", "--no-defaults", "-uroot", "-S", sock, "-N", "-B", "tickets",
+			"-e", "REPLACE INTO Tickets64 (stub) VALUES ('a'); SELECT LAST_INSERT_ID()").CombinedOutput()
+		if err != nil {
+			t.Fatalf("a ticket from server %d: %v\n%s", n, err, tk)
+		}
+		if v, err := strconv.Atoi(strings.TrimSpace(string(tk))); err != nil || v%4 != n%4 {
+			t.Errorf("server %d gave ticket %q, want one of residue %d mod 4", n, tk, n%4)
+		}
+	}
+	addrs := strings.TrimSpace(d.must("addrs"))
+	if parts := strings.Split(addrs, ","); len(parts) != 4 || !strings.HasPrefix(parts[0], "127.0.0.1:") {
+		t.Errorf("addrs = %q, want four addresses", addrs)
+	}
+	out, err = d.runWith([]string{"SERVERS=2"}, "up")
+	if err == nil || !strings.Contains(out, "holds a deployment of 4 servers, not 2") {
+		t.Errorf("SERVERS=2 db.sh up on four servers: %v, want a refusal naming 4\n%s", err, out)
+	}
+	// A VAR made before db.sh recorded its number holds a pair.
+	if err := os.Remove(filepath.Join(d.Var, "servers")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = d.runWith([]string{"SERVERS=4"}, "up")
+	if err == nil || !strings.Contains(out, "holds a deployment of 2 servers, not 4") {
+		t.Errorf("SERVERS=4 db.sh up on servers without a record: %v, want a refusal naming 2 (a pair)\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(d.Var, "servers"), []byte("4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	down := d.must("down")
+	if n := strings.Count(down, " stopped (pid "); n != 4 {
+		t.Errorf("down stopped %d servers, want 4:\n%s", n, down)
+	}
+	if out, err := d.run("status"); err == nil || strings.Count(out, ": down (") != 4 {
+		t.Errorf("status after down: %v, want exit 3 and four servers down\n%s", err, out)
 	}
 }

@@ -6,10 +6,14 @@
 // # The pair
 //
 // Each server runs with auto_increment_increment = N (the number of servers,
-// a power of two; 2 here) and its own auto_increment_offset:
-// Config.Servers[i] has offset i+1, so server 1 issues 1, 3, 5, … and server
-// 2 issues 2, 4, 6, …. The counters never meet, so no server needs to know
-// about another and any can be down without stopping the others.
+// a power of two: 2 for a pair, 4, 8 or 16) and its own
+// auto_increment_offset: Config.Servers[i] has offset i+1, so on a pair
+// server 1 issues 1, 3, 5, … and server 2 issues 2, 4, 6, …, and with four
+// server k issues k, k+4, k+8, …. The counters never meet, so no server needs
+// to know about another and any can be down without stopping the others.
+// Worker ID w belongs to the server of its residue w mod N, and a new lease
+// goes to the nearest server holding the fewest (internal/lease), so a
+// fleet's leases spread evenly over the servers.
 //
 // Open checks both variables on every reachable server and refuses a server
 // that does not match its place (ErrMisconfigured). An unreachable server is

@@ -17,6 +17,8 @@ import (
 // and every switch was refused until the fence was reached (503s on /v1/id).
 // A server that still does not answer is refused. A frozen server (slow, not
 // dead) is refused too, but one timeout does not take it out of rotation.
+// A lease asked away from server 1 (AcquireRequest.Exclude) is taken the same
+// way.
 func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	// No prober round during the test: only the failover path can help.
@@ -41,6 +43,13 @@ func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	}
 	mp.Servers[1].Restart(t)
 
+	// Away from server 1 (a standby, or a switch), the way every other
+	// server is taken: server 2, out of rotation but answering.
+	away := leaseReq("away", 5, -1)
+	away.Exclude = 1 << 0
+	if l, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), away); err != nil || l.Server != 1 {
+		t.Fatalf("AcquireWorker away from server 1, server 2 out of rotation but answering = %+v, %v; want a lease on server 2", l, err)
+	}
 	l, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("failover", 5, 1))
 	if err != nil {
 		t.Fatalf("failover AcquireWorker on server 2, out of rotation but answering: %v", err)
@@ -53,5 +62,8 @@ func TestFailoverAcquireOutOfRotation(t *testing.T) {
 	mp.Servers[1].Kill(t)
 	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), leaseReq("killed", 5, 1)); !errors.Is(err, spec.ErrServerDown) {
 		t.Fatalf("AcquireWorker on a killed server = %v, want ErrServerDown", err)
+	}
+	if _, err := p.AcquireWorker(ctxTimeout(t, 5*time.Second), away); !errors.Is(err, spec.ErrServerDown) {
+		t.Fatalf("AcquireWorker away from server 1, server 2 killed = %v, want ErrServerDown", err)
 	}
 }

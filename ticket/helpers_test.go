@@ -18,9 +18,29 @@ import (
 // tests, closed by t.Cleanup before the servers are killed.
 func openPair(t testing.TB, mp *mysqltest.Pair, mods ...func(*spec.Config)) *Pair {
 	t.Helper()
+	return openOn(t, mp.Servers[:], mp.User, mp.Password, mods...)
+}
+
+// openOn is openPair on any servers, in order of offset, with the ticketd
+// account user and password.
+func openOn(t testing.TB, servers []*mysqltest.Server, user, password string, mods ...func(*spec.Config)) *Pair {
+	t.Helper()
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.Addr()
+	}
+	return openAddrs(t, addrs, user, password, mods...)
+}
+
+// openAddrs is openOn given the servers' addresses (a proxy's, say).
+func openAddrs(t testing.TB, addrs []string, user, password string, mods ...func(*spec.Config)) *Pair {
+	t.Helper()
 	cfg := spec.DefaultConfig()
-	cfg.Servers = []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
-	cfg.User, cfg.Password = mp.User, mp.Password
+	cfg.Servers = nil
+	for _, a := range addrs {
+		cfg.Servers = append(cfg.Servers, spec.ServerConfig{Addr: a})
+	}
+	cfg.User, cfg.Password = user, password
 	cfg.CallTimeout = 300 * time.Millisecond
 	cfg.ProbeInterval = 100 * time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -80,14 +100,15 @@ func bothServers(t testing.TB, mp *mysqltest.Pair, sql string) {
 
 // createSequence does, as root on the given servers, what schema.sql shows a
 // DBA doing by hand (and `ticketd sequence create` does): a row of counters
-// and a catalog row, in one transaction.
+// (start: the server's offset, step: the number of servers) and a catalog
+// row, in one transaction.
 func createSequence(t testing.TB, servers []*mysqltest.Server, name string, bits int, block uint64) {
 	t.Helper()
 	for _, s := range servers {
 		s.Exec(t, fmt.Sprintf(`START TRANSACTION;
-INSERT INTO tickets.counters (name, value, start, step) VALUES ('%[1]s', %[2]d, %[2]d, 2);
+INSERT INTO tickets.counters (name, value, start, step) VALUES ('%[1]s', %[2]d, %[2]d, %[5]d);
 INSERT INTO tickets.sequences (name, bits, block_size) VALUES ('%[1]s', %[3]d, %[4]d);
-COMMIT;`, name, s.Offset, bits, block))
+COMMIT;`, name, s.Offset, bits, block, s.Increment))
 	}
 }
 

@@ -96,9 +96,17 @@ func markOn(t testing.TB, s *mysqltest.Server, table string, peerOffset int) uin
 
 // adminConfig is the configuration `ticketd repair` builds: the repair account.
 func adminConfig(mp *mysqltest.Pair) spec.Config {
+	return adminConfigOn(mp.Servers[:], mp.AdminUser, mp.AdminPassword)
+}
+
+// adminConfigOn is adminConfig for any servers, in order of offset.
+func adminConfigOn(servers []*mysqltest.Server, user, password string) spec.Config {
 	cfg := spec.DefaultConfig()
-	cfg.Servers = []spec.ServerConfig{{Addr: mp.Servers[0].Addr()}, {Addr: mp.Servers[1].Addr()}}
-	cfg.User, cfg.Password = mp.AdminUser, mp.AdminPassword
+	cfg.Servers = nil
+	for _, s := range servers {
+		cfg.Servers = append(cfg.Servers, spec.ServerConfig{Addr: s.Addr()})
+	}
+	cfg.User, cfg.Password = user, password
 	cfg.CallTimeout = 2 * time.Second
 	return cfg
 }

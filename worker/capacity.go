@@ -10,19 +10,25 @@ import (
 
 // Capacity
 //
-// Each ticket server owns the worker IDs of its parity: PerServer =
-// 2^WorkerBits / Servers of them per datacenter. When a server stops, every
-// ticketd holding one of its worker IDs must switch to a free one of another
-// server before its fence; those that find none stop issuing at the fence.
-// So an outage of server s leaves held(s) − free(others) instances without a
-// worker ID, and the outage headroom is the least, over s, of free(others) −
-// held(s); with two servers it is PerServer − the total held. Size the worker
-// space at least twice the fleet of a datacenter and it stays at 0 or above.
+// Each of the N ticket servers owns the worker IDs of its residue modulo N:
+// PerServer = 2^WorkerBits / N of them per datacenter. When a server stops,
+// every ticketd holding one of its worker IDs must switch to a free one of
+// another server before its fence; those that find none stop issuing at the
+// fence. So an outage of server s leaves held(s) − free(others) instances
+// without a worker ID, and the outage headroom is the least, over s, of
+// free(others) − held(s); with two servers it is PerServer − the total held.
+//
+// With a fleet of F spread evenly (F/N on each server, which is where new
+// leases go: package ticket), an outage needs F/N ≤ (N−1)·(PerServer − F/N),
+// that is F ≤ (N−1)·PerServer = (N−1)/N of the worker space: half of it
+// with two servers, three quarters with four. So the Keeper warns when a
+// server has more than (N−1)/N of its share held (more than half with two),
+// and Spread (the most held on a server minus the fewest) shows whether the
+// fleet is even.
 //
 // The Keeper counts the held worker IDs of its datacenter on every server
 // every CapacityEvery (ShortRetry while it is short of a worker ID or of a
-// standby), off the hot path, and warns when the worker IDs held in a parity
-// pass half of its share.
+// standby), off the hot path.
 
 // Capacity is what a Keeper knows of the worker IDs of its datacenter.
 type Capacity struct {
@@ -45,6 +51,9 @@ type Capacity struct {
 	// − held(s): below zero, an outage of one server leaves that many ticketd
 	// without a worker ID.
 	OutageHeadroom int
+	// Spread is the most worker IDs held on one server minus the fewest: 0 or
+	// 1 when the leases are even, so that an outage moves 1/N of the fleet.
+	Spread int
 	// LastError is the last count's error, "" when every server answered.
 	LastError string
 }
@@ -54,7 +63,7 @@ type capState struct {
 	capHeld   []int
 	capAt     []time.Time
 	capErr    string
-	capOver   []bool // held over half of the server's share, as last logged
+	capOver   []bool // held over (N−1)/N of the server's share, as last logged
 	capLogged bool   // the first figures were logged
 }
 
@@ -72,8 +81,8 @@ func (k *Keeper) initCapacity() {
 var errNoCounter = errors.New("worker: the Leaser cannot count held worker IDs (it is no HeldCounter)")
 
 // CheckCapacity counts the worker IDs held on every server now, bounded by
-// ctx and LeaseOpTimeout, and logs the figures (a warning when a parity has
-// more than half of its worker IDs held). serve calls it once at start; Run
+// ctx and LeaseOpTimeout, and logs the figures (a warning when a server has
+// more than (N−1)/N of its worker IDs held: more than half with two). serve calls it once at start; Run
 // repeats it every CapacityEvery. Servers that do not answer keep their last
 // count, and the error names them.
 func (k *Keeper) CheckCapacity(ctx context.Context) error {
@@ -160,10 +169,11 @@ func (k *Keeper) recordCapacity(held []int, err error) {
 		k.capErr = err.Error()
 	}
 	c := k.capacityLocked()
+	n := k.cfg.Servers
 	over := make([]bool, len(c.Held))
 	var newly []int
 	for s, h := range c.Held {
-		over[s] = h >= 0 && 2*h > c.PerServer
+		over[s] = h >= 0 && overShare(h, c.PerServer, n)
 		if over[s] && !k.capOver[s] {
 			newly = append(newly, s+1)
 		}
@@ -179,15 +189,15 @@ func (k *Keeper) recordCapacity(held []int, err error) {
 	attrs := []any{"datacenter", k.cfg.Datacenter, "layout", k.cfg.Layout.String(), "capacity", c.Total,
 		"per_server", c.PerServer, "held", fmt.Sprint(c.Held), "held_total", c.HeldTotal}
 	if c.Known {
-		attrs = append(attrs, "outage_headroom", c.OutageHeadroom, "short_if_down", fmt.Sprint(c.ShortIfDown))
+		attrs = append(attrs, "outage_headroom", c.OutageHeadroom, "short_if_down", fmt.Sprint(c.ShortIfDown), "spread", c.Spread)
 	}
 	switch {
 	case len(newly) > 0:
-		k.log.Warn("worker IDs: more than half of a ticket server's worker IDs are held; if one server stops, ticketd "+
-			"without a free worker ID to switch to stop issuing at their fence. Keep the worker space at least twice "+
-			"the ticketd of a datacenter (docs/operations.md, Capacity)", append(attrs, "servers", fmt.Sprint(newly))...)
+		k.log.Warn("worker IDs: more than "+shareText(n)+" of a ticket server's worker IDs are held; if one server stops, ticketd "+
+			"without a free worker ID to switch to stop issuing at their fence. Keep the worker space at least "+spaceText(n)+
+			" the ticketd of a datacenter (docs/operations.md, Capacity)", append(attrs, "servers", fmt.Sprint(newly))...)
 	case wasOver && !slices.Contains(over, true):
-		k.log.Info("worker IDs: every ticket server again has at most half of its worker IDs held", attrs...)
+		k.log.Info("worker IDs: every ticket server again has at most "+shareText(n)+" of its worker IDs held", attrs...)
 	case first:
 		k.log.Info("worker ID capacity", attrs...)
 	}
@@ -227,5 +237,28 @@ func (k *Keeper) capacityLocked() Capacity {
 			c.OutageHeadroom = room
 		}
 	}
+	c.Spread = slices.Max(c.Held) - slices.Min(c.Held)
 	return c
+}
+
+// overShare: h worker IDs held of a server's perServer are more than an
+// even fleet can hold through an outage of one of n servers, (n−1)/n.
+// With one server there is no outage to ride out.
+func overShare(h, perServer, n int) bool { return n >= 2 && h*n > perServer*(n-1) }
+
+// shareText says (n−1)/n in words: "half" for a pair, "3/4" for four.
+func shareText(n int) string {
+	if n == 2 {
+		return "half"
+	}
+	return fmt.Sprintf("%d/%d", n-1, n)
+}
+
+// spaceText says n/(n−1) times in words: "twice" for a pair, "4/3 times"
+// for four.
+func spaceText(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return fmt.Sprintf("%d/%d times", n, n-1)
 }

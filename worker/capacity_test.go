@@ -46,6 +46,46 @@ func TestCapacityFigures(t *testing.T) {
 	}
 }
 
+// TestCapacityFiguresFour: the same for four servers of 8 worker IDs each
+// (a 5-bit layout): an outage of server s needs its holders to fit in the
+// others' free IDs, so an even fleet survives up to 24 of 32 (three
+// quarters), and Spread says how far the fleet is from even.
+func TestCapacityFiguresFour(t *testing.T) {
+	tests := []struct {
+		held     []int
+		headroom int
+		short    []int
+		spread   int
+		over     []bool
+	}{
+		{[]int{0, 0, 0, 0}, 24, []int{0, 0, 0, 0}, 0, []bool{false, false, false, false}},
+		{[]int{2, 2, 2, 2}, 16, []int{0, 0, 0, 0}, 0, []bool{false, false, false, false}},
+		{[]int{8, 0, 0, 0}, 16, []int{0, 0, 0, 0}, 8, []bool{true, false, false, false}},
+		{[]int{6, 6, 6, 6}, 0, []int{0, 0, 0, 0}, 0, []bool{false, false, false, false}},
+		{[]int{7, 6, 6, 6}, -1, []int{1, 1, 1, 1}, 1, []bool{true, false, false, false}},
+		{[]int{7, 7, 7, 7}, -4, []int{4, 4, 4, 4}, 0, []bool{true, true, true, true}},
+	}
+	for _, tt := range tests {
+		var logs lockedLog
+		k, err := New(Config{Servers: 4, Layout: snowflake.Layout{TimeBits: 41, DatacenterBits: 5, WorkerBits: 5, SequenceBits: 12},
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))}, newMemLeaserN(5, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.recordCapacity(tt.held, nil)
+		c := k.Capacity()
+		if !c.Known || c.Total != 32 || c.PerServer != 8 || c.OutageHeadroom != tt.headroom || !slices.Equal(c.ShortIfDown, tt.short) || c.Spread != tt.spread {
+			t.Errorf("held %v: total %d, per server %d, headroom %d, short if down %v, spread %d; want 32, 8, %d, %v, %d",
+				tt.held, c.Total, c.PerServer, c.OutageHeadroom, c.ShortIfDown, c.Spread, tt.headroom, tt.short, tt.spread)
+		}
+		warned := strings.Contains(logs.String(), "more than 3/4 of a ticket server's worker IDs are held") &&
+			strings.Contains(logs.String(), "at least 4/3 times the ticketd of a datacenter")
+		if want := slices.Contains(tt.over, true); warned != want {
+			t.Errorf("held %v: warned %v, want %v:\n%s", tt.held, warned, want, logs.String())
+		}
+	}
+}
+
 // lockedLog collects log lines from many goroutines.
 type lockedLog struct {
 	mu sync.Mutex

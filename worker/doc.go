@@ -33,16 +33,24 @@
 // generator has reached its fence and no switch is under way, or at the
 // caller's deadline.
 //
+// The standby and the switch ask for a lease away from the lease server
+// (ticket.AcquireRequest.Exclude), not on a server picked here: the ticket
+// servers put it where it evens out the fleet, so with four servers the
+// ticketd of a stopped server spread over the other three.
+//
 // # Capacity
 //
-// Each server owns half the worker IDs of a datacenter. If a server stops,
-// every ticketd holding one of its worker IDs needs a free one of the other
-// server before its fence; those that find none stop issuing at the fence
-// (Status().Short says why) and retry as soon as a count shows one freed.
-// The Keeper counts the held worker IDs every CapacityEvery
-// (Status().Capacity: held per server, ShortIfDown, OutageHeadroom) and logs
-// a warning when a parity has more than half of its worker IDs held. The
-// rule: a worker space at least twice the ticketd of a datacenter.
+// Each of the N servers owns 1/N of the worker IDs of a datacenter (half of
+// them in a pair). If a server stops, every ticketd holding one of its
+// worker IDs needs a free one of another server before its fence; those
+// that find none stop issuing at the fence (Status().Short says why) and
+// retry as soon as a count shows one freed. The Keeper counts the held
+// worker IDs every CapacityEvery (Status().Capacity: held per server,
+// ShortIfDown, OutageHeadroom, Spread) and logs a warning when a server has
+// more than (N−1)/N of its worker IDs held (more than half in a pair). The
+// rule: the ticketd of a datacenter at most (N−1)/N of its worker space (a
+// worker space at least twice the fleet with two servers, 4/3 of it with
+// four).
 //
 // Time used for reservations is the generator's own clock (monotonic, never
 // behind the last timestamp it issued), not the wall clock: after a wall clock

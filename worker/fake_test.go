@@ -9,20 +9,24 @@ import (
 	"ticketd/ticket"
 )
 
-// memLeaser is an in-memory Leaser for tests: two servers, server i owning the
-// worker IDs w with w%2 == i, one lease row per worker ID.
+// memLeaser is an in-memory Leaser for tests: n servers (two unless made by
+// newMemLeaserN), server i owning the worker IDs w with w%n == i, one lease
+// row per worker ID. AcquireWorker tries the servers in index order.
 type memLeaser struct {
 	mu   sync.Mutex
 	bits uint
+	n    int
 	rows map[uint32]*memRow
-	down [2]bool
+	down []bool
 	// out: the server is out of rotation (ServerUp false) though it may
 	// still answer, as after one slow ticket call.
-	out [2]bool
+	out []bool
 	// rewound: LeaseRewound(i) says the row of a lease on server i went back.
-	rewound [2]bool
-	// acquireCalls counts AcquireWorker calls.
+	rewound []bool
+	// acquireCalls counts AcquireWorker calls; requests records each one's
+	// request.
 	acquireCalls int
+	requests     []ticket.AcquireRequest
 	released     []ticket.Lease
 	lastRel      []int64
 	version      uint64
@@ -47,7 +51,11 @@ type memRow struct {
 	expired  bool
 }
 
-func newMemLeaser(bits uint) *memLeaser { return &memLeaser{bits: bits, rows: map[uint32]*memRow{}} }
+func newMemLeaser(bits uint) *memLeaser { return newMemLeaserN(bits, 2) }
+
+func newMemLeaserN(bits uint, n int) *memLeaser {
+	return &memLeaser{bits: bits, n: n, rows: map[uint32]*memRow{}, down: make([]bool, n), out: make([]bool, n), rewound: make([]bool, n)}
+}
 
 func (m *memLeaser) setDown(server int, down bool) {
 	m.mu.Lock()
@@ -109,7 +117,7 @@ func (m *memLeaser) rewind(w uint32) {
 func (m *memLeaser) HeldWorkers(ctx context.Context, dc uint32, bits uint) ([]int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	held := make([]int, 2)
+	held := make([]int, m.n)
 	var err error
 	for s := range held {
 		if m.down[s] {
@@ -117,7 +125,7 @@ func (m *memLeaser) HeldWorkers(ctx context.Context, dc uint32, bits uint) ([]in
 		}
 	}
 	for w, r := range m.rows {
-		if s := int(w % 2); !r.expired && held[s] >= 0 {
+		if s := int(w % uint32(m.n)); !r.expired && held[s] >= 0 {
 			held[s]++
 		}
 	}
@@ -141,6 +149,7 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 	m.mu.Lock()
 	gate, acquiring := m.acquireGate, m.acquiring
 	m.acquireCalls++
+	m.requests = append(m.requests, r)
 	m.mu.Unlock()
 	if acquiring != nil {
 		select {
@@ -157,11 +166,11 @@ func (m *memLeaser) AcquireWorker(ctx context.Context, r ticket.AcquireRequest) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for s := 0; s < 2; s++ {
-		if (r.Server >= 0 && s != r.Server) || m.down[s] || (r.Server < 0 && m.out[s]) {
+	for s := 0; s < m.n; s++ {
+		if (r.Server >= 0 && s != r.Server) || r.Exclude&(1<<s) != 0 || m.down[s] || (r.Server < 0 && m.out[s]) {
 			continue
 		}
-		for w := uint32(s); w < 1<<m.bits; w += 2 {
+		for w := uint32(s); w < 1<<m.bits; w += uint32(m.n) {
 			row := m.rows[w]
 			if row != nil && !row.expired {
 				continue
@@ -238,4 +247,11 @@ func (m *memLeaser) ReleaseWorker(ctx context.Context, l ticket.Lease, last int6
 	m.released = append(m.released, l)
 	m.lastRel = append(m.lastRel, last)
 	return nil
+}
+
+// lastRequest is the request of the last AcquireWorker call.
+func (m *memLeaser) lastRequest() ticket.AcquireRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.requests[len(m.requests)-1]
 }

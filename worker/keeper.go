@@ -258,16 +258,16 @@ func (k *Keeper) Acquire(ctx context.Context, server int) error {
 	if k.closing.Load() {
 		return ErrClosed
 	}
-	err := k.acquireLocked(ctx, server)
+	err := k.acquireLocked(ctx, server, 0)
 	if err != nil && k.closing.Load() {
 		return fmt.Errorf("%w (during the acquire): %w", ErrClosed, err)
 	}
 	return err
 }
 
-// acquireLease asks the ticket servers for a lease on server (-1: any),
-// without installing it.
-func (k *Keeper) acquireLease(ctx context.Context, server int) (ticket.Lease, error) {
+// acquireLease asks the ticket servers for a lease on server (-1: any but
+// those of the mask exclude), without installing it.
+func (k *Keeper) acquireLease(ctx context.Context, server int, exclude uint64) (ticket.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.LeaseOpTimeout)
 	defer cancel()
 	l, err := k.leaser.AcquireWorker(ctx, ticket.AcquireRequest{
@@ -279,6 +279,7 @@ func (k *Keeper) acquireLease(ctx context.Context, server int) (ticket.Lease, er
 		ReserveMs:  k.cfg.Reserve.Milliseconds(),
 		MaxWaitMs:  k.cfg.maxWaitMs(),
 		Server:     server,
+		Exclude:    exclude,
 	})
 	if err != nil {
 		return l, fmt.Errorf("worker: acquiring a worker ID: %w", err)
@@ -287,10 +288,10 @@ func (k *Keeper) acquireLease(ctx context.Context, server int) (ticket.Lease, er
 	return l, nil
 }
 
-// acquireLocked takes a lease on server (-1: any) and issues with it from
-// then on.
-func (k *Keeper) acquireLocked(ctx context.Context, server int) error {
-	l, err := k.acquireLease(ctx, server)
+// acquireLocked takes a lease on server (-1: any but those of exclude) and
+// issues with it from then on.
+func (k *Keeper) acquireLocked(ctx context.Context, server int, exclude uint64) error {
+	l, err := k.acquireLease(ctx, server, exclude)
 	if err != nil {
 		k.lastErr = err.Error()
 		k.noteShortLocked(err, server)

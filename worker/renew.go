@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"ticketd/snowflake"
@@ -90,12 +92,13 @@ func (k *Keeper) replaceLocked() error {
 	if k.hasStandby && k.promoteLocked() == nil {
 		return nil
 	}
-	return k.acquireLocked(k.life, -1)
+	return k.acquireLocked(k.life, -1, 0)
 }
 
 // switchLocked moves to another server's worker ID before the fence: the
-// standby if there is one, else a new lease. While the generator is already
-// fenced (headroom gone), requests wait for the attempt.
+// standby if there is one, else a new lease away from the lease server
+// (spread among the others as a new lease is). While the generator is
+// already fenced (headroom gone), requests wait for the attempt.
 func (k *Keeper) switchLocked(headroom time.Duration) {
 	if headroom <= 0 {
 		k.pending.Store(true)
@@ -107,18 +110,19 @@ func (k *Keeper) switchLocked(headroom time.Duration) {
 	if k.hasStandby && k.promoteLocked() == nil {
 		return
 	}
-	for i := 1; i < k.cfg.Servers; i++ {
-		other := (k.lease.Server + i) % k.cfg.Servers
-		wasShort := k.short != ""
-		err := k.acquireLocked(k.life, other)
-		if err == nil {
-			return
-		}
-		if !wasShort || !errors.Is(err, ticket.ErrAllWorkersHeld) { // a shortage is logged once, when it begins
-			k.log.Warn("could not switch to another ticket server", "server", other+1, "err", err)
-		}
+	if k.cfg.Servers < 2 {
+		return // no other server to switch to
+	}
+	from := k.lease.Server
+	wasShort := k.short != ""
+	err := k.acquireLocked(k.life, -1, awayFrom(from))
+	if err != nil && (!wasShort || !errors.Is(err, ticket.ErrAllWorkersHeld)) { // a shortage is logged once, when it begins
+		k.log.Warn("could not switch to another ticket server", "from_server", from+1, "err", err)
 	}
 }
+
+// awayFrom is the AcquireRequest.Exclude of a lease away from server i.
+func awayFrom(i int) uint64 { return 1 << i }
 
 // retryShort runs when the capacity count shows a worker ID freed up: a
 // keeper short of one tries again now, not at its next renewal.
@@ -159,7 +163,7 @@ func (k *Keeper) noteShortLocked(err error, server int) {
 	from := -1
 	if k.held {
 		from = k.lease.Server
-		why = fmt.Sprintf("short of worker IDs: every worker ID it could switch to (of ticket server %d) is held; retrying as soon as one frees up", server+1)
+		why = fmt.Sprintf("short of worker IDs: every worker ID it could switch to (of %s) is held; retrying as soon as one frees up", otherServers(k.cfg.Servers, from, server))
 	} else {
 		why = fmt.Sprintf("short of worker IDs: every worker ID of datacenter %d is held; retrying as soon as one frees up", k.cfg.Datacenter)
 	}
@@ -168,4 +172,26 @@ func (k *Keeper) noteShortLocked(err error, server int) {
 			"datacenter", k.cfg.Datacenter, "holding_worker", k.held, "err", err)
 	}
 	k.short, k.shortFrom = why, from
+}
+
+// otherServers names, for a keeper whose lease is on server from, the
+// servers it could switch to: server (when one was named, 0-based) or every
+// other one ("ticket server 2", "ticket servers 2, 3 and 4").
+func otherServers(n, from, server int) string {
+	if server >= 0 {
+		return fmt.Sprintf("ticket server %d", server+1)
+	}
+	var nums []string
+	for i := range n {
+		if i != from {
+			nums = append(nums, strconv.Itoa(i+1))
+		}
+	}
+	switch len(nums) {
+	case 0:
+		return "no other ticket server"
+	case 1:
+		return "ticket server " + nums[0]
+	}
+	return "ticket servers " + strings.Join(nums[:len(nums)-1], ", ") + " and " + nums[len(nums)-1]
 }

@@ -45,20 +45,16 @@ func (k *Keeper) tendStandbyLocked(now bool) {
 	if !now && time.Now().Before(k.standbyRetry) {
 		return
 	}
-	var errs []error
-	for i := 1; i < k.cfg.Servers; i++ {
-		other := (k.lease.Server + i) % k.cfg.Servers
-		l, err := k.acquireLease(k.life, other)
-		if err == nil {
-			k.standby, k.hasStandby, k.noStandby, k.standbyRetry = l, true, "", time.Time{}
-			k.standbys.Add(1)
-			k.log.Info("standby worker ID ready: the lease server looks unwell, so a switch will not wait for a lease",
-				"worker", k.lease.Worker, "server", k.lease.Server+1, "standby_worker", l.Worker, "standby_server", l.Server+1)
-			return
-		}
-		errs = append(errs, err)
+	// Away from the lease server, spread among the others as a new lease is:
+	// when a server stops, its ticketd's standbys do not all pile onto one.
+	l, err := k.acquireLease(k.life, -1, awayFrom(k.lease.Server))
+	if err == nil {
+		k.standby, k.hasStandby, k.noStandby, k.standbyRetry = l, true, "", time.Time{}
+		k.standbys.Add(1)
+		k.log.Info("standby worker ID ready: the lease server looks unwell, so a switch will not wait for a lease",
+			"worker", k.lease.Worker, "server", k.lease.Server+1, "standby_worker", l.Worker, "standby_server", l.Server+1)
+		return
 	}
-	err := errors.Join(errs...)
 	if errors.Is(err, ticket.ErrAllWorkersHeld) {
 		k.standbyRetry = time.Now().Add(k.cfg.CapacityEvery)
 	}

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -214,5 +216,88 @@ func TestCloseReleasesStandby(t *testing.T) {
 	}
 	if st := k.Status(); st.Held || st.Standby != nil {
 		t.Fatalf("after Close: held %v, standby %+v", st.Held, st.Standby)
+	}
+}
+
+// TestStandbyAndSwitchAwayFromLeaseServer: with four servers, the standby
+// and the switch ask for a lease away from the lease server
+// (AcquireRequest.Exclude), leaving the choice among the other three to the
+// ticket servers (which spread it); when every worker ID of those three is
+// held, the keeper says which servers it could have used.
+func TestStandbyAndSwitchAwayFromLeaseServer(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaserN(4, 4) // 16 worker IDs, 4 per server
+	cfg := testConfig(clk)
+	cfg.Servers = 4
+	k, err := New(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close(context.Background()) })
+	if err := k.Acquire(context.Background(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.lastRequest(); r.Server != -1 || r.Exclude != 0 {
+		t.Fatalf("first lease asked with Server %d, Exclude %#x; want any server (-1, 0)", r.Server, r.Exclude)
+	}
+	first := k.Status()
+	m.setOut(first.Server, true)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st := k.Status()
+	if r := m.lastRequest(); r.Server != -1 || r.Exclude != 1<<first.Server {
+		t.Fatalf("standby asked with Server %d, Exclude %#x; want -1 and %#x (away from server %d)", r.Server, r.Exclude, 1<<first.Server, first.Server+1)
+	}
+	if st.Standby == nil || st.Standby.Server == first.Server {
+		t.Fatalf("standby %+v, want one on another server than %d", st.Standby, first.Server+1)
+	}
+
+	// The standby is lost with its server; every worker ID of the three other
+	// servers is taken by others: the switch, asked away from the lease
+	// server, finds none, and the keeper names the servers it could use.
+	m.setDown(first.Server, true)
+	m.setDown(st.Standby.Server, true)
+	for w := uint32(0); w < 16; w++ {
+		if int(w%4) != first.Server {
+			m.steal(w)
+		}
+	}
+	m.setDown(st.Standby.Server, false)
+	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
+		clk.Advance(2 * time.Second)
+		k.tick()
+	}
+	st = k.Status()
+	if r := m.lastRequest(); r.Server != -1 || r.Exclude != 1<<first.Server {
+		t.Fatalf("switch asked with Server %d, Exclude %#x; want -1 and %#x", r.Server, r.Exclude, 1<<first.Server)
+	}
+	var others []string
+	for i := range 4 {
+		if i != first.Server {
+			others = append(others, strconv.Itoa(i+1))
+		}
+	}
+	want := "of ticket servers " + others[0] + ", " + others[1] + " and " + others[2] + ")"
+	if st.Switches != 0 || !strings.Contains(st.Short, want) {
+		t.Fatalf("after the outage with the others full: %d switches, short %q; want none and a shortage naming %q", st.Switches, st.Short, want)
+	}
+}
+
+// TestOtherServers: how a shortage names the servers a keeper could switch to.
+func TestOtherServers(t *testing.T) {
+	for _, tt := range []struct {
+		n, from, server int
+		want            string
+	}{
+		{2, 0, -1, "ticket server 2"},
+		{2, 1, -1, "ticket server 1"},
+		{2, 0, 1, "ticket server 2"},
+		{4, 1, -1, "ticket servers 1, 3 and 4"},
+		{4, 0, 2, "ticket server 3"},
+		{1, 0, -1, "no other ticket server"},
+	} {
+		if got := otherServers(tt.n, tt.from, tt.server); got != tt.want {
+			t.Errorf("otherServers(%d, %d, %d) = %q, want %q", tt.n, tt.from, tt.server, got, tt.want)
+		}
 	}
 }

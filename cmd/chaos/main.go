@@ -1,5 +1,5 @@
-// Command chaos runs ticketd's failure suite (make chaos): a fresh pair of
-// ticket servers, three ticketd processes under load, a schedule of faults,
+// Command chaos runs ticketd's failure suite (make chaos): fresh ticket
+// servers (a pair, or four with -servers 4), three ticketd processes under load, a schedule of faults,
 // then one `name value` line per figure and the schedule as it ran. It exits
 // 1 if any invariant broke, 2 on bad usage, 3 if the run itself failed.
 //
@@ -34,6 +34,7 @@ func run() int {
 	fs.StringVar(&cfg.OutDir, "out", "", "folder for logs and report.txt (default: a new temporary folder)")
 	fs.StringVar(&cfg.Ticketd, "ticketd", "", "ticketd binary (default: build ./cmd/ticketd into -out)")
 	fs.BoolVar(&cfg.Short, "short", false, "compressed timings: one round in about a minute (the version inside make test)")
+	fs.IntVar(&cfg.Servers, "servers", 2, "ticket servers: 2 (a pair) or 4 (four, with a round of faults of their own: a server frozen then killed, two stopped at once, a restore)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: chaos [flags]\n\nticketd's failure suite: see internal/chaos and docs/reliability.md.\n\n")
 		fs.PrintDefaults()

@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// serversHelp is the -servers help of every command: the order fixes each
+// server's auto_increment_offset, and worker IDs and counters are split
+// among the servers by residue modulo their number.
+const serversHelp = "ticket servers, comma-separated, in order of offset (server 1 first), a power of two of them: 2 (a pair), 4, 8 or 16"
+
 // envNameWith is the environment variable that sets flag flagName: prefix
 // (TICKETD_, or TICKETD_REPAIR_ for repair) and the name in upper case with
 // dashes as underscores (-call-timeout → TICKETD_CALL_TIMEOUT).

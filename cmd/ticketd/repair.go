@@ -54,7 +54,7 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 		fmt.Fprint(stderr, repairUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
 	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
 	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_REPAIR_PASSWORD is set)")
 	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a rewound counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",

@@ -88,7 +88,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fmt.Fprint(stderr, sequenceUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
 	fs.StringVar(&o.user, "user", "ticketd_seq", "database user with role ticketd_sequences")
 	fs.StringVar(&o.passwordFile, "password-file", "var/sequences.password", "file holding the password (ignored when TICKETD_SEQUENCE_PASSWORD is set)")
 	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)")

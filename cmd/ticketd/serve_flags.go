@@ -99,7 +99,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
 	fs.StringVar(&o.user, "user", "ticketd", "database user")
 	fs.StringVar(&o.passwordFile, "password-file", "var/ticketd.password", "file holding the database password (ignored when TICKETD_PASSWORD is set)")
 	fs.UintVar(&o.datacenter, "datacenter", 0, "datacenter ID of this ticketd")

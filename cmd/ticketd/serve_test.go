@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,14 @@ func TestServeOptions(t *testing.T) {
 		{name: "no pool", args: []string{"-max-db-conns", "0"}, env: withPW, wantErr: "-max-db-conns must be positive"},
 		{name: "pool too big", args: []string{"-max-db-conns", "5000"}, env: withPW, wantErr: "MaxOpenConns 5000"},
 		{name: "bad servers", args: []string{"-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
+		{name: "three servers", args: []string{"-servers", "127.0.0.1:3307,127.0.0.1:3308,127.0.0.1:3309"}, env: withPW,
+			wantErr: "3 servers: want a power of two in [2, 16]"},
+		{name: "four servers", args: []string{"-servers", "127.0.0.1:3307,127.0.0.1:3308,127.0.0.1:3309,127.0.0.1:3310"}, env: withPW,
+			check: func(t *testing.T, c serveConfig) {
+				if len(c.pair.Servers) != 4 || c.keeper.Servers != 4 || c.pair.Servers[3].Addr != "127.0.0.1:3310" {
+					t.Fatalf("got %d servers (%v), keeper %d; want the four in order", len(c.pair.Servers), c.pair.Servers, c.keeper.Servers)
+				}
+			}},
 		{name: "bad lease timing", args: []string{"-renew-every", "20s"}, env: withPW, wantErr: "renew period"},
 		{name: "bad batch", args: []string{"-max-batch", "0"}, env: withPW, wantErr: "-max-batch"},
 		{name: "zero request timeout", args: []string{"-request-timeout", "0"}, env: withPW, wantErr: "-request-timeout must be positive"},
@@ -343,3 +352,29 @@ func TestStopSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServersHelp: every command that takes -servers says in its help that
+// they come in order of offset and that their number is a power of two.
+func TestServersHelp(t *testing.T) {
+	for _, cmd := range []struct {
+		name  string
+		parse func(args []string, stderr io.Writer) error
+	}{
+		{"serve", func(a []string, w io.Writer) error { _, err := parseServe(a, w, noEnv); return err }},
+		{"repair", func(a []string, w io.Writer) error { _, err := parseRepair(a, w, noEnv); return err }},
+		{"sequence create", func(a []string, w io.Writer) error {
+			_, err := parseSequence(append([]string{"create"}, a...), w, noEnv)
+			return err
+		}},
+	} {
+		var out strings.Builder
+		if err := cmd.parse([]string{"-h"}, &out); !errors.Is(err, errHelp) {
+			t.Fatalf("ticketd %s -h: %v, want the help", cmd.name, err)
+		}
+		if !strings.Contains(out.String(), "in order of offset (server 1 first), a power of two of them") {
+			t.Errorf("ticketd %s -h does not say the servers come in order of offset, a power of two of them:\n%s", cmd.name, out.String())
+		}
+	}
+}
+
+func noEnv(string) string { return "" }

@@ -25,6 +25,19 @@ import (
 // often rather than rarely.
 const Layout = "41/7/3/12"
 
+// LayoutFour is the layout of a run on four servers: 41/6/4/12, 16 worker
+// IDs, 4 per server again, so that with two of the four down the two left
+// still have a worker ID for every ticketd and its standby.
+const LayoutFour = "41/6/4/12"
+
+// layoutFor is the run's layout for n servers.
+func layoutFor(n int) string {
+	if n == 4 {
+		return LayoutFour
+	}
+	return Layout
+}
+
 // DefaultRate of each /v1/id client, in requests per second.
 const DefaultRate = 1000
 
@@ -52,6 +65,9 @@ type Config struct {
 	// Short compresses every pause and outage to fit one round into about a
 	// minute (the version inside make test).
 	Short bool
+	// Servers is the number of ticket servers: 2 (the default) or 4. Four
+	// run their own round of faults (schedule.go, roundFour).
+	Servers int
 	// Progress receives a line per step as it happens (nil: none).
 	Progress io.Writer
 }
@@ -69,8 +85,11 @@ type timings struct {
 	// a 10 KB/s link.
 	netLatency, netHole, netReset, netSlow time.Duration
 	// promoteLag: how long a lagging replica's replication is stopped, at
-	// least, before its primary is killed and it is promoted.
+	// least, before its primary is killed and it is promoted; and how long
+	// load runs between the backup and the restore of db-restore.
 	promoteLag time.Duration
+	// twoDown: how long two of four servers stay stopped at once.
+	twoDown time.Duration
 	// drain: every ticketd's -drain-delay, how long a clean stop keeps
 	// serving with /readyz at 503 (no balancer watches here: shorter in the
 	// short schedule, where clean stops are many).
@@ -86,14 +105,14 @@ func (c Config) timings() timings {
 			clockRun: 1500 * time.Millisecond, clockTries: 2, raceRun: 700 * time.Millisecond,
 			junk:       junkPlan{randomRequests: 200, slow: 2 * time.Second},
 			netLatency: 3 * time.Second, netHole: 3 * time.Second, netReset: 2 * time.Second, netSlow: 2 * time.Second,
-			promoteLag: 1500 * time.Millisecond, drain: 200 * time.Millisecond}
+			promoteLag: 1500 * time.Millisecond, drain: 200 * time.Millisecond, twoDown: leaseReserve}
 	}
 	return timings{warmup: 5 * time.Second, gap: 3 * time.Second,
 		dbStop: 2 * leaseReserve, dbFreeze: 8 * time.Second,
 		clockRun: 4 * time.Second, clockTries: 4, raceRun: 2 * time.Second,
 		junk:       junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true},
 		netLatency: 60 * time.Second, netHole: 15 * time.Second, netReset: 10 * time.Second, netSlow: 15 * time.Second,
-		promoteLag: 5 * time.Second, drain: time.Second}
+		promoteLag: 5 * time.Second, drain: time.Second, twoDown: 20 * time.Second}
 }
 
 // Event is one fault as it ran.
@@ -110,10 +129,10 @@ type run struct {
 	tm      timings
 	ctx     context.Context
 	bin     string
-	pair    *mariadb.Pair
+	db      *mariadb.Set // the ticket servers
 	tp      *toxiproxy.Server
-	px      [2]*toxiproxy.Proxy // in front of pair.Servers[i]
-	servers string              // what ticketd is given: the proxies, "127.0.0.1:p1,127.0.0.1:p2"
+	px      []*toxiproxy.Proxy // in front of db.Servers[i]
+	servers string             // what ticketd is given: the proxies, "127.0.0.1:p1,127.0.0.1:p2"
 	layout  snowflake.Layout
 	t0      time.Time // the load's start
 
@@ -141,6 +160,7 @@ type run struct {
 	junkRequests, junk5xx, junkUnready                int
 	junkClasses                                       map[string]int
 	repairNotes                                       []string // how the lagging promotions' repairs ended
+	startLeases                                       []int    // leases per server once the three slots started
 }
 
 type holderSeen struct {
@@ -170,6 +190,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
+	if cfg.Servers == 0 {
+		cfg.Servers = 2
+	}
+	if cfg.Servers != 2 && cfg.Servers != 4 {
+		return nil, fmt.Errorf("chaos: %d ticket servers: want 2 or 4", cfg.Servers)
+	}
 	if cfg.OutDir == "" {
 		return nil, errors.New("chaos: Config.OutDir is required")
 	}
@@ -179,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	layout, err := snowflake.ParseLayout(Layout)
+	layout, err := snowflake.ParseLayout(layoutFor(cfg.Servers))
 	if err != nil {
 		return nil, err
 	}
@@ -197,16 +223,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	r.progress("starting the ticket server pair (MariaDB, the repository's my.cnf and schema.sql)")
-	if r.pair, err = mariadb.StartPair(); err != nil {
+	r.progress("starting %d ticket servers (MariaDB, the repository's my.cnf and schema.sql)", cfg.Servers)
+	if r.db, err = mariadb.StartSet(cfg.Servers); err != nil {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
-	defer r.closePair()
+	defer r.closeServers()
 	if err := r.setupSQL(); err != nil {
 		return nil, err
 	}
 	r.progress("starting toxiproxy in front of each ticket server (every ticketd connects through it)")
-	// Deferred after closePair, so it runs before: once every ticketd has
+	// Deferred after closeServers, so it runs before: once every ticketd has
 	// stopped, before the servers.
 	defer r.stopProxies()
 	if err := r.startProxies(); err != nil {
@@ -315,9 +341,9 @@ func (r *run) setupSQL() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		// Straight to the servers, as a DBA does: the proxies are ticketd's.
 		cmd := exec.CommandContext(ctx, r.bin, "sequence", "create", s.name, "-block", strconv.Itoa(s.block),
-			"-servers", r.pair.Servers[0].Addr()+","+r.pair.Servers[1].Addr(), "-user", r.pair.SeqUser)
+			"-servers", r.db.Addrs(), "-user", r.db.SeqUser)
 		// The password through the environment, never the command line.
-		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.pair.SeqPassword)
+		cmd.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+r.db.SeqPassword)
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
@@ -327,7 +353,7 @@ func (r *run) setupSQL() error {
 	firstStart := time.Now().Add(-24 * time.Hour).UnixMilli()
 	sql := fmt.Sprintf("INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, '%s', %d, %d, 'chaos: a deployment started a day ago');\n",
 		r.layout.String(), r.layout.EpochMs, firstStart)
-	for _, s := range r.pair.Servers {
+	for _, s := range r.db.Servers {
 		if _, err := s.Run(sql); err != nil {
 			return fmt.Errorf("chaos: setting up server %d: %w", s.Offset, err)
 		}
@@ -335,12 +361,12 @@ func (r *run) setupSQL() error {
 	return nil
 }
 
-// closePair keeps the servers' error logs and stops them.
-func (r *run) closePair() {
-	for _, s := range r.pair.Servers {
+// closeServers keeps the servers' error logs and stops them.
+func (r *run) closeServers() {
+	for _, s := range r.db.Servers {
 		_ = os.WriteFile(filepath.Join(r.cfg.OutDir, fmt.Sprintf("mariadb-%d.log", s.Offset)), []byte(s.ErrorLog()), 0o644)
 	}
-	if err := r.pair.Close(); err != nil {
+	if err := r.db.Close(); err != nil {
 		r.progress("stopping the ticket servers: %v", err)
 	}
 }

@@ -4,7 +4,7 @@
 //
 // # What runs
 //
-// A fresh pair of MariaDB ticket servers (internal/mariadb: the
+// A fresh pair of MariaDB ticket servers (or four: below; internal/mariadb: the
 // repository's my.cnf and schema.sql, free loopback ports, a temporary
 // folder), set up as a DBA would: two named sequences (block size 1 and
 // 100, made by `ticketd sequence create`) and a deployment record dated a
@@ -82,6 +82,19 @@
 // (200 ms for 3 s, a 3 s black hole, 2 s of resets and of the slow link), a
 // clean stop drains for 200 ms instead of 1 s, and one race stands for
 // three.
+//
+// # Four servers
+//
+// With Config.Servers = 4 (chaos -servers 4, the second run of make chaos)
+// the run has four ticket servers at increment 4, the layout 41/6/4/12 (16
+// worker IDs, 4 per server) and a round of its own (servers.go): kill-9,
+// race, db-freeze+kill (the server holding most leases frozen, then killed
+// while frozen, down for two reservations, restarted), clean-stop,
+// db-two-down (the two servers holding most leases stopped at once for
+// 20 s), net-blackhole (on the server holding most leases), db-restore (that
+// server backed up under load, cut off, the backup restored into it, let
+// back: refused for Tickets64 by every ticketd, repaired, taken back), and
+// in the full schedule a second race. The checks are the same.
 //
 // # Failure windows
 //

@@ -25,12 +25,12 @@ func (r *run) startProxies() error {
 	}
 	r.tp = tp
 	var addrs []string
-	for i, s := range r.pair.Servers {
+	for i, s := range r.db.Servers {
 		px, err := tp.Proxy(fmt.Sprintf("db%d", i+1), s.Addr())
 		if err != nil {
 			return fmt.Errorf("chaos: proxy for ticket server %d: %w", i+1, err)
 		}
-		r.px[i] = px
+		r.px = append(r.px, px)
 		addrs = append(addrs, px.Addr())
 	}
 	r.servers = strings.Join(addrs, ",")
@@ -252,5 +252,11 @@ func (r *run) serversOut(i int) string {
 	return fmt.Sprintf("out of rotation in %d of %d ticketd at its end", out, all)
 }
 
-// waitServersUp waits until every live ticketd has both servers in rotation.
-func (r *run) waitServersUp() string { return r.waitUp(0, 1) }
+// waitServersUp waits until every live ticketd has every server in rotation.
+func (r *run) waitServersUp() string {
+	all := make([]int, len(r.db.Servers))
+	for i := range all {
+		all[i] = i
+	}
+	return r.waitUp(all...)
+}

@@ -157,7 +157,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", Layout,
+	args := []string{"serve", "-listen", in.addr, "-servers", r.servers, "-layout", r.layout.String(),
 		"-startup-timeout", "5s", "-shutdown-timeout", "5s", "-drain-delay", r.tm.drain.String(), "-log-level", "info"}
 	args = append(args, leaseFlags...)
 	if offset != 0 {
@@ -166,7 +166,7 @@ func (r *run) launch(role string, offset time.Duration, extra ...string) (*insta
 	args = append(args, extra...)
 	fmt.Fprintf(logf, "# chaos: %s %s\n", r.bin, strings.Join(args, " "))
 	in.cmd = exec.Command(r.bin, args...)
-	in.cmd.Env = append(cleanEnv(), "TICKETD_USER="+r.pair.User, "TICKETD_PASSWORD="+r.pair.Password)
+	in.cmd.Env = append(cleanEnv(), "TICKETD_USER="+r.db.User, "TICKETD_PASSWORD="+r.db.Password)
 	in.cmd.Stdout, in.cmd.Stderr = logf, logf
 	in.cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Dies with the harness, whatever kills it; its own process group,

@@ -39,7 +39,7 @@ func (r *run) stepPromote(n int, lagging bool) error {
 		fault = "promote-lagging"
 	}
 	i, count := r.leaseMajority()
-	owner, other := r.pair.Servers[i], r.pair.Servers[1-i]
+	owner, other := r.db.Servers[i], r.db.Servers[1-i]
 	rep, setup, err := r.replicaOf(i)
 	if err != nil {
 		return fmt.Errorf("chaos: %s: a replica of ticket server %d: %w", fault, i+1, err)
@@ -79,7 +79,7 @@ func (r *run) stepPromote(n int, lagging bool) error {
 	}
 	_ = os.WriteFile(filepath.Join(r.cfg.OutDir, fmt.Sprintf("mariadb-%d-before-%s-%d.log", owner.Offset, fault, n+1)), []byte(owner.ErrorLog()), 0o644)
 	killAt := time.Now()
-	if err := r.pair.Promote(i, rep); err != nil {
+	if err := r.db.Promote(i, rep); err != nil {
 		return fmt.Errorf("chaos: %s: promoting the replica onto %s: %w", fault, owner.Addr(), err)
 	}
 	promoted = true
@@ -97,18 +97,25 @@ func (r *run) stepPromote(n int, lagging bool) error {
 	r.windows.close(w)
 	outcome = append(outcome, r.moves(before), w.summary())
 	r.event(fault, target, strings.Join(outcome, "; "))
-	if taken != nil {
-		// Taking the repaired server back can wait for a check interval
-		// (10 s): the schedule goes on with faults of ticketd processes
-		// meanwhile, and the next server fault waits for it (waitRepaired).
-		done := make(chan struct{})
-		r.repaired = done
-		go func() {
-			defer close(done)
-			taken()
-		}()
-	}
+	r.checkTakenBack(taken)
 	return nil
+}
+
+// checkTakenBack runs taken, the check that a repaired server is taken back
+// (nil: none), in the background. Taking the repaired server back can wait
+// for a check interval (10 s): the schedule goes on with faults of ticketd
+// processes meanwhile, and the next server fault waits for it
+// (waitRepaired).
+func (r *run) checkTakenBack(taken func()) {
+	if taken == nil {
+		return
+	}
+	done := make(chan struct{})
+	r.repaired = done
+	go func() {
+		defer close(done)
+		taken()
+	}()
 }
 
 // waitRepaired waits until the check that a repaired server is taken back
@@ -125,9 +132,9 @@ func (r *run) waitRepaired() {
 // most leases then: unknown in advance).
 type replicaSet struct {
 	done chan struct{} // closed once both are prepared (or failed)
-	rep  [2]*mariadb.Server
-	err  [2]error
-	took [2]time.Duration
+	rep  []*mariadb.Server
+	err  []error
+	took []time.Duration
 }
 
 // prepareReplicas starts a replica of each ticket server in the
@@ -135,9 +142,10 @@ type replicaSet struct {
 // DBA. Call it only while no step stops or promotes a server.
 func (r *run) prepareReplicas() {
 	r.closeReplicas()
-	rs := &replicaSet{done: make(chan struct{})}
+	primaries := r.db.Servers
+	n := len(primaries)
+	rs := &replicaSet{done: make(chan struct{}), rep: make([]*mariadb.Server, n), err: make([]error, n), took: make([]time.Duration, n)}
 	r.replicas = rs
-	primaries := r.pair.Servers
 	go func() {
 		defer close(rs.done)
 		var wg sync.WaitGroup
@@ -163,7 +171,7 @@ func (r *run) replicaOf(i int) (*mariadb.Server, string, error) {
 		for j, x := range rs.rep {
 			switch {
 			case x == nil:
-			case j == i && rs.err[j] == nil && x.Primary() == r.pair.Servers[i]:
+			case j == i && rs.err[j] == nil && x.Primary() == r.db.Servers[i]:
 				rep = x
 			default:
 				_ = x.Close()
@@ -177,7 +185,7 @@ func (r *run) replicaOf(i int) (*mariadb.Server, string, error) {
 		}
 	}
 	begin := time.Now()
-	rep, err := r.pair.Servers[i].StartReplica()
+	rep, err := r.db.Servers[i].StartReplica()
 	if err != nil {
 		return nil, "", err
 	}
@@ -237,8 +245,9 @@ func (r *run) makeLag(rep, owner, other *mariadb.Server) (string, error) {
 		time.Since(stopped).Round(100*time.Millisecond), behind, ahead), nil
 }
 
-// repairLagging: every ticketd must refuse the promoted server's rewound
-// tables; `ticketd repair` is run. It returns the outcome so far and the
+// repairLagging: every ticketd must refuse server i's rewound tables (a
+// lagging replica promoted onto it, or a backup restored into it); `ticketd
+// repair` is run. It returns the outcome so far and the
 // check, to run next, that every ticketd takes the server back for every
 // table (nil when repair failed).
 //
@@ -254,7 +263,7 @@ func (r *run) repairLagging(fault string, i int, killAt time.Time) ([]string, fu
 	begin := time.Now()
 	tables, fix, ok := r.waitRewound(i, true, func(tables []string) bool { return slices.Contains(tables, "Tickets64") }, 20*time.Second)
 	if !ok {
-		r.breakf("%s: the promoted server, behind on Tickets64, was not refused for it by every ticketd within 20 s (refused for %v)", fault, tables)
+		r.breakf("%s: ticket server %d, behind on Tickets64, was not refused for it by every ticketd within 20 s (refused for %v)", fault, i+1, tables)
 	} else {
 		out = append(out, fmt.Sprintf("refused by every ticketd for %s after %s (fix shown: %s)",
 			strings.Join(tables, ", "), time.Since(begin).Round(100*time.Millisecond), fix))
@@ -394,9 +403,8 @@ func (r *run) rewound(i int, every bool) ([]string, string) {
 func (r *run) repair() (string, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 	defer cancel()
-	servers := r.pair.Servers[0].Addr() + "," + r.pair.Servers[1].Addr()
-	cmd := exec.CommandContext(ctx, r.bin, "repair", "-servers", servers)
-	cmd.Env = append(cleanEnv(), "TICKETD_REPAIR_USER="+r.pair.AdminUser, "TICKETD_REPAIR_PASSWORD="+r.pair.AdminPassword)
+	cmd := exec.CommandContext(ctx, r.bin, "repair", "-servers", r.db.Addrs())
+	cmd.Env = append(cleanEnv(), "TICKETD_REPAIR_USER="+r.db.AdminUser, "TICKETD_REPAIR_PASSWORD="+r.db.AdminPassword)
 	out, err := cmd.CombinedOutput()
 	report := strings.TrimSpace(string(out))
 	_ = os.WriteFile(filepath.Join(r.cfg.OutDir, fmt.Sprintf("repair-%s.txt", r.since(time.Now()))), out, 0o644)

@@ -60,7 +60,8 @@ func clockCost(t timings) time.Duration {
 // returns an error only when the harness itself cannot go on.
 func (r *run) schedule() error {
 	r.t0 = time.Now()
-	r.progress("starting three ticketd processes at once (layout %s, seed %d, %d /v1/id clients each)", Layout, r.cfg.Seed, r.cfg.Clients)
+	r.progress("starting three ticketd processes at once (%d ticket servers, layout %s, seed %d, %d /v1/id clients each)",
+		len(r.db.Servers), r.layout, r.cfg.Seed, r.cfg.Clients)
 	r.slots = []*slot{{name: "slot-a"}, {name: "slot-b"}, {name: "slot-c"}}
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.slots))
@@ -77,12 +78,20 @@ func (r *run) schedule() error {
 	for _, s := range r.slots {
 		held = append(held, s.in.describe())
 	}
-	r.event("start", "3 ticketd", strings.Join(held, ", "))
+	_, count := r.leaseMajority()
+	r.mu.Lock()
+	r.startLeases = count
+	r.mu.Unlock()
+	r.event("start", "3 ticketd", strings.Join(held, ", ")+fmt.Sprintf("; leases per server %v", count))
 	if !r.sleep(r.tm.warmup) {
 		return nil
 	}
 	var steps []step
-	for _, st := range round {
+	rnd := round
+	if len(r.db.Servers) == 4 {
+		rnd = roundFour
+	}
+	for _, st := range rnd {
 		if !st.full || !r.cfg.Short {
 			steps = append(steps, st)
 		}
@@ -352,7 +361,7 @@ func (r *run) stepRace(n int) error {
 // rotation, freeze the other one (SIGSTOP) for several seconds and resume it.
 func (r *run) stepServers(n int) error {
 	first, count := r.leaseMajority()
-	srv := r.pair.Servers[first]
+	srv := r.db.Servers[first]
 	before := r.leases()
 	w := r.windows.open()
 	defer r.windows.close(w)
@@ -372,7 +381,7 @@ func (r *run) stepServers(n int) error {
 		fmt.Sprintf("clean shutdown took %s, down %s; restarted, back in every ticketd's rotation %s later; %s; %s",
 			stopped.Round(time.Millisecond), down.Round(100*time.Millisecond), rejoin, r.moves(before), w.summary()))
 
-	other := r.pair.Servers[1-first]
+	other := r.db.Servers[1-first]
 	before = r.leases()
 	w = r.windows.open()
 	defer r.windows.close(w)
@@ -394,24 +403,27 @@ func (r *run) stepServers(n int) error {
 
 // leaseMajority returns the ticket server that holds the worker leases of
 // most live instances (a random one on a tie), and how many each holds.
-func (r *run) leaseMajority() (int, [2]int) {
-	var count [2]int
+func (r *run) leaseMajority() (int, []int) {
+	count := make([]int, len(r.db.Servers))
 	for _, in := range r.liveInstances() {
 		r.poll(in)
-		if st := in.lastStatus(); st != nil && st.Lease != nil && st.Lease.Server >= 1 && st.Lease.Server <= 2 {
+		if st := in.lastStatus(); st != nil && st.Lease != nil && st.Lease.Server >= 1 && st.Lease.Server <= len(count) {
 			count[st.Lease.Server-1]++
 		}
 	}
-	r.mu.Lock()
-	most := r.rng.IntN(2)
-	r.mu.Unlock()
-	if count[0] != count[1] {
-		most = 0
-		if count[1] > count[0] {
-			most = 1
+	var most []int // the servers holding the most, one picked at random
+	for i, c := range count {
+		switch {
+		case len(most) == 0 || c > count[most[0]]:
+			most = []int{i}
+		case c == count[most[0]]:
+			most = append(most, i)
 		}
 	}
-	return most, count
+	r.mu.Lock()
+	pick := most[r.rng.IntN(len(most))]
+	r.mu.Unlock()
+	return pick, count
 }
 
 // leases maps each live instance to its worker and server now.

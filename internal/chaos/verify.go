@@ -209,6 +209,8 @@ func (r *run) verify() *Result {
 	res.add("clock_behind_floor_used", r.clockFloorUsed, false)
 	res.add("junk_requests", r.junkRequests, false)
 	res.add("duration_s", fmt.Sprintf("%.0f", time.Since(r.t0).Seconds()), false)
+	res.add("ticket_servers", r.cfg.Servers, false)
+	res.add("leases_per_server_at_start", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.startLeases)), ","), "[]"), false)
 	res.add("seed", r.cfg.Seed, false)
 	if total == 0 {
 		res.Broken = append(res.Broken, "no ID was collected")

@@ -17,11 +17,16 @@
 //
 //	<!-- runnable -->
 //	<!-- runnable: exact -->
+//	<!-- runnable: per server -->
 //
 // A runnable console block holds commands, each on a line starting with
 // "$ " (a line ending in a backslash continues on the next), each followed
 // by the output it prints, stdout and stderr together. A runnable sql block
-// is run as root on both ticket servers and must succeed. Output is compared
+// is run as root on both ticket servers and must succeed. A per-server sql
+// block is a recipe for any number of servers: S stands for the server's
+// offset and N for the number of servers (ForServer); it runs on the pair,
+// and TestDocsOnFourServers runs every sql block on four servers and takes
+// values of every sequence the recipes made from all four. Output is compared
 // after digit runs are replaced by one placeholder (IDs, times, ports and
 // worker IDs differ on every run), or by JSON shape when the documented output
 // is JSON; "exact" compares it verbatim.

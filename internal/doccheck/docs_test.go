@@ -184,8 +184,14 @@ func TestRunnableBlocks(t *testing.T) {
 				if b.Mode == "exact" {
 					t.Errorf("%s:%d: an sql block has no output to compare exactly", d.Path, b.Line)
 				}
+				if body := strings.Join(b.Body, "\n"); b.Mode == PerServer && ForServer(body, 1, 2) == body {
+					t.Errorf("%s:%d: a per-server sql block without S or N: mark it runnable", d.Path, b.Line)
+				}
 			default:
 				t.Errorf("%s:%d: runnable blocks are console or sql, not %q", d.Path, b.Line, b.Lang)
+			}
+			if b.Mode == PerServer && b.Lang != "sql" {
+				t.Errorf("%s:%d: only an sql block can run per server, not %q", d.Path, b.Line, b.Lang)
 			}
 		}
 	}

@@ -112,12 +112,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 				case b.Mode == "":
 				case b.Lang == "sql":
 					ran++
-					sql := strings.Join(b.Body, "\n")
-					for i, s := range pair.Servers {
-						if out, err := s.Run(sql); err != nil {
-							t.Errorf("%s:%d: on server %d: %v\n%s", d.Path, b.Line, i+1, err, out)
-						}
-					}
+					runSQL(t, d.Path, b, pair.Servers[:])
 				default:
 					ran++
 					runConsole(t, d.Path, b, work, env, rewrite)
@@ -128,6 +123,22 @@ func TestDocsAgainstTicketd(t *testing.T) {
 			t.Error("no runnable block found")
 		}
 	})
+}
+
+// runSQL runs a runnable sql block as root on each of servers (a
+// per-server recipe written for each, ForServer).
+func runSQL(t *testing.T, doc string, b Block, servers []*mysqltest.Server) {
+	t.Helper()
+	sql := strings.Join(b.Body, "\n")
+	for i, s := range servers {
+		q := sql
+		if b.Mode == PerServer {
+			q = ForServer(sql, i+1, len(servers))
+		}
+		if out, err := s.Run(q); err != nil {
+			t.Errorf("%s:%d: on server %d of %d: %v\n%s", doc, b.Line, i+1, len(servers), err, out)
+		}
+	}
 }
 
 // cleanEnv is this process's environment without TICKETD_ variables, which

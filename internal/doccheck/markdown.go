@@ -38,7 +38,9 @@ type Block struct {
 	Line int
 	// Body is the block's lines, without the fences.
 	Body []string
-	// Mode is "" for a block that is not runnable, else "runnable" or "exact".
+	// Mode is "" for a block that is not runnable, else "runnable", "exact"
+	// or "per server" (an sql block run on each server as ForServer writes
+	// it for that server).
 	Mode string
 }
 
@@ -47,7 +49,7 @@ var (
 	fenceRE   = regexp.MustCompile("^(\\s*)(```+|~~~+)\\s*([^`\\s]*)")
 	spanRE    = regexp.MustCompile("`([^`]+)`")
 	linkRE    = regexp.MustCompile(`!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
-	markerRE  = regexp.MustCompile(`^<!--\s*runnable(?::\s*([a-z]+))?\s*-->$`)
+	markerRE  = regexp.MustCompile(`^<!--\s*runnable(?::\s*([a-z]+(?: [a-z]+)*))?\s*-->$`)
 )
 
 // Parse reads a Markdown file. It fails on what would make a check silently
@@ -89,12 +91,12 @@ func Parse(path, content string) (*Doc, error) {
 		if strings.HasPrefix(trimmed, "<!--") && strings.Contains(strings.ToLower(trimmed), "run") {
 			m := markerRE.FindStringSubmatch(trimmed)
 			switch {
-			case m == nil || (m[1] != "" && m[1] != "exact"):
-				return nil, fmt.Errorf("%s:%d: unknown marker %q: want <!-- runnable --> or <!-- runnable: exact -->", path, i+1, trimmed)
+			case m == nil || (m[1] != "" && m[1] != "exact" && m[1] != PerServer):
+				return nil, fmt.Errorf("%s:%d: unknown marker %q: want <!-- runnable -->, <!-- runnable: exact --> or <!-- runnable: per server -->", path, i+1, trimmed)
 			case marker != "":
 				return nil, fmt.Errorf("%s:%d: runnable marker of line %d precedes no code block", path, i+1, markerLine)
-			case m[1] == "exact":
-				marker = "exact"
+			case m[1] != "":
+				marker = m[1]
 			default:
 				marker = "runnable"
 			}

@@ -30,6 +30,10 @@ func TestParse(t *testing.T) {
 		"  ```sql",
 		"  SELECT 1;",
 		"  ```",
+		"<!-- runnable: per server -->",
+		"```sql",
+		"SELECT S, N;",
+		"```",
 	}, "\n")
 	d, err := Parse("x.md", doc)
 	if err != nil {
@@ -57,10 +61,10 @@ func TestParse(t *testing.T) {
 	if got, want := strings.Join(spans, "|"), "ticketd|[x](nowhere.md)|-call-timeout"; got != want {
 		t.Errorf("spans: got %q, want %q", got, want)
 	}
-	if len(d.Blocks) != 3 {
-		t.Fatalf("got %d blocks, want 3", len(d.Blocks))
+	if len(d.Blocks) != 4 {
+		t.Fatalf("got %d blocks, want 4", len(d.Blocks))
 	}
-	for i, want := range []struct{ lang, mode string }{{"console", "runnable"}, {"sh", ""}, {"sql", "exact"}} {
+	for i, want := range []struct{ lang, mode string }{{"console", "runnable"}, {"sh", ""}, {"sql", "exact"}, {"sql", PerServer}} {
 		if b := d.Blocks[i]; b.Lang != want.lang || b.Mode != want.mode {
 			t.Errorf("block %d: got %s/%q, want %s/%q", i, b.Lang, b.Mode, want.lang, want.mode)
 		}
@@ -200,5 +204,15 @@ func TestParseSpansOverLines(t *testing.T) {
 	}
 	if len(d.Links) != 1 || d.Links[0] != (Ref{"docs/api.md", 3}) {
 		t.Errorf("links: got %+v", d.Links)
+	}
+}
+
+// TestForServer: a recipe written for N servers, as server 3 of 4 runs it:
+// S and N standing alone are replaced, no other word.
+func TestForServer(t *testing.T) {
+	in := "START TRANSACTION;\nINSERT INTO tickets.counters (name, value, start, step) VALUES ('invoices', S, S, N);\n-- NOW, SN, S_1 and N2 stay\nCOMMIT;"
+	want := "START TRANSACTION;\nINSERT INTO tickets.counters (name, value, start, step) VALUES ('invoices', 3, 3, 4);\n-- NOW, SN, S_1 and N2 stay\nCOMMIT;"
+	if got := ForServer(in, 3, 4); got != want {
+		t.Errorf("ForServer(…, 3, 4):\n%s\nwant\n%s", got, want)
 	}
 }

@@ -31,8 +31,9 @@
 // ports.go, server.go (preparing and booting one server), accounts.go,
 // process.go (starting and waiting for mariadbd), control.go (kill, stop,
 // freeze, resume, restart by PID), sql.go (SQL through the mariadb client),
-// dump.go (backup and restore as a DBA does them), pair.go (the two ticket
-// servers), replica.go (a replica of a server, made lagging or caught up,
+// dump.go (backup and restore as a DBA does them), set.go (the N ticket
+// servers of a deployment: offsets 1 to N, increment N, each server started
+// with its own group of my.cnf), pair.go (the Set of two), replica.go (a replica of a server, made lagging or caught up,
 // promoted onto its dead primary's port, as docs/dba.md tells a DBA),
 // certs.go (TLS certificates made by scripts/certs.sh) and sweep.go (folders
 // of dead programs).

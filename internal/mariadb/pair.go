@@ -1,13 +1,8 @@
 package mariadb
 
-import (
-	"errors"
-	"fmt"
-	"sync"
-)
-
 // Pair is the two ticket servers of a deployment: offsets 1 and 2, increment
-// 2, sharing the accounts' passwords.
+// 2, sharing the accounts' passwords. It is the Set of two, with the servers
+// in an array.
 type Pair struct {
 	Servers        [2]*Server
 	User, Password string // the ticketd account, the same on both servers
@@ -21,86 +16,51 @@ type Pair struct {
 // extra going to both mariadbd (Options.ExtraArgs: TLS certificates, for
 // example). The caller must Close it.
 func StartPair(extra ...string) (*Pair, error) {
-	p, err := PreparePair(extra...)
+	s, err := StartSet(2, extra...)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Boot(); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
+	return pairOf(s), nil
 }
 
 // PreparePair prepares both servers of a pair (see Prepare), with one random
 // password per account and extra as both servers' Options.ExtraArgs; Boot
 // then starts them. On error nothing is left behind.
 func PreparePair(extra ...string) (*Pair, error) {
-	p := &Pair{User: AppUser, Password: randomPassword(), AdminUser: AdminUser, AdminPassword: randomPassword(),
-		SeqUser: SeqUser, SeqPassword: randomPassword()}
-	repl := randomPassword()
-	for i := range p.Servers {
-		s, err := prepare(Options{Offset: i + 1, Increment: 2, ExtraArgs: extra}, passwords{p.Password, p.AdminPassword, repl, p.SeqPassword})
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		p.Servers[i] = s
+	s, err := PrepareSet(2, extra...)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	return pairOf(s), nil
+}
+
+// pairOf is the Set of two s as a Pair.
+func pairOf(s *Set) *Pair {
+	p := &Pair{User: s.User, Password: s.Password, AdminUser: s.AdminUser, AdminPassword: s.AdminPassword,
+		SeqUser: s.SeqUser, SeqPassword: s.SeqPassword}
+	copy(p.Servers[:], s.Servers)
+	return p
+}
+
+// set is p as a Set whose Servers are p's array: what the Set changes
+// (Promote) changes p.
+func (p *Pair) set() *Set {
+	return &Set{Servers: p.Servers[:], User: p.User, Password: p.Password, AdminUser: p.AdminUser,
+		AdminPassword: p.AdminPassword, SeqUser: p.SeqUser, SeqPassword: p.SeqPassword}
 }
 
 // Boot boots both servers at the same time: half the wait.
-func (p *Pair) Boot() error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(p.Servers))
-	for i, s := range p.Servers {
-		wg.Go(func() { errs[i] = s.Boot() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+func (p *Pair) Boot() error { return p.set().Boot() }
 
 // Close closes both servers (frozen or not) and removes their folders. Copy
 // what you want to keep (ErrorLog) first.
-func (p *Pair) Close() error {
-	var errs []error
-	for _, s := range p.Servers {
-		if s != nil {
-			errs = append(errs, s.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
+func (p *Pair) Close() error { return p.set().Close() }
 
 // DSNs returns the ticketd account's DSN for each server, server 1 first.
 func (p *Pair) DSNs() [2]string {
-	return [2]string{
-		p.Servers[0].DSN(p.User, p.Password),
-		p.Servers[1].DSN(p.User, p.Password),
-	}
+	d := p.set().DSNs()
+	return [2]string{d[0], d[1]}
 }
 
-// Promote puts replica r in the place of server i, as a DBA promoting a
-// replica onto a lost ticket server: server i is killed (kill -9) unless it
-// is already down, r is promoted onto its port (Server.Promote: relay log
-// applied if its applier runs, then restarted as server i), and replaces it
-// in p.Servers, so that Close closes r. The old server's folder is removed.
-// r must be a replica of server i (made by p.Servers[i].StartReplica).
-func (p *Pair) Promote(i int, r *Server) error {
-	if i < 0 || i >= len(p.Servers) {
-		return fmt.Errorf("mariadb: promote: no server %d in the pair", i+1)
-	}
-	old := p.Servers[i]
-	if r.Primary() != old {
-		return fmt.Errorf("%w: server :%d does not replicate from server %d (:%d)", ErrNotReplica, r.Port, i+1, old.Port)
-	}
-	if err := old.kill(); err != nil {
-		return err
-	}
-	if err := r.Promote(old); err != nil {
-		return err
-	}
-	p.Servers[i] = r
-	return old.Close()
-}
+// Promote puts replica r in the place of server i (Set.Promote).
+func (p *Pair) Promote(i int, r *Server) error { return p.set().Promote(i, r) }

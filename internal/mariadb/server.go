@@ -49,7 +49,7 @@ type Server struct {
 	// this server connects with.
 	ReplPassword string
 
-	suffix string // my.cnf option group suffix: ".1", ".2", ".replica1", ".replica2"
+	suffix string // my.cnf option group suffix: ".1", ".2", …, ".replica1", ".replica2", …
 	extra  []string
 	// replArgs go after extra while the server is a replica (its server-id).
 	replArgs []string
@@ -117,10 +117,9 @@ func prepare(o Options, pw passwords) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	suffix := ".1"
-	if o.Offset%2 == 0 {
-		suffix = ".2"
-	}
+	// Its own group of my.cnf, [mariadbd.N] for offset N: the server-id
+	// replication wants (the rest is overridden on the command line).
+	suffix := "." + strconv.Itoa(o.Offset)
 	s := &Server{
 		Offset: o.Offset, Increment: o.Increment, Dir: dir,
 		AppUser: AppUser, AppPassword: pw.app,

@@ -68,20 +68,54 @@ func (p *Pair) DSNs() [2]string {
 // to both mariadbd (Options.ExtraArgs: TLS certificates, for example).
 func StartPair(t testing.TB, extra ...string) *Pair {
 	t.Helper()
+	s := StartSet(t, 2, extra...)
+	p := &Pair{User: s.User, Password: s.Password, AdminUser: s.AdminUser, AdminPassword: s.AdminPassword,
+		SeqUser: s.SeqUser, SeqPassword: s.SeqPassword}
+	copy(p.Servers[:], s.Servers)
+	return p
+}
+
+// Set is N servers, offsets 1 to N, increment N, sharing the account
+// passwords: a deployment of more than two ticket servers.
+type Set struct {
+	Servers        []*Server
+	User, Password string // the ticketd account, the same on every server
+	// The repair account (role ticketd_admin), the same on every server.
+	AdminUser, AdminPassword string
+	// The sequence account (role ticketd_sequences), the same on every server.
+	SeqUser, SeqPassword string
+}
+
+// Addrs returns the servers' addresses as ticketd's -servers takes them:
+// comma-separated, in order of offset.
+func (s *Set) Addrs() string {
+	addrs := make([]string, len(s.Servers))
+	for i, srv := range s.Servers {
+		addrs[i] = srv.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// StartSet starts n servers (n a power of two, at least 2: offsets 1 to n,
+// increment n) with schema.sql loaded and the accounts unlocked with random
+// passwords, the same on every server, stopped and removed by t.Cleanup.
+// They start concurrently. extra goes to every mariadbd.
+func StartSet(t testing.TB, n int, extra ...string) *Set {
+	t.Helper()
 	skipShort(t)
-	mp, err := mariadb.PreparePair(extra...)
+	ms, err := mariadb.PrepareSet(n, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pair{User: mp.User, Password: mp.Password, AdminUser: mp.AdminUser, AdminPassword: mp.AdminPassword,
-		SeqUser: mp.SeqUser, SeqPassword: mp.SeqPassword}
-	for i, s := range mp.Servers {
-		p.Servers[i] = register(t, s)
+	s := &Set{User: ms.User, Password: ms.Password, AdminUser: ms.AdminUser, AdminPassword: ms.AdminPassword,
+		SeqUser: ms.SeqUser, SeqPassword: ms.SeqPassword}
+	for _, srv := range ms.Servers {
+		s.Servers = append(s.Servers, register(t, srv))
 	}
-	if err := mp.Boot(); err != nil {
+	if err := ms.Boot(); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return s
 }
 
 // Start starts one server with schema.sql loaded and the ticketd and repair

@@ -18,7 +18,9 @@
 // below it); a reservation further ahead of the caller's clock than
 // MaxWaitMs makes the candidate unusable. After a few candidates it scans
 // the server's lease rows for free IDs of its parity, then tries the next
-// server; if every ID is held, ErrAllWorkersHeld.
+// server; if every ID is held, ErrAllWorkersHeld. Which server comes first
+// (spread.go): the nearest, and among servers equally near the one holding
+// the fewest leases, so a fleet's leases spread evenly over the servers.
 //
 // Renew extends liveness and raises the reservation with GREATEST, so it
 // never moves backwards; zero matched rows means someone else holds the ID,

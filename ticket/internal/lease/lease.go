@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -43,9 +44,16 @@ type AcquireRequest struct {
 	// accepted (the caller waits until its clock passes FloorMs); a worker ID
 	// reserved further ahead is skipped.
 	MaxWaitMs int64
-	// Server: -1 for any server in rotation (round-robin); i for Config.Servers[i]
-	// only, i.e. a worker ID of that server's parity (failover picks the other).
+	// Server: -1 for any server in rotation, nearest first and where it
+	// evens out the leases (spread.go); i for Config.Servers[i] only, i.e. a
+	// worker ID of that server's parity.
 	Server int
+	// Exclude, with Server -1: servers not to lease on (bit i for
+	// Config.Servers[i]). A standby or a switch names the server of the
+	// lease it moves away from; when none of the others is in rotation,
+	// each is checked now, as the prober would, and tried if it passes.
+	// Zero: none.
+	Exclude uint64
 }
 
 // Lease is a worker ID held in the database.
@@ -89,6 +97,12 @@ func (ls *Manager) validateAcquire(r AcquireRequest) error {
 		return bad("MaxWaitMs %d outside [0, %d]", r.MaxWaitMs, MaxReserveMs)
 	case r.Server < -1 || r.Server >= n:
 		return bad("Server %d outside [-1, %d]", r.Server, n-1)
+	case r.Exclude != 0 && r.Server >= 0:
+		return bad("Exclude %#x with Server %d: Exclude goes with Server -1", r.Exclude, r.Server)
+	case r.Exclude&^rotation.AllServers(n) != 0:
+		return bad("Exclude %#x names servers beyond the %d", r.Exclude, n)
+	case r.Exclude == rotation.AllServers(n):
+		return bad("Exclude %#x leaves no server", r.Exclude)
 	}
 	return nil
 }
@@ -104,46 +118,50 @@ func (ls *Manager) validateLease(l Lease) error {
 // of one server (t mod 2^WorkerBits, which has that server's parity, so its lease
 // row lives on that server and on no other); after a few taken ones, the
 // server's lease table is scanned for free IDs of its parity; then the next
-// server is tried (Server -1 only). Every worker ID held → ErrAllWorkersHeld.
+// server is tried (Server -1 only: nearest first, and among servers equally
+// near the one holding the fewest leases, spread.go). Every worker ID held →
+// ErrAllWorkersHeld.
 func (ls *Manager) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
 	if err := ls.validateAcquire(req); err != nil {
 		return Lease{}, err
 	}
+	var buf [spec.MaxServers]*conn.Server
 	var list []*conn.Server
-	if req.Server >= 0 {
+	var held, failed []error
+	switch {
+	case req.Server >= 0:
 		s := ls.servers[req.Server]
-		if !ls.rot.Up(s) {
-			// This is a failover: the caller's lease is running out and s is the
-			// way on. Out of rotation may mean a few slow ticket calls, so check s
-			// now as the prober would for a lease (reachable, the settings of its
-			// place) instead of refusing until the prober's next round. The
-			// prober alone brings s back into rotation.
-			if err := ls.rot.Recheck(ctx, s); err != nil {
-				return Lease{}, fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.Name, s.Report().LastError, err)
-			}
+		if err := ls.recheckOut(ctx, s); err != nil {
+			return Lease{}, err
 		}
 		list = []*conn.Server{s}
-	} else {
-		var buf [spec.MaxServers]*conn.Server
+	case req.Exclude != 0:
+		// Moving away from a server: the others in rotation or, when none
+		// is, those of them that pass the check now.
+		mask := ls.rot.All() &^ req.Exclude
+		if list = ls.rot.Order(buf[:0], mask); len(list) == 0 {
+			for _, s := range ls.servers {
+				if mask&(1<<s.Idx) == 0 {
+					continue
+				}
+				if err := ls.recheckOut(ctx, s); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				list = append(list, s)
+			}
+		}
+	default:
 		// Panic mode when none is in rotation: one may still answer.
 		if list = ls.rot.Candidates(buf[:0], ls.rot.All(), "work", "acquire"); len(list) == 0 {
 			return Lease{}, fmt.Errorf("%w: no server in rotation for a worker lease", spec.ErrNoServer)
 		}
 	}
-	var held, failed []error
-	for _, s := range list {
-		l, err := ls.acquireOn(ctx, s, req)
-		if err == nil {
-			return l, nil
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return Lease{}, fmt.Errorf("ticket: acquiring a worker ID: %w", cerr)
-		}
-		if errors.Is(err, spec.ErrAllWorkersHeld) {
-			held = append(held, err)
-		} else {
-			failed = append(failed, err)
-		}
+	if l, ok := ls.acquireSpread(ctx, list, req, &held, &failed); ok {
+		return l, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return Lease{}, fmt.Errorf("ticket: acquiring a worker ID: %w", cerr)
 	}
 	switch {
 	case len(held) > 0:
@@ -155,6 +173,24 @@ func (ls *Manager) Acquire(ctx context.Context, req AcquireRequest) (Lease, erro
 		return Lease{}, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(failed...))
 	}
 }
+
+// recheckOut: a server named for a lease (a failover: the caller's lease is
+// running out and s is the way on) that is out of rotation may be out for a
+// few slow ticket calls only, so it is checked now as the prober would for a
+// lease (reachable, the settings of its place) instead of refused until the
+// prober's next round. The prober alone brings s back into rotation.
+func (ls *Manager) recheckOut(ctx context.Context, s *conn.Server) error {
+	if ls.rot.Up(s) {
+		return nil
+	}
+	if err := ls.rot.Recheck(ctx, s); err != nil {
+		return fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.Name, s.Report().LastError, err)
+	}
+	return nil
+}
+
+// isAllHeld: err says a server has no worker ID free.
+func isAllHeld(err error) bool { return errors.Is(err, spec.ErrAllWorkersHeld) }
 
 // acquireOn tries to claim a worker ID of s's parity on s.
 func (ls *Manager) acquireOn(ctx context.Context, s *conn.Server, req AcquireRequest) (Lease, error) {

@@ -2,6 +2,9 @@ package lease
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +37,10 @@ func TestCheckAcquire(t *testing.T) {
 		{"negative wait", func(r *AcquireRequest) { r.MaxWaitMs = -1 }, "MaxWaitMs"},
 		{"server 2", func(r *AcquireRequest) { r.Server = 2 }, "Server"},
 		{"server -2", func(r *AcquireRequest) { r.Server = -2 }, "Server"},
+		{"exclude server 2", func(r *AcquireRequest) { r.Exclude = 2 }, ""},
+		{"exclude with a server", func(r *AcquireRequest) { r.Server, r.Exclude = 1, 1 }, "Exclude"},
+		{"exclude beyond", func(r *AcquireRequest) { r.Exclude = 4 }, "Exclude"},
+		{"exclude all", func(r *AcquireRequest) { r.Exclude = 3 }, "Exclude"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,5 +128,41 @@ func TestLeaseRowRewound(t *testing.T) {
 		if got := leaseRowRewound(l, tt.rows); got != tt.want {
 			t.Errorf("%s: rewound %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestSpreadOrder: the servers of a class are tried fewest leases first,
+// a server whose count failed last, and equal counts in the order the
+// shuffle leaves them (here, reversed), whatever order they came in.
+func TestSpreadOrder(t *testing.T) {
+	servers := make([]*conn.Server, 5)
+	for i := range servers {
+		servers[i] = &conn.Server{Idx: i}
+	}
+	reverse := func(n int, swap func(i, j int)) {
+		for i := range n / 2 {
+			swap(i, n-1-i)
+		}
+	}
+	var held [spec.MaxServers]int
+	held[0], held[1], held[2], held[3], held[4] = 2, 0, math.MaxInt, 1, 0
+	group := slices.Clone(servers)
+	spreadOrder(group, held, reverse)
+	var got []int
+	for _, s := range group {
+		got = append(got, s.Idx)
+	}
+	if want := []int{4, 1, 3, 0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v (held %v)", got, want, held[:5])
+	}
+	// A fair shuffle puts each of two equal servers first about half the time.
+	first := map[int]int{}
+	for range 1000 {
+		group := slices.Clone(servers)
+		spreadOrder(group, held, rand.Shuffle)
+		first[group[0].Idx]++
+	}
+	if len(first) != 2 || first[1] < 400 || first[4] < 400 {
+		t.Fatalf("first of 1,000 orders: %v, want servers 1 and 4 (0 leases each) about 500 times each", first)
 	}
 }

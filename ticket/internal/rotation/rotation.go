@@ -315,9 +315,9 @@ func (r *Rotation) prefer() {
 	}
 }
 
-// class orders servers in rotation: 0 near and answering, 1 far, 2 timing
-// out (tried last).
-func (r *Rotation) class(s *conn.Server) int {
+// Class orders servers in rotation: 0 near and answering, 1 far, 2 timing
+// out (tried last). Order tries them class by class.
+func (r *Rotation) Class(s *conn.Server) int {
 	switch {
 	case r.Suspect(s):
 		return 2
@@ -340,7 +340,7 @@ func (r *Rotation) Order(buf []*conn.Server, mask uint64) []*conn.Server {
 	for i, s := range r.servers {
 		classes[i] = -1
 		if mask&(1<<s.Idx) != 0 && r.Up(s) {
-			classes[i] = int8(r.class(s))
+			classes[i] = int8(r.Class(s))
 		}
 	}
 	for c := int8(0); c < 3; c++ {

@@ -100,8 +100,8 @@ func TestRotationEvidence(t *testing.T) {
 	// Timeouts: tried after the others at once, out only by evidence over time.
 	ok(conn.OpTicket)
 	fail(conn.OpTicket, slow)
-	if !r.Up(s) || r.class(s) != 2 {
-		t.Fatalf("one timeout: up %v class %d, want in rotation but tried last", r.Up(s), r.class(s))
+	if !r.Up(s) || r.Class(s) != 2 {
+		t.Fatalf("one timeout: up %v class %d, want in rotation but tried last", r.Up(s), r.Class(s))
 	}
 	fail(conn.OpTicket, slow)
 	fail(conn.OpTicket, slow)

@@ -87,8 +87,8 @@ type ServerConfig struct {
 // documented on it, so Config{} (with a Password) reaches the local pair that
 // `make db-up` starts; DefaultConfig returns the same values filled in.
 type Config struct {
-	// Servers of the pair: 2 in this product; any power of two up to
-	// MaxServers works. Zero: DefaultServers(), the local pair of `make db-up`.
+	// Servers in order of offset: a power of two of them, 2 (a pair) up to
+	// MaxServers. Zero: DefaultServers(), the local pair of `make db-up`.
 	Servers []ServerConfig
 	// User and Password of the ticketd account. The password is never logged and
 	// never appears in an error: no DSN string is ever built from it. Zero
@@ -230,7 +230,7 @@ func (c Config) Validate() error {
 	if n < 2 || n > MaxServers || n&(n-1) != 0 {
 		// A power of two, because worker IDs are split between the servers by
 		// w mod n and 2^workerBits must be a multiple of n.
-		bad("%d servers: want a power of two in [2, %d]", n, MaxServers)
+		bad("%d servers: want a power of two in [2, %d] (worker IDs and counters are split among the servers by residue modulo their number; for three places, see docs/dba.md, More than two servers)", n, MaxServers)
 	}
 	seen := make(map[string]int, n)
 	for i, s := range c.Servers {

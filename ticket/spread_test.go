@@ -1,0 +1,126 @@
+package ticket
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"ticketd/internal/mysqltest"
+	"ticketd/internal/toxiproxy"
+	"ticketd/ticket/internal/lease"
+)
+
+// checkOwnerOf: a worker ID's lease lives on the server of its residue
+// modulo the number of servers n.
+func checkOwnerOf(t testing.TB, l lease.Lease, n int) {
+	t.Helper()
+	if got, want := l.Worker%uint32(n), uint32(l.Server+1)%uint32(n); got != want {
+		t.Errorf("worker %d leased on server %d of %d: residue %d, want %d", l.Worker, l.Server+1, n, got, want)
+	}
+}
+
+// acquireEach takes k leases one after another from any server (with
+// Exclude exclude), each from a Pair of its own, as k ticketd started one
+// after another would: every Pair starts the rotation's round robin at the
+// same place.
+func acquireEach(t testing.TB, servers []*mysqltest.Server, user, password string, k int, prefix string, exclude uint64) []lease.Lease {
+	t.Helper()
+	var got []lease.Lease
+	for i := range k {
+		p := openOn(t, servers, user, password)
+		req := leaseReq(fmt.Sprintf("%s/%d", prefix, i), 5, -1)
+		req.Exclude = exclude
+		l, err := p.AcquireWorker(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: lease %d: %v", prefix, i+1, err)
+		}
+		checkOwnerOf(t, l, len(servers))
+		got = append(got, l)
+	}
+	return got
+}
+
+func heldNow(t testing.TB, p *Pair) []int {
+	t.Helper()
+	held, err := p.HeldWorkers(context.Background(), 3, 5)
+	if err != nil {
+		t.Fatalf("HeldWorkers: %v", err)
+	}
+	return held
+}
+
+// TestLeasesSpread: leases taken one after another go where they even out
+// the fleet: eight on four servers, two on each (every process used to start
+// the rotation's round robin at the same place, and all eight landed on one
+// server); then a lease moving away from server 1 (a standby or a switch:
+// Exclude) never lands on it and goes to the least loaded of the others.
+// Each lease is taken by a Pair of its own, as by ticketd started one after
+// another.
+func TestLeasesSpread(t *testing.T) {
+	ms := mysqltest.StartSet(t, 4)
+	p := openOn(t, ms.Servers, ms.User, ms.Password)
+	acquireEach(t, ms.Servers, ms.User, ms.Password, 8, "spread", 0)
+	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2, 2, 2}) {
+		t.Fatalf("eight leases on four servers: held %v, want [2 2 2 2]", got)
+	}
+	for _, l := range acquireEach(t, ms.Servers, ms.User, ms.Password, 3, "away", 1<<0) {
+		if l.Server == 0 {
+			t.Fatalf("a lease away from server 1 landed on it: %+v", l)
+		}
+	}
+	if got := heldNow(t, p); !slices.Equal(got, []int{2, 3, 3, 3}) {
+		t.Fatalf("three leases away from server 1: held %v, want [2 3 3 3]", got)
+	}
+}
+
+// TestLeasesSpreadPair: four leases on a pair, two on each server (they all
+// went to server 1 before).
+func TestLeasesSpreadPair(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	p := openPair(t, mp)
+	acquireEach(t, mp.Servers[:], mp.User, mp.Password, 4, "spread", 0)
+	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2}) {
+		t.Fatalf("four leases on a pair: held %v, want [2 2]", got)
+	}
+}
+
+// TestLeasesSpreadNearestFirst: four servers, two of them 120 ms away (a
+// second datacenter, through toxiproxy): four leases go to the two near
+// servers only, two on each. Fewer leases on the far servers never draw a
+// lease across the ocean.
+func TestLeasesSpreadNearestFirst(t *testing.T) {
+	ms := mysqltest.StartSet(t, 4)
+	tp, err := toxiproxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Stop() })
+	addrs := []string{ms.Servers[0].Addr(), ms.Servers[1].Addr()}
+	for i := 2; i < 4; i++ {
+		px, err := tp.Proxy(fmt.Sprintf("db%d", i+1), ms.Servers[i].Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := px.Add(toxiproxy.Latency("far", 60*time.Millisecond, 0)); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, px.Addr())
+	}
+	p := openAddrs(t, addrs, ms.User, ms.Password)
+	waitFor(t, 10*time.Second, "servers 3 and 4 known to be far", func() bool {
+		h := p.Health()
+		return h[0].Preferred && h[1].Preferred && !h[2].Preferred && !h[3].Preferred
+	})
+	for i := range 4 {
+		l, err := p.AcquireWorker(context.Background(), leaseReq(fmt.Sprintf("near/%d", i), 5, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOwnerOf(t, l, 4)
+	}
+	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2, 0, 0}) {
+		t.Fatalf("four leases, servers 3 and 4 far: held %v, want [2 2 0 0]", got)
+	}
+}
