@@ -114,3 +114,6 @@ const erConnectionKilled = 1927
 func brokenUnder(err error) bool {
 	return errors.Is(err, mysql.ErrInvalidConn) || IsMySQLError(err, erConnectionKilled)
 }
+
+// errNoSettings: SELECT @@… answered no row, which no server does.
+var errNoSettings = errors.New("the server answered no row to SELECT @@auto_increment_increment, …")

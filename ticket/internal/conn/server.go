@@ -186,15 +186,8 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 			ss.discard()
 		}
 	}()
-	var row struct {
-		Inc     uint64 `db:"inc"`
-		Off     uint64 `db:"off"`
-		Lock    int    `db:"lock_mode"`
-		Version string `db:"version"`
-		Wait    int64  `db:"wait_timeout"`
-	}
-	if err := ss.Get(ctx, "checking its settings", &row, "SELECT @@auto_increment_increment AS inc, @@auto_increment_offset AS off, "+
-		"@@innodb_autoinc_lock_mode AS lock_mode, @@version AS version, @@wait_timeout AS wait_timeout"); err != nil {
+	row, err := ReadSettings(ctx, ss)
+	if err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
 			return fmt.Errorf("%w: %w: %s: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Name, err)
@@ -202,7 +195,7 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 		return fmt.Errorf("%w: %s: %w", spec.ErrServerDown, s.Name, err)
 	}
 	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
-	inc, off, lockMode := row.Inc, row.Off, row.Lock
+	inc, off, lockMode := row.Inc, row.Off, row.LockMode
 	if inc != s.Inc || off != s.Offset {
 		return fmt.Errorf("%w: %s has auto_increment_increment=%d auto_increment_offset=%d, want %d and %d (its place in the pair)",
 			spec.ErrMisconfigured, s.Name, inc, off, s.Inc, s.Offset)
