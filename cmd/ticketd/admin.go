@@ -1,11 +1,42 @@
 package main
 
 import (
+	"flag"
 	"strings"
 	"time"
 
 	"ticketd/ticket"
 )
+
+// adminOptions are the flags every administrative command shares (repair,
+// sequence, upgrade): where the servers are, the account and its password
+// (never a flag: TICKETD_<CMD>_PASSWORD or the file of -password-file), the
+// deadline of one statement, and TLS to the servers.
+type adminOptions struct {
+	servers      string
+	user         string
+	passwordFile string
+	password     string // from the environment or the file; never a flag
+	callTimeout  time.Duration
+	tls          tlsOptions
+}
+
+// adminDefaults are one command's defaults and words for the shared flags.
+type adminDefaults struct {
+	user, userHelp  string // -user, and the role it needs
+	passwordFile    string
+	passwordEnv     string // TICKETD_<CMD>_PASSWORD
+	callTimeoutHelp string
+}
+
+// register defines the shared flags on fs.
+func (a *adminOptions) register(fs *flag.FlagSet, d adminDefaults) {
+	fs.StringVar(&a.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&a.user, "user", d.user, d.userHelp)
+	fs.StringVar(&a.passwordFile, "password-file", d.passwordFile, "file holding the password (ignored when "+d.passwordEnv+" is set)")
+	fs.DurationVar(&a.callTimeout, "call-timeout", 2*time.Second, d.callTimeoutHelp)
+	a.tls.register(fs)
+}
 
 // adminPassword is the password of an administrative command (repair,
 // sequence): from the environment variable env, else from file; never a
@@ -23,14 +54,14 @@ func adminPassword(cmd, env, file string, getenv func(string) string) (string, e
 
 // adminConfig is the ticket package's Config of an administrative command:
 // its servers (comma-separated), account and call timeout.
-func adminConfig(servers, user, password string, callTimeout time.Duration) ticket.Config {
+func adminConfig(a adminOptions) ticket.Config {
 	cfg := ticket.DefaultConfig()
 	cfg.Servers = nil
-	for _, addr := range strings.Split(servers, ",") {
+	for _, addr := range strings.Split(a.servers, ",") {
 		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
 	}
-	cfg.User, cfg.Password = user, password
-	cfg.CallTimeout = callTimeout
+	cfg.User, cfg.Password = a.user, a.password
+	cfg.CallTimeout = a.callTimeout
 	return cfg
 }
 

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"ticketd/ticket"
 	"ticketd/ticket/dba"
@@ -22,13 +21,8 @@ import (
 // sequenceOptions is everything `ticketd sequence create|list|check` can be
 // told, by flag or by TICKETD_SEQUENCE_* environment variable.
 type sequenceOptions struct {
-	cmd          string // create, list, check
-	servers      string
-	user         string
-	passwordFile string
-	password     string // from TICKETD_SEQUENCE_PASSWORD or the file; never a flag
-	callTimeout  time.Duration
-	tls          tlsOptions
+	cmd string // create, list, check
+	adminOptions
 
 	// create
 	names []string
@@ -88,11 +82,8 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fmt.Fprint(stderr, sequenceUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
-	fs.StringVar(&o.user, "user", "ticketd_seq", "database user with role ticketd_sequences")
-	fs.StringVar(&o.passwordFile, "password-file", "var/sequences.password", "file holding the password (ignored when TICKETD_SEQUENCE_PASSWORD is set)")
-	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)")
-	o.tls.register(fs)
+	o.register(fs, adminDefaults{user: "ticketd_seq", userHelp: "database user with role ticketd_sequences", passwordFile: "var/sequences.password",
+		passwordEnv: "TICKETD_SEQUENCE_PASSWORD", callTimeoutHelp: "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)"})
 	switch o.cmd {
 	case "create":
 		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK]]"`)
@@ -145,7 +136,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 // sequenceConfig turns options into the ticket package's Config, validated
 // so a bad value is a usage error naming the flag.
 func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
-	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
+	cfg := adminConfig(o.adminOptions)
 	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-user/-call-timeout")
 }
 

@@ -19,13 +19,8 @@ import (
 // upgradeOptions is everything `ticketd upgrade status|finalize` can be
 // told, by flag or by TICKETD_UPGRADE_* environment variable.
 type upgradeOptions struct {
-	cmd          string // status, finalize
-	servers      string
-	user         string
-	passwordFile string
-	password     string // from TICKETD_UPGRADE_PASSWORD or the file; never a flag
-	callTimeout  time.Duration
-	tls          tlsOptions
+	cmd string // status, finalize
+	adminOptions
 }
 
 const upgradeUsage = `usage: ticketd upgrade status [-servers A,B] [-user U] [-password-file F] [-tls-ca F …]
@@ -74,11 +69,8 @@ func parseUpgrade(args []string, stderr io.Writer, getenv func(string) string) (
 		fmt.Fprint(stderr, upgradeUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2, …)")
-	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
-	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_UPGRADE_PASSWORD is set)")
-	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
-	o.tls.register(fs)
+	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
+		passwordEnv: "TICKETD_UPGRADE_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -104,7 +96,7 @@ func runUpgrade(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
+	cfg := adminConfig(o.adminOptions)
 	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-user/-call-timeout"); err != nil {
 		return err
 	}
