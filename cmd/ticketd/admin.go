@@ -11,15 +11,20 @@ import (
 // adminOptions are the flags every administrative command shares (repair,
 // sequence, upgrade): where the servers are, the account and its password
 // (never a flag: TICKETD_<CMD>_PASSWORD or the file of -password-file), the
-// deadline of one statement, and TLS to the servers.
+// schema holding schema.sql's tables, the deadline of one statement, and TLS
+// to the servers.
 type adminOptions struct {
 	servers      string
+	database     string
 	user         string
 	passwordFile string
 	password     string // from the environment or the file; never a flag
 	callTimeout  time.Duration
 	tls          tlsOptions
 }
+
+// databaseHelp is -database's help, the same for every command.
+const databaseHelp = "the schema on the ticket servers that holds schema.sql's tables; it must exist on every server"
 
 // adminDefaults are one command's defaults and words for the shared flags.
 type adminDefaults struct {
@@ -32,6 +37,7 @@ type adminDefaults struct {
 // register defines the shared flags on fs.
 func (a *adminOptions) register(fs *flag.FlagSet, d adminDefaults) {
 	fs.StringVar(&a.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2)")
+	fs.StringVar(&a.database, "database", ticket.DefaultDatabase, databaseHelp)
 	fs.StringVar(&a.user, "user", d.user, d.userHelp)
 	fs.StringVar(&a.passwordFile, "password-file", d.passwordFile, "file holding the password (ignored when "+d.passwordEnv+" is set)")
 	fs.DurationVar(&a.callTimeout, "call-timeout", 2*time.Second, d.callTimeoutHelp)
@@ -61,6 +67,7 @@ func adminConfig(a adminOptions) ticket.Config {
 		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
 	}
 	cfg.User, cfg.Password = a.user, a.password
+	cfg.Database = a.database
 	cfg.CallTimeout = a.callTimeout
 	return cfg
 }

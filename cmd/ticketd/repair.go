@@ -74,7 +74,7 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 func repairConfig(o repairOptions) (ticket.Config, error) {
 	cfg := adminConfig(o.adminOptions)
 	cfg.Margin = o.margin
-	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-user/-margin/-call-timeout")
+	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-database/-user/-margin/-call-timeout")
 }
 
 func runRepair(args []string, stdout, stderr io.Writer) error {

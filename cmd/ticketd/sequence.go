@@ -137,7 +137,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 // so a bad value is a usage error naming the flag.
 func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
 	cfg := adminConfig(o.adminOptions)
-	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-user/-call-timeout")
+	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-database/-user/-call-timeout")
 }
 
 // sequenceDefs is what create is asked for: the names on the command line

@@ -29,7 +29,7 @@ func TestSequenceOptions(t *testing.T) {
 		check   func(t *testing.T, o sequenceOptions, c ticket.Config)
 	}{
 		{name: "create defaults", args: []string{"create", "orders"}, env: withPW, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
-			if c.User != "ticketd_seq" || c.Password != "from-env" || len(c.Servers) != 2 || c.Servers[0].Addr != "127.0.0.1:3307" ||
+			if c.User != "ticketd_seq" || c.Password != "from-env" || len(c.Servers) != 2 || c.Servers[0].Addr != "127.0.0.1:3307" || c.Database != "tickets" ||
 				o.bits != 64 || o.block != 1 || len(o.names) != 1 || o.names[0] != "orders" {
 				t.Fatalf("got %+v / %v", o, c)
 			}
@@ -73,6 +73,18 @@ func TestSequenceOptions(t *testing.T) {
 		{name: "no password", args: []string{"list", "-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no password"},
 		{name: "bad env value", args: []string{"create", "x"}, env: map[string]string{"TICKETD_SEQUENCE_PASSWORD": "x", "TICKETD_SEQUENCE_BITS": "many"}, wantErr: "TICKETD_SEQUENCE_BITS"},
 		{name: "one server", args: []string{"list", "-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
+		{name: "database", args: []string{"check", "-database", "ids"}, env: withPW, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+			if c.Database != "ids" {
+				t.Fatalf("database %q, want ids", c.Database)
+			}
+		}},
+		{name: "database from the environment", args: []string{"list"}, env: map[string]string{"TICKETD_SEQUENCE_PASSWORD": "x", "TICKETD_SEQUENCE_DATABASE": "ticketserver"},
+			check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+				if c.Database != "ticketserver" {
+					t.Fatalf("database %q, want ticketserver", c.Database)
+				}
+			}},
+		{name: "bad database", args: []string{"list", "-database", "a-b"}, env: withPW, wantErr: "-database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

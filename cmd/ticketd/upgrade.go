@@ -97,7 +97,7 @@ func runUpgrade(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := adminConfig(o.adminOptions)
-	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-user/-call-timeout"); err != nil {
+	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-database/-user/-call-timeout"); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
