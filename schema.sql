@@ -56,9 +56,13 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --   name        what applications ask for: GET /v1/tickets/{name}
 --   table_name  NULL: its counter is a row of table counters (below), which is
 --               how every sequence is made now (`ticketd sequence create`).
---               Tickets64, Tickets32, or seq_*: its counter is a table of its own,
---               shaped like Tickets64 (bits = 64) or Tickets32 (bits = 32), as
---               sequences were made before; those keep working.
+--               Otherwise its counter is a table of its own, shaped like Tickets64
+--               (an AUTO_INCREMENT id, a unique stub): Tickets64, Tickets32, seq_*
+--               tables as sequences were made before, or any table of that shape
+--               an existing pair has (`ticketd sequence adopt NAME -table T`, which
+--               also grants what ticketd needs on it). Releases 1 and 2 read only
+--               Tickets64, Tickets32 and seq_* (they ignore other rows): adopt
+--               writes another name only once the upgrade is finalized.
 --   bits        32 or 64: no value above 2^32-1, resp. 2^63-1, is ever handed out
 --   block_size  B: one ticket t stands for the values [t*B, t*B + B), handed out
 --               from ticketd's memory. B = 1 is pure Flickr, one round trip per value.
@@ -92,7 +96,7 @@ CREATE TABLE IF NOT EXISTS sequences (
   UNIQUE KEY table_name (table_name),
   KEY version (version),
   CONSTRAINT sequence_name_ok  CHECK (name REGEXP '^[a-z][a-z0-9_]{0,47}$'),
-  CONSTRAINT sequence_table_ok CHECK (table_name REGEXP '^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$'),
+  CONSTRAINT sequence_table_ok CHECK (table_name REGEXP '^[A-Za-z][A-Za-z0-9_]{0,63}$'),
   CONSTRAINT sequence_bits_ok  CHECK (bits IN (32, 64)),
   CONSTRAINT sequence_block_ok CHECK (block_size BETWEEN 1 AND 1000000000)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
@@ -101,6 +105,16 @@ CREATE TABLE IF NOT EXISTS sequences (
 ALTER TABLE sequences MODIFY table_name VARCHAR(64) NULL,
   ADD COLUMN IF NOT EXISTS version BIGINT UNSIGNED NOT NULL DEFAULT 0,
   ADD INDEX IF NOT EXISTS version (version);
+-- A catalog made by an older schema.sql names only Tickets64, Tickets32 and seq_*
+-- tables: its check becomes the one above (which every such name passes), once.
+SET @relax_table_ok = (SELECT IF(COUNT(*) = 0, 'DO 0',
+    'ALTER TABLE sequences DROP CONSTRAINT sequence_table_ok, ADD CONSTRAINT sequence_table_ok CHECK (table_name REGEXP ''^[A-Za-z][A-Za-z0-9_]{0,63}$'')')
+  FROM information_schema.CHECK_CONSTRAINTS
+  WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'sequences' AND CONSTRAINT_NAME = 'sequence_table_ok'
+    AND CHECK_CLAUSE LIKE '%seq\\_%');
+PREPARE relax_table_ok FROM @relax_table_ok;
+EXECUTE relax_table_ok;
+DEALLOCATE PREPARE relax_table_ok;
 
 -- The catalog's change counter: one row, bumped by every INSERT into sequences (the
 -- trigger below). Its row lock is held until the inserting transaction commits, so
@@ -197,6 +211,25 @@ CREATE TABLE IF NOT EXISTS sequence_pins (
   pinned_by   VARCHAR(255)     NOT NULL DEFAULT '',
   pinned_at   DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (name)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- ---------------------------------------------------------------------------
+-- Where sequences begin. `ticketd sequence create NAME -start N` makes the rows of
+-- counters of NAME so that every value it ever hands out, on every server, is above
+-- N (each server's first ticket is the smallest t of its parity with
+-- t × block_size > N), and records N here: the same create may then be repeated
+-- (completing a server it missed, at the same place), and one asking for another
+-- start is refused. Moving from Leaf, tinyid or a table's own AUTO_INCREMENT,
+-- N is where the old numbers ended (docs/dba.md gives the queries).
+--
+-- Written by: `ticketd sequence create -start` (INSERT). Never changed.
+-- ---------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS sequence_starts (
+  name        VARCHAR(48)      NOT NULL,
+  start_after BIGINT UNSIGNED  NOT NULL,
+  created_at  DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (name),
+  CONSTRAINT sequence_start_name_ok CHECK (name REGEXP '^[a-z][a-z0-9_]{0,47}$')
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- ---------------------------------------------------------------------------
@@ -314,7 +347,7 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
 --                  deployment.finalized_release alone.
 --   ticketd_sequences  what `ticketd sequence create|list|check` needs: read the
 --                  schema (SELECT: the catalog, the counters and marks it lists and
---                  compares), and INSERT into the catalog, counters and pins, so it
+--                  compares), and INSERT into the catalog, counters, pins and starts, so it
 --                  can add sequences and never change or remove one. No UPDATE, no
 --                  DELETE, no DDL, no GRANT: a new sequence needs none (one table
 --                  holds every counter).
@@ -338,6 +371,9 @@ GRANT SELECT, INSERT, UPDATE ON high_water         TO ticketd_app;
 GRANT SELECT                 ON catalog_version    TO ticketd_app;
 GRANT SELECT, UPDATE         ON counters           TO ticketd_app;
 GRANT SELECT, INSERT         ON sequence_pins      TO ticketd_app;
+-- Not used by the daemon, but what an account cannot see, information_schema does
+-- not show: ticketd tells which release's schema a server holds from it.
+GRANT SELECT                 ON sequence_starts    TO ticketd_app;
 
 CREATE ROLE IF NOT EXISTS ticketd_admin;
 GRANT ticketd_app TO ticketd_admin;
@@ -350,6 +386,7 @@ GRANT SELECT ON *                       TO ticketd_sequences;
 GRANT INSERT ON sequences       TO ticketd_sequences;
 GRANT INSERT ON counters        TO ticketd_sequences;
 GRANT INSERT ON sequence_pins   TO ticketd_sequences;
+GRANT INSERT ON sequence_starts TO ticketd_sequences;
 
 CREATE USER IF NOT EXISTS 'ticketd'@'127.0.0.1' ACCOUNT LOCK;
 GRANT ticketd_app TO 'ticketd'@'127.0.0.1';

@@ -38,7 +38,9 @@ func schemaFor(t testing.TB, path, db string) string {
 // collation ignores case), as a pair set up the old way has it: every table
 // it makes states ascii with a binary collation, so the catalog's name check
 // still refuses "Orders". Release 2's schema.sql, loaded the same way,
-// accepts it (the control: its tables take the database's default).
+// accepts it (the control: its tables take the database's default). Its
+// catalog names only Tickets64, Tickets32 and seq_* tables until this
+// schema.sql is loaded over it.
 func TestSchemaOnExistingDatabase(t *testing.T) {
 	s := mysqltest.Start(t, mysqltest.Options{})
 	s.Exec(t, "CREATE DATABASE ticketserver CHARACTER SET latin1 COLLATE latin1_swedish_ci; CREATE DATABASE oldway CHARACTER SET latin1 COLLATE latin1_swedish_ci")
@@ -60,6 +62,28 @@ func TestSchemaOnExistingDatabase(t *testing.T) {
 	}
 	if _, err := s.Run(strings.ReplaceAll(orders, "%s", "oldway")); err != nil {
 		t.Fatalf("the control: release 2's schema in a latin1 database accepted Orders when this test was written, now %v", err)
+	}
+	// The catalog names any table of Flickr's shape now, a catalog of an
+	// older schema.sql too once this one is loaded over it (twice: the
+	// second load changes nothing).
+	const photos = "INSERT INTO %s.sequences (name, table_name, bits, block_size) VALUES ('photos', 'TicketsPhotos', 64, 1)"
+	if _, err := s.Run(strings.ReplaceAll(photos, "%s", "oldway")); err == nil || !strings.Contains(err.Error(), "sequence_table_ok") {
+		t.Fatalf("release 2's catalog took a row naming TicketsPhotos (%v): its check should refuse it", err)
+	}
+	for range 2 {
+		s.Exec(t, schemaFor(t, filepath.Join(mariadb.RepoRoot(), "schema.sql"), "oldway"))
+		if got := s.Query(t, "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "+
+			"WHERE CONSTRAINT_SCHEMA = 'oldway' AND TABLE_NAME = 'sequences' AND CONSTRAINT_NAME = 'sequence_table_ok'"); !strings.Contains(got, "[A-Za-z][A-Za-z0-9_]{0,63}") {
+			t.Fatalf("oldway's sequence_table_ok after loading this schema.sql: %q", got)
+		}
+	}
+	for _, db := range []string{"ticketserver", "oldway"} {
+		if _, err := s.Run(strings.ReplaceAll(photos, "%s", db)); err != nil {
+			t.Fatalf("%s: a catalog row naming TicketsPhotos: %v", db, err)
+		}
+	}
+	if _, err := s.Run("INSERT INTO ticketserver.sequences (name, table_name, bits, block_size) VALUES ('dash', 'tickets-x', 64, 1)"); err == nil {
+		t.Fatal("a catalog row naming tickets-x was taken")
 	}
 	// The grants name no database: they landed on the one loaded.
 	if got := s.Query(t, "SHOW GRANTS FOR ticketd_app"); !strings.Contains(got, "ON `ticketserver`.`Tickets64` TO `ticketd_app`") {
