@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
 	"ticketd/ticket"
+	"ticketd/ticket/dba"
 )
 
 // adminOptions are the flags every administrative command shares (repair,
@@ -84,4 +87,19 @@ func validateAdmin(cfg *ticket.Config, tls tlsOptions, what string) error {
 		return usagef("%s: %v", what, err)
 	}
 	return nil
+}
+
+// adminErr is how an administrative command reports what its dba call
+// returned: a call refused before it wrote anything (dba.ErrRefused: a name
+// in use otherwise, a table of another shape, a start below what was
+// handed out) is bad input, exit 2; anything else exit 1.
+func adminErr(cmd string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, dba.ErrRefused):
+		return usageError{fmt.Errorf("%s: %w", cmd, err)}
+	default:
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -29,13 +30,14 @@ type sequenceOptions struct {
 	file  string
 	bits  int
 	block uint64
+	start uint64
 	// list, check
 	name, prefix string
 	limit        int
 }
 
-const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [flags]
-       ticketd sequence create -file F [-bits 64|32] [-block B] [flags]
+const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [-start N] [flags]
+       ticketd sequence create -file F [-bits 64|32] [-block B] [-start N] [flags]
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
 
@@ -46,9 +48,13 @@ sequence").
           server's start and step), its catalog row and its pin, in one
           transaction per thousand. Safe to repeat; a create that did not
           reach every server (one was down) is completed by running it again.
-          Refuses, creating nothing, when a name exists otherwise anywhere.
-          -file F: one sequence per line, "NAME [BITS [BLOCK]]" (missing
-          fields: -bits and -block), '#' starts a comment.
+          Refuses, creating nothing, when a name exists otherwise anywhere
+          (exit 2). -start N: every value the sequence ever hands out, on
+          every server, is above N (moving from Leaf, tinyid or a table's
+          AUTO_INCREMENT: docs/dba.md gives the query for N); refused for a
+          sequence that exists with another start or none.
+          -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]"
+          (missing fields: -bits, -block and -start), '#' starts a comment.
   list    every sequence, in name order: its definition, each server's
           counter (a row's value: the last ticket it handed out) and the
           values left on the fuller server.
@@ -89,6 +95,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK]]"`)
 		fs.IntVar(&o.bits, "bits", 64, "width of the values: 64 (up to 2^63-1) or 32 (up to 2^32-1)")
 		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
+		fs.Uint64Var(&o.start, "start", 0, "every value handed out is above N, on every server (0: none): where the numbers the sequence replaces ended")
 	case "list", "check":
 		fs.StringVar(&o.name, "name", "", "only this sequence")
 		fs.StringVar(&o.prefix, "prefix", "", "only the sequences whose name starts with this")
@@ -143,10 +150,10 @@ func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
 // sequenceDefs is what create is asked for: the names on the command line
 // and the lines of -file, each checked, so that a bad one is a usage error
 // before anything is written.
-func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]ticket.SequenceInfo, error) {
-	var defs []ticket.SequenceInfo
+func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]dba.NewSequence, error) {
+	var defs []dba.NewSequence
 	for _, n := range o.names {
-		defs = append(defs, ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block})
+		defs = append(defs, dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block}, Start: o.start})
 	}
 	if o.file != "" {
 		f, err := open(o.file)
@@ -154,14 +161,14 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 			return nil, usagef("sequence create: -file: %v", err)
 		}
 		defer f.Close()
-		more, err := parseDefs(f, o.file, o.bits, o.block)
+		more, err := parseDefs(f, o.file, o.bits, o.block, o.start)
 		if err != nil {
 			return nil, err
 		}
 		defs = append(defs, more...)
 	}
 	for _, d := range defs {
-		if err := ticket.CheckSequenceInfo(d); err != nil {
+		if err := ticket.CheckSequenceInfo(d.SequenceInfo); err != nil {
 			return nil, usagef("sequence create: %v", err)
 		}
 	}
@@ -171,11 +178,11 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 	return defs, nil
 }
 
-// parseDefs reads a file of definitions: one per line, "NAME [BITS
-// [BLOCK]]", fields separated by blanks; '#' starts a comment. A bad line is
+// parseDefs reads a file of definitions: one per line, "NAME [BITS [BLOCK
+// [START]]]", fields separated by blanks; '#' starts a comment. A bad line is
 // a usage error naming the file and the line.
-func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.SequenceInfo, error) {
-	var defs []ticket.SequenceInfo
+func parseDefs(r io.Reader, path string, bits int, block, start uint64) ([]dba.NewSequence, error) {
+	var defs []dba.NewSequence
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 4096)
 	for line := 1; sc.Scan(); line++ {
@@ -184,13 +191,13 @@ func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.Seque
 		if len(f) == 0 {
 			continue
 		}
-		d := ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}
+		d := dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}, Start: start}
 		bad := func(format string, args ...any) error {
 			return usagef("sequence create: %s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
 		switch {
-		case len(f) > 3:
-			return nil, bad("%d fields, want NAME [BITS [BLOCK]]", len(f))
+		case len(f) > 4:
+			return nil, bad("%d fields, want NAME [BITS [BLOCK [START]]]", len(f))
 		case len(f) >= 2:
 			b, err := strconv.Atoi(f[1])
 			if err != nil {
@@ -198,14 +205,21 @@ func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.Seque
 			}
 			d.Bits = b
 		}
-		if len(f) == 3 {
+		if len(f) >= 3 {
 			b, err := strconv.ParseUint(f[2], 10, 64)
 			if err != nil {
 				return nil, bad("block %.20q: want a positive number", f[2])
 			}
 			d.BlockSize = b
 		}
-		if err := ticket.CheckSequenceInfo(d); err != nil {
+		if len(f) == 4 {
+			n, err := strconv.ParseUint(f[3], 10, 64)
+			if err != nil {
+				return nil, bad("start %.24q: want a number from 0 to %d", f[3], uint64(math.MaxUint64))
+			}
+			d.Start = n
+		}
+		if err := ticket.CheckSequenceInfo(d.SequenceInfo); err != nil {
 			return nil, bad("%v", err)
 		}
 		defs = append(defs, d)
@@ -248,18 +262,16 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 }
 
 // createSequences runs dba.CreateSequences and says, per server, what it
-// did (also when it failed part of the way).
-func createSequences(ctx context.Context, cfg ticket.Config, defs []ticket.SequenceInfo, stdout io.Writer) error {
+// did (also when it failed part of the way). A create refused before
+// anything was written is bad input: exit 2.
+func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSequence, stdout io.Writer) error {
 	rep, err := dba.CreateSequences(ctx, cfg, defs)
 	for _, s := range rep.Servers {
 		if (s.Err == nil && err == nil) || s.Created+s.Existing > 0 {
 			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("sequence create: %w", err)
-	}
-	return nil
+	return adminErr("sequence create", err)
 }
 
 // listSequences prints one line per sequence, aligned a page at a time.

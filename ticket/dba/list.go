@@ -7,7 +7,9 @@ import (
 	"math"
 	"strings"
 
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -74,7 +76,7 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if err != nil {
 		return nil, err
 	}
-	inv := &inventory{cfg: cfg, servers: servers, down: down, withAll: all, prefix: opt.Prefix}
+	inv := &inventory{cfg: cfg, servers: servers, down: down, withAll: all, prefix: opt.Prefix, schemas: make([]schema.Feature, len(servers))}
 	up := 0
 	for i := range servers {
 		if inv.up(i) {
@@ -84,6 +86,14 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if up == 0 {
 		closeServers(servers)
 		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(down...))
+	}
+	if err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		f, err := schema.Detect(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
+		inv.schemas[s.Idx] = f
+		return err
+	}); err != nil {
+		closeServers(servers)
+		return nil, err
 	}
 	return inv, nil
 }
