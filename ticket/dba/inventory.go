@@ -34,7 +34,9 @@ type held struct {
 }
 
 // exists reports whether the server holds anything of the name.
-func (h held) exists() bool { return h.def.Defined() || h.pin.Defined() || h.row != nil || h.start != 0 }
+func (h held) exists() bool {
+	return h.def.Defined() || h.pin.Defined() || h.row != nil || h.start != 0
+}
 
 // inventory reads pages of names and what each server holds of them.
 type inventory struct {
