@@ -31,6 +31,8 @@ type sequenceOptions struct {
 	bits  int
 	block uint64
 	start uint64
+	// besideTables: create even beside a table of Flickr's shape of a name like it
+	besideTables bool
 	// list, check
 	name, prefix string
 	limit        int
@@ -53,6 +55,9 @@ sequence").
           every server, is above N (moving from Leaf, tinyid or a table's
           AUTO_INCREMENT: docs/dba.md gives the query for N); refused for a
           sequence that exists with another start or none.
+          A new name like that of a table of Flickr's shape on the pair
+          (photos, TicketsPhotos) is refused, naming the table and sequence
+          adopt, unless -beside-tables.
           -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]"
           (missing fields: -bits, -block and -start), '#' starts a comment.
   list    every sequence, in name order: its definition, each server's
@@ -96,6 +101,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fs.IntVar(&o.bits, "bits", 64, "width of the values: 64 (up to 2^63-1) or 32 (up to 2^32-1)")
 		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
 		fs.Uint64Var(&o.start, "start", 0, "every value handed out is above N, on every server (0: none): where the numbers the sequence replaces ended")
+		fs.BoolVar(&o.besideTables, "beside-tables", false, "create a name even where a table of Flickr's shape has a name like it (photos, TicketsPhotos), beside it: its numbers are not continued (sequence adopt does)")
 	case "list", "check":
 		fs.StringVar(&o.name, "name", "", "only this sequence")
 		fs.StringVar(&o.prefix, "prefix", "", "only the sequences whose name starts with this")
@@ -253,7 +259,7 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return createSequences(ctx, cfg, defs, stdout)
+		return createSequences(ctx, cfg, defs, dba.CreateOptions{BesideTables: o.besideTables}, stdout)
 	case "list":
 		return listSequences(ctx, cfg, dba.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
 	default:
@@ -264,8 +270,8 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 // createSequences runs dba.CreateSequences and says, per server, what it
 // did (also when it failed part of the way). A create refused before
 // anything was written is bad input: exit 2.
-func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSequence, stdout io.Writer) error {
-	rep, err := dba.CreateSequences(ctx, cfg, defs)
+func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSequence, opt dba.CreateOptions, stdout io.Writer) error {
+	rep, err := dba.CreateSequences(ctx, cfg, defs, opt)
 	for _, s := range rep.Servers {
 		if (s.Err == nil && err == nil) || s.Created+s.Existing > 0 {
 			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)

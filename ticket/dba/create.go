@@ -44,6 +44,17 @@ func (d NewSequence) String() string {
 	return fmt.Sprintf("%s, start %d", d.SequenceInfo, d.Start)
 }
 
+// CreateOptions is what a create may be told besides the sequences.
+type CreateOptions struct {
+	// BesideTables creates a new name even where the pair holds a table of
+	// Flickr's shape of a name like it (photos beside TicketsPhotos), whose
+	// numbers the sequence then does not continue. Without it such a create
+	// is refused, naming the table and sequence adopt: a sequence that
+	// begins at 1 beside a table at 5.2 × 10⁹ hands out ids the
+	// application already stored.
+	BesideTables bool
+}
+
 // ErrRefused marks a call that refused what it was asked before writing
 // anything: a definition, start or table the servers cannot take as asked
 // (a name in use otherwise, a start below what was handed out, a table not
@@ -86,7 +97,7 @@ const createBatch = 1000
 // sequence no value; a server that cannot be reached is skipped and
 // reported, and the error says to run it again. Repeating it is safe: what
 // exists is left as it is.
-func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence) (CreateReport, error) {
+func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, opt CreateOptions) (CreateReport, error) {
 	defs, err := normalizeDefs(defs, len(cfg.WithDefaults().Servers))
 	if err != nil {
 		return CreateReport{}, refused(err)
@@ -109,6 +120,10 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence) (
 	}
 
 	// Compare first, everywhere: nothing is written if anything differs.
+	shapes, err := inv.shapes(ctx, opt)
+	if err != nil {
+		return rep, err
+	}
 	var conflicts []string
 	for b := 0; b < len(defs); b += createBatch {
 		batch := defs[b:min(b+createBatch, len(defs))]
@@ -116,8 +131,9 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence) (
 		if err != nil {
 			return rep, err
 		}
-		for k, si := range batch {
-			conflicts = append(conflicts, inv.conflicts(si, per[k])...)
+		for k, d := range batch {
+			conflicts = append(conflicts, inv.conflicts(d, per[k])...)
+			conflicts = append(conflicts, besideTables(d.Name, per[k], shapes)...)
 		}
 	}
 	if len(conflicts) > 0 {
@@ -182,6 +198,45 @@ func defNames(defs []NewSequence) []string {
 	out := make([]string, len(defs))
 	for k, d := range defs {
 		out[k] = d.Name
+	}
+	return out
+}
+
+// shapes reads, on every server that is up, the tables of Flickr's shape a
+// new name may be like (none with opt.BesideTables).
+func (inv *inventory) shapes(ctx context.Context, opt CreateOptions) ([]map[string]*tableShape, error) {
+	out := make([]map[string]*tableShape, len(inv.servers))
+	if opt.BesideTables {
+		return out, nil
+	}
+	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		m, err := readShapes(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, nil)
+		out[s.Idx] = m
+		return err
+	})
+	return out, err
+}
+
+// besideTables refuses a new name like a table of Flickr's shape on a
+// server (shapes): its numbers are most likely the ones to continue.
+func besideTables(name string, per []held, shapes []map[string]*tableShape) []string {
+	for _, h := range per {
+		if h.exists() {
+			return nil // not new: a create repeated
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, m := range shapes {
+		for _, table := range similarTables(name, m) {
+			if seen[table] {
+				continue
+			}
+			seen[table] = true
+			out = append(out, fmt.Sprintf("%q is like table %s of Flickr's shape on server %d (its counter is at %d): to continue its numbers, "+
+				"ticketd sequence adopt %s -table %s; to make a new sequence beside it anyway, -beside-tables (with -start past its counter)",
+				name, table, i+1, m[table].Counter, name, table))
+		}
 	}
 	return out
 }
