@@ -22,7 +22,7 @@ import (
 // sequenceOptions is everything `ticketd sequence create|list|check` can be
 // told, by flag or by TICKETD_SEQUENCE_* environment variable.
 type sequenceOptions struct {
-	cmd string // create, list, check
+	cmd string // create, adopt, list, check
 	adminOptions
 
 	// create
@@ -33,6 +33,8 @@ type sequenceOptions struct {
 	start uint64
 	// besideTables: create even beside a table of Flickr's shape of a name like it
 	besideTables bool
+	// adopt
+	table string
 	// list, check
 	name, prefix string
 	limit        int
@@ -40,6 +42,7 @@ type sequenceOptions struct {
 
 const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [-start N] [flags]
        ticketd sequence create -file F [-bits 64|32] [-block B] [-start N] [flags]
+       ticketd sequence adopt NAME -table T [flags]
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
 
@@ -60,6 +63,15 @@ sequence").
           adopt, unless -beside-tables.
           -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]"
           (missing fields: -bits, -block and -start), '#' starts a comment.
+  adopt   serves an existing table of Flickr's shape (an AUTO_INCREMENT id,
+          a unique stub: TicketsPhotos) as sequence NAME, beside the
+          applications that use it (docs/dba.md, "Adopting a running pair"):
+          checks the table on every server (its shape, its rows of the
+          server's parity), then grants ticketd what it needs on it and
+          writes the catalog row and the pin. Safe to repeat. Every server
+          must answer; the account must be able to grant (the DBA's, -user).
+          A table not named Tickets64, Tickets32 or seq_* only once the
+          upgrade is finalized (ticketd upgrade finalize).
   list    every sequence, in name order: its definition, each server's
           counter (a row's value: the last ticket it handed out) and the
           values left on the fuller server.
@@ -84,7 +96,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 			return o, errHelp
 		}
 		fmt.Fprint(stderr, sequenceUsage)
-		return o, usagef("sequence: want create, list or check")
+		return o, usagef("sequence: want create, adopt, list or check")
 	}
 	o.cmd, args = args[0], args[1:]
 	fs := flag.NewFlagSet("sequence "+o.cmd, flag.ContinueOnError)
@@ -102,6 +114,8 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
 		fs.Uint64Var(&o.start, "start", 0, "every value handed out is above N, on every server (0: none): where the numbers the sequence replaces ended")
 		fs.BoolVar(&o.besideTables, "beside-tables", false, "create a name even where a table of Flickr's shape has a name like it (photos, TicketsPhotos), beside it: its numbers are not continued (sequence adopt does)")
+	case "adopt":
+		fs.StringVar(&o.table, "table", "", "the table of Flickr's shape to serve as the sequence (in -database), on every server")
 	case "list", "check":
 		fs.StringVar(&o.name, "name", "", "only this sequence")
 		fs.StringVar(&o.prefix, "prefix", "", "only the sequences whose name starts with this")
@@ -110,7 +124,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		}
 	default:
 		fmt.Fprint(stderr, sequenceUsage)
-		return o, usagef("sequence: unknown command %q: want create, list or check", o.cmd)
+		return o, usagef("sequence: unknown command %q: want create, adopt, list or check", o.cmd)
 	}
 	// Names may come before, between or after the flags.
 	for {
@@ -126,7 +140,10 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		o.names = append(o.names, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if o.cmd != "create" && len(o.names) > 0 {
+	switch {
+	case o.cmd == "adopt" && (len(o.names) != 1 || o.table == ""):
+		return o, usagef("sequence adopt: want one NAME and -table T")
+	case o.cmd != "create" && o.cmd != "adopt" && len(o.names) > 0:
 		return o, usagef("sequence %s: unexpected argument %q (use -name)", o.cmd, o.names[0])
 	}
 	if err := applyEnvWith(fs, "TICKETD_SEQUENCE_", getenv); err != nil {
@@ -260,6 +277,8 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return createSequences(ctx, cfg, defs, dba.CreateOptions{BesideTables: o.besideTables}, stdout)
+	case "adopt":
+		return adoptTable(ctx, cfg, o.names[0], o.table, stdout)
 	case "list":
 		return listSequences(ctx, cfg, dba.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
 	default:
@@ -278,6 +297,22 @@ func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSeque
 		}
 	}
 	return adminErr("sequence create", err)
+}
+
+// adoptTable runs dba.AdoptTable and says what it did on each server.
+func adoptTable(ctx context.Context, cfg ticket.Config, name, table string, stdout io.Writer) error {
+	rep, err := dba.AdoptTable(ctx, cfg, name, table)
+	if err != nil {
+		return adminErr("sequence adopt", err)
+	}
+	for _, s := range rep.Servers {
+		did := "adopted"
+		if !s.Adopted {
+			did = "already there"
+		}
+		fmt.Fprintf(stdout, "%s: %s: table %s served as %s (%d bits; its counter at %d)\n", s.Name, did, table, name, rep.Sequence.Bits, s.Counter)
+	}
+	return nil
 }
 
 // listSequences prints one line per sequence, aligned a page at a time.

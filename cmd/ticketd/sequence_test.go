@@ -64,7 +64,15 @@ func TestSequenceOptions(t *testing.T) {
 					t.Fatalf("got %v", c)
 				}
 			}},
-		{name: "no command", args: nil, env: withPW, wantErr: "want create, list or check"},
+		{name: "no command", args: nil, env: withPW, wantErr: "want create, adopt, list or check"},
+		{name: "adopt", args: []string{"adopt", "photos", "-table", "TicketsPhotos", "-user", "dba"}, env: withPW,
+			check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+				if o.cmd != "adopt" || len(o.names) != 1 || o.names[0] != "photos" || o.table != "TicketsPhotos" || c.User != "dba" {
+					t.Fatalf("got %+v / %v", o, c)
+				}
+			}},
+		{name: "adopt without a table", args: []string{"adopt", "photos"}, env: withPW, wantErr: "want one NAME and -table T"},
+		{name: "adopt of two names", args: []string{"adopt", "a", "b", "-table", "T"}, env: withPW, wantErr: "want one NAME and -table T"},
 		{name: "unknown command", args: []string{"drop", "x"}, env: withPW, wantErr: `unknown command "drop"`},
 		{name: "create without a name", args: []string{"create", "-block", "10"}, env: withPW, wantErr: "name a sequence"},
 		{name: "list with an argument", args: []string{"list", "orders"}, env: withPW, wantErr: "use -name"},
@@ -190,6 +198,7 @@ func FuzzParseDefs(f *testing.F) {
 func seqCmd(t *testing.T, mp *mysqltest.Pair, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	t.Setenv("TICKETD_SEQUENCE_PASSWORD", mp.SeqPassword)
+	t.Setenv("TICKETD_SEQUENCE_USER", mp.SeqUser)
 	t.Setenv("TICKETD_SEQUENCE_SERVERS", mp.Servers[0].Addr()+","+mp.Servers[1].Addr())
 	return runCmd(append([]string{"sequence"}, args...)...)
 }
