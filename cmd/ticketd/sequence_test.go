@@ -123,7 +123,7 @@ func TestSequenceOptions(t *testing.T) {
 	if _, errOut, code := runCmd("sequence", "list", "-limit", "x"); code != 2 || !strings.Contains(errOut, "invalid value") {
 		t.Errorf("sequence list -limit x: exit %d, stderr %q", code, errOut)
 	}
-	if out, _, _ := runCmd("help"); !strings.Contains(out, "sequence create|list|check") {
+	if out, _, _ := runCmd("help"); !strings.Contains(out, "sequence create|adopt|list|check") || !strings.Contains(out, "pair check") {
 		t.Errorf("usage does not list sequence:\n%s", out)
 	}
 }
