@@ -336,7 +336,12 @@ func (j *pairJudge) judge(i int, all []pairFacts) {
 			"load schema.sql into it: "+j.loadSchema())
 		return
 	}
-	if !f.features.Has(schema.Current) {
+	loaded := slices.ContainsFunc(ownTables, func(t string) bool { _, ok := f.collations[t]; return ok })
+	switch {
+	case !loaded:
+		j.problem(i, orderSchema, false, fmt.Sprintf("database %s holds no schema of ticketd's (none of schema.sql's tables)", db),
+			"load this release's schema.sql: "+j.loadSchema())
+	case !f.features.Has(schema.Current):
 		j.problem(i, orderSchema, false, fmt.Sprintf("database %s holds release %d's schema, not release %d's: it lacks %s",
 			db, f.features.Release(), spec.Release, f.features.Missing(schema.Current)), "load this release's schema.sql: "+j.loadSchema())
 	}
