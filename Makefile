@@ -163,6 +163,15 @@ db-down:
 db-status:
 	@scripts/db.sh status
 
+# What ticketd's presence costs an application taking tickets from the same
+# tables, measured (TestE2ELegacyContention in its long form): windows of
+# 45 s with innodb_autoinc_lock_mode 1, then 0, the application alone and
+# beside ticketd, and beside REPLACEs of a stub of their own; about 5 minutes.
+.PHONY: legacy-contention
+legacy-contention:
+	TICKETD_CONTENTION_WINDOW=$${TICKETD_CONTENTION_WINDOW:-45s} TICKETD_CONTENTION_OWN_STUB=1 \
+		$(GO) test -count=1 -v -timeout 20m -run '^TestE2ELegacyContention$$' ./cmd/ticketd
+
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
 # own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
