@@ -172,6 +172,14 @@ legacy-contention:
 	TICKETD_CONTENTION_WINDOW=$${TICKETD_CONTENTION_WINDOW:-45s} TICKETD_CONTENTION_OWN_STUB=1 \
 		$(GO) test -count=1 -v -timeout 20m -run '^TestE2ELegacyContention$$' ./cmd/ticketd
 
+# docs/dba.md's "Adopting a running pair" on a pair set up the old way, under
+# an application's load, with 45 s windows (TestE2EAdoptRunningPair in its
+# long form; make test runs it with 5 s windows); about 5 minutes.
+.PHONY: adopt-soak
+adopt-soak:
+	TICKETD_ADOPT_WINDOW=$${TICKETD_ADOPT_WINDOW:-45s} \
+		$(GO) test -count=1 -v -timeout 20m -run '^TestE2EAdoptRunningPair$$' ./cmd/ticketd
+
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
 # own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
