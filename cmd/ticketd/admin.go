@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,4 +104,52 @@ func adminErr(cmd string, err error) error {
 	default:
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+}
+
+// adminCommand is an administrative command of subcommands that take flags
+// and no argument (upgrade status|finalize, pair check).
+type adminCommand struct {
+	name     string   // "upgrade": its flags' variables are TICKETD_UPGRADE_*
+	subs     []string // its subcommands
+	usage    string
+	defaults adminDefaults
+}
+
+// parse reads args, a subcommand then its flags (and their variables),
+// into a, and returns the subcommand.
+func (c adminCommand) parse(args []string, stderr io.Writer, getenv func(string) string, a *adminOptions) (string, error) {
+	want := strings.Join(c.subs, " or ")
+	if len(args) == 0 || !slices.Contains(c.subs, args[0]) {
+		fmt.Fprint(stderr, c.usage)
+		switch {
+		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+			return "", errHelp
+		case len(args) == 0:
+			return "", usagef("%s: want %s", c.name, want)
+		}
+		return "", usagef("%s: unknown subcommand %q: want %s", c.name, args[0], want)
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, c.usage)
+		fs.PrintDefaults()
+	}
+	a.register(fs, c.defaults)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return sub, errHelp
+		}
+		return sub, errReported{2}
+	}
+	if fs.NArg() > 0 {
+		return sub, usagef("%s %s: unexpected argument %q", c.name, sub, fs.Arg(0))
+	}
+	if err := applyEnvWith(fs, "TICKETD_"+strings.ToUpper(c.name)+"_", getenv); err != nil {
+		return sub, err
+	}
+	var err error
+	a.password, err = adminPassword(c.name, c.defaults.passwordEnv, a.passwordFile, getenv)
+	return sub, err
 }

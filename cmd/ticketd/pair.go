@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,41 +41,15 @@ underscores.
 
 `
 
+// pairCommand is `ticketd pair check`.
+var pairCommand = adminCommand{name: "pair", subs: []string{"check"}, usage: pairUsage,
+	defaults: adminDefaults{user: "ticketd_repair", userHelp: "database user: the DBA's own reads everything; with another, what it may not read is a note",
+		passwordFile: "var/repair.password", passwordEnv: "TICKETD_PAIR_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"}}
+
 func parsePair(args []string, stderr io.Writer, getenv func(string) string) (pairOptions, error) {
 	var o pairOptions
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprint(stderr, pairUsage)
-		switch {
-		case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-			return o, errHelp
-		case len(args) == 0:
-			return o, usagef("pair: want check")
-		}
-		return o, usagef("pair: unknown subcommand %q: want check", args[0])
-	}
-	o.cmd = args[0]
-	fs := flag.NewFlagSet("pair "+o.cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, pairUsage)
-		fs.PrintDefaults()
-	}
-	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user: the DBA's own reads everything; with another, what it may not read is a note",
-		passwordFile: "var/repair.password", passwordEnv: "TICKETD_PAIR_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, errHelp
-		}
-		return o, errReported{2}
-	}
-	if fs.NArg() > 0 {
-		return o, usagef("pair %s: unexpected argument %q", o.cmd, fs.Arg(0))
-	}
-	if err := applyEnvWith(fs, "TICKETD_PAIR_", getenv); err != nil {
-		return o, err
-	}
 	var err error
-	o.password, err = adminPassword("pair", "TICKETD_PAIR_PASSWORD", o.passwordFile, getenv)
+	o.cmd, err = pairCommand.parse(args, stderr, getenv, &o.adminOptions)
 	return o, err
 }
 

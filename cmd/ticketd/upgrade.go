@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,42 +47,15 @@ TICKETD_UPGRADE_ and its name in upper case, dashes as underscores.
 
 `
 
+// upgradeCommand is `ticketd upgrade status|finalize`.
+var upgradeCommand = adminCommand{name: "upgrade", subs: []string{"status", "finalize"}, usage: upgradeUsage,
+	defaults: adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
+		passwordEnv: "TICKETD_UPGRADE_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"}}
+
 func parseUpgrade(args []string, stderr io.Writer, getenv func(string) string) (upgradeOptions, error) {
 	var o upgradeOptions
-	if len(args) == 0 || (args[0] != "status" && args[0] != "finalize") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprint(stderr, upgradeUsage)
-			return o, errHelp
-		}
-		fmt.Fprint(stderr, upgradeUsage)
-		if len(args) == 0 {
-			return o, usagef("upgrade: want status or finalize")
-		}
-		return o, usagef("upgrade: unknown subcommand %q: want status or finalize", args[0])
-	}
-	o.cmd = args[0]
-	fs := flag.NewFlagSet("upgrade "+o.cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, upgradeUsage)
-		fs.PrintDefaults()
-	}
-	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
-		passwordEnv: "TICKETD_UPGRADE_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, errHelp
-		}
-		return o, errReported{2}
-	}
-	if fs.NArg() > 0 {
-		return o, usagef("upgrade %s: unexpected argument %q", o.cmd, fs.Arg(0))
-	}
-	if err := applyEnvWith(fs, "TICKETD_UPGRADE_", getenv); err != nil {
-		return o, err
-	}
 	var err error
-	o.password, err = adminPassword("upgrade", "TICKETD_UPGRADE_PASSWORD", o.passwordFile, getenv)
+	o.cmd, err = upgradeCommand.parse(args, stderr, getenv, &o.adminOptions)
 	return o, err
 }
 
