@@ -125,12 +125,11 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 
 // adoptFound is what one server holds of the table.
 type adoptFound struct {
-	shape     *tableShape // nil: no such table (visible)
-	maxID     uint64      // the largest id in it
-	servedAs  string      // the catalog's sequence of that table, if any
-	inc, off  uint64      // the server's auto_increment_increment and offset
-	mayGrant  []string    // what the account lacks to grant it, and to write the catalog
-	grantsErr error
+	shape    *tableShape // nil: no such table (visible)
+	maxID    uint64      // the largest id in it
+	servedAs string      // the catalog's sequence of that table, if any
+	inc, off uint64      // the server's auto_increment_increment and offset
+	mayGrant []string    // what the account lacks to grant it, and to write the catalog
 }
 
 func (f *adoptFound) read(ctx context.Context, cfg spec.Config, s *conn.Server, table string) error {

@@ -50,10 +50,6 @@ func startRow(start, block uint64, i, n int, maxTicket uint64) (value uint64, ok
 	return first - step, true
 }
 
-// firstValue is the first value a row at value hands out on a pair of n
-// with block size block (its next ticket's block), for messages.
-func firstValue(value, block uint64, n int) uint64 { return (value + uint64(n)) * block }
-
 // lastServed is the last value a row at value handed out (the end of its
 // ticket's block), 0 when the row is where a create without a start makes
 // it on server i: it handed nothing out.
