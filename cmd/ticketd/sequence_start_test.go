@@ -233,4 +233,10 @@ INSERT INTO orders (what) VALUES ('a'), ('b'), ('c'), ('d');`)
 	if out, errOut, code := seqCmd(t, mp, "check"); code != 0 {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
+	// A start recorded on one server only (by hand): check says so.
+	mp.Servers[0].Exec(t, "INSERT INTO tickets.sequence_starts (name, start_after) VALUES ('fresh', 100)")
+	if out, errOut, code := seqCmd(t, mp, "check", "-name", "fresh"); code != 1 ||
+		!strings.Contains(out, "fresh: created with -start 100, but server 2 holds it without that start") {
+		t.Fatalf("check with a start on server 1 only: exit %d\n%s%s", code, out, errOut)
+	}
 }

@@ -335,6 +335,24 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 				i+1, h.def.Table, h.table, mk))
 		}
 	}
+	if rec, differ := recordedStart(per); differ {
+		var parts []string
+		for i, h := range per {
+			parts = append(parts, fmt.Sprintf("server %d: %s", i+1, startText(h.start)))
+		}
+		out = append(out, fmt.Sprintf("created with different starts on the servers (%s)", strings.Join(parts, "; ")))
+	} else if rec != 0 {
+		var without []string
+		for i, h := range per {
+			if h.exists() && h.start != rec {
+				without = append(without, fmt.Sprint(i+1))
+			}
+		}
+		if len(without) > 0 {
+			out = append(out, fmt.Sprintf("created with -start %d, but server %s holds it without that start: it may hand out values at or below %d there",
+				rec, strings.Join(without, ", "), rec))
+		}
+	}
 	if !def.Defined() && !inv.anyPinned(per) {
 		for i, h := range per {
 			if h.row != nil {
