@@ -149,6 +149,7 @@ fuzz:
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseDefs$$' -fuzztime $(FUZZTIME)
 
 # The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
 # stops it, releasing its worker ID); `make db-down` stops the servers afterwards.
@@ -177,6 +178,23 @@ db-status:
 
 db-rotate-passwords:
 	@scripts/db.sh rotate
+
+# What ticketd's presence costs an application taking tickets from the same
+# tables, measured (TestE2ELegacyContention in its long form): windows of
+# 45 s with innodb_autoinc_lock_mode 1, then 0, the application alone and
+# beside ticketd, and beside REPLACEs of a stub of their own; about 5 minutes.
+.PHONY: legacy-contention
+legacy-contention:
+	TICKETD_CONTENTION_WINDOW=$${TICKETD_CONTENTION_WINDOW:-45s} TICKETD_CONTENTION_OWN_STUB=1 \
+		$(GO) test -count=1 -v -timeout 20m -run '^TestE2ELegacyContention$$' ./cmd/ticketd
+
+# docs/dba.md's "Adopting a running pair" on a pair set up the old way, under
+# an application's load, with 45 s windows (TestE2EAdoptRunningPair in its
+# long form; make test runs it with 5 s windows); about 5 minutes.
+.PHONY: adopt-soak
+adopt-soak:
+	TICKETD_ADOPT_WINDOW=$${TICKETD_ADOPT_WINDOW:-45s} \
+		$(GO) test -count=1 -v -timeout 20m -run '^TestE2EAdoptRunningPair$$' ./cmd/ticketd
 
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its

@@ -9,6 +9,18 @@
 -- and no row a running deployment wrote is touched. The file holds no password; the
 -- account's password is set separately (see "Accounts" at the end, and docs/dba.md).
 --
+-- Another schema name (an existing pair's own database, say ticketserver): the name
+-- appears only in the CREATE DATABASE and USE below; load the file with both changed,
+-- and give every ticketd command -database ticketserver:
+--
+--     sed -E 's/^(CREATE DATABASE IF NOT EXISTS|USE) tickets\b/\1 ticketserver/' schema.sql |
+--       mariadb --defaults-file=my.cnf --defaults-group-suffix=.1 -uroot
+--
+-- In a database that already exists, CREATE DATABASE IF NOT EXISTS changes nothing
+-- (its default character set stays what it was): every table below states its own
+-- (ascii, binary collation), so the name checks hold whatever the database's default.
+-- Tables that exist already keep theirs (ticketd pair check names any that differ).
+--
 -- What makes the servers unique is NOT in this file but in my.cnf: with N servers (a
 -- power of two: 2 for a pair, or 4), server k runs with auto_increment_increment=N,
 -- auto_increment_offset=k. On a pair, server 1 issues odd tickets and server 2 even
@@ -32,14 +44,14 @@ CREATE TABLE IF NOT EXISTS Tickets64 (
   stub CHAR(1)         NOT NULL DEFAULT '',
   PRIMARY KEY (id),
   UNIQUE KEY stub (stub)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 CREATE TABLE IF NOT EXISTS Tickets32 (
   id   INT UNSIGNED NOT NULL AUTO_INCREMENT,
   stub CHAR(1)      NOT NULL DEFAULT '',
   PRIMARY KEY (id),
   UNIQUE KEY stub (stub)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- ---------------------------------------------------------------------------
 -- Named sequences (Flickr's "more sequences"): the catalog, one row per sequence.
@@ -47,9 +59,13 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --   name        what applications ask for: GET /v1/tickets/{name}
 --   table_name  NULL: its counter is a row of table counters (below), which is
 --               how every sequence is made now (`ticketd sequence create`).
---               Tickets64, Tickets32, or seq_*: its counter is a table of its own,
---               shaped like Tickets64 (bits = 64) or Tickets32 (bits = 32), as
---               sequences were made before; those keep working.
+--               Otherwise its counter is a table of its own, shaped like Tickets64
+--               (an AUTO_INCREMENT id, a unique stub): Tickets64, Tickets32, seq_*
+--               tables as sequences were made before, or any table of that shape
+--               an existing pair has (`ticketd sequence adopt NAME -table T`, which
+--               also grants what ticketd needs on it). Releases 1 and 2 read only
+--               Tickets64, Tickets32 and seq_* (they ignore other rows): adopt
+--               writes another name only once the upgrade is finalized.
 --   bits        32 or 64: no value above 2^32-1, resp. 2^63-1, is ever handed out
 --   block_size  B: one ticket t stands for the values [t*B, t*B + B), handed out
 --               from ticketd's memory. B = 1 is pure Flickr, one round trip per value.
@@ -84,15 +100,25 @@ CREATE TABLE IF NOT EXISTS sequences (
   UNIQUE KEY table_name (table_name),
   KEY version (version),
   CONSTRAINT sequence_name_ok  CHECK (name REGEXP '^[a-z][a-z0-9_]{0,47}$'),
-  CONSTRAINT sequence_table_ok CHECK (table_name REGEXP '^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$'),
+  CONSTRAINT sequence_table_ok CHECK (table_name REGEXP '^[A-Za-z][A-Za-z0-9_]{0,63}$'),
   CONSTRAINT sequence_bits_ok  CHECK (bits IN (32, 64)),
   CONSTRAINT sequence_block_ok CHECK (block_size BETWEEN 1 AND 1000000000)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 -- A catalog made by an older schema.sql: table_name becomes optional, rows get a
 -- version (0 for the old ones). Cheap to repeat: nothing changes the second time.
 ALTER TABLE sequences MODIFY table_name VARCHAR(64) NULL,
   ADD COLUMN IF NOT EXISTS version BIGINT UNSIGNED NOT NULL DEFAULT 0,
   ADD INDEX IF NOT EXISTS version (version);
+-- A catalog made by an older schema.sql names only Tickets64, Tickets32 and seq_*
+-- tables: its check becomes the one above (which every such name passes), once.
+SET @relax_table_ok = (SELECT IF(COUNT(*) = 0, 'DO 0',
+    'ALTER TABLE sequences DROP CONSTRAINT sequence_table_ok, ADD CONSTRAINT sequence_table_ok CHECK (table_name REGEXP ''^[A-Za-z][A-Za-z0-9_]{0,63}$'')')
+  FROM information_schema.CHECK_CONSTRAINTS
+  WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'sequences' AND CONSTRAINT_NAME = 'sequence_table_ok'
+    AND CHECK_CLAUSE LIKE '%seq\\_%');
+PREPARE relax_table_ok FROM @relax_table_ok;
+EXECUTE relax_table_ok;
+DEALLOCATE PREPARE relax_table_ok;
 
 -- The catalog's change counter: one row, bumped by every INSERT into sequences (the
 -- trigger below). Its row lock is held until the inserting transaction commits, so
@@ -104,7 +130,7 @@ CREATE TABLE IF NOT EXISTS catalog_version (
   version BIGINT UNSIGNED  NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
   CONSTRAINT catalog_version_single_row CHECK (id = 1)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 INSERT IGNORE INTO catalog_version (id, version) VALUES (1, 0);
 
 DROP TRIGGER IF EXISTS sequences_immutable;
@@ -173,7 +199,7 @@ CREATE TABLE IF NOT EXISTS counters (
   CONSTRAINT counter_name_ok   CHECK (name REGEXP '^[a-z][a-z0-9_]{0,47}$'),
   CONSTRAINT counter_step_ok   CHECK (step BETWEEN 1 AND 16 AND start BETWEEN 1 AND step),
   CONSTRAINT counter_parity_ok CHECK (value % step = start % step)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- ---------------------------------------------------------------------------
 -- The definitions ticketd has served: written before a sequence's first value is
@@ -192,7 +218,26 @@ CREATE TABLE IF NOT EXISTS sequence_pins (
   pinned_by   VARCHAR(255)     NOT NULL DEFAULT '',
   pinned_at   DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (name)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- ---------------------------------------------------------------------------
+-- Where sequences begin. `ticketd sequence create NAME -start N` makes the rows of
+-- counters of NAME so that every value it ever hands out, on every server, is above
+-- N (each server's first ticket is the smallest t of its parity with
+-- t × block_size > N), and records N here: the same create may then be repeated
+-- (completing a server it missed, at the same place), and one asking for another
+-- start is refused. Moving from Leaf, tinyid or a table's own AUTO_INCREMENT,
+-- N is where the old numbers ended (docs/dba.md gives the queries).
+--
+-- Written by: `ticketd sequence create -start` (INSERT). Never changed.
+-- ---------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS sequence_starts (
+  name        VARCHAR(48)      NOT NULL,
+  start_after BIGINT UNSIGNED  NOT NULL,
+  created_at  DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (name),
+  CONSTRAINT sequence_start_name_ok CHECK (name REGEXP '^[a-z][a-z0-9_]{0,47}$')
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- ---------------------------------------------------------------------------
 -- Worker-ID leases. A snowflake worker ID w is owned by exactly one server: the one
@@ -222,7 +267,7 @@ CREATE TABLE IF NOT EXISTS worker_leases (
   renewed_at        DATETIME(3)     NULL,
   released_at       DATETIME(3)     NULL,
   PRIMARY KEY (datacenter, worker)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- Copies of the OTHER servers' lease reservations. If the owning server is lost
 -- or restored from a backup, its lease rows rewind; the copy kept here lets the
@@ -236,7 +281,7 @@ CREATE TABLE IF NOT EXISTS reservation_copies (
   reserved_until_ms BIGINT       NOT NULL DEFAULT 0,
   updated_at        DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   PRIMARY KEY (datacenter, worker)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- ---------------------------------------------------------------------------
 -- The deployment's ID settings. Every ticketd of one deployment must use the same
@@ -265,7 +310,7 @@ CREATE TABLE IF NOT EXISTS deployment (
   finalized_release INT UNSIGNED     NOT NULL DEFAULT 0,
   PRIMARY KEY (id),
   CONSTRAINT deployment_single_row CHECK (id = 1)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 -- A deployment made by an older schema.sql: not finalized (0) until the operator
 -- says so.
 ALTER TABLE deployment ADD COLUMN IF NOT EXISTS finalized_release INT UNSIGNED NOT NULL DEFAULT 0;
@@ -289,14 +334,15 @@ CREATE TABLE IF NOT EXISTS high_water (
   writer      VARCHAR(64)      NOT NULL DEFAULT '',
   PRIMARY KEY (table_name, peer_offset),
   KEY updated_writer (updated_at, writer)
-) ENGINE=InnoDB;
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 -- updated_at and writer (the ticketd process that last raised the mark) change only
 -- when the mark grows: a ticketd reads back the marks others raised lately, not its own.
 ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFAULT '',
   ADD INDEX IF NOT EXISTS updated_writer (updated_at, writer);
 
 -- ---------------------------------------------------------------------------
--- Accounts. Privileges go to roles; accounts get a role and a password.
+-- Accounts. Privileges go to roles; accounts get a role and a password. The
+-- GRANTs name no database: they apply to the one of the USE at the top.
 --
 --   ticketd_app    what the ticketd daemon needs, no more: REPLACE on the ticket
 --                  tables (INSERT + DELETE), its own rows in the lease, copy,
@@ -308,7 +354,7 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
 --                  deployment.finalized_release alone.
 --   ticketd_sequences  what `ticketd sequence create|list|check` needs: read the
 --                  schema (SELECT: the catalog, the counters and marks it lists and
---                  compares), and INSERT into the catalog, counters and pins, so it
+--                  compares), and INSERT into the catalog, counters, pins and starts, so it
 --                  can add sequences and never change or remove one. No UPDATE, no
 --                  DELETE, no DDL, no GRANT: a new sequence needs none (one table
 --                  holds every counter).
@@ -322,28 +368,32 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
 --   GRANT ticketd_app TO 'ticketd'@'10.%'; SET DEFAULT ROLE ticketd_app FOR 'ticketd'@'10.%';
 -- ---------------------------------------------------------------------------
 CREATE ROLE IF NOT EXISTS ticketd_app;
-GRANT SELECT, INSERT, DELETE ON tickets.Tickets64          TO ticketd_app;
-GRANT SELECT, INSERT, DELETE ON tickets.Tickets32          TO ticketd_app;
-GRANT SELECT                 ON tickets.sequences          TO ticketd_app;
-GRANT SELECT, INSERT, UPDATE ON tickets.worker_leases      TO ticketd_app;
-GRANT SELECT, INSERT, UPDATE ON tickets.reservation_copies TO ticketd_app;
-GRANT SELECT, INSERT         ON tickets.deployment         TO ticketd_app;
-GRANT SELECT, INSERT, UPDATE ON tickets.high_water         TO ticketd_app;
-GRANT SELECT                 ON tickets.catalog_version    TO ticketd_app;
-GRANT SELECT, UPDATE         ON tickets.counters           TO ticketd_app;
-GRANT SELECT, INSERT         ON tickets.sequence_pins      TO ticketd_app;
+GRANT SELECT, INSERT, DELETE ON Tickets64          TO ticketd_app;
+GRANT SELECT, INSERT, DELETE ON Tickets32          TO ticketd_app;
+GRANT SELECT                 ON sequences          TO ticketd_app;
+GRANT SELECT, INSERT, UPDATE ON worker_leases      TO ticketd_app;
+GRANT SELECT, INSERT, UPDATE ON reservation_copies TO ticketd_app;
+GRANT SELECT, INSERT         ON deployment         TO ticketd_app;
+GRANT SELECT, INSERT, UPDATE ON high_water         TO ticketd_app;
+GRANT SELECT                 ON catalog_version    TO ticketd_app;
+GRANT SELECT, UPDATE         ON counters           TO ticketd_app;
+GRANT SELECT, INSERT         ON sequence_pins      TO ticketd_app;
+-- Not used by the daemon, but what an account cannot see, information_schema does
+-- not show: ticketd tells which release's schema a server holds from it.
+GRANT SELECT                 ON sequence_starts    TO ticketd_app;
 
 CREATE ROLE IF NOT EXISTS ticketd_admin;
 GRANT ticketd_app TO ticketd_admin;
-GRANT ALTER ON tickets.Tickets64 TO ticketd_admin;
-GRANT ALTER ON tickets.Tickets32 TO ticketd_admin;
-GRANT UPDATE (finalized_release) ON tickets.deployment TO ticketd_admin;
+GRANT ALTER ON Tickets64 TO ticketd_admin;
+GRANT ALTER ON Tickets32 TO ticketd_admin;
+GRANT UPDATE (finalized_release) ON deployment TO ticketd_admin;
 
 CREATE ROLE IF NOT EXISTS ticketd_sequences;
-GRANT SELECT ON tickets.*               TO ticketd_sequences;
-GRANT INSERT ON tickets.sequences       TO ticketd_sequences;
-GRANT INSERT ON tickets.counters        TO ticketd_sequences;
-GRANT INSERT ON tickets.sequence_pins   TO ticketd_sequences;
+GRANT SELECT ON *                       TO ticketd_sequences;
+GRANT INSERT ON sequences       TO ticketd_sequences;
+GRANT INSERT ON counters        TO ticketd_sequences;
+GRANT INSERT ON sequence_pins   TO ticketd_sequences;
+GRANT INSERT ON sequence_starts TO ticketd_sequences;
 
 CREATE USER IF NOT EXISTS 'ticketd'@'127.0.0.1' ACCOUNT LOCK;
 GRANT ticketd_app TO 'ticketd'@'127.0.0.1';

@@ -104,6 +104,7 @@ var (
 	ErrServerDown         = spec.ErrServerDown
 	ErrMisconfigured      = spec.ErrMisconfigured
 	ErrTLS                = spec.ErrTLS
+	ErrNoDatabase         = spec.ErrNoDatabase
 	ErrParity             = spec.ErrParity
 	ErrBadName            = spec.ErrBadName
 	ErrUnknownSequence    = spec.ErrUnknownSequence

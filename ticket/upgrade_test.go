@@ -128,7 +128,7 @@ func TestOlderReleaseSchema(t *testing.T) {
 			// Not finalized: no sequence as a row yet, and the message says what to do.
 			seqCfg := adminConfig(mp)
 			seqCfg.User, seqCfg.Password = mp.SeqUser, mp.SeqPassword
-			_, err = dba.CreateSequences(ctx, seqCfg, []spec.SequenceInfo{{Name: "invoices", Bits: 64, BlockSize: 10}})
+			_, err = dba.CreateSequences(ctx, seqCfg, []dba.NewSequence{{SequenceInfo: spec.SequenceInfo{Name: "invoices", Bits: 64, BlockSize: 10}}}, dba.CreateOptions{})
 			if !errors.Is(err, spec.ErrUpgrade) || !strings.Contains(err.Error(), "ticketd upgrade finalize") {
 				t.Fatalf("sequence create before finalize: %v, want ErrUpgrade saying to run ticketd upgrade finalize", err)
 			}
@@ -148,7 +148,7 @@ func TestOlderReleaseSchema(t *testing.T) {
 				t.Fatalf("finalize: %+v, %v; want finalized at %d", st, err, spec.Release)
 			}
 			waitFor(t, 10*time.Second, "finalize taken up", func() bool { return p.FinalizedRelease() == spec.Release })
-			if _, err := dba.CreateSequences(ctx, seqCfg, []spec.SequenceInfo{{Name: "invoices", Bits: 64, BlockSize: 10}}); err != nil {
+			if _, err := dba.CreateSequences(ctx, seqCfg, []dba.NewSequence{{SequenceInfo: spec.SequenceInfo{Name: "invoices", Bits: 64, BlockSize: 10}}}, dba.CreateOptions{}); err != nil {
 				t.Fatalf("sequence create after finalize: %v", err)
 			}
 			serve(append(names, "invoices")...)

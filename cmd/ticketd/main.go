@@ -4,7 +4,8 @@
 //	ticketd inspect [-layout L] [-epoch MS] [-id-key-file F [-from-public]] ID...
 //	                                                decode IDs found in logs, and public forms
 //	ticketd repair [-dry-run] [flags]               fix counters rewound by a restore
-//	ticketd sequence create|list|check [flags]      named sequences on both servers
+//	ticketd sequence create|adopt|list|check [flags] named sequences on both servers
+//	ticketd pair check [flags]                      what a pair lacks for ticketd, and the fixes
 //	ticketd upgrade status|finalize [flags]         the releases a deployment runs; closing an upgrade
 //	ticketd version                                 this binary's version and release
 //
@@ -69,7 +70,9 @@ commands:
   serve [flags]                           serve IDs over HTTP (see 'ticketd serve -h')
   inspect [-layout L] [-epoch MS] ID...   decode IDs: one JSON object per line (-id-key-file: public forms, both ways)
   repair [-dry-run] [flags]               after a restore: move rewound counters past their marks
-  sequence create|list|check [flags]      named sequences on both ticket servers at once
+  sequence create|adopt|list|check [flags]
+                                          named sequences on both ticket servers at once
+  pair check [flags]                      what a pair of ticket servers lacks for ticketd, in the order to fix it
   upgrade status|finalize [flags]         the releases a deployment runs; close an upgrade's rollback window
   version                                 this binary's version and release
 
@@ -92,6 +95,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSequence(args[1:], stdout, stderr)
 	case "upgrade":
 		return runUpgrade(args[1:], stdout, stderr)
+	case "pair":
+		return runPair(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil

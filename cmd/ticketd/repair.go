@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	"ticketd/ticket"
 	"ticketd/ticket/dba"
@@ -19,14 +17,9 @@ import (
 // repairOptions is everything `ticketd repair` can be told, by flag or by
 // TICKETD_REPAIR_* environment variable.
 type repairOptions struct {
-	servers      string
-	user         string
-	passwordFile string
-	password     string // from TICKETD_REPAIR_PASSWORD or the file; never a flag
-	margin       uint64
-	dryRun       bool
-	callTimeout  time.Duration
-	tls          tlsOptions
+	adminOptions
+	margin uint64
+	dryRun bool
 }
 
 const repairUsage = `usage: ticketd repair [-servers A,B] [-user U] [-password-file F] [-margin N] [-dry-run] [-tls-ca F …]
@@ -54,14 +47,11 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 		fmt.Fprint(stderr, repairUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
-	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
-	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_REPAIR_PASSWORD is set)")
+	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
+		passwordEnv: "TICKETD_REPAIR_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
 	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a rewound counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",
 		ticket.DefaultMargin, ticket.DefaultMargin32))
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
-	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
-	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, errHelp
@@ -82,50 +72,9 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 // repairConfig turns options into the ticket package's Config, validated so a
 // bad value is a usage error naming the flag.
 func repairConfig(o repairOptions) (ticket.Config, error) {
-	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
+	cfg := adminConfig(o.adminOptions)
 	cfg.Margin = o.margin
-	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-user/-margin/-call-timeout")
-}
-
-// adminPassword is the password of an administrative command (repair,
-// sequence): from the environment variable env, else from file; never a
-// flag, so that it is not on a command line.
-func adminPassword(cmd, env, file string, getenv func(string) string) (string, error) {
-	if pw := getenv(env); pw != "" {
-		return pw, nil
-	}
-	pw, err := readSecret(file)
-	if err != nil {
-		return "", usagef("%s: no password: set %s or -password-file (%v)", cmd, env, err)
-	}
-	return pw, nil
-}
-
-// adminConfig is the ticket package's Config of an administrative command:
-// its servers (comma-separated), account and call timeout.
-func adminConfig(servers, user, password string, callTimeout time.Duration) ticket.Config {
-	cfg := ticket.DefaultConfig()
-	cfg.Servers = nil
-	for _, addr := range strings.Split(servers, ",") {
-		cfg.Servers = append(cfg.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
-	}
-	cfg.User, cfg.Password = user, password
-	cfg.CallTimeout = callTimeout
-	return cfg
-}
-
-// validateAdmin adds the TLS options to cfg and validates it; a bad value
-// is a usage error that names the flags (what).
-func validateAdmin(cfg *ticket.Config, tls tlsOptions, what string) error {
-	tlsCfg, err := tls.config()
-	if err != nil {
-		return err
-	}
-	cfg.TLS = tlsCfg
-	if err := cfg.Validate(); err != nil {
-		return usagef("%s: %v", what, err)
-	}
-	return nil
+	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-database/-user/-margin/-call-timeout")
 }
 
 func runRepair(args []string, stdout, stderr io.Writer) error {

@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"ticketd/ticket"
 	"ticketd/ticket/dba"
@@ -22,26 +22,27 @@ import (
 // sequenceOptions is everything `ticketd sequence create|list|check` can be
 // told, by flag or by TICKETD_SEQUENCE_* environment variable.
 type sequenceOptions struct {
-	cmd          string // create, list, check
-	servers      string
-	user         string
-	passwordFile string
-	password     string // from TICKETD_SEQUENCE_PASSWORD or the file; never a flag
-	callTimeout  time.Duration
-	tls          tlsOptions
+	cmd string // create, adopt, list, check
+	adminOptions
 
 	// create
 	names []string
 	file  string
 	bits  int
 	block uint64
+	start uint64
+	// besideTables: create even beside a table of Flickr's shape of a name like it
+	besideTables bool
+	// adopt
+	table string
 	// list, check
 	name, prefix string
 	limit        int
 }
 
-const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [flags]
-       ticketd sequence create -file F [-bits 64|32] [-block B] [flags]
+const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [-start N] [flags]
+       ticketd sequence create -file F [-bits 64|32] [-block B] [-start N] [flags]
+       ticketd sequence adopt NAME -table T [flags]
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
 
@@ -52,9 +53,25 @@ sequence").
           server's start and step), its catalog row and its pin, in one
           transaction per thousand. Safe to repeat; a create that did not
           reach every server (one was down) is completed by running it again.
-          Refuses, creating nothing, when a name exists otherwise anywhere.
-          -file F: one sequence per line, "NAME [BITS [BLOCK]]" (missing
-          fields: -bits and -block), '#' starts a comment.
+          Refuses, creating nothing, when a name exists otherwise anywhere
+          (exit 2). -start N: every value the sequence ever hands out, on
+          every server, is above N (moving from Leaf, tinyid or a table's
+          AUTO_INCREMENT: docs/dba.md gives the query for N); refused for a
+          sequence that exists with another start or none.
+          A new name like that of a table of Flickr's shape on the pair
+          (photos, TicketsPhotos) is refused, naming the table and sequence
+          adopt, unless -beside-tables.
+          -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]"
+          (missing fields: -bits, -block and -start), '#' starts a comment.
+  adopt   serves an existing table of Flickr's shape (an AUTO_INCREMENT id,
+          a unique stub: TicketsPhotos) as sequence NAME, beside the
+          applications that use it (docs/dba.md, "Adopting a running pair"):
+          checks the table on every server (its shape, its rows of the
+          server's parity), then grants ticketd what it needs on it and
+          writes the catalog row and the pin. Safe to repeat. Every server
+          must answer; the account must be able to grant (the DBA's, -user).
+          A table not named Tickets64, Tickets32 or seq_* only once the
+          upgrade is finalized (ticketd upgrade finalize).
   list    every sequence, in name order: its definition, each server's
           counter (a row's value: the last ticket it handed out) and the
           values left on the fuller server.
@@ -79,7 +96,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 			return o, errHelp
 		}
 		fmt.Fprint(stderr, sequenceUsage)
-		return o, usagef("sequence: want create, list or check")
+		return o, usagef("sequence: want create, adopt, list or check")
 	}
 	o.cmd, args = args[0], args[1:]
 	fs := flag.NewFlagSet("sequence "+o.cmd, flag.ContinueOnError)
@@ -88,16 +105,17 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		fmt.Fprint(stderr, sequenceUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
-	fs.StringVar(&o.user, "user", "ticketd_seq", "database user with role ticketd_sequences")
-	fs.StringVar(&o.passwordFile, "password-file", "var/sequences.password", "file holding the password (ignored when TICKETD_SEQUENCE_PASSWORD is set)")
-	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)")
-	o.tls.register(fs)
+	o.register(fs, adminDefaults{user: "ticketd_seq", userHelp: "database user with role ticketd_sequences", passwordFile: "var/sequences.password",
+		passwordEnv: "TICKETD_SEQUENCE_PASSWORD", callTimeoutHelp: "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)"})
 	switch o.cmd {
 	case "create":
 		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK]]"`)
 		fs.IntVar(&o.bits, "bits", 64, "width of the values: 64 (up to 2^63-1) or 32 (up to 2^32-1)")
 		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
+		fs.Uint64Var(&o.start, "start", 0, "every value handed out is above N, on every server (0: none): where the numbers the sequence replaces ended")
+		fs.BoolVar(&o.besideTables, "beside-tables", false, "create a name even where a table of Flickr's shape has a name like it (photos, TicketsPhotos), beside it: its numbers are not continued (sequence adopt does)")
+	case "adopt":
+		fs.StringVar(&o.table, "table", "", "the table of Flickr's shape to serve as the sequence (in -database), on every server")
 	case "list", "check":
 		fs.StringVar(&o.name, "name", "", "only this sequence")
 		fs.StringVar(&o.prefix, "prefix", "", "only the sequences whose name starts with this")
@@ -106,7 +124,7 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		}
 	default:
 		fmt.Fprint(stderr, sequenceUsage)
-		return o, usagef("sequence: unknown command %q: want create, list or check", o.cmd)
+		return o, usagef("sequence: unknown command %q: want create, adopt, list or check", o.cmd)
 	}
 	// Names may come before, between or after the flags.
 	for {
@@ -122,7 +140,10 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		o.names = append(o.names, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if o.cmd != "create" && len(o.names) > 0 {
+	switch {
+	case o.cmd == "adopt" && (len(o.names) != 1 || o.table == ""):
+		return o, usagef("sequence adopt: want one NAME and -table T")
+	case o.cmd != "create" && o.cmd != "adopt" && len(o.names) > 0:
 		return o, usagef("sequence %s: unexpected argument %q (use -name)", o.cmd, o.names[0])
 	}
 	if err := applyEnvWith(fs, "TICKETD_SEQUENCE_", getenv); err != nil {
@@ -145,17 +166,17 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 // sequenceConfig turns options into the ticket package's Config, validated
 // so a bad value is a usage error naming the flag.
 func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
-	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
-	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-user/-call-timeout")
+	cfg := adminConfig(o.adminOptions)
+	return cfg, validateAdmin(&cfg, o.tls, "sequence: -servers/-database/-user/-call-timeout")
 }
 
 // sequenceDefs is what create is asked for: the names on the command line
 // and the lines of -file, each checked, so that a bad one is a usage error
 // before anything is written.
-func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]ticket.SequenceInfo, error) {
-	var defs []ticket.SequenceInfo
+func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]dba.NewSequence, error) {
+	var defs []dba.NewSequence
 	for _, n := range o.names {
-		defs = append(defs, ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block})
+		defs = append(defs, dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block}, Start: o.start})
 	}
 	if o.file != "" {
 		f, err := open(o.file)
@@ -163,14 +184,14 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 			return nil, usagef("sequence create: -file: %v", err)
 		}
 		defer f.Close()
-		more, err := parseDefs(f, o.file, o.bits, o.block)
+		more, err := parseDefs(f, o.file, o.bits, o.block, o.start)
 		if err != nil {
 			return nil, err
 		}
 		defs = append(defs, more...)
 	}
 	for _, d := range defs {
-		if err := ticket.CheckSequenceInfo(d); err != nil {
+		if err := ticket.CheckSequenceInfo(d.SequenceInfo); err != nil {
 			return nil, usagef("sequence create: %v", err)
 		}
 	}
@@ -180,11 +201,11 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 	return defs, nil
 }
 
-// parseDefs reads a file of definitions: one per line, "NAME [BITS
-// [BLOCK]]", fields separated by blanks; '#' starts a comment. A bad line is
+// parseDefs reads a file of definitions: one per line, "NAME [BITS [BLOCK
+// [START]]]", fields separated by blanks; '#' starts a comment. A bad line is
 // a usage error naming the file and the line.
-func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.SequenceInfo, error) {
-	var defs []ticket.SequenceInfo
+func parseDefs(r io.Reader, path string, bits int, block, start uint64) ([]dba.NewSequence, error) {
+	var defs []dba.NewSequence
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 4096)
 	for line := 1; sc.Scan(); line++ {
@@ -193,13 +214,13 @@ func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.Seque
 		if len(f) == 0 {
 			continue
 		}
-		d := ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}
+		d := dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}, Start: start}
 		bad := func(format string, args ...any) error {
 			return usagef("sequence create: %s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
 		switch {
-		case len(f) > 3:
-			return nil, bad("%d fields, want NAME [BITS [BLOCK]]", len(f))
+		case len(f) > 4:
+			return nil, bad("%d fields, want NAME [BITS [BLOCK [START]]]", len(f))
 		case len(f) >= 2:
 			b, err := strconv.Atoi(f[1])
 			if err != nil {
@@ -207,14 +228,21 @@ func parseDefs(r io.Reader, path string, bits int, block uint64) ([]ticket.Seque
 			}
 			d.Bits = b
 		}
-		if len(f) == 3 {
+		if len(f) >= 3 {
 			b, err := strconv.ParseUint(f[2], 10, 64)
 			if err != nil {
 				return nil, bad("block %.20q: want a positive number", f[2])
 			}
 			d.BlockSize = b
 		}
-		if err := ticket.CheckSequenceInfo(d); err != nil {
+		if len(f) == 4 {
+			n, err := strconv.ParseUint(f[3], 10, 64)
+			if err != nil {
+				return nil, bad("start %.24q: want a number from 0 to %d", f[3], uint64(math.MaxUint64))
+			}
+			d.Start = n
+		}
+		if err := ticket.CheckSequenceInfo(d.SequenceInfo); err != nil {
 			return nil, bad("%v", err)
 		}
 		defs = append(defs, d)
@@ -248,7 +276,9 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return createSequences(ctx, cfg, defs, stdout)
+		return createSequences(ctx, cfg, defs, dba.CreateOptions{BesideTables: o.besideTables}, stdout)
+	case "adopt":
+		return adoptTable(ctx, cfg, o.names[0], o.table, stdout)
 	case "list":
 		return listSequences(ctx, cfg, dba.ListOptions{Name: o.name, Prefix: o.prefix, Limit: o.limit}, stdout, stderr)
 	default:
@@ -257,16 +287,30 @@ func runSequence(args []string, stdout, stderr io.Writer) error {
 }
 
 // createSequences runs dba.CreateSequences and says, per server, what it
-// did (also when it failed part of the way).
-func createSequences(ctx context.Context, cfg ticket.Config, defs []ticket.SequenceInfo, stdout io.Writer) error {
-	rep, err := dba.CreateSequences(ctx, cfg, defs)
+// did (also when it failed part of the way). A create refused before
+// anything was written is bad input: exit 2.
+func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSequence, opt dba.CreateOptions, stdout io.Writer) error {
+	rep, err := dba.CreateSequences(ctx, cfg, defs, opt)
 	for _, s := range rep.Servers {
 		if (s.Err == nil && err == nil) || s.Created+s.Existing > 0 {
 			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)
 		}
 	}
+	return adminErr("sequence create", err)
+}
+
+// adoptTable runs dba.AdoptTable and says what it did on each server.
+func adoptTable(ctx context.Context, cfg ticket.Config, name, table string, stdout io.Writer) error {
+	rep, err := dba.AdoptTable(ctx, cfg, name, table)
 	if err != nil {
-		return fmt.Errorf("sequence create: %w", err)
+		return adminErr("sequence adopt", err)
+	}
+	for _, s := range rep.Servers {
+		did := "adopted"
+		if !s.Adopted {
+			did = "already there"
+		}
+		fmt.Fprintf(stdout, "%s: %s: table %s served as %s (%d bits; its counter at %d)\n", s.Name, did, table, name, rep.Sequence.Bits, s.Counter)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestSequenceOptions(t *testing.T) {
 		check   func(t *testing.T, o sequenceOptions, c ticket.Config)
 	}{
 		{name: "create defaults", args: []string{"create", "orders"}, env: withPW, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
-			if c.User != "ticketd_seq" || c.Password != "from-env" || len(c.Servers) != 2 || c.Servers[0].Addr != "127.0.0.1:3307" ||
+			if c.User != "ticketd_seq" || c.Password != "from-env" || len(c.Servers) != 2 || c.Servers[0].Addr != "127.0.0.1:3307" || c.Database != "tickets" ||
 				o.bits != 64 || o.block != 1 || len(o.names) != 1 || o.names[0] != "orders" {
 				t.Fatalf("got %+v / %v", o, c)
 			}
@@ -64,7 +64,15 @@ func TestSequenceOptions(t *testing.T) {
 					t.Fatalf("got %v", c)
 				}
 			}},
-		{name: "no command", args: nil, env: withPW, wantErr: "want create, list or check"},
+		{name: "no command", args: nil, env: withPW, wantErr: "want create, adopt, list or check"},
+		{name: "adopt", args: []string{"adopt", "photos", "-table", "TicketsPhotos", "-user", "dba"}, env: withPW,
+			check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+				if o.cmd != "adopt" || len(o.names) != 1 || o.names[0] != "photos" || o.table != "TicketsPhotos" || c.User != "dba" {
+					t.Fatalf("got %+v / %v", o, c)
+				}
+			}},
+		{name: "adopt without a table", args: []string{"adopt", "photos"}, env: withPW, wantErr: "want one NAME and -table T"},
+		{name: "adopt of two names", args: []string{"adopt", "a", "b", "-table", "T"}, env: withPW, wantErr: "want one NAME and -table T"},
 		{name: "unknown command", args: []string{"drop", "x"}, env: withPW, wantErr: `unknown command "drop"`},
 		{name: "create without a name", args: []string{"create", "-block", "10"}, env: withPW, wantErr: "name a sequence"},
 		{name: "list with an argument", args: []string{"list", "orders"}, env: withPW, wantErr: "use -name"},
@@ -73,6 +81,18 @@ func TestSequenceOptions(t *testing.T) {
 		{name: "no password", args: []string{"list", "-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no password"},
 		{name: "bad env value", args: []string{"create", "x"}, env: map[string]string{"TICKETD_SEQUENCE_PASSWORD": "x", "TICKETD_SEQUENCE_BITS": "many"}, wantErr: "TICKETD_SEQUENCE_BITS"},
 		{name: "one server", args: []string{"list", "-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
+		{name: "database", args: []string{"check", "-database", "ids"}, env: withPW, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+			if c.Database != "ids" {
+				t.Fatalf("database %q, want ids", c.Database)
+			}
+		}},
+		{name: "database from the environment", args: []string{"list"}, env: map[string]string{"TICKETD_SEQUENCE_PASSWORD": "x", "TICKETD_SEQUENCE_DATABASE": "ticketserver"},
+			check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+				if c.Database != "ticketserver" {
+					t.Fatalf("database %q, want ticketserver", c.Database)
+				}
+			}},
+		{name: "bad database", args: []string{"list", "-database", "a-b"}, env: withPW, wantErr: "-database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +123,7 @@ func TestSequenceOptions(t *testing.T) {
 	if _, errOut, code := runCmd("sequence", "list", "-limit", "x"); code != 2 || !strings.Contains(errOut, "invalid value") {
 		t.Errorf("sequence list -limit x: exit %d, stderr %q", code, errOut)
 	}
-	if out, _, _ := runCmd("help"); !strings.Contains(out, "sequence create|list|check") {
+	if out, _, _ := runCmd("help"); !strings.Contains(out, "sequence create|adopt|list|check") || !strings.Contains(out, "pair check") {
 		t.Errorf("usage does not list sequence:\n%s", out)
 	}
 }
@@ -115,16 +135,16 @@ func TestSequenceDefs(t *testing.T) {
 	open := func(content string) func(string) (io.ReadCloser, error) {
 		return func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil }
 	}
-	o := sequenceOptions{cmd: "create", names: []string{"cli"}, file: "defs.txt", bits: 64, block: 100}
-	defs, err := sequenceDefs(o, open("# tenants\nalpha\nbeta 32\n\ngamma 64 1000   # big\n"))
+	o := sequenceOptions{cmd: "create", names: []string{"cli"}, file: "defs.txt", bits: 64, block: 100, start: 7}
+	defs, err := sequenceDefs(o, open("# tenants\nalpha\nbeta 32\n\ngamma 64 1000   # big\nphotos 64 1 5200000000\nleaf 64 1000 0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, d := range defs {
-		got = append(got, fmt.Sprintf("%s/%q/%d/%d", d.Name, d.Table, d.Bits, d.BlockSize))
+		got = append(got, fmt.Sprintf("%s/%q/%d/%d/%d", d.Name, d.Table, d.Bits, d.BlockSize, d.Start))
 	}
-	want := `cli/""/64/100 alpha/""/64/100 beta/""/32/100 gamma/""/64/1000`
+	want := `cli/""/64/100/7 alpha/""/64/100/7 beta/""/32/100/7 gamma/""/64/1000/7 photos/""/64/1/5200000000 leaf/""/64/1000/0`
 	if got := strings.Join(got, " "); got != want {
 		t.Fatalf("defs = %s, want %s", got, want)
 	}
@@ -133,7 +153,10 @@ func TestSequenceDefs(t *testing.T) {
 		{"a\nb 16\n", "defs.txt:2: ticket: invalid argument: bits 16"},
 		{"a 64 0\n", "defs.txt:1: ticket: invalid argument: block_size 0"},
 		{"a 64 x\n", `defs.txt:1: block "x"`},
-		{"a 64 1 extra\n", "defs.txt:1: 4 fields"},
+		{"a 64 1 extra\n", `defs.txt:1: start "extra"`},
+		{"a 64 1 -5\n", `defs.txt:1: start "-5"`},
+		{"a 64 1 18446744073709551616\n", `defs.txt:1: start "18446744073709551616"`},
+		{"a 64 1 5 6\n", "defs.txt:1: 5 fields"},
 		{strings.Repeat("a", 5000) + "\n", "longer than 4096 bytes"},
 	} {
 		_, err := sequenceDefs(sequenceOptions{cmd: "create", file: "defs.txt", bits: 64, block: 1}, open(tt.content))
@@ -147,11 +170,12 @@ func TestSequenceDefs(t *testing.T) {
 }
 
 func FuzzParseDefs(f *testing.F) {
-	for _, s := range []string{"a\n", "a 32\n", "a 64 1000 # x\n", "# c\n\n", "a b c d\n", "Z 1 2\n", "a 64 18446744073709551616\n"} {
+	for _, s := range []string{"a\n", "a 32\n", "a 64 1000 # x\n", "# c\n\n", "a b c d\n", "Z 1 2\n", "a 64 18446744073709551616\n",
+		"photos 64 1 5200000000\n", "a 32 1000 4294967295\n", "a 64 1 -1\n", "a 64 1 18446744073709551616\n", "a 64 1 1 1\n", "a 64 1 0x10\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		defs, err := parseDefs(strings.NewReader(s), "f", 64, 1)
+		defs, err := parseDefs(strings.NewReader(s), "f", 64, 1, 0)
 		if err != nil {
 			if exitCode(err, io.Discard) != 2 {
 				t.Fatalf("%q: %v is not a usage error", s, err)
@@ -159,8 +183,11 @@ func FuzzParseDefs(f *testing.F) {
 			return
 		}
 		for _, d := range defs {
-			if err := ticket.CheckSequenceInfo(d); err != nil {
+			if err := ticket.CheckSequenceInfo(d.SequenceInfo); err != nil {
 				t.Fatalf("%q: accepted %+v: %v", s, d, err)
+			}
+			if f := strings.Fields(strings.SplitN(s, "#", 2)[0]); len(f) < 4 && d.Start != 0 {
+				t.Fatalf("%q: start %d from no start column", s, d.Start)
 			}
 		}
 	})
@@ -171,6 +198,7 @@ func FuzzParseDefs(f *testing.F) {
 func seqCmd(t *testing.T, mp *mysqltest.Pair, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	t.Setenv("TICKETD_SEQUENCE_PASSWORD", mp.SeqPassword)
+	t.Setenv("TICKETD_SEQUENCE_USER", mp.SeqUser)
 	t.Setenv("TICKETD_SEQUENCE_SERVERS", mp.Servers[0].Addr()+","+mp.Servers[1].Addr())
 	return runCmd(append([]string{"sequence"}, args...)...)
 }
@@ -243,7 +271,7 @@ INSERT INTO tickets.sequences (name, table_name, bits, block_size)
 		t.Fatalf("check -name small: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = seqCmd(t, mp, "create", "orders", "newone", "-block", "10")
-	if code != 1 || !strings.Contains(errOut, `nothing created: "orders" exists on server 1 as 64 bits, block size 1000`) {
+	if code != 2 || !strings.Contains(errOut, `nothing created: "orders" exists on server 1 as 64 bits, block size 1000`) {
 		t.Fatalf("create of orders with another block size: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, s := range mp.Servers {

@@ -194,6 +194,7 @@ func (c *serveConfig) pairConfig(o serveOptions, calls *frontend.CallDurations) 
 		c.pair.Servers = append(c.pair.Servers, ticket.ServerConfig{Addr: strings.TrimSpace(addr)})
 	}
 	c.pair.User, c.pair.Password = o.user, o.password
+	c.pair.Database = o.database
 	c.pair.PasswordSource = c.access.passwordSource()
 	c.pair.CallTimeout = o.callTimeout
 	c.pair.Logger = c.logger
@@ -217,7 +218,7 @@ func (c *serveConfig) pairConfig(o serveOptions, calls *frontend.CallDurations) 
 	// metrics: every statement on the ticket servers timed, for /metrics.
 	c.pair.Observe = calls.Observe
 	if err := c.pair.Validate(); err != nil {
-		return usagef("-servers/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
+		return usagef("-servers/-database/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}
 
 	return nil

@@ -18,6 +18,7 @@ import (
 type serveOptions struct {
 	listen          string
 	servers         string
+	database        string
 	user            string
 	passwordFile    string
 	password        string // from TICKETD_PASSWORD or the file; never a flag
@@ -100,6 +101,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
+	fs.StringVar(&o.database, "database", ticket.DefaultDatabase, databaseHelp)
 	fs.StringVar(&o.user, "user", "ticketd", "database user")
 	fs.StringVar(&o.passwordFile, "password-file", "var/ticketd.password", "file holding the database password (ignored when TICKETD_PASSWORD is set)")
 	fs.UintVar(&o.datacenter, "datacenter", 0, "datacenter ID of this ticketd")

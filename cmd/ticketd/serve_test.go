@@ -53,7 +53,7 @@ func TestServeOptions(t *testing.T) {
 		check   func(t *testing.T, c serveConfig)
 	}{
 		{name: "defaults", env: withPW, check: func(t *testing.T, c serveConfig) {
-			if c.listen != "127.0.0.1:8080" || c.pair.Password != "from-env" || len(c.pair.Servers) != 2 ||
+			if c.listen != "127.0.0.1:8080" || c.pair.Password != "from-env" || len(c.pair.Servers) != 2 || c.pair.Database != "tickets" ||
 				!c.layoutAuto || !c.epochAuto || c.layout.String() != "41/0/10/12" || c.frontend.Fallback {
 				t.Fatalf("got listen %s, %d servers, layout auto %v (new deployments %s), epoch auto %v, fallback %v",
 					c.listen, len(c.pair.Servers), c.layoutAuto, c.layout, c.epochAuto, c.frontend.Fallback)
@@ -101,6 +101,18 @@ func TestServeOptions(t *testing.T) {
 					t.Fatalf("listen %s, want the flag's 127.0.0.1:7000", c.listen)
 				}
 			}},
+		{name: "database", args: []string{"-database", "ids"}, env: withPW, check: func(t *testing.T, c serveConfig) {
+			if c.pair.Database != "ids" {
+				t.Fatalf("database %q, want ids", c.pair.Database)
+			}
+		}},
+		{name: "database from the environment", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_DATABASE": "ticketserver"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.pair.Database != "ticketserver" {
+					t.Fatalf("database %q, want ticketserver", c.pair.Database)
+				}
+			}},
+		{name: "bad database", args: []string{"-database", "ids; DROP"}, env: withPW, wantErr: "-database"},
 		{name: "no password", args: []string{"-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no database password"},
 		{name: "bad env value", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_DATACENTER": "many"}, wantErr: "TICKETD_DATACENTER"},
 		{name: "datacenter too big", args: []string{"-datacenter", "32", "-layout", "twitter"}, env: withPW, wantErr: "-datacenter 32"},

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +17,8 @@ import (
 // upgradeOptions is everything `ticketd upgrade status|finalize` can be
 // told, by flag or by TICKETD_UPGRADE_* environment variable.
 type upgradeOptions struct {
-	cmd          string // status, finalize
-	servers      string
-	user         string
-	passwordFile string
-	password     string // from TICKETD_UPGRADE_PASSWORD or the file; never a flag
-	callTimeout  time.Duration
-	tls          tlsOptions
+	cmd string // status, finalize
+	adminOptions
 }
 
 const upgradeUsage = `usage: ticketd upgrade status [-servers A,B] [-user U] [-password-file F] [-tls-ca F …]
@@ -54,45 +47,15 @@ TICKETD_UPGRADE_ and its name in upper case, dashes as underscores.
 
 `
 
+// upgradeCommand is `ticketd upgrade status|finalize`.
+var upgradeCommand = adminCommand{name: "upgrade", subs: []string{"status", "finalize"}, usage: upgradeUsage,
+	defaults: adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
+		passwordEnv: "TICKETD_UPGRADE_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"}}
+
 func parseUpgrade(args []string, stderr io.Writer, getenv func(string) string) (upgradeOptions, error) {
 	var o upgradeOptions
-	if len(args) == 0 || (args[0] != "status" && args[0] != "finalize") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
-			fmt.Fprint(stderr, upgradeUsage)
-			return o, errHelp
-		}
-		fmt.Fprint(stderr, upgradeUsage)
-		if len(args) == 0 {
-			return o, usagef("upgrade: want status or finalize")
-		}
-		return o, usagef("upgrade: unknown subcommand %q: want status or finalize", args[0])
-	}
-	o.cmd = args[0]
-	fs := flag.NewFlagSet("upgrade "+o.cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, upgradeUsage)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&o.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", "ticket servers, comma-separated, in pair order (offset 1, offset 2, …)")
-	fs.StringVar(&o.user, "user", "ticketd_repair", "database user with role ticketd_admin")
-	fs.StringVar(&o.passwordFile, "password-file", "var/repair.password", "file holding the password (ignored when TICKETD_UPGRADE_PASSWORD is set)")
-	fs.DurationVar(&o.callTimeout, "call-timeout", 2*time.Second, "deadline of one statement on one server")
-	o.tls.register(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, errHelp
-		}
-		return o, errReported{2}
-	}
-	if fs.NArg() > 0 {
-		return o, usagef("upgrade %s: unexpected argument %q", o.cmd, fs.Arg(0))
-	}
-	if err := applyEnvWith(fs, "TICKETD_UPGRADE_", getenv); err != nil {
-		return o, err
-	}
 	var err error
-	o.password, err = adminPassword("upgrade", "TICKETD_UPGRADE_PASSWORD", o.passwordFile, getenv)
+	o.cmd, err = upgradeCommand.parse(args, stderr, getenv, &o.adminOptions)
 	return o, err
 }
 
@@ -104,8 +67,8 @@ func runUpgrade(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := adminConfig(o.servers, o.user, o.password, o.callTimeout)
-	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-user/-call-timeout"); err != nil {
+	cfg := adminConfig(o.adminOptions)
+	if err := validateAdmin(&cfg, o.tls, "upgrade: -servers/-database/-user/-call-timeout"); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

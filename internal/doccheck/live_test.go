@@ -45,7 +45,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
 	}
 	usage := map[string]map[string]Flag{}
-	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence list", "sequence check", "upgrade status"} {
+	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check", "upgrade status", "pair check"} {
 		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
@@ -56,7 +56,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	// `ticketd sequence …` in the docs: a flag of any of its commands.
 	usage["sequence"] = map[string]Flag{}
-	for _, cmd := range []string{"sequence create", "sequence list", "sequence check"} {
+	for _, cmd := range []string{"sequence create", "sequence adopt", "sequence list", "sequence check"} {
 		for name, f := range usage[cmd] {
 			usage["sequence"][name] = f
 		}
@@ -64,6 +64,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	usage["upgrade"] = usage["upgrade status"] // finalize has the same flags
 	delete(usage, "upgrade status")
+	usage["pair"] = usage["pair check"]
+	delete(usage, "pair check")
 	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
 
@@ -321,13 +323,13 @@ func sameDefault(f Flag, doc string) error {
 
 var (
 	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence)\b([^|;&#\x60]*)`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair)\b([^|;&#\x60]*)`)
 	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
 	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
 )
 
 // checkFlagMentions: a flag written alone as code is a flag of some ticketd
-// command; a flag after `ticketd serve|inspect|repair|sequence` is one of that
+// command; a flag after `ticketd serve|inspect|repair|sequence|pair` is one of that
 // command; a TICKETD_ variable is one ticketd reads.
 func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Flag) {
 	known := map[string]bool{"h": true}
@@ -336,7 +338,8 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 			known[name] = true
 		}
 	}
-	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true}
+	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true,
+		"TICKETD_PAIR_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
@@ -348,6 +351,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 	}
 	for name := range usage["upgrade"] {
 		env["TICKETD_UPGRADE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["pair"] {
+		env["TICKETD_PAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {

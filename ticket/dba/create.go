@@ -27,6 +27,52 @@ import (
 // defined (or pinned, or counted) otherwise anywhere refuses the whole
 // create, and nothing is written.
 
+// NewSequence is one sequence a create is asked for: its definition (Table
+// "": a row of counters, the only kind a create makes) and where it begins.
+type NewSequence struct {
+	spec.SequenceInfo
+	// Start: every value the sequence ever hands out, on every server, is
+	// above it (start.go). 0: none, unless the sequence was created with
+	// one, which a create repeated without it keeps.
+	Start uint64
+}
+
+func (d NewSequence) String() string {
+	if d.Start == 0 {
+		return d.SequenceInfo.String()
+	}
+	return fmt.Sprintf("%s, start %d", d.SequenceInfo, d.Start)
+}
+
+// CreateOptions is what a create may be told besides the sequences.
+type CreateOptions struct {
+	// BesideTables creates a new name even where the pair holds a table of
+	// Flickr's shape of a name like it (photos beside TicketsPhotos), whose
+	// numbers the sequence then does not continue. Without it such a create
+	// is refused, naming the table and sequence adopt: a sequence that
+	// begins at 1 beside a table at 5.2 × 10⁹ hands out ids the
+	// application already stored.
+	BesideTables bool
+}
+
+// ErrRefused marks a call that refused what it was asked before writing
+// anything: a definition, start or table the servers cannot take as asked
+// (a name in use otherwise, a start below what was handed out, a table not
+// of Flickr's shape, servers that disagree). The command that asked gets a
+// usage error (exit 2). It is wrapped beside the ticket package's sentinel
+// that says why (ErrMisconfigured, ErrInvalidArgument, …), adding nothing
+// to the message.
+var ErrRefused = errors.New("dba: refused, nothing written")
+
+// refused wraps err as a refusal (ErrRefused).
+func refused(err error) error { return refusal{err} }
+
+type refusal struct{ err error }
+
+func (r refusal) Error() string        { return r.err.Error() }
+func (r refusal) Unwrap() error        { return r.err }
+func (r refusal) Is(target error) bool { return target == ErrRefused }
+
 // CreateServer is what CreateSequences did on one server.
 type CreateServer struct {
 	Name     string // "server 1 (127.0.0.1:3307)"
@@ -44,15 +90,17 @@ type CreateReport struct{ Servers []CreateServer }
 const createBatch = 1000
 
 // CreateSequences defines every sequence of defs (Table "": a row of
-// counters) on every server of the pair. It refuses, writing nothing, when a
-// name exists with another definition on a server that answers (or was
-// pinned with one, or has a row of counters made for another place); a
-// server that cannot be reached is skipped and reported, and the error says
-// to run it again. Repeating it is safe: what exists is left as it is.
-func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceInfo) (CreateReport, error) {
-	defs, err := normalizeDefs(defs)
+// counters) on every server of the pair, each beginning past its Start. It
+// refuses (ErrRefused), writing nothing, when a name exists with another
+// definition or start on a server that answers (or was pinned with one, or
+// has a row of counters made for another place), or a start leaves a
+// sequence no value; a server that cannot be reached is skipped and
+// reported, and the error says to run it again. Repeating it is safe: what
+// exists is left as it is.
+func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, opt CreateOptions) (CreateReport, error) {
+	defs, err := normalizeDefs(defs, len(cfg.WithDefaults().Servers))
 	if err != nil {
-		return CreateReport{}, err
+		return CreateReport{}, refused(err)
 	}
 	inv, err := openInventory(ctx, cfg, ListOptions{}, true)
 	if err != nil {
@@ -72,6 +120,10 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 	}
 
 	// Compare first, everywhere: nothing is written if anything differs.
+	shapes, err := inv.shapes(ctx, opt)
+	if err != nil {
+		return rep, err
+	}
 	var conflicts []string
 	for b := 0; b < len(defs); b += createBatch {
 		batch := defs[b:min(b+createBatch, len(defs))]
@@ -79,8 +131,9 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 		if err != nil {
 			return rep, err
 		}
-		for k, si := range batch {
-			conflicts = append(conflicts, inv.conflicts(si, per[k])...)
+		for k, d := range batch {
+			conflicts = append(conflicts, inv.conflicts(d, per[k])...)
+			conflicts = append(conflicts, besideTables(d.Name, per[k], shapes)...)
 		}
 	}
 	if len(conflicts) > 0 {
@@ -89,7 +142,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 		if len(conflicts) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(conflicts)-len(shown))
 		}
-		return rep, fmt.Errorf("%w: nothing created: %s%s", spec.ErrMisconfigured, strings.Join(shown, "; "), more)
+		return rep, refused(fmt.Errorf("%w: nothing created: %s%s", spec.ErrMisconfigured, strings.Join(shown, "; "), more))
 	}
 
 	for b := 0; b < len(defs); b += createBatch {
@@ -109,22 +162,30 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []spec.SequenceI
 	return rep, nil
 }
 
-// normalizeDefs validates defs, drops repeats, and sorts them by name.
-func normalizeDefs(defs []spec.SequenceInfo) ([]spec.SequenceInfo, error) {
+// normalizeDefs validates defs for a pair of n servers, drops repeats, and
+// sorts them by name.
+func normalizeDefs(defs []NewSequence, n int) ([]NewSequence, error) {
 	if len(defs) == 0 {
 		return nil, fmt.Errorf("%w: no sequence to create", spec.ErrInvalidArgument)
 	}
 	out := slices.Clone(defs)
-	slices.SortStableFunc(out, func(a, b spec.SequenceInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out, func(a, b NewSequence) int { return strings.Compare(a.Name, b.Name) })
 	var errs []error
-	for k, si := range out {
-		if si.Table != "" {
-			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q)", spec.ErrInvalidArgument, si.Name, si.Table))
-		} else if err := spec.CheckInfo(si); err != nil {
+	for k, d := range out {
+		if d.Table != "" {
+			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q): a table is adopted (sequence adopt)", spec.ErrInvalidArgument, d.Name, d.Table))
+		} else if err := spec.CheckInfo(d.SequenceInfo); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", spec.ErrInvalidArgument, err))
+		} else {
+			for i := range n {
+				if _, ok := startRow(d.Start, d.BlockSize, i, n, d.MaxTicket()); !ok {
+					errs = append(errs, fmt.Errorf("%w: %q: -start %d leaves no value within %d bits with block size %d", spec.ErrInvalidArgument, d.Name, d.Start, d.Bits, d.BlockSize))
+					break
+				}
+			}
 		}
-		if k > 0 && out[k-1].Name == si.Name && out[k-1] != si {
-			errs = append(errs, fmt.Errorf("%w: %q given twice, as %s and as %s", spec.ErrInvalidArgument, si.Name, out[k-1], si))
+		if k > 0 && out[k-1].Name == d.Name && out[k-1] != d {
+			errs = append(errs, fmt.Errorf("%w: %q given twice, as %s and as %s", spec.ErrInvalidArgument, d.Name, out[k-1], d))
 		}
 	}
 	if len(errs) > 0 {
@@ -133,29 +194,129 @@ func normalizeDefs(defs []spec.SequenceInfo) ([]spec.SequenceInfo, error) {
 	return slices.Compact(out), nil
 }
 
-func defNames(defs []spec.SequenceInfo) []string {
+func defNames(defs []NewSequence) []string {
 	out := make([]string, len(defs))
-	for k, si := range defs {
-		out[k] = si.Name
+	for k, d := range defs {
+		out[k] = d.Name
 	}
 	return out
 }
 
-// conflicts lists why si cannot be created as asked, given what each server
-// holds of its name.
-func (inv *inventory) conflicts(si spec.SequenceInfo, per []held) []string {
-	want := si
+// shapes reads, on every server that is up, the tables of Flickr's shape a
+// new name may be like (none with opt.BesideTables).
+func (inv *inventory) shapes(ctx context.Context, opt CreateOptions) ([]map[string]*tableShape, error) {
+	out := make([]map[string]*tableShape, len(inv.servers))
+	if opt.BesideTables {
+		return out, nil
+	}
+	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		m, err := readShapes(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, nil)
+		out[s.Idx] = m
+		return err
+	})
+	return out, err
+}
+
+// besideTables refuses a new name like a table of Flickr's shape on a
+// server (shapes): its numbers are most likely the ones to continue.
+func besideTables(name string, per []held, shapes []map[string]*tableShape) []string {
+	for _, h := range per {
+		if h.exists() {
+			return nil // not new: a create repeated
+		}
+	}
 	var out []string
+	seen := map[string]bool{}
+	for i, m := range shapes {
+		for _, table := range similarTables(name, m) {
+			if seen[table] {
+				continue
+			}
+			seen[table] = true
+			out = append(out, fmt.Sprintf("%q is like table %s of Flickr's shape on server %d (its counter is at %d): to continue its numbers, "+
+				"ticketd sequence adopt %s -table %s; to make a new sequence beside it anyway, -beside-tables (with -start past its counter)",
+				name, table, i+1, m[table].Counter, name, table))
+		}
+	}
+	return out
+}
+
+// recordedStart is the start the servers record for a name (0: none);
+// differ says two servers record different ones.
+func recordedStart(per []held) (start uint64, differ bool) {
+	for _, h := range per {
+		switch {
+		case h.start == 0:
+		case start == 0:
+			start = h.start
+		case h.start != start:
+			differ = true
+		}
+	}
+	return start, differ
+}
+
+// conflicts lists why d cannot be created as asked, given what each server
+// holds of its name.
+func (inv *inventory) conflicts(d NewSequence, per []held) []string {
+	want := d.SequenceInfo
+	var out []string
+	exists := false
 	for i, h := range per {
+		exists = exists || h.exists()
 		switch {
 		case h.def.Defined() && h.def != want:
-			out = append(out, fmt.Sprintf("%q exists on server %d as %s, not %s", si.Name, i+1, h.def, si))
+			out = append(out, fmt.Sprintf("%q exists on server %d as %s, not %s", d.Name, i+1, h.def, want))
 		case h.pin.Defined() && h.pin != want:
-			out = append(out, fmt.Sprintf("%q was served as %s (pinned on server %d), not %s", si.Name, h.pin, i+1, si))
+			out = append(out, fmt.Sprintf("%q was served as %s (pinned on server %d), not %s", d.Name, h.pin, i+1, want))
 		case h.row != nil && (h.row.Start != i+1 || h.row.Step != len(per)):
 			out = append(out, fmt.Sprintf("%q has a row of counters on server %d with start %d and step %d, want %d and %d",
-				si.Name, i+1, h.row.Start, h.row.Step, i+1, len(per)))
+				d.Name, i+1, h.row.Start, h.row.Step, i+1, len(per)))
 		}
+	}
+	rec, differ := recordedStart(per)
+	start := d.Start // the start every server must hold the name with
+	if start == 0 {
+		start = rec
+	}
+	var without []string // servers that hold the name, but not with that start
+	for i, h := range per {
+		if start != 0 && h.exists() && h.start != start {
+			without = append(without, fmt.Sprint(i+1))
+		}
+	}
+	switch {
+	case differ:
+		var parts []string
+		for i, h := range per {
+			parts = append(parts, fmt.Sprintf("server %d: %s", i+1, startText(h.start)))
+		}
+		out = append(out, fmt.Sprintf("%q was created with different starts on the servers (%s)", d.Name, strings.Join(parts, "; ")))
+	case len(without) == 0:
+	case d.Start != 0 && rec == 0 || d.Start != 0 && rec != d.Start:
+		// It exists with another start, or none: what it handed out
+		// cannot be taken back, and a start holds for every value.
+		served, on := uint64(0), 0
+		for i, h := range per {
+			if h.row != nil {
+				if v := lastServed(h.row.Value, d.BlockSize, i); v > served {
+					served, on = v, i+1
+				}
+			}
+		}
+		switch {
+		case served > d.Start:
+			out = append(out, fmt.Sprintf("-start %d is below values %q handed out already (up to %d on server %d): what a sequence handed out cannot be taken back",
+				d.Start, d.Name, served, on))
+		case rec == 0:
+			out = append(out, fmt.Sprintf("%q exists, made without a start: a start is given when a sequence is created (create another name with -start %d)",
+				d.Name, d.Start))
+		default:
+			out = append(out, fmt.Sprintf("%q was created with -start %d, not %d: a start cannot change", d.Name, rec, d.Start))
+		}
+	default:
+		out = append(out, fmt.Sprintf("%q was created with -start %d, but server %s holds it without that start: it may hand out values at or below %d there",
+			d.Name, start, strings.Join(without, ", "), start))
 	}
 	return out
 }
@@ -163,16 +324,21 @@ func (inv *inventory) conflicts(si spec.SequenceInfo, per []held) []string {
 // createBatch creates batch on every server that is up and lacks part of it,
 // then reads it back. A server that fails is marked in rep and skipped from
 // then on.
-func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []spec.SequenceInfo, rep *CreateReport) error {
+func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []NewSequence, rep *CreateReport) error {
 	per, err := inv.details(ctx, defNames(batch))
 	if err != nil {
 		return err
 	}
 	var newRows []string
-	for k, si := range batch {
+	starts := make([]uint64, len(batch)) // each sequence's: asked, or recorded
+	for k, d := range batch {
+		starts[k], _ = recordedStart(per[k])
+		if d.Start != 0 {
+			starts[k] = d.Start
+		}
 		for i := range inv.servers {
 			if inv.up(i) && per[k][i].row == nil {
-				newRows = append(newRows, si.Name)
+				newRows = append(newRows, d.Name)
 				break
 			}
 		}
@@ -185,24 +351,25 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 	by := fmt.Sprintf("ticketd sequence create %s/%d", hostname(), os.Getpid())
 	return inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 		i := s.Idx
-		var todo []spec.SequenceInfo
+		var todo []NewSequence
 		var values []uint64
 		existing := 0
-		for k, si := range batch {
+		for k, d := range batch {
 			h := per[k][i]
 			if h.def.Defined() && h.row != nil {
 				existing++
-				if h.pin.Defined() {
+				if h.pin.Defined() && h.start == starts[k] {
 					continue
 				}
 				// Made by hand, never served: pinned now.
 			}
-			v := uint64(i + 1) // the start, never handed out
-			if m := peerMarks[spec.RowKeyPrefix+si.Name]; m != nil && m[i] > 0 {
+			// Where it begins: never handed out (startRow checked it in normalizeDefs).
+			v, _ := startRow(starts[k], d.BlockSize, i, n, d.MaxTicket())
+			if m := peerMarks[spec.RowKeyPrefix+d.Name]; m != nil && m[i] > 0 {
 				// The row went missing after it handed out tickets: start past them.
-				v = m[i] + marks.RowMargin(cfg.MarginFor(si.Bits), n)
+				v = max(v, m[i]+marks.RowMargin(cfg.MarginFor(d.Bits), n))
 			}
-			todo = append(todo, si)
+			todo = append(todo, NewSequence{SequenceInfo: d.SequenceInfo, Start: starts[k]})
 			values = append(values, v)
 		}
 		if len(todo) > 0 {
@@ -219,9 +386,9 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 			rep.Servers[i].Err = err
 			return nil
 		}
-		for k, si := range batch {
-			if c := inv.conflicts(si, expand(got[k], i, n)); len(c) > 0 || !got[k].def.Defined() || got[k].row == nil {
-				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.Name, si.Name, c)
+		for k, d := range batch {
+			if c := inv.conflicts(d, expand(got[k], i, n)); len(c) > 0 || !got[k].def.Defined() || got[k].row == nil || got[k].start != starts[k] {
+				return fmt.Errorf("%w: %s: %q not as asked after the create: %v (another create at the same time?)", spec.ErrMisconfigured, s.Name, d.Name, c)
 			}
 		}
 		rep.Servers[i].Created += len(batch) - existing
@@ -239,7 +406,7 @@ func expand(h held, i, n int) []held {
 
 // detailsOn is details for one server.
 func (inv *inventory) detailsOn(ctx context.Context, s *conn.Server, names []string) ([]held, error) {
-	one := &inventory{cfg: inv.cfg, servers: inv.servers, down: make([]error, len(inv.servers))}
+	one := &inventory{cfg: inv.cfg, servers: inv.servers, down: make([]error, len(inv.servers)), schemas: inv.schemas}
 	for i := range one.down {
 		if i != s.Idx {
 			one.down[i] = errSkipped
@@ -259,7 +426,7 @@ func (inv *inventory) detailsOn(ctx context.Context, s *conn.Server, names []str
 var errSkipped = errors.New("skipped")
 
 // insertDefs writes the rows of todo on s in one transaction.
-func insertDefs(ctx context.Context, s *conn.Server, todo []spec.SequenceInfo, values []uint64, n int, by string) error {
+func insertDefs(ctx context.Context, s *conn.Server, todo []NewSequence, values []uint64, n int, by string) error {
 	tx, err := s.Pool().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: starting the create: %w", s.Name, err)
@@ -268,12 +435,16 @@ func insertDefs(ctx context.Context, s *conn.Server, todo []spec.SequenceInfo, v
 	rows := func(per string, args func(k int, si spec.SequenceInfo) []any) (string, []any) {
 		var q strings.Builder
 		all := make([]any, 0, len(todo)*5)
-		for k, si := range todo {
-			if k > 0 {
+		for k, d := range todo {
+			a := args(k, d.SequenceInfo)
+			if a == nil {
+				continue
+			}
+			if q.Len() > 0 {
 				q.WriteString(", ")
 			}
 			q.WriteString(per)
-			all = append(all, args(k, si)...)
+			all = append(all, a...)
 		}
 		return q.String(), all
 	}
@@ -288,6 +459,17 @@ func insertDefs(ctx context.Context, s *conn.Server, todo []spec.SequenceInfo, v
 	vals, args = rows("(?, NULL, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: pinning: %w", s.Name, err)
+	}
+	vals, args = rows("(?, ?)", func(k int, si spec.SequenceInfo) []any {
+		if todo[k].Start == 0 {
+			return nil
+		}
+		return []any{si.Name, todo[k].Start}
+	})
+	if vals != "" {
+		if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_starts (name, start_after) VALUES "+vals, args...); err != nil {
+			return fmt.Errorf("%s: recording where sequences begin: %w", s.Name, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("%s: committing the create: %w", s.Name, err)

@@ -9,6 +9,7 @@ import (
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
@@ -28,6 +29,13 @@ type held struct {
 	// table: the AUTO_INCREMENT of a table sequence's table, when visible.
 	table    uint64
 	tableSet bool
+	// start: where it was created to begin (sequence_starts; 0: none).
+	start uint64
+}
+
+// exists reports whether the server holds anything of the name.
+func (h held) exists() bool {
+	return h.def.Defined() || h.pin.Defined() || h.row != nil || h.start != 0
 }
 
 // inventory reads pages of names and what each server holds of them.
@@ -35,6 +43,9 @@ type inventory struct {
 	cfg     spec.Config
 	servers []*conn.Server
 	down    []error // per server: unreachable (nil: up)
+	// schemas: what each server that is up holds of schema.sql (older
+	// releases' lack tables the inventory then does not read).
+	schemas []schema.Feature
 	// withAll: names come from the pins and counters too, not the catalog
 	// alone (check: a name only pinned, or only counted, is worth a word).
 	withAll bool
@@ -142,6 +153,18 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		}
 		for _, r := range rows {
 			out[index[r.Name]][s.Idx].row = &r
+		}
+		if inv.schemas[s.Idx].Has(schema.Starts) {
+			var starts []struct {
+				Name  string `db:"name"`
+				Start uint64 `db:"start_after"`
+			}
+			if err := s.Pool().SelectContext(ctx, &starts, "SELECT name, start_after FROM sequence_starts WHERE name IN "+in, args...); err != nil {
+				return fmt.Errorf("%s: reading sequence_starts: %w", s.Name, err)
+			}
+			for _, r := range starts {
+				out[index[r.Name]][s.Idx].start = r.Start
+			}
 		}
 		if len(tables) > 0 {
 			counters, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, tables)

@@ -7,7 +7,9 @@ import (
 	"math"
 	"strings"
 
+	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -74,7 +76,7 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if err != nil {
 		return nil, err
 	}
-	inv := &inventory{cfg: cfg, servers: servers, down: down, withAll: all, prefix: opt.Prefix}
+	inv := &inventory{cfg: cfg, servers: servers, down: down, withAll: all, prefix: opt.Prefix, schemas: make([]schema.Feature, len(servers))}
 	up := 0
 	for i := range servers {
 		if inv.up(i) {
@@ -84,6 +86,14 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if up == 0 {
 		closeServers(servers)
 		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(down...))
+	}
+	if err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		f, err := schema.Detect(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
+		inv.schemas[s.Idx] = f
+		return err
+	}); err != nil {
+		closeServers(servers)
+		return nil, err
 	}
 	return inv, nil
 }
@@ -323,6 +333,24 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 		case h.def.Table != "" && h.tableSet && marks.IsRewound(h.table, mk):
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
 				i+1, h.def.Table, h.table, mk))
+		}
+	}
+	if rec, differ := recordedStart(per); differ {
+		var parts []string
+		for i, h := range per {
+			parts = append(parts, fmt.Sprintf("server %d: %s", i+1, startText(h.start)))
+		}
+		out = append(out, fmt.Sprintf("created with different starts on the servers (%s)", strings.Join(parts, "; ")))
+	} else if rec != 0 {
+		var without []string
+		for i, h := range per {
+			if h.exists() && h.start != rec {
+				without = append(without, fmt.Sprint(i+1))
+			}
+		}
+		if len(without) > 0 {
+			out = append(out, fmt.Sprintf("created with -start %d, but server %s holds it without that start: it may hand out values at or below %d there",
+				rec, strings.Join(without, ", "), rec))
 		}
 	}
 	if !def.Defined() && !inv.anyPinned(per) {

@@ -207,9 +207,9 @@ func requireFinalized(ctx context.Context, cfg spec.Config, servers []*conn.Serv
 		if err != nil {
 			return err
 		}
-		if !f.Has(schema.Finalize) {
-			errs[s.Idx] = fmt.Errorf("%s holds release %d's schema: load this release's schema.sql there, upgrade every ticketd, then run ticketd upgrade finalize",
-				s.Name, f.Release())
+		if !f.Has(schema.Current) {
+			errs[s.Idx] = fmt.Errorf("%s holds release %d's schema (it lacks %s): load this release's schema.sql there, upgrade every ticketd, then run ticketd upgrade finalize",
+				s.Name, f.Release(), f.Missing(schema.Current))
 			return nil
 		}
 		if len(rec) == 1 && rec[0] < release {

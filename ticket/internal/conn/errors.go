@@ -59,6 +59,8 @@ const (
 	erUnknownVariable   = 1193
 	erDataOutOfRange    = 1690 // a row of counters: value + step past BIGINT UNSIGNED
 	erCheckFailed       = 4025 // a CHECK constraint (counters' parity): this statement's, not the server's
+	erBadDB             = 1049 // unknown database, at connect
+	erDBAccessDenied    = 1044 // the account may not use the database (or it does not exist), at connect
 )
 
 // ErrInterrupted marks a REPLACE that MariaDB stopped at its server-side
@@ -114,3 +116,6 @@ const erConnectionKilled = 1927
 func brokenUnder(err error) bool {
 	return errors.Is(err, mysql.ErrInvalidConn) || IsMySQLError(err, erConnectionKilled)
 }
+
+// errNoSettings: SELECT @@… answered no row, which no server does.
+var errNoSettings = errors.New("the server answered no row to SELECT @@auto_increment_increment, …")

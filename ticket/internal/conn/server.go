@@ -186,23 +186,19 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 			ss.discard()
 		}
 	}()
-	var row struct {
-		Inc     uint64 `db:"inc"`
-		Off     uint64 `db:"off"`
-		Lock    int    `db:"lock_mode"`
-		Version string `db:"version"`
-		Wait    int64  `db:"wait_timeout"`
-	}
-	if err := ss.Get(ctx, "checking its settings", &row, "SELECT @@auto_increment_increment AS inc, @@auto_increment_offset AS off, "+
-		"@@innodb_autoinc_lock_mode AS lock_mode, @@version AS version, @@wait_timeout AS wait_timeout"); err != nil {
+	row, err := ReadSettings(ctx, ss)
+	if err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
 			return fmt.Errorf("%w: %w: %s: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Name, err)
 		}
+		if e := s.noDatabase(err); e != nil {
+			return e
+		}
 		return fmt.Errorf("%w: %s: %w", spec.ErrServerDown, s.Name, err)
 	}
 	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
-	inc, off, lockMode := row.Inc, row.Off, row.Lock
+	inc, off, lockMode := row.Inc, row.Off, row.LockMode
 	if inc != s.Inc || off != s.Offset {
 		return fmt.Errorf("%w: %s has auto_increment_increment=%d auto_increment_offset=%d, want %d and %d (its place in the pair)",
 			spec.ErrMisconfigured, s.Name, inc, off, s.Inc, s.Offset)
@@ -210,6 +206,23 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 	if lockMode != 0 && !s.warned.Swap(true) {
 		// Not wrong, only slow: concurrent REPLACEs deadlock under modes 1 and 2.
 		s.Log.Warn("innodb_autoinc_lock_mode is not 0: concurrent REPLACEs will deadlock and be retried", "mode", lockMode)
+	}
+	return nil
+}
+
+// noDatabase turns a refusal of the database at connect (1049: none of
+// that name; 1044: the account may not use it, which MariaDB also answers
+// for a name that does not exist) into a misconfiguration that says so:
+// no waiting for the server to come back will help.
+func (s *Server) noDatabase(err error) error {
+	db, user := s.mcfg.DBName, s.mcfg.User
+	switch {
+	case IsMySQLError(err, erBadDB):
+		return fmt.Errorf("%w: %w: %s has no database %q: name the right one (-database), or create it and load schema.sql there (docs/dba.md)",
+			spec.ErrMisconfigured, spec.ErrNoDatabase, s.Name, db)
+	case IsMySQLError(err, erDBAccessDenied):
+		return fmt.Errorf("%w: %w: %s refuses database %q to the account %q: it does not exist there, or the account holds no privilege in it; name the right one (-database), or load schema.sql there and give the account its role (docs/dba.md)",
+			spec.ErrMisconfigured, spec.ErrNoDatabase, s.Name, db, user)
 	}
 	return nil
 }

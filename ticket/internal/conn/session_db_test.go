@@ -2,9 +2,11 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +68,53 @@ func TestBrokenConnectionRepeated(t *testing.T) {
 				if now == id {
 					t.Fatalf("still on connection %d, want another one", id)
 				}
+			}
+		})
+	}
+}
+
+// TestNoDatabase: a database that is not on the server (a -database typo,
+// schema.sql never loaded) is a misconfiguration that names the server and
+// the database, not an outage to wait out; the same for a database the
+// account may not use. The right name passes.
+func TestNoDatabase(t *testing.T) {
+	ms := mysqltest.Start(t, mysqltest.Options{Offset: 1, Increment: 2})
+	ms.Exec(t, "CREATE DATABASE other")
+	for _, tt := range []struct {
+		user, db, want string
+	}{
+		{mysqltest.AppUser, "tickets", ""},
+		// An account without global privileges is told 1044 whether the
+		// database exists or not; root learns that it does not (1049).
+		{mysqltest.AppUser, "tickest", `refuses database "tickest" to the account "ticketd"`},
+		{mysqltest.AppUser, "other", `refuses database "other" to the account "ticketd"`},
+		{"root", "tickest", `has no database "tickest"`},
+	} {
+		t.Run(tt.user+"/"+tt.db, func(t *testing.T) {
+			cfg := spec.DefaultConfig()
+			cfg.Servers = []spec.ServerConfig{{Addr: ms.Addr()}, {Addr: "127.0.0.1:1"}}
+			cfg.User, cfg.Database = tt.user, tt.db
+			if tt.user == mysqltest.AppUser {
+				cfg.Password = ms.AppPassword
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg = cfg.WithDefaults()
+			s, err := NewServer(cfg, 0, NewCredential(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Pool().Close()
+			ss := NewSession(s, OpCheck, nil)
+			defer ss.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = s.CheckSettings(ctx, ss)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("database %s: %v, want it checked", tt.db, err)
+			case tt.want == "":
+			case !errors.Is(err, spec.ErrMisconfigured) || !errors.Is(err, spec.ErrNoDatabase) || !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("database %s: %v, want ErrMisconfigured and ErrNoDatabase saying %q", tt.db, err, tt.want)
 			}
 		})
 	}

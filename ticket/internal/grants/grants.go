@@ -136,6 +136,18 @@ func LinesSet(lines []string) PrivSet {
 	return ps
 }
 
+// OptionSet is the privileges lines grant WITH GRANT OPTION (roles left
+// out): what the account may grant to others.
+func OptionSet(lines []string) PrivSet {
+	ps := PrivSet{}
+	for _, l := range lines {
+		if g, ok := ParseGrant(l); ok && g.roles == nil && g.option {
+			ps.add(g)
+		}
+	}
+	return ps
+}
+
 // PrivSet is privileges by object.
 type PrivSet map[string]map[string]bool
 

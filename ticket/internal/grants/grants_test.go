@@ -76,3 +76,28 @@ var appLines = []string{
 }
 
 const hashLine = "GRANT USAGE ON *.* TO `ticketd`@`127.0.0.1` IDENTIFIED BY PASSWORD '*37E487D9D36FE59C3AF73F4FD4484C4975C21E1F'"
+
+func TestOptionSet(t *testing.T) {
+	lines := []string{
+		"GRANT ALL PRIVILEGES ON `shop`.* TO `dba`@`%` WITH GRANT OPTION",
+		"GRANT SELECT, INSERT ON `tickets`.`TicketsPhotos` TO `dba`@`%` WITH GRANT OPTION",
+		"GRANT DELETE ON `tickets`.`TicketsPhotos` TO `dba`@`%`",
+		"GRANT `ticketd_admin` TO `dba`@`%` WITH ADMIN OPTION",
+	}
+	ps := OptionSet(lines)
+	for _, tt := range []struct {
+		priv, object string
+		want         bool
+	}{
+		{"SELECT", "tickets.TicketsPhotos", true}, {"INSERT", "tickets.TicketsPhotos", true},
+		{"DELETE", "tickets.TicketsPhotos", false}, // held, but not to give
+		{"ALTER", "shop.orders", true}, {"ALTER", "tickets.TicketsPhotos", false},
+	} {
+		if got := ps.Covers(tt.priv, tt.object); got != tt.want {
+			t.Errorf("OptionSet covers %s ON %s: %v, want %v", tt.priv, tt.object, got, tt.want)
+		}
+	}
+	if !OptionSet([]string{"GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION"}).Covers("DELETE", "tickets.T") {
+		t.Error("root's ALL ON *.* WITH GRANT OPTION does not cover DELETE ON tickets.T")
+	}
+}

@@ -34,13 +34,17 @@ const (
 	// Finalize: deployment.finalized_release, the release a deployment's
 	// upgrade was finalized at (release 3).
 	Finalize
+	// Starts: table sequence_starts, sequences that begin past a value
+	// (release 3). The same schema.sql lets the catalog name any table of
+	// Flickr's shape (sequence adopt).
+	Starts
 )
 
 // The features of each release's schema.sql.
 const (
 	Release1 Feature = 0
 	Release2         = Catalog | Counters | Pins | Writer
-	Release3         = Release2 | Finalize
+	Release3         = Release2 | Finalize | Starts
 	// Current is what this release's schema.sql holds.
 	Current = Release3
 )
@@ -56,6 +60,7 @@ var names = []struct {
 	{Pins, "sequence_pins", "name", "table sequence_pins (the definitions served)"},
 	{Writer, "high_water", "writer", "column high_water.writer"},
 	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
+	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)"},
 }
 
 // Has reports whether f holds every feature of want.

@@ -11,9 +11,10 @@ import (
 type SequenceInfo struct {
 	Name string // what applications ask for: ^[a-z][a-z0-9_]{0,47}$
 	// Table is where its counter lives: "" for a row of table counters, which
-	// is how `ticketd sequence create` makes every sequence; Tickets64,
-	// Tickets32, or a seq_* table of its own (sequences made before counters
-	// existed, which keep working).
+	// is how `ticketd sequence create` makes every sequence; otherwise a table
+	// of Flickr's shape: Tickets64, Tickets32, a seq_* table of its own
+	// (sequences made before counters existed, which keep working), or any
+	// such table of an existing pair (`ticketd sequence adopt`).
 	Table string
 	// Bits is 32 or 64: no value above 2^32-1, resp. 2^63-1, is ever returned.
 	Bits int
@@ -38,10 +39,16 @@ const MaxBlockSize = 1_000_000_000
 
 // NameRE and TableRE mirror schema.sql's CHECK constraints; ValidName is
 // NameRE without a regexp, for the hot path (package seqname: the one rule,
-// shared with auth's tickets:NAME scopes).
+// shared with auth's tickets:NAME scopes). A table name that passes TableRE
+// needs no escaping between backquotes.
+//
+// OlderTableRE is what releases 1 and 2 read: a catalog row naming any other
+// table they ignore (the name is unknown to them), so such a row is written
+// only once the upgrade is finalized.
 var (
-	NameRE  = seqname.Regexp
-	TableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
+	NameRE       = seqname.Regexp
+	TableRE      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+	OlderTableRE = regexp.MustCompile(`^(Tickets64|Tickets32|seq_[a-z0-9_]{1,60})$`)
 )
 
 func ValidName(name string) bool { return seqname.Valid(name) }

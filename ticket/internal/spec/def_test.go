@@ -16,9 +16,13 @@ func TestCheckInfo(t *testing.T) {
 		{"Tickets32", func(s *SequenceInfo) { s.Table, s.Bits = "Tickets32", 32 }, ""},
 		{"bad name", func(s *SequenceInfo) { s.Name = "Orders" }, "name"},
 		{"a row of counters", func(s *SequenceInfo) { s.Table = "" }, ""},
-		{"table not seq_", func(s *SequenceInfo) { s.Table = "users" }, "table"},
+		{"a table of Flickr's naming", func(s *SequenceInfo) { s.Table = "TicketsPhotos" }, ""},
+		{"table of 64 characters", func(s *SequenceInfo) { s.Table = "T" + strings.Repeat("x", 63) }, ""},
+		{"table of 65 characters", func(s *SequenceInfo) { s.Table = "T" + strings.Repeat("x", 64) }, "table"},
 		{"table with backtick", func(s *SequenceInfo) { s.Table = "seq_a`; DROP TABLE x; --" }, "table"},
-		{"table upper case", func(s *SequenceInfo) { s.Table = "seq_A" }, "table"},
+		{"table with a dot (a mark key's prefix)", func(s *SequenceInfo) { s.Table = "counters.x" }, "table"},
+		{"table starting with a digit", func(s *SequenceInfo) { s.Table = "9lives" }, "table"},
+		{"table with a dash", func(s *SequenceInfo) { s.Table = "tickets-photos" }, "table"},
 		{"bits 16", func(s *SequenceInfo) { s.Bits = 16 }, "bits"},
 		{"block 0", func(s *SequenceInfo) { s.BlockSize = 0 }, "block_size"},
 		{"block too big", func(s *SequenceInfo) { s.BlockSize = MaxBlockSize + 1 }, "block_size"},
@@ -35,5 +39,20 @@ func TestCheckInfo(t *testing.T) {
 				t.Fatalf("CheckInfo(%+v) = %v, want an error about %s", si, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestOlderTableRE: what releases 1 and 2 read is a part of TableRE, so a
+// catalog they wrote is still read whole.
+func TestOlderTableRE(t *testing.T) {
+	for _, table := range []string{"Tickets64", "Tickets32", "seq_orders", "seq_" + strings.Repeat("a", 60)} {
+		if !OlderTableRE.MatchString(table) || !TableRE.MatchString(table) {
+			t.Errorf("%s: older %v, now %v, want both", table, OlderTableRE.MatchString(table), TableRE.MatchString(table))
+		}
+	}
+	for _, table := range []string{"TicketsPhotos", "seq_A", "orders"} {
+		if OlderTableRE.MatchString(table) || !TableRE.MatchString(table) {
+			t.Errorf("%s: older %v, now %v, want only now", table, OlderTableRE.MatchString(table), TableRE.MatchString(table))
+		}
 	}
 }

@@ -27,6 +27,11 @@ var (
 	// expired), it refused ticketd's, or it offers no TLS. ticketd never falls
 	// back to plain text. Always wrapped together with ErrMisconfigured.
 	ErrTLS = errors.New("ticket: TLS refused")
+	// ErrNoDatabase: a server has no database of Config.Database, or the
+	// account may not use it (MariaDB answers both with a refusal at
+	// connect). Always wrapped together with ErrMisconfigured: the name is
+	// wrong, or schema.sql was never loaded there.
+	ErrNoDatabase = errors.New("ticket: no such database")
 	// ErrParity: a server returned a ticket of the other servers' parity. That ticket
 	// was dropped, and the server taken out of rotation.
 	ErrParity = errors.New("ticket: ticket of the wrong parity")
