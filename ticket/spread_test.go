@@ -10,6 +10,7 @@ import (
 	"ticketd/internal/mysqltest"
 	"ticketd/internal/toxiproxy"
 	"ticketd/ticket/internal/lease"
+	"ticketd/ticket/internal/spec"
 )
 
 // checkOwnerOf: a worker ID's lease lives on the server of its residue
@@ -86,10 +87,11 @@ func TestLeasesSpreadPair(t *testing.T) {
 	}
 }
 
-// TestLeasesSpreadNearestFirst: four servers, two of them 120 ms away (a
-// second datacenter, through toxiproxy): four leases go to the two near
-// servers only, two on each. Fewer leases on the far servers never draw a
-// lease across the ocean.
+// TestLeasesSpreadNearestFirst: four servers, two of them 400 ms away (a
+// second datacenter, through toxiproxy: far enough that a near server
+// slowed by a busy machine, tens of milliseconds, is still nearer): four
+// leases go to the two near servers only, two on each. Fewer leases on the
+// far servers never draw a lease across the ocean.
 func TestLeasesSpreadNearestFirst(t *testing.T) {
 	ms := mysqltest.StartSet(t, 4)
 	tp, err := toxiproxy.Start()
@@ -103,12 +105,13 @@ func TestLeasesSpreadNearestFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := px.Add(toxiproxy.Latency("far", 60*time.Millisecond, 0)); err != nil {
+		if err := px.Add(toxiproxy.Latency("far", 200*time.Millisecond, 0)); err != nil {
 			t.Fatal(err)
 		}
 		addrs = append(addrs, px.Addr())
 	}
-	p := openAddrs(t, addrs, ms.User, ms.Password)
+	// A deadline that fits a server 400 ms away, as across datacenters.
+	p := openAddrs(t, addrs, ms.User, ms.Password, func(c *spec.Config) { c.CallTimeout = 2 * time.Second })
 	waitFor(t, 10*time.Second, "servers 3 and 4 known to be far", func() bool {
 		h := p.Health()
 		return h[0].Preferred && h[1].Preferred && !h[2].Preferred && !h[3].Preferred
