@@ -68,6 +68,20 @@ func (p *Pair) DSNs() [2]string {
 // to both mariadbd (Options.ExtraArgs: TLS certificates, for example).
 func StartPair(t testing.TB, extra ...string) *Pair {
 	t.Helper()
+	return startPair(t, -1, 0, extra)
+}
+
+// StartPairSmallDisk is StartPair with server (0 or 1) on a small disk of
+// size bytes (mariadb.Server.SetSmallDisk: a tmpfs in a mount namespace of
+// mariadbd's own, which needs root), for FillDisk and FreeDisk. Such a
+// server cannot be restarted.
+func StartPairSmallDisk(t testing.TB, server int, size int64) *Pair {
+	t.Helper()
+	return startPair(t, server, size, nil)
+}
+
+func startPair(t testing.TB, small int, size int64, extra []string) *Pair {
+	t.Helper()
 	skipShort(t)
 	mp, err := mariadb.PreparePair(extra...)
 	if err != nil {
@@ -77,6 +91,11 @@ func StartPair(t testing.TB, extra ...string) *Pair {
 		SeqUser: mp.SeqUser, SeqPassword: mp.SeqPassword}
 	for i, s := range mp.Servers {
 		p.Servers[i] = register(t, s)
+	}
+	if small >= 0 {
+		if err := mp.Servers[small].SetSmallDisk(size); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := mp.Boot(); err != nil {
 		t.Fatal(err)
