@@ -29,14 +29,17 @@ type survey struct {
 type leaseCopyRow struct {
 	Datacenter uint32 `db:"datacenter"`
 	Worker     uint32 `db:"worker"`
+	Holder     string `db:"holder"`
 	Reserved   int64  `db:"reserved_until_ms"`
 }
 
 type leaseRow struct {
 	Datacenter uint32 `db:"datacenter"`
 	Worker     uint32 `db:"worker"`
+	Holder     string `db:"holder"`
 	Reserved   int64  `db:"reserved_until_ms"`
 	Expired    bool   `db:"expired"`
+	Released   bool   `db:"released"`
 }
 
 // takeSurvey reads, in this order, the catalogs, the marks and lease copies,
@@ -67,7 +70,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 			return err
 		}
 		if err := s.Pool().SelectContext(ctx, &sv.copies[s.Idx],
-			"SELECT datacenter, worker, reserved_until_ms FROM reservation_copies"); err != nil {
+			"SELECT datacenter, worker, holder, reserved_until_ms FROM reservation_copies"); err != nil {
 			return fmt.Errorf("%s: reading reservation_copies: %w", s.Name, err)
 		}
 		return nil
@@ -108,7 +111,8 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 			return nil
 		}
 		if err := s.Pool().SelectContext(ctx, &sv.leases[s.Idx],
-			`SELECT datacenter, worker, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired FROM worker_leases`); err != nil {
+			`SELECT datacenter, worker, holder, reserved_until_ms, expires_at < UTC_TIMESTAMP(3) AS expired,
+			        released_at IS NOT NULL AS released FROM worker_leases`); err != nil {
 			return fmt.Errorf("%s: reading worker_leases: %w", s.Name, err)
 		}
 		return nil
@@ -205,30 +209,43 @@ type leaseFix struct {
 // planLeases returns the lease rows whose reservation is behind the largest
 // copy of it on the other servers: rows rewound by a restore of their owner.
 // Rows held right now are left alone (their holder renews them, and a renewal
-// of a rewound row fails).
+// of a rewound row fails). A copy of the holder that released the row is not
+// a rewind: the release left the row at a value that bounds every timestamp
+// issued with the worker ID (the holder's last, and its predecessors' below
+// its floor), and that holder's renewals, copied before it, were only ever
+// more; such a copy is left behind when its server could not be reached at
+// the release (it was out, or hung on a full disk, and a running ticketd
+// settles it once the server is back).
 func (sv *survey) planLeases() []leaseFix {
 	n := len(sv.servers)
 	type key struct{ dc, w uint32 }
+	rows := make([]map[key]leaseRow, n) // per owner
+	for owner := range n {
+		rows[owner] = map[key]leaseRow{}
+		for _, r := range sv.leases[owner] {
+			rows[owner][key{r.Datacenter, r.Worker}] = r
+		}
+	}
 	best := make([]map[key]int64, n) // per owner
-	for holder, rows := range sv.copies {
-		for _, r := range rows {
-			owner := ownerOf(r.Worker, n)
+	for holder, list := range sv.copies {
+		for _, c := range list {
+			owner := ownerOf(c.Worker, n)
 			if owner == holder {
 				continue // a copy on the owner itself protects nothing
+			}
+			k := key{c.Datacenter, c.Worker}
+			if r, ok := rows[owner][k]; ok && r.Released && r.Holder == c.Holder {
+				continue // from before the release that row holds
 			}
 			if best[owner] == nil {
 				best[owner] = map[key]int64{}
 			}
-			k := key{r.Datacenter, r.Worker}
-			best[owner][k] = max(best[owner][k], r.Reserved)
+			best[owner][k] = max(best[owner][k], c.Reserved)
 		}
 	}
 	var out []leaseFix
 	for owner := range n {
-		rows := map[key]leaseRow{}
-		for _, r := range sv.leases[owner] {
-			rows[key{r.Datacenter, r.Worker}] = r
-		}
+		rows := rows[owner]
 		var fixes []leaseFix
 		for k, c := range best[owner] {
 			r, ok := rows[k]

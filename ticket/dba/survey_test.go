@@ -76,22 +76,27 @@ func TestPlanTables(t *testing.T) {
 }
 
 // TestPlanLeases: a copy ahead of an expired row, or with no row at all, is a
-// rewound lease; a held row, a row at or ahead of its copy, and a copy on its
-// own owner are not.
+// rewound lease; a held row, a row at or ahead of its copy, a copy on its
+// own owner, and a copy of the holder that released the row (left above it
+// while its server could not be reached at the release) are not; a copy of
+// another holder above a released row still is.
 func TestPlanLeases(t *testing.T) {
 	sv := &survey{
 		servers: make([]*conn.Server, 2),
 		copies: [][]leaseCopyRow{
-			{{3, 0, 9000}, {3, 2, 500}, {3, 4, 7000}, {3, 6, 100}, {3, 1, 99999}}, // on server 1: copies of server 2's even IDs
-			{{3, 1, 4000}},
+			// on server 1: copies of server 2's even IDs (and one of its own)
+			{{3, 0, "a", 9000}, {3, 2, "a", 500}, {3, 4, "a", 7000}, {3, 6, "a", 100}, {3, 1, "a", 99999},
+				{3, 8, "h", 9000}, {3, 10, "old", 9000}},
+			{{3, 1, "a", 4000}},
 		},
 		leases: [][]leaseRow{
-			{{3, 1, 4000, true}},
-			{{3, 0, 1000, true}, {3, 2, 500, true}, {3, 4, 1000, false}},
+			{{3, 1, "a", 4000, true, false}},
+			{{3, 0, "a", 1000, true, false}, {3, 2, "a", 500, true, false}, {3, 4, "a", 1000, false, false},
+				{3, 8, "h", 1500, true, true}, {3, 10, "h", 1500, true, true}},
 		},
 	}
 	got := sv.planLeases()
-	want := []leaseFix{{1, 3, 0, 1000, 9000, true}, {1, 3, 6, 0, 100, false}}
+	want := []leaseFix{{1, 3, 0, 1000, 9000, true}, {1, 3, 6, 0, 100, false}, {1, 3, 10, 1500, 9000, true}}
 	if len(got) != len(want) {
 		t.Fatalf("planLeases = %+v, want %+v", got, want)
 	}
