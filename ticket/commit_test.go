@@ -110,7 +110,7 @@ func watchOut(p *Pair, i int, d time.Duration) (up int, reasons map[string]int) 
 // fails, no value is received twice. (Once freed, MariaDB takes up to a
 // minute to write again: make chaos's disk-full waits for that.)
 func TestNotCommittingFullDisk(t *testing.T) {
-	mp := mysqltest.StartPairSmallDisk(t, 0, 96<<20)
+	mp := mysqltest.StartPairSmallDisk(t, 0, 128<<20)
 	createSequence(t, mp.Servers[:], "orders", 64, 1)
 	var logMu sync.Mutex
 	var logs strings.Builder

@@ -101,7 +101,7 @@ func (d *daemon) serversOut() []outDoc {
 // write again: make chaos's disk-full fault waits for that, the repair
 // check with it.)
 func TestE2EFullDisk(t *testing.T) {
-	mp := mysqltest.StartPairSmallDisk(t, 0, 96<<20)
+	mp := mysqltest.StartPairSmallDisk(t, 0, 128<<20)
 	ds := []*daemon{startDaemon(t, mp, fastLeases...), startDaemon(t, mp, fastLeases...)}
 	var ids []*load
 	var tickets []*ticketsLoad

@@ -77,9 +77,7 @@ func (s *Server) Restart() error {
 	if given {
 		return fmt.Errorf("mariadb: restart: port %d now belongs to the replica promoted onto this server", s.Port)
 	}
-	if s.smallDisk > 0 {
-		return fmt.Errorf("mariadb: restart: server :%d has a small disk, which ended with its process", s.Port)
-	}
+
 	if s.Running() {
 		if err := s.Stop(); err != nil {
 			return err

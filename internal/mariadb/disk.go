@@ -12,22 +12,26 @@ import (
 
 // A small disk: a server whose data directory (tables, redo log, binary
 // logs) lies on a filesystem of its own, small enough to be filled, as a DBA
-// meets a full disk. The filesystem is a size-limited tmpfs mounted in a
-// mount namespace of mariadbd's own (unshare -m, private propagation; it
-// needs root): mariadbd is started as
+// meets a full disk. The filesystem is an ext4 image in the server's folder
+// (made with mkfs.ext4 -m 0 at its first start), loop-mounted in a mount
+// namespace of mariadbd's own (unshare -m, private propagation; it needs
+// root): mariadbd is started as
 //
-//	unshare -m --propagation private sh -c 'mount -t tmpfs …; cp -a seed disk/data; exec mariadbd …'
+//	unshare -m --propagation private sh -c 'mount -o loop disk.img disk; exec mariadbd …'
 //
 // and sh and unshare exec in place, so the server keeps its PID (and its
 // Pdeathsig). The mount exists only in that namespace, which ends with the
-// process: a killed server, or a test that dies, leaves no mount behind.
-// From here the filesystem is reached through /proc/PID/root, which
-// resolves paths in the process's own mount namespace.
+// process; the loop device, attached with autoclear, is released with it:
+// a killed server, or a program that dies, leaves no mount and no loop
+// device behind. The image stays, so the server restarts on its data, as a
+// real server restarts on its disk. From here the filesystem is reached
+// through /proc/PID/root, which resolves paths in the process's own mount
+// namespace.
 //
-// MariaDB on such a disk behaves as on a full ext4 (checked on 10.11): a
-// commit that must grow the binary log waits ("Disk is full writing
-// './binlog.000001' … Waiting for someone to free space", the thread's state
-// in the processlist) and retries once a minute, while reads still answer.
+// MariaDB on a full disk (checked on 10.11): a commit that must grow the
+// binary log waits ("Disk is full writing './binlog.000001' … Waiting for
+// someone to free space", the thread's state in the processlist) and
+// retries once a minute, while reads still answer.
 
 // diskFiller is the file FillDisk writes and FreeDisk shrinks.
 const diskFiller = "filler"
@@ -36,18 +40,20 @@ const diskFiller = "filler"
 var ErrNoSmallDisk = errors.New("mariadb: the server has no small disk (SetSmallDisk)")
 
 // SetSmallDisk gives a prepared server, before Boot, a data directory on a
-// filesystem of size bytes of its own (at least 64 MiB: the data directory
-// takes about 60 MiB). Restart refuses such a server: its filesystem ends
-// with the process, and a new one would start from the template.
+// filesystem of size bytes of its own (at least 96 MiB: the data directory
+// takes about 60 MiB, ext4 some more). Its replicas (PrepareReplica) get one
+// of the same size.
 func (s *Server) SetSmallDisk(size int64) error {
-	if size < 64<<20 {
-		return fmt.Errorf("%w: small disk of %d bytes: want at least 64 MiB (the data directory takes about 60)", ErrOptions, size)
+	if size < 96<<20 {
+		return fmt.Errorf("%w: small disk of %d bytes: want at least 96 MiB (the data directory takes about 60)", ErrOptions, size)
 	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: a small disk is mounted in a mount namespace of the server's own, which needs root", ErrOptions)
 	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		return fmt.Errorf("%w: a small disk needs unshare (util-linux): %v", ErrOptions, err)
+	for _, tool := range []string{"unshare", "mount", "mkfs.ext4"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%w: a small disk needs %s (util-linux, e2fsprogs): %v", ErrOptions, tool, err)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,8 +64,10 @@ func (s *Server) SetSmallDisk(size int64) error {
 	return nil
 }
 
-// diskDir is where the small disk is mounted, in the server's namespace.
-func (s *Server) diskDir() string { return filepath.Join(s.Dir, "disk") }
+// diskDir is where the small disk is mounted, in the server's namespace;
+// diskImage the filesystem itself.
+func (s *Server) diskDir() string   { return filepath.Join(s.Dir, "disk") }
+func (s *Server) diskImage() string { return filepath.Join(s.Dir, "disk.img") }
 
 // liveDataDir is mariadbd's --datadir: the folder install filled, or, on a
 // small disk, its copy there.
@@ -79,10 +87,15 @@ func (s *Server) command() (*exec.Cmd, error) {
 	if err := os.MkdirAll(s.diskDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
-	const script = `size=$1 disk=$2 seed=$3; shift 3
-mount -t tmpfs -o "size=$size,mode=0700" ticketd-small-disk "$disk" && cp -a "$seed" "$disk/data" && exec "$@"`
+	// The first start makes the filesystem and copies the data directory
+	// onto it; a restart mounts it again.
+	const script = `size=$1 img=$2 disk=$3 seed=$4; shift 4
+if [ ! -e "$img" ]; then truncate -s "$size" "$img" && mkfs.ext4 -q -m 0 -F "$img" || exit 1; fi
+mount -o loop "$img" "$disk" || exit 1
+if [ ! -d "$disk/data" ]; then cp -a "$seed" "$disk/data.new" && mv "$disk/data.new" "$disk/data" || exit 1; fi
+exec "$@"`
 	args := append([]string{"-m", "--propagation", "private", "/bin/sh", "-c", script, "small-disk",
-		strconv.FormatInt(s.smallDisk, 10), s.diskDir(), s.dataDir(), s.bins.mariadbd}, s.args()...)
+		strconv.FormatInt(s.smallDisk, 10), s.diskImage(), s.diskDir(), s.dataDir(), s.bins.mariadbd}, s.args()...)
 	return exec.Command("unshare", args...), nil
 }
 
@@ -113,8 +126,8 @@ func (s *Server) FillDisk() (int64, error) {
 	}
 	defer f.Close()
 	var n int64
-	// Large writes first, then pages: tmpfs allocates by the page.
-	for _, chunk := range []int{1 << 20, 4 << 10} {
+	// Large writes first, then single blocks, to the last one.
+	for _, chunk := range []int{1 << 20, 4 << 10, 1 << 10} {
 		buf := make([]byte, chunk)
 		for {
 			k, err := f.Write(buf)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,9 +14,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// TestSmallDisk: a server on a small disk of its own serves; filled, its
-// commits wait (the processlist says why) while its reads answer; the mount
-// exists only in the server's namespace and ends with it.
+// TestSmallDisk: a server on a small disk of its own serves, and restarts on
+// its data; filled, its commits wait (the processlist says why) while its
+// reads answer; the mount exists only in the server's namespace, and it and
+// its loop device end with the process.
 func TestSmallDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; not in -short")
@@ -25,14 +27,20 @@ func TestSmallDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SetSmallDisk(96 << 20); err != nil {
+	if err := s.SetSmallDisk(128 << 20); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Boot(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Restart(); err == nil {
-		t.Fatal("Restart of a server on a small disk: no error, want a refusal (the disk ended with the process)")
+	if _, err := s.Run("REPLACE INTO Tickets64 (stub) VALUES ('a')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("Restart on a small disk: %v", err)
+	}
+	if out, err := s.Run("SELECT id FROM Tickets64"); err != nil || strings.TrimSpace(out) != "1" {
+		t.Fatalf("after a restart: Tickets64 holds %q (%v), want the ticket taken before (1)", out, err)
 	}
 	mounts, err := os.ReadFile("/proc/self/mounts")
 	if err != nil {
@@ -105,6 +113,21 @@ func TestSmallDisk(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 		t.Fatalf("server pid %d still there after Halt", pid)
+	}
+	// The loop device is released with the namespace, asynchronously.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("losetup", "-a").CombinedOutput()
+		if err != nil {
+			t.Fatalf("losetup -a: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), s.diskImage()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a loop device still holds %s after the server was halted:\n%s", s.diskImage(), out)
+		}
+		time.Sleep(50 * time.Millisecond) // polling, with the deadline above
 	}
 	if _, err := s.FillDisk(); err == nil {
 		t.Fatal("FillDisk of a halted server: no error")

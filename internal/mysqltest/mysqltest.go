@@ -72,9 +72,9 @@ func StartPair(t testing.TB, extra ...string) *Pair {
 }
 
 // StartPairSmallDisk is StartPair with server (0 or 1) on a small disk of
-// size bytes (mariadb.Server.SetSmallDisk: a tmpfs in a mount namespace of
-// mariadbd's own, which needs root), for FillDisk and FreeDisk. Such a
-// server cannot be restarted.
+// size bytes (mariadb.Server.SetSmallDisk: an ext4 image loop-mounted in a
+// mount namespace of mariadbd's own, which needs root), for FillDisk and
+// FreeDisk.
 func StartPairSmallDisk(t testing.TB, server int, size int64) *Pair {
 	t.Helper()
 	return startPair(t, server, size, nil)
