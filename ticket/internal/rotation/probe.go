@@ -200,6 +200,7 @@ func (r *Rotation) cannotProbe(s *conn.Server, err error) bool {
 type verdict struct {
 	answered bool   // the read answered: reads work
 	out      bool   // it does not commit: take it out (OutNoCommit)
+	decisive bool   // the server says so itself (conn.Diagnosis.Decisive)
 	cause    string // why, in words
 }
 
@@ -223,8 +224,32 @@ func (r *Rotation) askWhy(ctx context.Context, s *conn.Server) verdict {
 	streak, last := m.writeStreak, m.lastCommit
 	m.mu.Unlock()
 	over := streak >= SlowStreakOut && s.Now().Sub(last) >= r.SlowWindow()
-	return verdict{answered: true, out: d.Decisive || over,
+	return verdict{answered: true, out: d.Decisive || over, decisive: d.Decisive,
 		cause: fmt.Sprintf("reads answer (in %v); %s", d.Read.Round(time.Millisecond), d.Cause())}
+}
+
+// commitLate is commitProbe for a server in rotation, whose write's
+// deadline may have backed off to the statement cap while requests timed out
+// there: once the write has taken CallTimeout, the server is asked what
+// ticketd's statements wait for, and one that says it cannot commit (a full
+// disk, a global read lock) leaves the rotation then, not only when the
+// write gives up. The write's own outcome is returned as ever.
+func (r *Rotation) commitLate(ctx context.Context, s *conn.Server) error {
+	done := make(chan error, 1)
+	go func() { done <- r.commitProbe(ctx, s) }()
+	t := time.NewTimer(r.cfg.CallTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	}
+	if v := r.askWhy(ctx, s); v.decisive {
+		err := fmt.Errorf("a write of ticketd's own still not committed after %v", r.cfg.CallTimeout)
+		s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
+		r.takeOut(s, OutNoCommit, v.cause, err)
+	}
+	return <-done
 }
 
 // probeUp tries a server in rotation that is timing out, or that background
@@ -238,7 +263,7 @@ func (r *Rotation) askWhy(ctx context.Context, s *conn.Server) verdict {
 func (r *Rotation) probeUp(s *conn.Server) {
 	ctx := r.lt.Ctx
 	r.mb(s).checkSoon.Store(false)
-	err := r.commitProbe(ctx, s)
+	err := r.commitLate(ctx, s)
 	if errors.Is(err, ErrCannotProbe) {
 		r.cannotProbe(s, err)
 		ss := r.Session(s, conn.OpProbe)

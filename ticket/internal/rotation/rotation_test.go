@@ -505,3 +505,45 @@ func TestProbeWithoutTable(t *testing.T) {
 		t.Fatal("no write possible, settings fine: still out, want it judged by its settings check alone")
 	}
 }
+
+// TestNotCommittingEarly: a server in rotation whose write is still waiting
+// after CallTimeout (its deadline backed off by requests that timed out) is
+// asked meanwhile, and leaves the rotation as soon as it says it cannot
+// commit, not when the write gives up.
+func TestNotCommittingEarly(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[0]
+	f := &commitFakes{}
+	f.install(r)
+	release := make(chan struct{})
+	r.commitWrite = func(ctx context.Context, _ *conn.Server, _ *conn.Session) error {
+		<-release
+		return fmt.Errorf("server 1: committing a probe: %w", context.DeadlineExceeded)
+	}
+	f.set(func(f *commitFakes) {
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Decisive: true,
+			Stalls: []conn.Stall{{State: "Waiting for someone to free space", Count: 1, Oldest: 2 * time.Second}}}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.probeUp(s)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Up(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("server 1 still in rotation 10 s into a write that waits, the server saying its disk is full")
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
+	}
+	select {
+	case <-done:
+		t.Fatal("probeUp returned before the write did")
+	default:
+	}
+	if st := r.State(s); st.Out != OutNoCommit || !strings.Contains(st.OutDetail, "its disk is full") {
+		t.Fatalf("out %q (%q), want not_committing with the cause", st.Out, st.OutDetail)
+	}
+	close(release)
+	<-done
+}
