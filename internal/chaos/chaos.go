@@ -71,6 +71,10 @@ type timings struct {
 	// promoteLag: how long a lagging replica's replication is stopped, at
 	// least, before its primary is killed and it is promoted.
 	promoteLag time.Duration
+	// diskFull: how long a ticket server's disk is kept full (disk-full,
+	// in the full schedule only: MariaDB writes again up to a minute after
+	// the space is freed).
+	diskFull time.Duration
 	// drain: every ticketd's -drain-delay, how long a clean stop keeps
 	// serving with /readyz at 503 (no balancer watches here: shorter in the
 	// short schedule, where clean stops are many).
@@ -93,7 +97,7 @@ func (c Config) timings() timings {
 		clockRun: 4 * time.Second, clockTries: 4, raceRun: 2 * time.Second,
 		junk:       junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true},
 		netLatency: 60 * time.Second, netHole: 15 * time.Second, netReset: 10 * time.Second, netSlow: 15 * time.Second,
-		promoteLag: 5 * time.Second, drain: time.Second}
+		promoteLag: 5 * time.Second, drain: time.Second, diskFull: 30 * time.Second}
 }
 
 // Event is one fault as it ran.
@@ -141,6 +145,9 @@ type run struct {
 	junkRequests, junk5xx, junkUnready                int
 	junkClasses                                       map[string]int
 	repairNotes                                       []string // how the lagging promotions' repairs ended
+	// disk-full: faults run, and the samples of the full server's state
+	// while it was full and after a ticketd had found it not committing.
+	diskFulls, diskSamplesOut, diskSamplesUp int
 }
 
 type holderSeen struct {
@@ -198,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r.progress("starting the ticket server pair (MariaDB, the repository's my.cnf and schema.sql)")
-	if r.pair, err = mariadb.StartPair(); err != nil {
+	if r.pair, err = r.startPair(); err != nil {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
 	defer r.closePair()

@@ -391,11 +391,11 @@ func (r *run) rewound(i int, every bool) ([]string, string) {
 // repair runs `ticketd repair` on the pair, directly (not through the
 // proxies: a DBA on the servers' network), with the repair account, and
 // returns what it printed.
-func (r *run) repair() (string, error) {
+func (r *run) repair(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 	defer cancel()
 	servers := r.pair.Servers[0].Addr() + "," + r.pair.Servers[1].Addr()
-	cmd := exec.CommandContext(ctx, r.bin, "repair", "-servers", servers)
+	cmd := exec.CommandContext(ctx, r.bin, append([]string{"repair", "-servers", servers}, args...)...)
 	cmd.Env = append(cleanEnv(), "TICKETD_REPAIR_USER="+r.pair.AdminUser, "TICKETD_REPAIR_PASSWORD="+r.pair.AdminPassword)
 	out, err := cmd.CombinedOutput()
 	report := strings.TrimSpace(string(out))

@@ -208,6 +208,9 @@ func (r *run) verify() *Result {
 	res.add("racing_pairs", r.racePairs, false)
 	res.add("clock_behind_floor_used", r.clockFloorUsed, false)
 	res.add("junk_requests", r.junkRequests, false)
+	res.add("disk_full_faults", r.diskFulls, false)
+	res.add("disk_full_samples_out", r.diskSamplesOut, false)
+	res.add("disk_full_samples_in_rotation", r.diskSamplesUp, true)
 	res.add("duration_s", fmt.Sprintf("%.0f", time.Since(r.t0).Seconds()), false)
 	res.add("seed", r.cfg.Seed, false)
 	if total == 0 {
