@@ -181,7 +181,9 @@ bench-sequences:
 # ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks
 # 10 s and 1 h behind, racing starts, a ticket server stopped then the other
 # frozen, network faults (200 ms, black holes, resets, a slow link), replicas
-# promoted (lagging, caught up), junk at the HTTP port. Prints one `name value` line per figure, then the fault
+# promoted (lagging, caught up), a ticket server's disk filled (the servers'
+# data on small disks of their own: mount namespaces, so as root), junk at the
+# HTTP port. Prints one `name value` line per figure, then the fault
 # schedule as it ran; exits non-zero if an invariant broke. Logs and report.txt
 # go to $(CHAOS_OUT)/<date-time>/. A one-round version runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
