@@ -107,8 +107,9 @@ func watchOut(p *Pair, i int, d time.Duration) (up int, reasons map[string]int) 
 // commits wait: it is out of rotation within seconds with its own reason
 // (not_committing) and the cause the server reports (a full disk), in
 // Health and in the log, and stays out, every sample, while full; no call
-// fails, no value is received twice. (Once freed, MariaDB takes up to a
-// minute to write again: make chaos's disk-full waits for that.)
+// fails, no value is received twice; a Pair opened then does not admit it.
+// (Once freed, MariaDB takes up to a minute to write again: make chaos's
+// disk-full waits for that.)
 func TestNotCommittingFullDisk(t *testing.T) {
 	mp := mysqltest.StartPairSmallDisk(t, 0, 128<<20)
 	createSequence(t, mp.Servers[:], "orders", 64, 1)
@@ -139,6 +140,15 @@ func TestNotCommittingFullDisk(t *testing.T) {
 	ld.end(t)
 	if p.Health()[1].Up == false {
 		t.Error("server 2 out of rotation: it never had a fault")
+	}
+	// A Pair opened now: server 1 answers its settings check, but does not
+	// join, since its write does not commit.
+	p2 := openPair(t, mp)
+	if h := p2.Health()[0]; h.Up || h.OutReason != "not_committing" || !h.LastCommit.IsZero() {
+		t.Errorf("a Pair opened on the full server 1: up %v, out %q, last commit %v; want it out as not_committing, never committed", h.Up, h.OutReason, h.LastCommit)
+	}
+	if h := p2.Health()[1]; !h.Up {
+		t.Errorf("a Pair opened beside the full server 1: server 2 %+v, want it in rotation", h)
 	}
 	logMu.Lock()
 	log := logs.String()
