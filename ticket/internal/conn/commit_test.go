@@ -3,8 +3,6 @@ package conn
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -57,16 +55,7 @@ func TestDiagnoseJudges(t *testing.T) {
 // without the table (an older schema) it says so.
 func TestProbeCommit(t *testing.T) {
 	ms := mysqltest.Start(t, mysqltest.Options{Offset: 1, Increment: 2})
-	cfg := spec.DefaultConfig()
-	cfg.Servers = []spec.ServerConfig{{Addr: ms.Addr()}, {Addr: "127.0.0.1:1"}}
-	cfg.User, cfg.Password = mysqltest.AppUser, ms.AppPassword
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg = cfg.WithDefaults()
-	s, err := NewServer(cfg, 0, NewCredential(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Pool().Close() })
+	s := testServer(t, onServer(ms, func(*spec.Config) {}))
 	ctx := context.Background()
 	ss := NewSession(s, OpProbe, nil)
 	defer ss.Close()
@@ -92,7 +81,7 @@ func TestProbeCommit(t *testing.T) {
 		return err == nil && strings.TrimSpace(out) == "1"
 	})
 	begin := time.Now()
-	err = s.ProbeCommit(ctx, ss)
+	err := s.ProbeCommit(ctx, ss)
 	took := time.Since(begin)
 	if Classify(err) != KindSlow {
 		t.Fatalf("ProbeCommit behind a global read lock: %v (after %v), want it out of time", err, took)
