@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -51,19 +49,11 @@ func startTicketsLoad(addr, name string, clients int) *ticketsLoad {
 }
 
 func fetchTicket(c *http.Client, addr, name string) (uint64, error) {
-	resp, err := c.Get("http://" + addr + "/v1/tickets/" + name)
+	body, err := get200(c, "http://"+addr+"/v1/tickets/"+name)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	return strconv.ParseUint(strings.TrimSpace(string(body)), 10, 64)
+	return strconv.ParseUint(body, 10, 64)
 }
 
 func (l *ticketsLoad) finish() (values []uint64, failed int64, errs []string) {
@@ -72,22 +62,6 @@ func (l *ticketsLoad) finish() (values []uint64, failed int64, errs []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.values, l.failed.Load(), l.errs
-}
-
-// outDoc is what /v1/status says of why a ticket server is out.
-type outDoc struct {
-	Up        bool   `json:"up"`
-	OutReason string `json:"out_reason"`
-	OutDetail string `json:"out_detail"`
-}
-
-func (d *daemon) serversOut() []outDoc {
-	d.t.Helper()
-	var st struct {
-		TicketServers []outDoc `json:"ticket_servers"`
-	}
-	d.getJSON("/v1/status", &st)
-	return st.TicketServers
 }
 
 // TestE2EFullDisk: the issue's operator test, short. Ticket server 1's data
@@ -130,7 +104,7 @@ func TestE2EFullDisk(t *testing.T) {
 	}
 	for time.Since(filled) < window {
 		for i, d := range ds {
-			s := d.serversOut()[0]
+			s := d.ticketServers()[0]
 			tl := &tallies[i]
 			switch {
 			case tl.detected < 0 && !s.Up && s.OutReason == "not_committing":
