@@ -675,14 +675,23 @@ func (r *Rotation) Outcome(ctx context.Context, ss *conn.Session, stmt, total ti
 	}
 }
 
-// Recheck runs the prober's check on a server out of rotation: reachable, and
-// with the increment and offset of its place. A server whose sessions wait to
-// be replaced after a parity violation is left to the prober.
+// Recheck runs the prober's check on a server out of rotation: reachable,
+// with the increment and offset of its place, and a write of ticketd's own
+// commits there (a server whose reads answer while its commits wait, on a
+// full disk, is no way on). A server whose sessions wait to be replaced
+// after a parity violation is left to the prober.
 func (r *Rotation) Recheck(ctx context.Context, s *conn.Server) error {
 	if r.mb(s).reopen.Load() {
 		return errors.New("its sessions are to be replaced after a parity violation")
 	}
 	ss := r.Session(s, conn.OpProbe)
-	defer ss.Close()
-	return r.checkSettings(ctx, s, ss)
+	err := r.checkSettings(ctx, s, ss)
+	ss.Close()
+	if err != nil {
+		return err
+	}
+	if err := r.commitProbe(ctx, s); err != nil && !errors.Is(err, ErrCannotProbe) {
+		return fmt.Errorf("a write of ticketd's own did not commit there: %w", err)
+	}
+	return nil
 }

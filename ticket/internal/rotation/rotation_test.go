@@ -547,3 +547,26 @@ func TestNotCommittingEarly(t *testing.T) {
 	close(release)
 	<-done
 }
+
+// TestRecheckCommits: the on-the-spot check of a server out of rotation (a
+// failover lease's) passes only once a write commits there, as a rejoin.
+func TestRecheckCommits(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[1]
+	f := &commitFakes{}
+	f.install(r)
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	f.set(func(f *commitFakes) {
+		f.commit = fmt.Errorf("server 2: committing a probe: %w", context.DeadlineExceeded)
+	})
+	if err := r.Recheck(context.Background(), s); err == nil {
+		t.Fatal("Recheck of a server whose write does not commit: nil, want an error")
+	}
+	f.set(func(f *commitFakes) { f.commit = nil })
+	if err := r.Recheck(context.Background(), s); err != nil {
+		t.Fatalf("Recheck of a server that commits: %v", err)
+	}
+	if r.Up(s) {
+		t.Fatal("Recheck put the server back: only the prober does")
+	}
+}
