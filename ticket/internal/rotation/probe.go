@@ -111,12 +111,15 @@ func (r *Rotation) probe(s *conn.Server) {
 		}
 		r.failedProbe(s, err)
 		if conn.Classify(err) == conn.KindSlow {
-			// Its settings were just read: reads answer, writes do not
-			// commit. Its deadline backs off (to the statement cap), so a
-			// server whose commits are merely slow commits a later probe.
+			// Its settings were just read: reads answer, the write did not
+			// commit in time. Its deadline backs off (to the statement
+			// cap), so a server whose commits are merely slow commits a
+			// later probe; one that says it cannot commit (or keeps not
+			// committing) is out for that reason from now on, a server
+			// that was stopped or frozen and is slow to start again not.
 			s.TimedOut()
 			r.writeTimedOut(s)
-			if v := r.askWhy(ctx, s); v.answered {
+			if v := r.askWhy(ctx, s); v.out {
 				r.notCommitting(s, v.cause, err)
 				s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
 			}
@@ -135,9 +138,9 @@ func (r *Rotation) probe(s *conn.Server) {
 // Admit puts a server that passed the check at Open into rotation once a
 // write of ticketd's own has committed there (MarkUp), and reports whether
 // it did. Otherwise the server is left out for the prober, as one found
-// dead at Open is (Absent), or, when its reads answer while the write ran
-// out of time, as not committing (OutNoCommit, with what it reports); the
-// error is the write's.
+// dead at Open is (Absent), or, when its write ran out of time and it says
+// it cannot commit, as not committing (OutNoCommit, with what it reports);
+// the error is the write's.
 func (r *Rotation) Admit(ctx context.Context, s *conn.Server) (bool, error) {
 	err := r.commitProbe(ctx, s)
 	if err == nil || r.cannotProbe(s, err) {
@@ -148,7 +151,7 @@ func (r *Rotation) Admit(ctx context.Context, s *conn.Server) (bool, error) {
 	if ctx.Err() == nil && conn.Classify(err) == conn.KindSlow {
 		s.TimedOut()
 		r.writeTimedOut(s)
-		if v := r.askWhy(ctx, s); v.answered {
+		if v := r.askWhy(ctx, s); v.out {
 			r.notCommitting(s, v.cause, err)
 			s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
 		}
@@ -198,7 +201,6 @@ func (r *Rotation) cannotProbe(s *conn.Server, err error) bool {
 
 // verdict is what a server whose write ran out of time says of itself.
 type verdict struct {
-	answered bool   // the read answered: reads work
 	out      bool   // it does not commit: take it out (OutNoCommit)
 	decisive bool   // the server says so itself (conn.Diagnosis.Decisive)
 	cause    string // why, in words
@@ -224,7 +226,7 @@ func (r *Rotation) askWhy(ctx context.Context, s *conn.Server) verdict {
 	streak, last := m.writeStreak, m.lastCommit
 	m.mu.Unlock()
 	over := streak >= SlowStreakOut && s.Now().Sub(last) >= r.SlowWindow()
-	return verdict{answered: true, out: d.Decisive || over, decisive: d.Decisive,
+	return verdict{out: d.Decisive || over, decisive: d.Decisive,
 		cause: fmt.Sprintf("reads answer (in %v); %s", d.Read.Round(time.Millisecond), d.Cause())}
 }
 

@@ -570,3 +570,30 @@ func TestRecheckCommits(t *testing.T) {
 		t.Fatal("Recheck put the server back: only the prober does")
 	}
 }
+
+// TestSlowStartNotRelabelled: a server out of rotation (stopped) that
+// answers again but whose first write is slow (a server opening its tables
+// after a restart) keeps its reason; one that says it cannot commit is out
+// as not committing from then on.
+func TestSlowStartNotRelabelled(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[0]
+	f := &commitFakes{}
+	f.install(r)
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	f.set(func(f *commitFakes) {
+		f.commit = fmt.Errorf("server 1: committing a probe: %w", context.DeadlineExceeded)
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Stalls: []conn.Stall{{State: "Opening tables", Count: 3, Oldest: time.Second}}}
+	})
+	r.probe(s)
+	if st := r.State(s); st.Out != OutDead {
+		t.Fatalf("a slow first write after a restart: out %q, want dead kept", st.Out)
+	}
+	f.set(func(f *commitFakes) {
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Decisive: true, Stalls: []conn.Stall{{State: "Waiting for backup lock", Count: 1, Oldest: time.Second}}}
+	})
+	r.probe(s)
+	if st := r.State(s); st.Out != OutNoCommit || !strings.Contains(st.OutDetail, "global read lock") {
+		t.Fatalf("a server saying a global read lock holds its writes: out %q (%q), want not_committing", st.Out, st.OutDetail)
+	}
+}
