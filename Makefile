@@ -215,13 +215,14 @@ bench-sequences:
 # ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks
 # 10 s and 1 h behind, racing starts, a ticket server stopped then the other
 # frozen, network faults (200 ms, black holes, resets, a slow link), replicas
-# promoted (lagging, caught up), junk at the HTTP port. Then the same on four
-# ticket servers for CHAOS_FOUR_DURATION, with a round of its own: a server
-# frozen then killed, two stopped at once for 20 s, a black hole, a server
-# restored from a backup. Each run prints one `name value` line per figure,
-# then the fault schedule as it ran; make chaos fails if an invariant broke in
-# either. Logs and report.txt go to $(CHAOS_OUT)/<date-time>/. A one-round
-# version of the pair's runs in make test.
+# promoted (lagging, caught up), a ticket server's disk filled (the servers'
+# data on small disks of their own: mount namespaces, so as root), junk at the
+# HTTP port. Then the same on four ticket servers for CHAOS_FOUR_DURATION, with
+# a round of its own: a server frozen then killed, two stopped at once for
+# 20 s, a black hole, a server restored from a backup. Each run prints one
+# `name value` line per figure, then the fault schedule as it ran; make chaos
+# fails if an invariant broke in either. Logs and report.txt go to
+# $(CHAOS_OUT)/<date-time>/. A one-round version of the pair's runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
 #   make chaos CHAOS_FOUR_DURATION=0   (the pair's run only)
 CHAOS_DURATION ?= 3m

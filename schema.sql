@@ -341,12 +341,34 @@ ALTER TABLE high_water ADD COLUMN IF NOT EXISTS writer VARCHAR(64) NOT NULL DEFA
   ADD INDEX IF NOT EXISTS updated_writer (updated_at, writer);
 
 -- ---------------------------------------------------------------------------
+-- Commit probes: one row, changed by ticketd to see that this server COMMITS.
+-- MariaDB on a full disk (or behind a global read lock, or with a binary log it
+-- cannot write) keeps answering reads while every commit waits; ticketd counts
+-- a server as up only once a write of its own has committed there, and keeps it
+-- out of rotation until one does. Every ticketd changes the same row, so a
+-- server that cannot commit holds at most one probe waiting in its commit (the
+-- others wait for the row and stop at their bound).
+--
+-- Written by: ticketd only (INSERT … ON DUPLICATE KEY UPDATE). Read by nobody.
+-- A ticketd of an earlier release ignores it; ticketd on a schema without it
+-- probes with a REPLACE INTO Tickets64 instead.
+-- ---------------------------------------------------------------------------
+CREATE TABLE IF NOT EXISTS commit_probes (
+  id        TINYINT UNSIGNED NOT NULL DEFAULT 1,
+  probes    BIGINT UNSIGNED  NOT NULL DEFAULT 0,
+  probed_at DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id),
+  CONSTRAINT commit_probes_single_row CHECK (id = 1)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- ---------------------------------------------------------------------------
 -- Accounts. Privileges go to roles; accounts get a role and a password. The
 -- GRANTs name no database: they apply to the one of the USE at the top.
 --
 --   ticketd_app    what the ticketd daemon needs, no more: REPLACE on the ticket
 --                  tables (INSERT + DELETE), its own rows in the lease, copy,
---                  deployment and high-water tables. No DDL, no SUPER.
+--                  deployment, high-water and commit-probe tables. No DDL, no
+--                  SUPER, no PROCESS (it sees its own statements only).
 --   ticketd_admin  what `ticketd repair` needs on top: ALTER on the ticket tables,
 --                  to move a rewound AUTO_INCREMENT forward (a rewound row of
 --                  counters it moves with UPDATE, which ticketd_app has); and
@@ -378,6 +400,7 @@ GRANT SELECT, INSERT, UPDATE ON high_water         TO ticketd_app;
 GRANT SELECT                 ON catalog_version    TO ticketd_app;
 GRANT SELECT, UPDATE         ON counters           TO ticketd_app;
 GRANT SELECT, INSERT         ON sequence_pins      TO ticketd_app;
+GRANT SELECT, INSERT, UPDATE ON commit_probes      TO ticketd_app;
 -- Not used by the daemon, but what an account cannot see, information_schema does
 -- not show: ticketd tells which release's schema a server holds from it.
 GRANT SELECT                 ON sequence_starts    TO ticketd_app;

@@ -143,10 +143,12 @@ func newFakeTickets() *fakeTickets {
 		seqs:   map[string]uint64{"orders": 1000, "tickets64": 0},
 		next64: 101,
 		health: []ticket.ServerHealth{
-			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, Latency: 1500 * time.Microsecond, LatencyDev: 250 * time.Microsecond,
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LastCommit: time.UnixMilli(1_700_000_030_000),
+				Latency: 1500 * time.Microsecond, LatencyDev: 250 * time.Microsecond,
 				Deadline: 500 * time.Millisecond, Preferred: true, Preference: "alternating", Tickets: 42, Failures: 1,
 				PreviousError: "context deadline exceeded", PreviousErrorAt: time.UnixMilli(1_699_999_000_000), SchemaRelease: 3},
 			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, DownSince: time.UnixMilli(1_700_000_000_000), LastError: "dial tcp: refused",
+				OutReason: "not_committing", OutDetail: "its disk is full", LastCommit: time.UnixMilli(1_699_999_999_000),
 				LastErrorAt: time.UnixMilli(1_700_000_000_123), Latency: 3 * time.Millisecond, Deadline: time.Second,
 				Preference: "out of rotation", SlowFailures: 2, Tickets: 7, Failures: 5, Timeouts: 2, ParityViolations: 2,
 				BackgroundFailures: 3, CopyFailures: 4, CopiesPending: 1, LeaseRewound: true,

@@ -90,6 +90,7 @@ var (
 	famServerUp               = gaugeFamily("ticketd_ticket_server_up", "1 while the ticket server is in rotation.", "server")
 	famServerLatency          = gaugeFamily("ticketd_ticket_server_latency_seconds", "The server's smoothed round trip, from successful statements; only for servers in rotation.", "server")
 	famServerDown             = gaugeFamily("ticketd_ticket_server_down_seconds", "How long the server has been out of rotation; 0 while in.", "server")
+	famServerOut              = gaugeFamily("ticketd_ticket_server_out", "1 for the reason the server is out of rotation (not_committing: its reads answer but its writes do not commit), 0 for the others; all 0 while in.", "reason", "server")
 	famServerDeadline         = gaugeFamily("ticketd_ticket_server_deadline_seconds", "The deadline of the server's next statement (adaptive).", "server")
 	famServerPreferred        = gaugeFamily("ticketd_ticket_server_preferred", "1 when calls try this server first.", "server")
 	famServerSlowFailures     = gaugeFamily("ticketd_ticket_server_slow_failures", "The server's request statements that ran out of time in a row.", "server")
@@ -189,6 +190,13 @@ func (s *Server) collectBackend(ch chan<- prometheus.Metric) {
 		}
 		return now.Sub(h.DownSince).Seconds()
 	})
+	// Every reason for every server, 1 for the one it is out for: an alert
+	// on one reason needs no absent() and survives a change of reason.
+	for _, reason := range ticket.OutReasons() {
+		for _, h := range health {
+			famServerOut.emit(ch, b2f(!h.Up && h.OutReason == reason), reason, serverLabel(h.Index))
+		}
+	}
 	perServer(famServerDeadline, func(h *ticket.ServerHealth) float64 { return h.Deadline.Seconds() })
 	perServer(famServerPreferred, func(h *ticket.ServerHealth) float64 { return b2f(h.Preferred) })
 	perServer(famServerSlowFailures, func(h *ticket.ServerHealth) float64 { return float64(h.SlowFailures) })

@@ -105,6 +105,10 @@ func TestMetrics(t *testing.T) {
 		`ticketd_ticket_server_parity_violations_total{server="1"}`:        "0",
 		`ticketd_ticket_server_parity_violations_total{server="2"}`:        "2",
 		`ticketd_ticket_server_failures_total{server="2"}`:                 "5",
+		`ticketd_ticket_server_out{reason="not_committing",server="2"}`:    "1",
+		`ticketd_ticket_server_out{reason="dead",server="2"}`:              "0",
+		`ticketd_ticket_server_out{reason="not_committing",server="1"}`:    "0",
+		`ticketd_ticket_server_out{reason="slow",server="1"}`:              "0",
 	}
 	for series, v := range want {
 		if got, ok := m[series]; !ok {

@@ -208,9 +208,14 @@ type serverAnswer struct {
 	Offset int    `json:"offset"`
 	Addr   string `json:"addr"`
 	Up     bool   `json:"up"`
-	// DownSince and DownForMs: only while out of rotation.
+	// DownSince and DownForMs: only while out of rotation; OutReason and
+	// OutDetail say why (ServerHealth).
 	DownSince string `json:"down_since,omitempty"`
 	DownForMs *int64 `json:"down_for_ms,omitempty"`
+	OutReason string `json:"out_reason,omitempty"`
+	OutDetail string `json:"out_detail,omitempty"`
+	// LastCommit: when a write of ticketd's own last committed on it.
+	LastCommit string `json:"last_commit,omitempty"`
 	// LastError is the present only: "" once the server is healthy again,
 	// when it moves to PreviousError (omitted until there is one).
 	LastError       string `json:"last_error"`
@@ -337,6 +342,7 @@ func (s *Server) status() statusAnswer {
 			Offset:             h.Offset,
 			Addr:               h.Addr,
 			Up:                 h.Up,
+			LastCommit:         fmtTime(h.LastCommit),
 			LastError:          h.LastError,
 			LastErrorAt:        fmtTime(h.LastErrorAt),
 			PreviousError:      h.PreviousError,
@@ -366,6 +372,9 @@ func (s *Server) status() statusAnswer {
 			down := now.Sub(h.DownSince).Milliseconds()
 			a.TicketServers[i].DownSince = fmtTime(h.DownSince)
 			a.TicketServers[i].DownForMs = &down
+		}
+		if !h.Up {
+			a.TicketServers[i].OutReason, a.TicketServers[i].OutDetail = h.OutReason, h.OutDetail
 		}
 		if j := h.Index; j >= 0 && j < len(c.Held) && c.Held[j] >= 0 {
 			a.TicketServers[i].WorkerIDsHeld = &c.Held[j]

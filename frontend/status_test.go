@@ -41,11 +41,12 @@ func TestStatus(t *testing.T) {
 		Renewals: 11, RenewFailures: 2, Switches: 1, Losses: 0, Acquires: 2,
 		Fallback: true, FallbackCeiling: "1000", Ready: true, TicketsReady: true, Release: ticket.Release,
 		TicketServers: []serverAnswer{
-			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LatencyMs: &latency, LatencyDevMs: 0.25, DeadlineMs: 500,
+			{Index: 0, Offset: 1, Addr: "127.0.0.1:3307", Up: true, LastCommit: "2023-11-14T22:13:50.000Z", LatencyMs: &latency, LatencyDevMs: 0.25, DeadlineMs: 500,
 				Preferred: true, Preference: "alternating", Tickets: 42, Failures: 1,
 				PreviousError: "context deadline exceeded", PreviousErrorAt: "2023-11-14T21:56:40.000Z", Rewound: []rewindAnswer{},
 				SchemaRelease: 3},
 			{Index: 1, Offset: 2, Addr: "127.0.0.1:3308", Up: false, DownSince: "2023-11-14T22:13:20.000Z", LastError: "dial tcp: refused",
+				OutReason: "not_committing", OutDetail: "its disk is full", LastCommit: "2023-11-14T22:13:19.000Z",
 				LastErrorAt: "2023-11-14T22:13:20.123Z", DeadlineMs: 1000, Preference: "out of rotation", SlowFailures: 2,
 				Tickets: 7, Failures: 5, Timeouts: 2, BackgroundFailures: 3, CopyFailures: 4, CopiesPending: 1, LeaseRewound: true,
 				ParityViolations: 2, Rewound: []rewindAnswer{},
@@ -66,7 +67,8 @@ func TestStatus(t *testing.T) {
 	// Field names as documented, checked on the raw body.
 	for _, key := range []string{`"fence_ms":`, `"headroom_ms":`, `"clock_skew_ms":`, `"end_of_life":`, `"parity_violations":`, `"last_error_at":`, `"latency_ms":`,
 		`"latency_ms":null`, `"down_for_ms":`, `"previous_error":`, `"preferred":true`, `"deadline_ms":1000`,
-		`"release":`, `"finalized_release":null`, `"schema_release":2`, `"schema_missing":`} {
+		`"release":`, `"finalized_release":null`, `"schema_release":2`, `"schema_missing":`,
+		`"out_reason":"not_committing"`, `"out_detail":"its disk is full"`, `"last_commit":`} {
 		if !strings.Contains(r.body, key) {
 			t.Errorf("body lacks %s: %s", key, r.body)
 		}

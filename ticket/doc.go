@@ -20,6 +20,14 @@
 // left out of rotation; the prober re-checks servers out of rotation every
 // ProbeInterval, and a server rejoins only when the same check passes.
 //
+// Up means it commits: a server joins the rotation, at Open or later, only
+// once a write of ticketd's own has committed there within its deadline (the
+// row of table commit_probes). A server whose reads answer while its commits
+// wait (a full disk, a global read lock, a blocked binary log) is out with
+// its own reason, not_committing (ServerHealth.OutReason, OutDetail: what the
+// server reports), and stays out until a write commits
+// (internal/rotation's package comment walks through the rules).
+//
 // # Rooms
 //
 // Pair composes the rooms below it and wires what each asks of the others;
@@ -28,7 +36,8 @@
 //
 //	internal/spec      the shared vocabulary: Config, the sentinel errors, SequenceInfo
 //	internal/conn      one server: pool, sessions, deadlines and server-side bounds,
-//	                   password, TLS, the settings check, what a failure says
+//	                   password, TLS, the settings check, the commit probe and
+//	                   what a server that does not commit says, what a failure says
 //	internal/rotation  which servers, in which order: out and back, nearest first,
 //	                   panic mode, the prober (hooks: Rejoin, ProbeTicket, Poll)
 //	internal/marks     high-water marks, refusals, counter checks

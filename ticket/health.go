@@ -4,8 +4,20 @@ import (
 	"time"
 
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/schema"
 )
+
+// OutReasons lists every ServerHealth.OutReason a server can be out of
+// rotation for, in order: "dead", "slow", "not_committing", "settings",
+// "parity".
+func OutReasons() []string {
+	var list []string
+	for _, o := range rotation.OutReasons() {
+		list = append(list, o.String())
+	}
+	return list
+}
 
 // ServerHealth is a snapshot of one ticket server as this Pair sees it.
 type ServerHealth struct {
@@ -17,6 +29,18 @@ type ServerHealth struct {
 	Up bool
 	// DownSince is when it left the rotation; zero while Up.
 	DownSince time.Time
+	// OutReason says why it is out of rotation ("" while Up): "dead",
+	// "slow", "not_committing" (its reads answer but a write of ticketd's
+	// own does not commit within its deadline: a full disk, a global read
+	// lock, a blocked binary log), "settings" or "parity". OutDetail says
+	// it in words; for not_committing, what the server reports of the
+	// statements that wait (a thread state such as "Waiting for someone to
+	// free space") and what that likely means.
+	OutReason string
+	OutDetail string
+	// LastCommit is when a write of ticketd's own last committed on it
+	// (zero before the first).
+	LastCommit time.Time
 	// SlowFailures: request statements that ran out of time in a row since
 	// its last success. While above zero the server is tried after the
 	// others; three or more and no success for a while take it out.
@@ -92,6 +116,7 @@ func (p *Pair) Health() []ServerHealth {
 		h[i] = ServerHealth{
 			Index: r.Index, Offset: r.Offset, Addr: r.Addr,
 			Up: st.Up, DownSince: st.DownSince, SlowFailures: st.SlowFailures, LastSuccess: st.LastSuccess,
+			OutReason: st.Out.String(), OutDetail: st.OutDetail, LastCommit: st.LastCommit,
 			ParityViolations: r.ParityViolations,
 			LastError:        r.LastError, LastErrorAt: r.LastErrorAt,
 			PreviousError: r.PreviousError, PreviousErrorAt: r.PreviousErrorAt,

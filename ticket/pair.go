@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,11 +60,14 @@ type Pair struct {
 // A reachable server with other settings makes Open fail with ErrMisconfigured:
 // it would hand out tickets that collide with its peer's. An unreachable server
 // does not (it may be down for maintenance): it is left out of rotation and the
-// prober re-checks it every ProbeInterval. If no server is reachable, Open fails
-// with ErrNoServer. Open takes at most about ConnectTimeout and one statement
-// deadline for the check (a server that fails it is left to the prober), then
-// three statements on the servers that passed (the sequence catalog, the
-// high-water marks, the counters), within ctx; the catalog and the marks are
+// prober re-checks it every ProbeInterval. A server joins the rotation only
+// once a write of ticketd's own has committed there: one whose reads answer
+// while its commits wait (a full disk) is left to the prober too. If no
+// server is reachable, or none commits, Open fails with ErrNoServer. Open
+// takes at most about ConnectTimeout and one statement deadline for the
+// check (a server that fails it is left to the prober), then four
+// statements on the servers that passed (the sequence catalog, the
+// high-water marks, the counters, the write), within ctx; the catalog and the marks are
 // read whole, in pages, which at 100,000 sequences takes about a second, and
 // the rows of counters one round's worth (check.go). A server whose counter is behind the marks its peers hold joins
 // refused for that counter (Health's Rewound says so).
@@ -124,7 +128,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 			errs := p.marks.CheckCounters(ctx, []*conn.Server{s}, marks.CheckRound)
 			return errs[0] == nil || conn.Classify(errs[0]) != conn.KindDead
 		},
-		ProbeTicket: func(ctx context.Context, s *conn.Server) bool { return p.tk.Probe(ctx, s) },
+		ProbeTicket: func(ctx context.Context, s *conn.Server) error { return p.tk.Probe(ctx, s) },
 		Rejoined:    func(*conn.Server) { p.leases.Nudge() },
 	})
 
@@ -167,19 +171,36 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	// define it. Then the counters, against the marks the servers hold for
 	// each other: a server restored from a backup joins refused for the
 	// tables it would repeat, before it can hand out a single ticket.
+	// Up means it commits: a server joins once a write of ticketd's own
+	// has committed there (one whose reads answer while its commits wait,
+	// on a full disk, is left to the prober, out as not committing).
 	p.seqs.Load(ctx, up)
 	checked := p.marks.CheckCounters(ctx, up, marks.CheckScan)
-	joined := 0
+	admitted := make([]error, len(up))
+	var wg sync.WaitGroup
 	for k, s := range up {
 		if err := checked[k]; err != nil && conn.Classify(err) == conn.KindDead {
-			continue // lost between the checks: the prober brings it back
+			admitted[k] = err
+			p.rot.Absent(s, err) // lost between the checks: the prober brings it back
+			continue
 		}
-		p.rot.MarkUp(s)
-		joined++
+		wg.Go(func() {
+			if ok, err := p.rot.Admit(ctx, s); !ok {
+				admitted[k] = err
+				s.Log.Warn("ticket server did not commit a write of ticketd's own at start; it joins once one commits", "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	joined := 0
+	for _, err := range admitted {
+		if err == nil {
+			joined++
+		}
 	}
 	if joined == 0 {
 		p.abort()
-		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(checked...))
+		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(admitted...))
 	}
 	p.lt.Go(p.rot.ProbeLoop)
 	p.lt.Go(p.marksLoop)

@@ -69,6 +69,8 @@ type serverDoc struct {
 	SlowFailures int      `json:"slow_failures"`
 	LastError    string   `json:"last_error"`
 	Timeouts     uint64   `json:"timeouts"`
+	OutReason    string   `json:"out_reason"`
+	OutDetail    string   `json:"out_detail"`
 }
 
 func (d *daemon) ticketServers() []serverDoc {

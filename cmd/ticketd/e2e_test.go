@@ -276,19 +276,29 @@ func startLoad(addr string, clients int) *load {
 }
 
 func getID(c *http.Client, addr string) (int64, error) {
-	resp, err := c.Get("http://" + addr + "/v1/id")
+	body, err := get200(c, "http://"+addr+"/v1/id")
 	if err != nil {
 		return 0, err
+	}
+	return strconv.ParseInt(body, 10, 64)
+}
+
+// get200 returns the body of url's answer, trimmed, or an error that names
+// any status but 200.
+func get200(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
-	return strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+	return strings.TrimSpace(string(body)), nil
 }
 
 // waitIDs waits until the clients have received n more IDs, so that a step

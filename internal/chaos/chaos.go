@@ -90,6 +90,10 @@ type timings struct {
 	promoteLag time.Duration
 	// twoDown: how long two of four servers stay stopped at once.
 	twoDown time.Duration
+	// diskFull: how long a ticket server's disk is kept full (disk-full,
+	// in the full schedule only: MariaDB writes again up to a minute after
+	// the space is freed).
+	diskFull time.Duration
 	// drain: every ticketd's -drain-delay, how long a clean stop keeps
 	// serving with /readyz at 503 (no balancer watches here: shorter in the
 	// short schedule, where clean stops are many).
@@ -112,7 +116,8 @@ func (c Config) timings() timings {
 		clockRun: 4 * time.Second, clockTries: 4, raceRun: 2 * time.Second,
 		junk:       junkPlan{randomRequests: 600, slow: 3 * time.Second, beyondTimeout: true},
 		netLatency: 60 * time.Second, netHole: 15 * time.Second, netReset: 10 * time.Second, netSlow: 15 * time.Second,
-		promoteLag: 5 * time.Second, drain: time.Second, twoDown: 20 * time.Second}
+		promoteLag: 5 * time.Second, drain: time.Second, twoDown: 20 * time.Second,
+		diskFull: 30 * time.Second}
 }
 
 // Event is one fault as it ran.
@@ -161,6 +166,9 @@ type run struct {
 	junkClasses                                       map[string]int
 	repairNotes                                       []string // how the lagging promotions' repairs ended
 	startLeases                                       []int    // leases per server once the three slots started
+	// disk-full: faults run, and the samples of the full server's state
+	// while it was full and after a ticketd had found it not committing.
+	diskFulls, diskSamplesOut, diskSamplesUp int
 }
 
 type holderSeen struct {
@@ -224,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	r.progress("starting %d ticket servers (MariaDB, the repository's my.cnf and schema.sql)", cfg.Servers)
-	if r.db, err = mariadb.StartSet(cfg.Servers); err != nil {
+	if r.db, err = r.startSet(cfg.Servers); err != nil {
 		return nil, fmt.Errorf("chaos: starting the ticket servers: %w", err)
 	}
 	defer r.closeServers()

@@ -70,6 +70,16 @@
 //   - promote-caught-up: the same with a replica that applied everything
 //     (the primary set read_only first): accepted as it is, and `ticketd
 //     repair` finds nothing to repair.
+//   - disk-full (full schedule only): the disk of the server holding most
+//     leases (each server's data directory and binary logs lie on a 256 MiB
+//     ext4 image of their own in the full schedule, mariadb.SetSmallDisk) is
+//     filled to its last byte for 30 s, then freed. MariaDB answers reads
+//     and holds every commit, and writes again up to a minute after the
+//     space is freed. Every ticketd must show the server out as
+//     not_committing within 10 s, in every sample while it is full, and
+//     name the cause in its log; it must be back in every ticketd's
+//     rotation within 75 s of the space being freed, without a restart;
+//     then `ticketd repair -dry-run` must find nothing to repair.
 //
 // Steps that fault a server or its link run one at a time, once every
 // ticketd has both servers back in rotation; replicas are prepared in the
@@ -120,12 +130,16 @@
 // same millisecond on the same worker ID: the lease floor forbids it, and it
 // is stricter than equal IDs), racing_same_worker, junk_5xx (a 5xx other than
 // 503), junk_left_unready, unexpected_exits (a ready ticketd that exited
-// without being asked, or did not exit 0 within 15 s of SIGTERM) and
-// failed_starts (a plain restart that never became ready). A server not back
-// in every ticketd's rotation 20 s after its fault ended, a lagging promoted
-// server not refused for Tickets64, a repaired one not taken back, and a
-// caught-up one refused or in need of repair break the run too. Reported only:
-// failed_id_requests_killed, failed_ticket_requests_killed, worker_switches,
-// max_id_latency_ms and the percentiles (over successful /v1/id and
-// /v1/tickets), and the schedule as it ran.
+// without being asked, or did not exit 0 within 15 s of SIGTERM),
+// failed_starts (a plain restart that never became ready) and
+// disk_full_samples_in_rotation (a full server shown in rotation once a
+// ticketd had found it not committing). A server not back in every
+// ticketd's rotation 20 s after its fault ended (75 s after its disk was
+// freed), a lagging promoted server not refused for Tickets64, a repaired
+// one not taken back, a caught-up one refused or in need of repair, and a
+// full one not found not committing, or in need of repair once back, break
+// the run too. Reported only: failed_id_requests_killed,
+// failed_ticket_requests_killed, worker_switches, max_id_latency_ms and the
+// percentiles (over successful /v1/id and /v1/tickets), disk_full_faults,
+// disk_full_samples_out, and the schedule as it ran.
 package chaos

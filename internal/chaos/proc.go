@@ -99,6 +99,8 @@ type status struct {
 	} `json:"lease"`
 	TicketServers []struct {
 		Up        bool     `json:"up"`
+		OutReason string   `json:"out_reason"`
+		OutDetail string   `json:"out_detail"`
 		LatencyMs *float64 `json:"latency_ms"`
 		Rewound   []struct {
 			Table string `json:"table"`

@@ -400,10 +400,10 @@ func (r *run) rewound(i int, every bool) ([]string, string) {
 // repair runs `ticketd repair` on the pair, directly (not through the
 // proxies: a DBA on the servers' network), with the repair account, and
 // returns what it printed.
-func (r *run) repair() (string, error) {
+func (r *run) repair(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.bin, "repair", "-servers", r.db.Addrs())
+	cmd := exec.CommandContext(ctx, r.bin, append([]string{"repair", "-servers", r.db.Addrs()}, args...)...)
 	cmd.Env = append(cleanEnv(), "TICKETD_REPAIR_USER="+r.db.AdminUser, "TICKETD_REPAIR_PASSWORD="+r.db.AdminPassword)
 	out, err := cmd.CombinedOutput()
 	report := strings.TrimSpace(string(out))

@@ -77,6 +77,7 @@ func (s *Server) Restart() error {
 	if given {
 		return fmt.Errorf("mariadb: restart: port %d now belongs to the replica promoted onto this server", s.Port)
 	}
+
 	if s.Running() {
 		if err := s.Stop(); err != nil {
 			return err

@@ -45,7 +45,7 @@ func (s *Server) args() []string {
 		"--defaults-file=" + cnfPath(), "--defaults-group-suffix=" + s.suffix,
 		"--port=" + strconv.Itoa(s.Port),
 		"--socket=" + s.socket(),
-		"--datadir=" + s.dataDir(),
+		"--datadir=" + s.liveDataDir(),
 		"--tmpdir=" + s.tmpDir(),
 		"--pid-file=" + filepath.Join(s.Dir, "mariadbd.pid"),
 		"--log-error=" + s.logPath(),
@@ -68,7 +68,11 @@ func (s *Server) startProcess() error {
 	if err != nil {
 		return fmt.Errorf("mariadb: %w", err)
 	}
-	cmd := exec.Command(s.bins.mariadbd, s.args()...)
+	cmd, err := s.command()
+	if err != nil {
+		out.Close()
+		return err
+	}
 	// A relative path left in my.cnf then resolves inside the temporary
 	// folder, never in the repository.
 	cmd.Dir = s.Dir

@@ -55,6 +55,7 @@ func (s *Server) PrepareReplica() (*Server, error) {
 		return nil, err
 	}
 	r.primary = s
+	r.smallDisk = s.smallDisk
 	r.suffix = ".replica" + strings.TrimPrefix(s.suffix, ".")
 	r.replArgs = []string{"--server-id=" + strconv.Itoa(replicaIDBase+int(replicaIDs.Add(1)))}
 	return r, nil

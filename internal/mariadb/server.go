@@ -53,7 +53,10 @@ type Server struct {
 	extra  []string
 	// replArgs go after extra while the server is a replica (its server-id).
 	replArgs []string
-	bins     *binaries
+	// smallDisk: the size of the data directory's own filesystem (disk.go);
+	// 0: none, the data directory is a folder of Dir.
+	smallDisk int64
+	bins      *binaries
 	// primary is the server this one replicates from (replica.go); nil for
 	// a primary, and again after Promote.
 	primary *Server

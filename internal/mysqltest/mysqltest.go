@@ -68,7 +68,20 @@ func (p *Pair) DSNs() [2]string {
 // to both mariadbd (Options.ExtraArgs: TLS certificates, for example).
 func StartPair(t testing.TB, extra ...string) *Pair {
 	t.Helper()
-	s := StartSet(t, 2, extra...)
+	return pairOf(startSet(t, 2, -1, 0, extra))
+}
+
+// StartPairSmallDisk is StartPair with server (0 or 1) on a small disk of
+// size bytes (mariadb.Server.SetSmallDisk: an ext4 image loop-mounted in a
+// mount namespace of mariadbd's own, which needs root), for FillDisk and
+// FreeDisk.
+func StartPairSmallDisk(t testing.TB, server int, size int64) *Pair {
+	t.Helper()
+	return pairOf(startSet(t, 2, server, size, nil))
+}
+
+// pairOf is the Set of two as a Pair.
+func pairOf(s *Set) *Pair {
 	p := &Pair{User: s.User, Password: s.Password, AdminUser: s.AdminUser, AdminPassword: s.AdminPassword,
 		SeqUser: s.SeqUser, SeqPassword: s.SeqPassword}
 	copy(p.Servers[:], s.Servers)
@@ -102,6 +115,13 @@ func (s *Set) Addrs() string {
 // They start concurrently. extra goes to every mariadbd.
 func StartSet(t testing.TB, n int, extra ...string) *Set {
 	t.Helper()
+	return startSet(t, n, -1, 0, extra)
+}
+
+// startSet starts n servers, server small (-1: none) on a small disk of
+// size bytes.
+func startSet(t testing.TB, n, small int, size int64, extra []string) *Set {
+	t.Helper()
 	skipShort(t)
 	ms, err := mariadb.PrepareSet(n, extra...)
 	if err != nil {
@@ -111,6 +131,11 @@ func StartSet(t testing.TB, n int, extra ...string) *Set {
 		SeqUser: ms.SeqUser, SeqPassword: ms.SeqPassword}
 	for _, srv := range ms.Servers {
 		s.Servers = append(s.Servers, register(t, srv))
+	}
+	if small >= 0 {
+		if err := ms.Servers[small].SetSmallDisk(size); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := ms.Boot(); err != nil {
 		t.Fatal(err)

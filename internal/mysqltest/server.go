@@ -101,3 +101,23 @@ func (s *Server) Restore(t testing.TB, dumpPath string) {
 		t.Fatal(err)
 	}
 }
+
+// FillDisk fills the server's small disk (StartPairSmallDisk) to its last
+// byte and returns how many bytes it wrote: the server's next write that
+// needs space waits for it.
+func (s *Server) FillDisk(t testing.TB) int64 {
+	t.Helper()
+	n, err := s.Server.FillDisk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// FreeDisk frees bytes of what FillDisk wrote (all of it when bytes <= 0).
+func (s *Server) FreeDisk(t testing.TB, bytes int64) {
+	t.Helper()
+	if err := s.Server.FreeDisk(bytes); err != nil {
+		t.Fatal(err)
+	}
+}

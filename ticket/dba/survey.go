@@ -226,36 +226,40 @@ type leaseFix struct {
 func (sv *survey) planLeases() []leaseFix {
 	n := len(sv.servers)
 	type key struct{ dc, w uint32 }
-	best := make([]map[key]leaseCopyRow, n) // per owner: the largest copy
-	for holder, rows := range sv.copies {
-		for _, r := range rows {
-			owner := ownerOf(r.Worker, n)
+	rows := make([]map[key]leaseRow, n) // per owner
+	for owner := range n {
+		rows[owner] = map[key]leaseRow{}
+		for _, r := range sv.leases[owner] {
+			rows[owner][key{r.Datacenter, r.Worker}] = r
+		}
+	}
+	best := make([]map[key]int64, n) // per owner: the largest copy that counts
+	for holder, list := range sv.copies {
+		for _, c := range list {
+			owner := ownerOf(c.Worker, n)
 			if owner == holder {
 				continue // a copy on the owner itself protects nothing
 			}
+			k := key{c.Datacenter, c.Worker}
+			if r, ok := rows[owner][k]; ok && releasedAfter(r, c) {
+				continue // from before the release that row holds
+			}
 			if best[owner] == nil {
-				best[owner] = map[key]leaseCopyRow{}
+				best[owner] = map[key]int64{}
 			}
-			k := key{r.Datacenter, r.Worker}
-			if b, ok := best[owner][k]; !ok || r.Reserved > b.Reserved {
-				best[owner][k] = r
-			}
+			best[owner][k] = max(best[owner][k], c.Reserved)
 		}
 	}
 	var out []leaseFix
 	for owner := range n {
-		rows := map[key]leaseRow{}
-		for _, r := range sv.leases[owner] {
-			rows[key{r.Datacenter, r.Worker}] = r
-		}
 		var fixes []leaseFix
 		for k, c := range best[owner] {
-			r, ok := rows[k]
+			r, ok := rows[owner][k]
 			switch {
 			case !ok:
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c.Reserved, false})
-			case r.Expired && r.Reserved < c.Reserved && !releasedAfter(r, c):
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c.Reserved, true})
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c, false})
+			case r.Expired && r.Reserved < c:
+				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
 			}
 		}
 		slices.SortFunc(fixes, func(a, b leaseFix) int {

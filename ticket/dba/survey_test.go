@@ -78,8 +78,10 @@ func TestPlanTables(t *testing.T) {
 }
 
 // TestPlanLeases: a copy ahead of an expired row, or with no row at all, is a
-// rewound lease; a held row, a row at or ahead of its copy, and a copy on its
-// own owner are not.
+// rewound lease; a held row, a row at or ahead of its copy, a copy on its
+// own owner, and a copy of the holder that released the row (left above it
+// while its server could not be reached at the release) are not; a copy of
+// another holder above a released row still is.
 func TestPlanLeases(t *testing.T) {
 	cp := func(dc, w uint32, reserved int64) leaseCopyRow {
 		return leaseCopyRow{Datacenter: dc, Worker: w, Holder: "h", Reserved: reserved}
@@ -87,19 +89,26 @@ func TestPlanLeases(t *testing.T) {
 	row := func(dc, w uint32, reserved int64, expired bool) leaseRow {
 		return leaseRow{Datacenter: dc, Worker: w, Holder: "h", Reserved: reserved, Expired: expired}
 	}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	released := sql.NullTime{Time: t0.Add(time.Minute), Valid: true}
 	sv := &survey{
 		servers: make([]*conn.Server, 2),
 		copies: [][]leaseCopyRow{
-			{cp(3, 0, 9000), cp(3, 2, 500), cp(3, 4, 7000), cp(3, 6, 100), cp(3, 1, 99999)}, // on server 1: copies of server 2's even IDs
+			// on server 1: copies of server 2's even IDs (and one of its own)
+			{cp(3, 0, 9000), cp(3, 2, 500), cp(3, 4, 7000), cp(3, 6, 100), cp(3, 1, 99999),
+				{Datacenter: 3, Worker: 8, Holder: "h", Reserved: 9000, UpdatedAt: t0},
+				{Datacenter: 3, Worker: 10, Holder: "old", Reserved: 9000, UpdatedAt: t0}},
 			{cp(3, 1, 4000)},
 		},
 		leases: [][]leaseRow{
 			{row(3, 1, 4000, true)},
-			{row(3, 0, 1000, true), row(3, 2, 500, true), row(3, 4, 1000, false)},
+			{row(3, 0, 1000, true), row(3, 2, 500, true), row(3, 4, 1000, false),
+				{Datacenter: 3, Worker: 8, Holder: "h", Reserved: 1500, Expired: true, ReleasedAt: released},
+				{Datacenter: 3, Worker: 10, Holder: "h", Reserved: 1500, Expired: true, ReleasedAt: released}},
 		},
 	}
 	got := sv.planLeases()
-	want := []leaseFix{{1, 3, 0, 1000, 9000, true}, {1, 3, 6, 0, 100, false}}
+	want := []leaseFix{{1, 3, 0, 1000, 9000, true}, {1, 3, 6, 0, 100, false}, {1, 3, 10, 1500, 9000, true}}
 	if len(got) != len(want) {
 		t.Fatalf("planLeases = %+v, want %+v", got, want)
 	}
@@ -142,5 +151,24 @@ func TestPlanLeasesAfterRelease(t *testing.T) {
 				t.Fatalf("planLeases = %+v: a fix %v, want %v", sv.planLeases(), got, tt.wantFix)
 			}
 		})
+	}
+	// The releasing holder's own copy, left higher, hides no other holder's
+	// (four servers: copies of one row on two others): the row is raised to
+	// that one.
+	owner := ownerOf(5, 4)
+	copies := make([][]leaseCopyRow, 4)
+	leases := make([][]leaseRow, 4)
+	others := []int{}
+	for i := range 4 {
+		if i != owner {
+			others = append(others, i)
+		}
+	}
+	copies[others[0]] = []leaseCopyRow{{Worker: 5, Holder: "a", Reserved: 9000, UpdatedAt: t0}}
+	copies[others[1]] = []leaseCopyRow{{Worker: 5, Holder: "b", Reserved: 7000, UpdatedAt: t0}}
+	leases[owner] = []leaseRow{{Worker: 5, Holder: "a", Reserved: 5001, Expired: true, ReleasedAt: released}}
+	sv := &survey{servers: make([]*conn.Server, 4), copies: copies, leases: leases}
+	if got, want := sv.planLeases(), []leaseFix{{owner, 0, 5, 5001, 7000, true}}; len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("a stale copy of the releasing holder above another holder's: planLeases = %+v, want %+v", got, want)
 	}
 }

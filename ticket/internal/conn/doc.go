@@ -69,6 +69,22 @@
 // (Op.Repeatable: all but a lease's release) is sent once more on another
 // connection within its deadline, and only that attempt's outcome counts.
 //
+// # Writes that do not commit
+//
+// A server may answer reads while its commits wait: MariaDB on a full disk
+// (it retries the write once a minute), behind a global read lock, or with
+// a binary log it cannot write. No statement bound stops a commit that
+// waits, so a write there runs out of its deadline while a read answers in
+// milliseconds. ProbeCommit is a write of ticketd's own (the one row of
+// commit_probes, shared by every ticketd, so that a server that cannot
+// commit holds one such probe at most); Diagnose reads what the server says
+// of the account's statements that are running (their thread states in
+// information_schema.PROCESSLIST: "Waiting for someone to free space",
+// "Waiting for backup lock", "Commit", …) and whether that is decisive, a
+// server that cannot commit rather than a slow one. Every Exec tells the
+// Observer that it was a write and whether it changed a row (Session.Write,
+// Committed), so a success is evidence that commits go through.
+//
 // # TLS and passwords
 //
 // With Config.TLS set, every connection uses TLS 1.2 or later and verifies

@@ -247,7 +247,11 @@ func (s *Server) learn(ctx context.Context, ss *Session, version string, waitTim
 				}
 				set.WriteString(k + " = " + v)
 			}
-			_, _ = ss.Exec(ctx, "setting the Session variables", set.String())
+			// Not a write (Exec would tell the Observer it was one).
+			_ = ss.Do(ctx, "setting the Session variables", set.String(), func(ctx context.Context, c *sqlx.Conn, q string) error {
+				_, err := c.ExecContext(ctx, q)
+				return err
+			})
 		}
 	}
 	if waitTimeout > 0 {

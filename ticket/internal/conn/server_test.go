@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"ticketd/internal/mysqltest"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -118,10 +119,15 @@ func TestSessionParams(t *testing.T) {
 }
 
 // offlineServer is a server that never connects (its pool opens lazily).
-func offlineServer(t *testing.T) *Server {
+func offlineServer(t *testing.T) *Server { return testServer(t, func(*spec.Config) {}) }
+
+// testServer is server 1 of the default configuration as mod changes it,
+// logging nowhere, its pool closed when the test ends.
+func testServer(t *testing.T, mod func(*spec.Config)) *Server {
 	t.Helper()
 	cfg := spec.DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	mod(&cfg)
 	cfg = cfg.WithDefaults()
 	s, err := NewServer(cfg, 0, NewCredential(cfg))
 	if err != nil {
@@ -129,4 +135,13 @@ func offlineServer(t *testing.T) *Server {
 	}
 	t.Cleanup(func() { s.Pool().Close() })
 	return s
+}
+
+// onServer is testServer on ms, as the ticketd account.
+func onServer(ms *mysqltest.Server, mod func(*spec.Config)) func(*spec.Config) {
+	return func(c *spec.Config) {
+		c.Servers = []spec.ServerConfig{{Addr: ms.Addr()}, {Addr: "127.0.0.1:1"}}
+		c.User, c.Password = mysqltest.AppUser, ms.AppPassword
+		mod(c)
+	}
 }

@@ -75,7 +75,20 @@ type Session struct {
 	obs  Observer // nil outside a Pair (the tools): nothing judges the outcomes
 	db   *sqlx.DB
 	c    *sqlx.Conn
+	// write: the statement being run is a write (Exec); changed: it
+	// changed a row, so its success means a commit went through (Write,
+	// Committed).
+	write, changed bool
 }
+
+// Write reports whether the statement an Observer is told of is a write
+// (sent with Exec).
+func (ss *Session) Write() bool { return ss.write }
+
+// Committed reports whether that write succeeded and changed a row: a
+// commit of it went through, binary log and all. (A write that changes
+// nothing, an INSERT IGNORE of a row already there, commits nothing.)
+func (ss *Session) Committed() bool { return ss.write && ss.changed }
 
 // NewSession starts an operation of kind o on s, whose every statement
 // attempt obs is told of (nil: none). Background work gets the background
@@ -190,10 +203,19 @@ func (ss *Session) outcome(ctx context.Context, stmt, total time.Duration, err e
 	}
 }
 
+// Exec runs a write: its outcome tells the Observer whether a commit went
+// through (Write, Committed).
 func (ss *Session) Exec(ctx context.Context, what, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
+	ss.write = true
+	defer func() { ss.write, ss.changed = false, false }()
 	err := ss.Do(ctx, what, query, func(ctx context.Context, c *sqlx.Conn, q string) (err error) {
 		res, err = c.ExecContext(ctx, q, args...)
+		ss.changed = false
+		if err == nil {
+			n, rerr := res.RowsAffected()
+			ss.changed = rerr == nil && n > 0
+		}
 		return err
 	})
 	return res, err

@@ -21,17 +21,7 @@ import (
 // (and shows the kill did break the first attempt).
 func TestBrokenConnectionRepeated(t *testing.T) {
 	ms := mysqltest.Start(t, mysqltest.Options{Offset: 1, Increment: 2})
-	cfg := spec.DefaultConfig()
-	cfg.Servers = []spec.ServerConfig{{Addr: ms.Addr()}, {Addr: "127.0.0.1:1"}}
-	cfg.User, cfg.Password = mysqltest.AppUser, ms.AppPassword
-	cfg.CallTimeout = 5 * time.Second
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg = cfg.WithDefaults()
-	s, err := NewServer(cfg, 0, NewCredential(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Pool().Close() })
+	s := testServer(t, onServer(ms, func(c *spec.Config) { c.CallTimeout = 5 * time.Second }))
 	for _, tt := range []struct {
 		op     Op
 		wantOK bool

@@ -109,6 +109,20 @@ type heldLease struct {
 	written [spec.MaxServers]int64
 	// done: released or lost; the entry goes once every peer has caught up.
 	done bool
+	// released: done by a release, whose value (reserved) the copies of
+	// this holder take exactly (settled[i] once server i's has): a copy
+	// written while its server hung may commit after the release, above
+	// it, and a copy above the released row is what `ticketd repair`
+	// raises lease rows to.
+	released bool
+	settled  [spec.MaxServers]bool
+	// unsure: a release whose statement failed on a server that did not
+	// answer (slow or dead): it may have committed, or commit later (a
+	// full disk's commit once space is freed). Its row is read once the
+	// owner is back (CatchUp) to know; unsureMs is the value it would have
+	// left there.
+	unsure   bool
+	unsureMs int64
 }
 
 // leaseBook is the leases of this Pair, for the copies that catch up and for
@@ -147,46 +161,89 @@ func (b *leaseBook) wrote(l leaseKey, holder string, i int, reserved int64) {
 	}
 }
 
-// finish marks l's lease released (reserved: what the copies should now
-// hold at least) or lost (reserved 0: the latest stays).
+// finish marks l's lease released (reserved: what the copies of it now
+// take) or lost (reserved 0: the latest stays).
 func (b *leaseBook) finish(l Lease, reserved int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := leaseKey{l.Datacenter, l.Worker}
 	e := b.m[k]
-	if e == nil || e.holder != l.Holder {
+	if e == nil || e.holder != l.Holder || e.version != l.Version {
 		return
 	}
-	e.done = true
+	e.done, e.unsure = true, false
 	if reserved > 0 {
-		e.reserved = reserved
+		e.reserved, e.released = reserved, true
 	}
 	b.dropLocked(k, e)
 }
 
 func (b *leaseBook) lost(l Lease) { b.finish(l, 0) }
 
-// dropLocked forgets a finished lease once every peer holds its reservation.
+// unsure records a release of l whose outcome is unknown: its row is read
+// once its owner is back (unsureOn, CatchUp).
+func (b *leaseBook) unsure(l Lease, reserved int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.m[leaseKey{l.Datacenter, l.Worker}]; e != nil && e.holder == l.Holder && e.version == l.Version && !e.done {
+		e.unsure, e.unsureMs = true, reserved
+	}
+}
+
+// unsureOn returns the leases owned by server i whose release is unsure.
+func (b *leaseBook) unsureOn(i int) []unsureRelease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var list []unsureRelease
+	for k, e := range b.m {
+		if e.owner == i && e.unsure && !e.done {
+			list = append(list, unsureRelease{Lease{Server: i, Datacenter: k.dc, Worker: k.worker, Holder: e.holder,
+				Version: e.version, ReservedUntilMs: e.reserved}, e.unsureMs})
+		}
+	}
+	return list
+}
+
+type unsureRelease struct {
+	l        Lease
+	released int64 // the value the release would have left in the row
+}
+
+// settle records that server i's copy of l's released lease holds the
+// released value.
+func (b *leaseBook) settle(l leaseKey, holder string, i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.m[l]; e != nil && e.holder == holder && e.released {
+		e.settled[i] = true
+		e.written[i] = e.reserved
+		b.dropLocked(l, e)
+	}
+}
+
+// dropLocked forgets a finished lease once every peer's copy is right: it
+// holds the latest reservation (lost), or the released value (released).
 func (b *leaseBook) dropLocked(k leaseKey, e *heldLease) {
 	if !e.done {
 		return
 	}
 	for i := range b.n {
-		if i != e.owner && e.written[i] < e.reserved {
+		if i != e.owner && (e.written[i] < e.reserved || (e.released && !e.settled[i])) {
 			return
 		}
 	}
 	delete(b.m, k)
 }
 
-// behind returns the leases whose latest reservation server i lacks.
+// behind returns the leases whose latest reservation server i lacks, and
+// the released ones whose copy there is not settled yet.
 func (b *leaseBook) behind(i int) []pendingCopy {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var list []pendingCopy
 	for k, e := range b.m {
-		if e.owner != i && e.written[i] < e.reserved {
-			list = append(list, pendingCopy{k, e.holder, e.reserved})
+		if e.owner != i && (e.written[i] < e.reserved || (e.released && !e.settled[i])) {
+			list = append(list, pendingCopy{k, e.holder, e.reserved, e.released})
 		}
 	}
 	return list
@@ -225,6 +282,7 @@ type pendingCopy struct {
 	key      leaseKey
 	holder   string
 	reserved int64
+	released bool // the copy takes reserved exactly (copyReleased)
 }
 
 // copyTo is the statement that writes a copy: it never goes down
@@ -233,6 +291,20 @@ const copyTo = `INSERT INTO reservation_copies (datacenter, worker, holder, rese
 		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
 		 ON DUPLICATE KEY UPDATE reserved_until_ms = GREATEST(reserved_until_ms, VALUES(reserved_until_ms)),
 		                         holder = VALUES(holder), updated_at = UTC_TIMESTAMP(3)`
+
+// copyReleased is the statement that settles the copy of a released lease:
+// a copy of this holder takes the released value exactly, down or up (the
+// value bounds every timestamp issued with the worker ID, lowerCopies says
+// why); a copy of another holder below it is raised to it and named after
+// this holder, as copyTo would; one of another holder at or above it (a
+// later holder's) is left alone; a missing one is written. (ON DUPLICATE
+// KEY UPDATE assigns left to right: reserved_until_ms sees the new holder.)
+const copyReleased = `INSERT INTO reservation_copies (datacenter, worker, holder, reserved_until_ms, updated_at)
+		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))
+		 ON DUPLICATE KEY UPDATE
+		   holder = IF(holder = VALUES(holder) OR reserved_until_ms < VALUES(reserved_until_ms), VALUES(holder), holder),
+		   reserved_until_ms = IF(holder = VALUES(holder), VALUES(reserved_until_ms), reserved_until_ms),
+		   updated_at = IF(holder = VALUES(holder), UTC_TIMESTAMP(3), updated_at)`
 
 // peersOf returns the servers in rotation other than owner that answer
 // (none timing out): where its reservations are read back from.
@@ -323,10 +395,12 @@ func (ls *Manager) writeCopies(ctx context.Context, l Lease) {
 // at lastIssued, and its predecessors', which stopped below FloorMs), so it is
 // as safe as the reservation it replaces; without it the next holder would
 // have to wait out (or skip) the released reservation, which is what release
-// is there to avoid. Only a copy still naming this holder is touched: one a
-// later holder wrote is theirs. A peer that cannot be lowered now keeps its
-// higher copy (safe; the next holder waits or skips), and is only raised to
-// the released value if it had fallen behind it.
+// is there to avoid, and `ticketd repair` would find the row behind its copy
+// and raise it. Only a copy still naming this holder is lowered: one a later
+// holder wrote is theirs (copyReleased). A peer that cannot be reached now
+// keeps its higher copy (safe; the next holder waits or skips) until it is
+// back: then the catch-up settles it (CatchUp), and a copy written while it
+// hung, which may have committed after the release, with it.
 func (ls *Manager) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 	ls.book.finish(l, reserved)
 	owner := ls.servers[l.Server]
@@ -341,22 +415,24 @@ func (ls *Manager) lowerCopies(ctx context.Context, l Lease, reserved int64) {
 			ss.Long = false
 			defer ss.Close()
 			if _, err := conn.ExecRetry(context.WithoutCancel(ctx), ss, "lowering the reservation copy after release",
-				`UPDATE reservation_copies SET reserved_until_ms = ?, updated_at = UTC_TIMESTAMP(3)
-				  WHERE datacenter = ? AND worker = ? AND holder = ?`,
-				reserved, l.Datacenter, l.Worker, l.Holder); err != nil {
+				copyReleased, l.Datacenter, l.Worker, l.Holder, reserved); err != nil {
 				ls.warn.NoteFor(WarnCopy, q.Label, "server", q.Idx+1, "worker", l.Worker, "err", err)
 				return
 			}
-			ls.book.wrote(key, l.Holder, q.Idx, reserved)
+			ls.book.settle(key, l.Holder, q.Idx)
 		})
 	}
 	wg.Wait()
 }
 
-// catchUp writes to every server in rotation the latest reservation of each
-// lease it missed. Run by marksLoop every FlushInterval and as soon as a
-// server rejoins; its statements are background work.
+// CatchUp writes to every server in rotation the latest reservation of each
+// lease it missed, and settles the copies of released leases (copyReleased);
+// first it reads, on every owner in rotation, the rows of the leases whose
+// release is unsure, to know whether it was done (resolveUnsure). Run by
+// marksLoop every FlushInterval and as soon as a server rejoins; its
+// statements are background work.
 func (ls *Manager) CatchUp(ctx context.Context) {
+	ls.resolveUnsure(ctx)
 	var wg sync.WaitGroup
 	for _, q := range ls.servers {
 		if !ls.rot.Up(q) {
@@ -370,16 +446,63 @@ func (ls *Manager) CatchUp(ctx context.Context) {
 			ss := ls.rot.Session(q, conn.OpCopy)
 			defer ss.Close()
 			for _, c := range list {
-				if _, err := conn.ExecRetry(ctx, ss, "catching up the reservation copy", copyTo,
-					c.key.dc, c.key.worker, c.holder, c.reserved); err != nil {
+				what, stmt := "catching up the reservation copy", copyTo
+				if c.released {
+					what, stmt = "settling the reservation copy of a released lease", copyReleased
+				}
+				if _, err := conn.ExecRetry(ctx, ss, what, stmt, c.key.dc, c.key.worker, c.holder, c.reserved); err != nil {
 					return // the Session has reported it; next round
 				}
 				ls.per[q.Idx].copySlow.Store(false)
-				ls.book.wrote(c.key, c.holder, q.Idx, c.reserved)
+				if c.released {
+					ls.book.settle(c.key, c.holder, q.Idx)
+				} else {
+					ls.book.wrote(c.key, c.holder, q.Idx, c.reserved)
+				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// resolveUnsure reads, on each owner in rotation, the row of every lease
+// whose release failed there without an answer (a server that hung: its
+// commit may have gone through after ticketd gave up). The owner committed
+// a write of ticketd's own to be in rotation, and the release's commit was
+// queued before it: what the row says now is final. Released by this
+// holder (the next version, this holder, the value it would have left):
+// the lease is released, and its copies are settled to that value. Still
+// this holder's at the same version: the release never happened, the lease
+// expires by itself, and its copies stay as they are (at most the row's).
+// Anything else: another holder's now; nothing of ours to follow.
+func (ls *Manager) resolveUnsure(ctx context.Context) {
+	for _, s := range ls.servers {
+		if !ls.rot.Up(s) || ls.rot.Suspect(s) {
+			continue
+		}
+		for _, u := range ls.book.unsureOn(s.Idx) {
+			var rows []struct {
+				Version  uint64 `db:"version"`
+				Holder   string `db:"holder"`
+				Reserved int64  `db:"reserved_until_ms"`
+				Released bool   `db:"released"`
+			}
+			ss := ls.rot.Session(s, conn.OpCheck)
+			err := ss.Select(ctx, fmt.Sprintf("reading the row of worker %d, whose release went unanswered", u.l.Worker), &rows,
+				`SELECT version, holder, reserved_until_ms, released_at IS NOT NULL AS released
+				   FROM worker_leases WHERE datacenter = ? AND worker = ?`, u.l.Datacenter, u.l.Worker)
+			ss.Close()
+			if err != nil {
+				break // reported by the Session; next round
+			}
+			switch {
+			case len(rows) == 1 && rows[0].Version == u.l.Version+1 && rows[0].Holder == u.l.Holder && rows[0].Released:
+				ls.book.finish(u.l, rows[0].Reserved)
+			default:
+				ls.book.lost(u.l)
+			}
+		}
+	}
 }
 
 // nudgeCopies asks marksLoop to catch up now, without waiting.

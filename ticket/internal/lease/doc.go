@@ -35,7 +35,14 @@
 // written (the peer is out or timing out) never fails the renewal; it is
 // counted (CopyFailures, Pending) and the latest reservation is written as
 // soon as the peer rejoins, or within FlushInterval while it is in
-// rotation (CatchUp). CheckRows, run at the end of each counter check,
+// rotation (CatchUp). A release lowers the copies of its holder to the
+// released value; a peer that missed that (it was out, or hung: a copy
+// written while it could not commit may even commit after the release, above
+// it) has its copy settled to that value once it is back, so no copy is
+// left above a released row for `ticketd repair` to find. A release whose
+// statement went unanswered (its owner hung: it may commit later) is
+// resolved by reading the row once the owner is back and commits again.
+// CheckRows, run at the end of each counter check,
 // reports a held lease whose row went back (Rewound) before its renewal
 // fails. What remains: a lease owner restored while its peer lacks the
 // latest copy (the peer was down, and has not caught up) can rewind that

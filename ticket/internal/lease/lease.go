@@ -419,6 +419,12 @@ func (ls *Manager) Release(ctx context.Context, l Lease, lastIssuedMs int64) err
 		    AND reserved_until_ms >= ?`,
 		lastIssuedMs+1, l.FloorMs, lastIssuedMs, l.Datacenter, l.Worker, l.Holder, l.Version, l.ReservedUntilMs)
 	if err != nil {
+		if conn.ServerFault(conn.Classify(err)) {
+			// The server did not answer: the release may have committed,
+			// or commit later (a full disk's, once space is freed). Its
+			// row is read once the server is back (CatchUp).
+			ls.book.unsure(l, max(lastIssuedMs+1, l.FloorMs))
+		}
 		return leaseErr(err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {

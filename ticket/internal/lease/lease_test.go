@@ -91,18 +91,56 @@ func TestLeaseBook(t *testing.T) {
 	if got := b.owned(0, 2000); len(got) != 0 {
 		t.Fatalf("owned after its reservation passed = %+v, want none", got)
 	}
-	// Released: the copies may follow down to 1500; the peer holds 1000, so
-	// it still needs raising to 1500 before the entry goes.
+	// Released: the copies follow to 1500; the peer holds 1000, so it
+	// still needs settling (raised to 1500) before the entry goes.
 	b.finish(l, 1500)
-	if got := b.behind(1); len(got) != 1 || got[0].reserved != 1500 {
-		t.Fatalf("behind after release = %+v, want 1500", got)
+	if got := b.behind(1); len(got) != 1 || got[0].reserved != 1500 || !got[0].released {
+		t.Fatalf("behind after release = %+v, want 1500, settled exactly", got)
 	}
 	if got := b.owned(0, 0); len(got) != 0 {
 		t.Fatalf("a released lease is still owned: %+v", got)
 	}
-	b.wrote(key, "h", 1, 1500)
+	b.settle(key, "h", 1)
 	if len(b.m) != 0 {
 		t.Fatalf("book after the last copy: %+v, want empty", b.m)
+	}
+
+	// A copy written above the released value (renewed to 3000, its copy
+	// reported written) still has to come down: the entry stays until the
+	// peer's copy is settled, however high it is known to be.
+	l2 := Lease{Server: 0, Datacenter: 1, Worker: 5, Holder: "h2", Version: 2, ReservedUntilMs: 3000}
+	b.update(l2)
+	b.wrote(leaseKey{1, 5}, "h2", 1, 3000)
+	b.finish(l2, 2100)
+	if got := b.behind(1); len(got) != 1 || got[0].reserved != 2100 || !got[0].released {
+		t.Fatalf("behind after a release below the copy = %+v, want the copy settled to 2100", got)
+	}
+	if n := b.pending(1); n != 0 {
+		t.Fatalf("pending = %d for a copy above the released value, want 0 (it is safe, only high)", n)
+	}
+	b.settle(leaseKey{1, 5}, "h2", 1)
+	if len(b.m) != 0 {
+		t.Fatalf("book after settling: %+v, want empty", b.m)
+	}
+
+	// A release that went unanswered: still owned until its row is read;
+	// done by it (finish) or not (lost) then.
+	l3 := Lease{Server: 1, Datacenter: 1, Worker: 6, Holder: "h3", Version: 4, ReservedUntilMs: 5000}
+	b.update(l3)
+	b.wrote(leaseKey{1, 6}, "h3", 0, 5000)
+	b.unsure(l3, 4200)
+	if got := b.unsureOn(1); len(got) != 1 || got[0].released != 4200 || got[0].l.Version != 4 {
+		t.Fatalf("unsureOn(owner) = %+v, want the lease and its released value 4200", got)
+	}
+	if got := b.unsureOn(0); len(got) != 0 {
+		t.Fatalf("unsureOn(peer) = %+v, want none", got)
+	}
+	b.finish(l3, 4200)
+	if got := b.unsureOn(1); len(got) != 0 {
+		t.Fatalf("unsureOn after the row was read = %+v, want none", got)
+	}
+	if got := b.behind(0); len(got) != 1 || got[0].reserved != 4200 || !got[0].released {
+		t.Fatalf("behind after an unsure release was found done = %+v, want the copy settled to 4200", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,9 +54,31 @@ const (
 	OutNone     OutReason = iota
 	OutDead               // a dead failure on a request or a probe
 	OutSlow               // timeouts in a row and no success for a while
+	OutNoCommit           // its reads answer but its writes do not commit
 	OutSettings           // the check found the wrong auto_increment settings
 	OutParity             // it returned a ticket of the wrong parity
+	numOutReasons
 )
+
+var outLabels = [numOutReasons]string{
+	OutNone: "", OutDead: "dead", OutSlow: "slow", OutNoCommit: "not_committing",
+	OutSettings: "settings", OutParity: "parity",
+}
+
+// String is the reason's label ("" for OutNone): in /v1/status and the
+// reason label of ticketd_ticket_server_out.
+func (o OutReason) String() string { return outLabels[o] }
+
+// OutReasons lists every reason a server can be out for, in order.
+func OutReasons() []OutReason {
+	return []OutReason{OutDead, OutSlow, OutNoCommit, OutSettings, OutParity}
+}
+
+// ErrCannotProbe: no write of ticketd's own can be committed on the server
+// (no table commit_probes, and refused for Tickets64): the prober cannot
+// tell whether it commits, and lets it rejoin on its settings check, saying
+// so.
+var ErrCannotProbe = errors.New("rotation: no write of ticketd's own can be committed there to see that it commits (no table commit_probes: load schema.sql again)")
 
 // Config is what the rotation needs of the Pair's Config.
 type Config struct {
@@ -79,11 +102,12 @@ type Hooks struct {
 	// the rows of the leases held on it. False keeps it out (unreachable
 	// again); the prober tries again at its next round.
 	Rejoin func(ctx context.Context, s *conn.Server) bool
-	// ProbeTicket tries a server in rotation that is timing out (or that
-	// background work found dead) with a request's own statement, whose
-	// outcome counts as a request's; false when it cannot (the server is
-	// refused for that counter), and the settings check is run instead.
-	ProbeTicket func(ctx context.Context, s *conn.Server) bool
+	// ProbeTicket commits another write of ticketd's own on s when it has
+	// no table commit_probes (the schema of an earlier release): a ticket
+	// of Tickets64 nobody receives. Nil when it has committed; the error
+	// otherwise, ErrCannotProbe when it cannot be tried (s is refused for
+	// Tickets64).
+	ProbeTicket func(ctx context.Context, s *conn.Server) error
 	// Rejoined runs when a server comes back into rotation.
 	Rejoined func(s *conn.Server)
 }
@@ -104,12 +128,24 @@ type member struct {
 	srttNs atomic.Int64
 	far    atomic.Bool
 
+	// probing: a probe of it runs (ProbeLoop starts one at a time).
+	probing atomic.Bool
+	// noProbe: ErrCannotProbe was said once.
+	noProbe atomic.Bool
+
 	mu          sync.Mutex // guards the fields below
 	slowStreak  int
 	lastSuccess time.Time
 	lastFail    time.Time
 	downSince   time.Time
 	out         OutReason
+	// detail says why it is out, in words (OutNoCommit: what the server
+	// reports); "" while in rotation.
+	detail string
+	// lastCommit: when a write of ticketd's own last committed there;
+	// writeStreak: writes that ran out of time since.
+	lastCommit  time.Time
+	writeStreak int
 }
 
 // Rotation is the servers of a pair and their places in the rotation. It is
@@ -122,9 +158,13 @@ type Rotation struct {
 	lt      *life.Life
 	hooks   Hooks
 
-	// checkSettings is the prober's check of a server (conn's, but for
-	// tests of the order of a rejoin).
+	// checkSettings is the prober's check of a server, commitWrite its
+	// write and diagnose its question to a server whose write did not
+	// commit (conn's, but for tests of the rules and of the order of a
+	// rejoin).
 	checkSettings func(ctx context.Context, s *conn.Server, ss *conn.Session) error
+	commitWrite   func(ctx context.Context, s *conn.Server, ss *conn.Session) error
+	diagnose      func(ctx context.Context, s *conn.Server, ss *conn.Session) (conn.Diagnosis, error)
 
 	rr     atomic.Uint64 // round-robin cursor over servers
 	prefMu sync.Mutex    // serialises preference updates
@@ -137,7 +177,11 @@ func New(servers []*conn.Server, cfg Config, warn *logsum.Summary, lt *life.Life
 	warn.Declare(slog.LevelWarn, WarnOut, WarnBackground, WarnPanic)
 	warn.Declare(slog.LevelInfo, WarnIn)
 	return &Rotation{servers: servers, m: make([]member, len(servers)), cfg: cfg, warn: warn, lt: lt,
-		checkSettings: func(ctx context.Context, s *conn.Server, ss *conn.Session) error { return s.CheckSettings(ctx, ss) }}
+		checkSettings: func(ctx context.Context, s *conn.Server, ss *conn.Session) error { return s.CheckSettings(ctx, ss) },
+		commitWrite:   func(ctx context.Context, s *conn.Server, ss *conn.Session) error { return s.ProbeCommit(ctx, ss) },
+		diagnose: func(ctx context.Context, s *conn.Server, ss *conn.Session) (conn.Diagnosis, error) {
+			return s.Diagnose(ctx, ss)
+		}}
 }
 
 // SetHooks sets the hooks; call it before the loops start.
@@ -190,12 +234,18 @@ func (r *Rotation) slowFailed(s *conn.Server, window time.Duration) bool {
 
 // TakeOut takes s out of rotation for reason.
 func (r *Rotation) TakeOut(s *conn.Server, reason OutReason, err error) {
+	r.takeOut(s, reason, "", err)
+}
+
+// takeOut takes s out of rotation for reason; cause says why in words
+// (OutNoCommit: what the server reports).
+func (r *Rotation) takeOut(s *conn.Server, reason OutReason, cause string, err error) {
 	now := s.Now()
 	m := r.mb(s)
 	m.mu.Lock()
 	m.lastFail = now
 	if m.up.Load() || m.out == OutNone || reason >= OutSettings {
-		m.out = reason
+		m.out, m.detail = reason, cause
 	}
 	m.mu.Unlock()
 	if m.up.Swap(false) {
@@ -203,12 +253,52 @@ func (r *Rotation) TakeOut(s *conn.Server, reason OutReason, err error) {
 		m.downSince = now
 		m.mu.Unlock()
 		r.prefer()
-		how := "dead"
-		if reason == OutSlow {
-			how = fmt.Sprintf("%d request statements in a row ran out of time and none succeeded for %v", SlowStreakOut, r.SlowWindow())
+		attrs := []any{"server", s.Idx + 1, "addr", s.Addr, "why", r.why(reason)}
+		if cause != "" {
+			attrs = append(attrs, "cause", cause)
 		}
-		r.warn.NoteFor(WarnOut, s.Label, "server", s.Idx+1, "addr", s.Addr, "why", how, "err", err)
+		r.warn.NoteFor(WarnOut, s.Label, append(attrs, "err", err)...)
 	}
+}
+
+// why says in words what took a server out for reason.
+func (r *Rotation) why(reason OutReason) string {
+	switch reason {
+	case OutSlow:
+		return fmt.Sprintf("%d request statements in a row ran out of time and none succeeded for %v", SlowStreakOut, r.SlowWindow())
+	case OutNoCommit:
+		return "writes not committing: its reads answer, but a write of ticketd's own did not commit within its deadline"
+	case OutSettings:
+		return "wrong auto_increment settings"
+	case OutParity:
+		return "a ticket of the wrong parity"
+	}
+	return "dead"
+}
+
+// notCommitting records that s, out of rotation, answers reads but does
+// not commit: its reason becomes OutNoCommit (unless it is refused for its
+// settings or parity), with cause; the log says so when the reason or the
+// cause changes.
+func (r *Rotation) notCommitting(s *conn.Server, cause string, err error) {
+	m := r.mb(s)
+	m.mu.Lock()
+	changed := false
+	if m.out < OutSettings && (m.out != OutNoCommit || m.detail != cause) {
+		changed = m.out != OutNoCommit || firstLine(m.detail) != firstLine(cause)
+		m.out, m.detail = OutNoCommit, cause
+	}
+	m.mu.Unlock()
+	if changed {
+		r.warn.NoteFor(WarnOut, s.Label, "server", s.Idx+1, "addr", s.Addr, "why", r.why(OutNoCommit), "cause", cause, "err", err)
+	}
+}
+
+// firstLine is a cause without its figures (the ages of statements change
+// at every probe): what makes a cause new for the log.
+func firstLine(cause string) string {
+	before, _, _ := strings.Cut(cause, "; the server reports")
+	return before
 }
 
 // Absent records a server found dead before it ever joined (Open): out, as
@@ -230,13 +320,14 @@ func (r *Rotation) Reopen(s *conn.Server, err error) {
 	r.TakeOut(s, OutParity, err)
 }
 
-// MarkUp puts s (back) into rotation: the prober's check passed.
+// MarkUp puts s (back) into rotation: the prober's check passed, and a
+// write of ticketd's own committed there.
 func (r *Rotation) MarkUp(s *conn.Server) {
 	m := r.mb(s)
 	m.mu.Lock()
-	m.slowStreak = 0
-	m.lastSuccess = s.Now()
-	m.out = OutNone
+	m.slowStreak, m.writeStreak = 0, 0
+	m.lastSuccess, m.lastCommit = s.Now(), s.Now()
+	m.out, m.detail = OutNone, ""
 	down := m.downSince
 	m.downSince = time.Time{}
 	m.mu.Unlock()
@@ -257,12 +348,31 @@ func (r *Rotation) MarkUp(s *conn.Server) {
 	}
 }
 
-// Suspect: in rotation, but its last request statements ran out of time.
+// Suspect: in rotation, but its last request statements ran out of time,
+// or a write ran out of time and none has committed since (its reads may
+// answer: a read's success does not end that).
 func (r *Rotation) Suspect(s *conn.Server) bool {
 	m := r.mb(s)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.slowStreak > 0
+	return m.slowStreak > 0 || m.writeStreak > 0
+}
+
+// committed records that a write of ticketd's own committed on s.
+func (r *Rotation) committed(s *conn.Server) {
+	m := r.mb(s)
+	m.mu.Lock()
+	m.writeStreak = 0
+	m.lastCommit = s.Now()
+	m.mu.Unlock()
+}
+
+// writeTimedOut records a write that ran out of time on s.
+func (r *Rotation) writeTimedOut(s *conn.Server) {
+	m := r.mb(s)
+	m.mu.Lock()
+	m.writeStreak++
+	m.mu.Unlock()
 }
 
 // panicEligible: out of rotation for being dead or slow, so a request with
@@ -275,7 +385,7 @@ func (r *Rotation) panicEligible(s *conn.Server) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.out == OutDead || m.out == OutSlow
+	return m.out == OutDead || m.out == OutSlow || m.out == OutNoCommit
 }
 
 // Sampled records a successful statement's duration and updates the
@@ -402,8 +512,11 @@ func (r *Rotation) Preference(s *conn.Server) (bool, string) {
 	if r.Suspect(s) {
 		m := r.mb(s)
 		m.mu.Lock()
-		n := m.slowStreak
+		n, w := m.slowStreak, m.writeStreak
 		m.mu.Unlock()
+		if n == 0 {
+			return false, fmt.Sprintf("writes timing out (%d since the last commit): tried after the others", w)
+		}
 		return false, fmt.Sprintf("timing out (%d in a row): tried after the others", n)
 	}
 	srtt := func(o *conn.Server) time.Duration { return time.Duration(r.mb(o).srttNs.Load()) }
@@ -440,6 +553,12 @@ type MemberState struct {
 	DownSince    time.Time // zero while Up
 	SlowFailures int
 	LastSuccess  time.Time
+	// Out: why it is out of rotation (OutNone while Up); OutDetail says
+	// it in words (OutNoCommit: what the server reports).
+	Out       OutReason
+	OutDetail string
+	// LastCommit: when a write of ticketd's own last committed there.
+	LastCommit time.Time
 }
 
 // State returns s's place in the rotation.
@@ -447,9 +566,12 @@ func (r *Rotation) State(s *conn.Server) MemberState {
 	m := r.mb(s)
 	st := MemberState{Up: m.up.Load()}
 	m.mu.Lock()
-	st.SlowFailures, st.LastSuccess = m.slowStreak, m.lastSuccess
+	st.SlowFailures, st.LastSuccess, st.LastCommit = m.slowStreak, m.lastSuccess, m.lastCommit
 	if !st.Up {
-		st.DownSince = m.downSince
+		st.DownSince, st.Out, st.OutDetail = m.downSince, m.out, m.detail
+		if st.OutDetail == "" {
+			st.OutDetail = r.why(m.out)
+		}
 	}
 	m.mu.Unlock()
 	return st
@@ -501,7 +623,15 @@ func (r *Rotation) Outcome(ctx context.Context, ss *conn.Session, stmt, total ti
 		if ss.Op.Request() {
 			r.requestOK(s)
 		}
-		s.ClearErr(ss.Op.Background())
+		if ss.Committed() {
+			r.committed(s)
+		}
+		if ss.Op != conn.OpProbe {
+			// A probe's statement that succeeded does not make the server
+			// healthy (its settings may be wrong, its write may not
+			// commit): the prober clears the error when it is (MarkUp).
+			s.ClearErr(ss.Op.Background())
+		}
 		return
 	}
 	if !r.Blame(ctx) || ss.Stale() {
@@ -520,6 +650,11 @@ func (r *Rotation) Outcome(ctx context.Context, ss *conn.Session, stmt, total ti
 		}
 		s.Timeouts.Add(1)
 		s.TimedOut()
+		if ss.Write() {
+			// Tried after the others until a write commits again; the
+			// prober asks it at its next round whether it can commit.
+			r.writeTimedOut(s)
+		}
 		if r.slowFailed(s, r.SlowWindow()) {
 			r.TakeOut(s, OutSlow, err)
 		}
@@ -531,22 +666,32 @@ func (r *Rotation) Outcome(ctx context.Context, ss *conn.Session, stmt, total ti
 		s.BgFailures.Add(1)
 		s.Note(err, true)
 		r.warn.NoteFor(WarnBackground, s.Label, "server", s.Idx+1, "work", ss.Op.String(), "err", err)
-		if k == conn.KindDead && r.Up(s) {
-			// Not held against it; but a dead-looking server is checked by
-			// the prober at once rather than left until a request finds out.
+		if r.Up(s) && (k == conn.KindDead || (k == conn.KindSlow && ss.Write())) {
+			// Not held against it; but a dead-looking server, or one whose
+			// write ran out of time (it may not commit), is checked by the
+			// prober at once rather than left until a request finds out.
 			r.mb(s).checkSoon.Store(true)
 		}
 	}
 }
 
-// Recheck runs the prober's check on a server out of rotation: reachable, and
-// with the increment and offset of its place. A server whose sessions wait to
-// be replaced after a parity violation is left to the prober.
+// Recheck runs the prober's check on a server out of rotation: reachable,
+// with the increment and offset of its place, and a write of ticketd's own
+// commits there (a server whose reads answer while its commits wait, on a
+// full disk, is no way on). A server whose sessions wait to be replaced
+// after a parity violation is left to the prober.
 func (r *Rotation) Recheck(ctx context.Context, s *conn.Server) error {
 	if r.mb(s).reopen.Load() {
 		return errors.New("its sessions are to be replaced after a parity violation")
 	}
 	ss := r.Session(s, conn.OpProbe)
-	defer ss.Close()
-	return r.checkSettings(ctx, s, ss)
+	err := r.checkSettings(ctx, s, ss)
+	ss.Close()
+	if err != nil {
+		return err
+	}
+	if err := r.commitProbe(ctx, s); err != nil && !errors.Is(err, ErrCannotProbe) {
+		return fmt.Errorf("a write of ticketd's own did not commit there: %w", err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,6 +290,17 @@ func TestRejoinOrder(t *testing.T) {
 		}
 		return nil
 	}
+	commitOK := false
+	r.commitWrite = func(context.Context, *conn.Server, *conn.Session) error {
+		steps = append(steps, "commit")
+		if !commitOK {
+			return fmt.Errorf("server 2: committing a probe: %w", context.DeadlineExceeded)
+		}
+		return nil
+	}
+	r.diagnose = func(context.Context, *conn.Server, *conn.Session) (conn.Diagnosis, error) {
+		return conn.Diagnosis{}, nil
+	}
 	rejoinOK := false
 	r.SetHooks(Hooks{
 		Rejoin: func(_ context.Context, got *conn.Server) bool {
@@ -301,19 +313,287 @@ func TestRejoinOrder(t *testing.T) {
 		Rejoined: func(*conn.Server) { steps = append(steps, "rejoined") },
 	})
 	for _, tt := range []struct {
-		checkOK, rejoinOK bool
-		wantSteps         string
-		wantUp            bool
+		checkOK, commitOK, rejoinOK bool
+		wantSteps                   string
+		wantUp                      bool
 	}{
-		{false, true, "check", false},               // the check fails: the rooms above are not asked
-		{true, false, "check rejoin", false},        // they refuse (unreachable again): still out
-		{true, true, "check rejoin rejoined", true}, // both pass: back, and Rejoined told
+		{false, true, true, "check", false},                      // the check fails: nothing else is tried
+		{true, false, true, "check commit", false},               // reads answer, the write does not commit: still out
+		{true, true, false, "check commit rejoin", false},        // the rooms above refuse (unreachable again): still out
+		{true, true, true, "check commit rejoin rejoined", true}, // all pass: back, and Rejoined told
 	} {
-		checkOK, rejoinOK, steps = tt.checkOK, tt.rejoinOK, nil
+		checkOK, commitOK, rejoinOK, steps = tt.checkOK, tt.commitOK, tt.rejoinOK, nil
 		r.probe(s)
 		if got := fmt.Sprint(steps); got != "["+tt.wantSteps+"]" || r.Up(s) != tt.wantUp {
-			t.Fatalf("check %v, rejoin %v: steps %s, up %v; want [%s], up %v",
-				tt.checkOK, tt.rejoinOK, got, r.Up(s), tt.wantSteps, tt.wantUp)
+			t.Fatalf("check %v, commit %v, rejoin %v: steps %s, up %v; want [%s], up %v",
+				tt.checkOK, tt.commitOK, tt.rejoinOK, got, r.Up(s), tt.wantSteps, tt.wantUp)
 		}
+	}
+}
+
+// commitFakes replaces the prober's write and its question with fakes
+// whose answers the test sets.
+type commitFakes struct {
+	mu       sync.Mutex
+	commit   error          // what the write returns
+	diag     conn.Diagnosis // what the server says
+	diagErr  error          // the read's error (reads do not answer)
+	commits  int            // writes tried
+	asked    int            // questions asked
+	settings error          // the settings check's result
+	tickets  []*conn.Server // servers ProbeTicket was asked to write on
+	ticket   error          // what ProbeTicket returns
+}
+
+func (f *commitFakes) install(r *Rotation) {
+	r.commitWrite = func(context.Context, *conn.Server, *conn.Session) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.commits++
+		return f.commit
+	}
+	r.diagnose = func(context.Context, *conn.Server, *conn.Session) (conn.Diagnosis, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.asked++
+		return f.diag, f.diagErr
+	}
+	r.checkSettings = func(context.Context, *conn.Server, *conn.Session) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.settings
+	}
+	r.SetHooks(Hooks{ProbeTicket: func(_ context.Context, s *conn.Server) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.tickets = append(f.tickets, s)
+		return f.ticket
+	}})
+}
+
+func (f *commitFakes) set(fn func(f *commitFakes)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// TestNotCommitting: up means it commits. A server whose write runs out of
+// time while its reads answer leaves the rotation as soon as it says it
+// cannot commit (a full disk), with the reason and what it reports; it
+// stays out, however often its settings read fine, until a write commits,
+// and then it is back. A server whose commits are only slow is given the
+// slow window; one whose reads do not answer either is judged by the slow
+// rule, not this one.
+func TestNotCommitting(t *testing.T) {
+	r, clock := offlineRotation(t, 2)
+	s := r.servers[0]
+	f := &commitFakes{}
+	f.install(r)
+	timeout := fmt.Errorf("server 1: committing a probe: %w", context.DeadlineExceeded)
+	full := conn.Diagnosis{Read: 2 * time.Millisecond, Decisive: true,
+		Stalls: []conn.Stall{{State: "Waiting for someone to free space", Count: 1, Oldest: 3 * time.Second}}}
+
+	// A full disk: the first write that runs out of time, and the server
+	// says why: out at once.
+	f.set(func(f *commitFakes) { f.commit, f.diag = timeout, full })
+	r.probeUp(s)
+	st := r.State(s)
+	if r.Up(s) || st.Out != OutNoCommit || !strings.Contains(st.OutDetail, "its disk is full") || !strings.Contains(st.OutDetail, "Waiting for someone to free space") {
+		t.Fatalf("after a write timed out on a full disk: up %v, out %q (%q); want out, not_committing, the cause named", r.Up(s), st.Out, st.OutDetail)
+	}
+	if !strings.Contains(s.Report().LastError, "writes not committing") {
+		t.Fatalf("last error %q, want it to say writes not committing", s.Report().LastError)
+	}
+	if got := names(r.PanicOrder(nil, AllServers(2))); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("panic order %v, want server 1: its commits may come back", got)
+	}
+
+	// While full: its settings read fine, its write does not commit. It
+	// stays out, round after round, with the same reason.
+	for range 30 {
+		r.probe(s)
+		clock.advance(time.Second)
+		if r.Up(s) || r.State(s).Out != OutNoCommit {
+			t.Fatalf("probe on a full disk: up %v, out %q; want it kept out as not committing", r.Up(s), r.State(s).Out)
+		}
+	}
+	// A read that does not answer leaves the reason as it was.
+	f.set(func(f *commitFakes) { f.diagErr = timeout })
+	r.probe(s)
+	if r.State(s).Out != OutNoCommit {
+		t.Fatalf("out %q after a read timed out too, want not_committing kept", r.State(s).Out)
+	}
+
+	// Freed: the next write commits, and it is back.
+	f.set(func(f *commitFakes) { f.commit, f.diagErr = nil, nil })
+	r.probe(s)
+	if st := r.State(s); !r.Up(s) || st.Out != OutNone || st.OutDetail != "" {
+		t.Fatalf("after a write committed: up %v, out %q (%q); want back in rotation", r.Up(s), st.Out, st.OutDetail)
+	}
+
+	// Slow commits (the server says nothing decisive: a commit under way
+	// for a second): tried after the others, kept in for the slow window.
+	slowCommit := conn.Diagnosis{Read: time.Millisecond, Stalls: []conn.Stall{{State: "Commit", Count: 1, Oldest: time.Second}}}
+	f.set(func(f *commitFakes) { f.commit, f.diag = timeout, slowCommit })
+	for k := range SlowStreakOut + 1 {
+		r.probeUp(s)
+		if !r.Up(s) || !r.Suspect(s) {
+			t.Fatalf("slow commit %d within the slow window: up %v, suspect %v; want in rotation, tried last", k+1, r.Up(s), r.Suspect(s))
+		}
+	}
+	if pref, why := r.Preference(s); pref || !strings.Contains(why, "timing out") {
+		t.Fatalf("preference of a server whose writes time out: %v %q", pref, why)
+	}
+	// A commit ends it.
+	f.set(func(f *commitFakes) { f.commit = nil })
+	r.probeUp(s)
+	if !r.Up(s) || r.Suspect(s) {
+		t.Fatalf("after a commit: up %v, suspect %v; want in, preferred again", r.Up(s), r.Suspect(s))
+	}
+	// Writes that keep running out of time, none committing for the slow
+	// window, reads answering: out as not committing, though the server
+	// said nothing decisive.
+	f.set(func(f *commitFakes) { f.commit = timeout })
+	r.probeUp(s)
+	r.probeUp(s)
+	clock.advance(r.SlowWindow())
+	r.probeUp(s)
+	if st := r.State(s); r.Up(s) || st.Out != OutNoCommit {
+		t.Fatalf("writes out of time for the slow window while reads answer: up %v, out %q; want not_committing", r.Up(s), st.Out)
+	}
+
+	// Reads that do not answer either: a slow server, the slow rule's.
+	f.set(func(f *commitFakes) { f.commit, f.diagErr = nil, nil })
+	r.probe(s)
+	f.set(func(f *commitFakes) { f.commit, f.diagErr = timeout, timeout })
+	r.probeUp(s)
+	r.probeUp(s)
+	clock.advance(r.SlowWindow())
+	r.probeUp(s)
+	if st := r.State(s); r.Up(s) || st.Out != OutSlow {
+		t.Fatalf("writes and reads out of time for the slow window: up %v, out %q; want slow", r.Up(s), st.Out)
+	}
+}
+
+// TestProbeWithoutTable: on a schema without commit_probes the prober
+// commits a ticket nobody receives instead (Hooks.ProbeTicket); where it
+// cannot (refused for Tickets64), it says so and judges the server by its
+// settings check alone, as before.
+func TestProbeWithoutTable(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[1]
+	f := &commitFakes{}
+	f.install(r)
+	noTable := fmt.Errorf("%w: Error 1146: Table 'tickets.commit_probes' doesn't exist", conn.ErrNoProbeTable)
+	f.set(func(f *commitFakes) {
+		f.commit, f.ticket = noTable, fmt.Errorf("server 2: REPLACE INTO Tickets64: %w", context.DeadlineExceeded)
+	})
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	r.probe(s)
+	if r.Up(s) || len(f.tickets) != 1 || f.tickets[0] != s {
+		t.Fatalf("no table, the ticket write timed out: up %v, tickets asked %d; want out, one ticket tried on server 2", r.Up(s), len(f.tickets))
+	}
+	f.set(func(f *commitFakes) { f.ticket = nil })
+	r.probe(s)
+	if !r.Up(s) {
+		t.Fatal("no table, a ticket committed: still out, want back")
+	}
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	f.set(func(f *commitFakes) { f.ticket = fmt.Errorf("%w: it is refused for Tickets64", ErrCannotProbe) })
+	r.probe(s)
+	if !r.Up(s) {
+		t.Fatal("no write possible, settings fine: still out, want it judged by its settings check alone")
+	}
+}
+
+// TestNotCommittingEarly: a server in rotation whose write is still waiting
+// after CallTimeout (its deadline backed off by requests that timed out) is
+// asked meanwhile, and leaves the rotation as soon as it says it cannot
+// commit, not when the write gives up.
+func TestNotCommittingEarly(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[0]
+	f := &commitFakes{}
+	f.install(r)
+	release := make(chan struct{})
+	r.commitWrite = func(ctx context.Context, _ *conn.Server, _ *conn.Session) error {
+		<-release
+		return fmt.Errorf("server 1: committing a probe: %w", context.DeadlineExceeded)
+	}
+	f.set(func(f *commitFakes) {
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Decisive: true,
+			Stalls: []conn.Stall{{State: "Waiting for someone to free space", Count: 1, Oldest: 2 * time.Second}}}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.probeUp(s)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Up(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("server 1 still in rotation 10 s into a write that waits, the server saying its disk is full")
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
+	}
+	select {
+	case <-done:
+		t.Fatal("probeUp returned before the write did")
+	default:
+	}
+	if st := r.State(s); st.Out != OutNoCommit || !strings.Contains(st.OutDetail, "its disk is full") {
+		t.Fatalf("out %q (%q), want not_committing with the cause", st.Out, st.OutDetail)
+	}
+	close(release)
+	<-done
+}
+
+// TestRecheckCommits: the on-the-spot check of a server out of rotation (a
+// failover lease's) passes only once a write commits there, as a rejoin.
+func TestRecheckCommits(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[1]
+	f := &commitFakes{}
+	f.install(r)
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	f.set(func(f *commitFakes) {
+		f.commit = fmt.Errorf("server 2: committing a probe: %w", context.DeadlineExceeded)
+	})
+	if err := r.Recheck(context.Background(), s); err == nil {
+		t.Fatal("Recheck of a server whose write does not commit: nil, want an error")
+	}
+	f.set(func(f *commitFakes) { f.commit = nil })
+	if err := r.Recheck(context.Background(), s); err != nil {
+		t.Fatalf("Recheck of a server that commits: %v", err)
+	}
+	if r.Up(s) {
+		t.Fatal("Recheck put the server back: only the prober does")
+	}
+}
+
+// TestSlowStartNotRelabelled: a server out of rotation (stopped) that
+// answers again but whose first write is slow (a server opening its tables
+// after a restart) keeps its reason; one that says it cannot commit is out
+// as not committing from then on.
+func TestSlowStartNotRelabelled(t *testing.T) {
+	r, _ := offlineRotation(t, 2)
+	s := r.servers[0]
+	f := &commitFakes{}
+	f.install(r)
+	r.TakeOut(s, OutDead, fmt.Errorf("refused"))
+	f.set(func(f *commitFakes) {
+		f.commit = fmt.Errorf("server 1: committing a probe: %w", context.DeadlineExceeded)
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Stalls: []conn.Stall{{State: "Opening tables", Count: 3, Oldest: time.Second}}}
+	})
+	r.probe(s)
+	if st := r.State(s); st.Out != OutDead {
+		t.Fatalf("a slow first write after a restart: out %q, want dead kept", st.Out)
+	}
+	f.set(func(f *commitFakes) {
+		f.diag = conn.Diagnosis{Read: time.Millisecond, Decisive: true, Stalls: []conn.Stall{{State: "Waiting for backup lock", Count: 1, Oldest: time.Second}}}
+	})
+	r.probe(s)
+	if st := r.State(s); st.Out != OutNoCommit || !strings.Contains(st.OutDetail, "global read lock") {
+		t.Fatalf("a server saying a global read lock holds its writes: out %q (%q), want not_committing", st.Out, st.OutDetail)
 	}
 }

@@ -38,13 +38,17 @@ const (
 	// (release 3). The same schema.sql lets the catalog name any table of
 	// Flickr's shape (sequence adopt).
 	Starts
+	// Probes: table commit_probes, the row whose change tells that a
+	// server commits (release 3); without it the probe is a Tickets64
+	// ticket nobody receives.
+	Probes
 )
 
 // The features of each release's schema.sql.
 const (
 	Release1 Feature = 0
 	Release2         = Catalog | Counters | Pins | Writer
-	Release3         = Release2 | Finalize | Starts
+	Release3         = Release2 | Finalize | Starts | Probes
 	// Current is what this release's schema.sql holds.
 	Current = Release3
 )
@@ -60,6 +64,7 @@ var names = []struct {
 	{Pins, "sequence_pins", "name", "table sequence_pins (the definitions served)"},
 	{Writer, "high_water", "writer", "column high_water.writer"},
 	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
+	{Probes, "commit_probes", "probes", "table commit_probes (the write that tells a server commits)"},
 	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)"},
 }
 

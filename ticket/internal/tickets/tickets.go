@@ -64,8 +64,8 @@ type Taker struct {
 	rot   *rotation.Rotation
 	marks *marks.Book
 	lt    *life.Life
-	// raw64 is Tickets64 taken as it is: Ticket64, the probe of a server
-	// timing out, and the candidates of worker leases.
+	// raw64 is Tickets64 taken as it is: Ticket64, the prober's write on a
+	// schema without commit_probes, and the candidates of worker leases.
 	raw64 *Counter
 	// rowPrefix[i] is the UPDATE that takes a ticket of a row of counters
 	// on server i, up to the quoted name (rowStatement).
@@ -91,16 +91,26 @@ func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, marks 
 // Raw64 is Tickets64 taken as it is.
 func (tk *Taker) Raw64() *Counter { return tk.raw64 }
 
-// Probe tries s the way a request would: one REPLACE INTO Tickets64, a
-// ticket nobody receives (numbers are burnt, never repeated), whose outcome
-// counts as a request's (Hooks.ProbeTicket). False when s is refused for
-// Tickets64: then it cannot tell.
-func (tk *Taker) Probe(ctx context.Context, s *conn.Server) bool {
+// Probe commits a write of ticketd's own on s where it has no table
+// commit_probes (Hooks.ProbeTicket, the schema of an earlier release): one
+// REPLACE INTO Tickets64, a ticket nobody receives (numbers are burnt,
+// never repeated), checked like any other. Its session is the prober's,
+// which judges the outcome. rotation.ErrCannotProbe when s is refused for
+// Tickets64 (a rewound counter must not be moved by probes, which would
+// pass its mark without the margin a repair adds) or cannot take one there
+// (no table, no grant, exhausted).
+func (tk *Taker) Probe(ctx context.Context, s *conn.Server) error {
 	if tk.marksOf(tk.raw64).Rewound()&(1<<s.Idx) != 0 {
-		return false
+		return fmt.Errorf("%w: it is refused for Tickets64", rotation.ErrCannotProbe)
 	}
-	_, _ = tk.TakeOn(ctx, s, tk.raw64, true)
-	return true
+	_, err := tk.TakeOnAs(ctx, s, tk.raw64, true, conn.OpProbe)
+	switch {
+	case err == nil, errors.Is(err, spec.ErrParity):
+		return err
+	case errors.Is(err, spec.ErrRewound), errors.Is(err, spec.ErrMisconfigured), errors.Is(err, spec.ErrSequenceExhausted):
+		return fmt.Errorf("%w: %w", rotation.ErrCannotProbe, err)
+	}
+	return err
 }
 
 // rowStatement is the statement that takes a ticket of sequence name (which
