@@ -28,6 +28,24 @@ func needsMariaDB(t *testing.T) {
 	}
 }
 
+// scriptEnv is this process's environment without the variables db.sh
+// reads (VAR, SERVERS, LISTEN, DBn_PORT): make exports them, so a test run
+// by `make test` would otherwise hand db.sh the developer's own pair (ports
+// 3307 and 3308) beside the test's.
+func scriptEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "VAR", name == "SERVERS", name == "LISTEN":
+		case strings.HasPrefix(name, "DB") && strings.HasSuffix(name, "_PORT"):
+		default:
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // dbScript runs scripts/db.sh with the given environment.
 type dbScript struct {
 	t   *testing.T
@@ -44,7 +62,7 @@ func newDB(t *testing.T) *dbScript { return newDBN(t, 2) }
 func newDBN(t *testing.T, n int) *dbScript {
 	t.Helper()
 	d := &dbScript{t: t, Var: t.TempDir()}
-	d.env = append(os.Environ(), "VAR="+d.Var, "SERVERS=")
+	d.env = append(scriptEnv(), "VAR="+d.Var, "SERVERS=")
 	for i := 1; i <= n; i++ {
 		d.env = append(d.env, "DB"+strconv.Itoa(i)+"_PORT="+strconv.Itoa(proctest.FreePort(t)))
 	}
@@ -146,7 +164,7 @@ func TestDBHash(t *testing.T) {
 func TestDBServersRefused(t *testing.T) {
 	for _, n := range []string{"3", "0", "1", "5", "32", "four"} {
 		cmd := exec.Command("bash", "db.sh", "up")
-		cmd.Env = append(os.Environ(), "VAR="+t.TempDir(), "SERVERS="+n)
+		cmd.Env = append(scriptEnv(), "VAR="+t.TempDir(), "SERVERS="+n)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {

@@ -221,7 +221,7 @@ func newGuideWork(t *testing.T) *guideWork {
 		}
 	}
 	g := &guideWork{t: t, dir: work, ports: ports}
-	g.env = append(os.Environ(), "VAR="+filepath.Join(work, "var"), "DB1_PORT="+g.port("3307"), "DB2_PORT="+g.port("3308"))
+	g.env = append(scriptEnv(), "VAR="+filepath.Join(work, "var"), "DB1_PORT="+g.port("3307"), "DB2_PORT="+g.port("3308"))
 	t.Cleanup(func() {
 		g.sh("db.sh down", "scripts/db.sh down")
 		// The replica, if the test stopped before it was promoted.
