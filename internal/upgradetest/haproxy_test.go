@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"ticketd/internal/doccheck"
-	"ticketd/internal/mariadb"
 	"ticketd/internal/proctest"
 	"ticketd/internal/testcert"
 )
@@ -45,120 +43,46 @@ func haproxyBinary(t *testing.T) string {
 	return ""
 }
 
-// deployConfig returns the haproxy block of docs/deploy.md with this
-// test's addresses in it: the frontend on front with a certificate made
-// here, in every backend the first server lines on servers (the others
-// removed), and a stats socket to read the servers' state. Nothing else
-// changes: the backends, checks, timeouts and retries are the guide's.
-// Each change must apply exactly once, so that a changed guide fails here
-// rather than running something else.
-func deployConfig(t *testing.T, front, pem, sock string, servers []string) string {
-	t.Helper()
-	path := filepath.Join(mariadb.RepoRoot(), "docs", "deploy.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := doccheck.Parse("docs/deploy.md", string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []doccheck.Block
-	for _, bl := range doc.Blocks {
-		if bl.Lang == "haproxy" {
-			blocks = append(blocks, bl)
-		}
-	}
-	if len(blocks) != 1 {
-		t.Fatalf("docs/deploy.md: %d haproxy blocks, want 1", len(blocks))
-	}
-	cfg := strings.Join(blocks[0].Body, "\n") + "\n"
-	replace := func(re, with string) {
-		t.Helper()
-		r := regexp.MustCompile(re)
-		if n := len(r.FindAllStringIndex(cfg, -1)); n != 1 {
-			t.Fatalf("docs/deploy.md:%d: %d matches of %q in the haproxy block, want 1", blocks[0].Line, n, re)
-		}
-		cfg = r.ReplaceAllLiteralString(cfg, with)
-	}
-	replace(`(?m)^global\n`, "global\n    stats socket "+sock+" mode 600 level admin\n")
-	replace(`(?m)^(\s*bind )\S+( ssl crt )/etc/haproxy/ticketd\.pem`, "    bind "+front+" ssl crt "+pem)
-	// In every backend, its first server lines on the hosts, the others gone.
-	section := regexp.MustCompile(`(?m)^(backend|frontend|defaults|global|listen)\b`)
-	server := regexp.MustCompile(`(?m)^(\s*server (\S+) )\S+( check.*)?\n`)
-	var out strings.Builder
-	backends := 0
-	for _, sec := range splitBefore(cfg, section) {
-		lines := server.FindAllStringSubmatchIndex(sec, -1)
-		if strings.HasPrefix(sec, "backend") {
-			backends++
-			if len(lines) < len(servers) {
-				t.Fatalf("docs/deploy.md:%d: a backend with %d server lines, want at least %d", blocks[0].Line, len(lines), len(servers))
-			}
-		}
-		last := 0
-		for i, m := range lines {
-			out.WriteString(sec[last:m[0]])
-			if i < len(servers) {
-				out.WriteString(sec[m[2]:m[3]] + servers[i] + sec[m[6]:m[7]] + "\n")
-			}
-			last = m[1]
-		}
-		out.WriteString(sec[last:])
-	}
-	if backends == 0 {
-		t.Fatalf("docs/deploy.md:%d: no backend in the haproxy block", blocks[0].Line)
-	}
-	return out.String()
-}
-
-// splitBefore cuts s before each match of re: the sections of a
-// configuration.
-func splitBefore(s string, re *regexp.Regexp) []string {
-	var parts []string
-	last := 0
-	for _, m := range re.FindAllStringIndex(s, -1) {
-		if m[0] > last {
-			parts = append(parts, s[last:m[0]])
-		}
-		last = m[0]
-	}
-	return append(parts, s[last:])
-}
-
-// startBalancer runs HAProxy in front of the hosts, in the foreground, its
-// log (one line per request: option httplog) in a file; stopped by PID
-// when the test ends. It waits until HAProxy sees every host up.
-func startBalancer(t *testing.T, hosts []*host) *balancer {
+// startBalancer runs HAProxy in front of the hosts with the configuration
+// cf names, in the foreground, its log (one line per request: option
+// httplog) in a file; stopped by PID when the test ends. It waits until
+// HAProxy sees every host up in every backend.
+func startBalancer(t *testing.T, hosts []*host, cf configFile) *balancer {
 	t.Helper()
 	dir := t.TempDir()
-	ca := testcert.NewCA(t)
-	leaf := ca.Issue("haproxy", "ticketd.test")
-	pem := filepath.Join(dir, "ticketd.pem")
-	var both []byte
-	for _, f := range []string{leaf.CertFile, leaf.KeyFile} {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	b := &balancer{t: t, addr: proctest.FreeAddr(t), sock: filepath.Join(dir, "haproxy.sock"), logPath: filepath.Join(dir, "haproxy.log")}
+	var cfg string
+	switch cf {
+	case docsDeploy:
+		ca := testcert.NewCA(t)
+		leaf := ca.Issue("haproxy", "ticketd.test")
+		pem := filepath.Join(dir, "ticketd.pem")
+		var both []byte
+		for _, f := range []string{leaf.CertFile, leaf.KeyFile} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			both = append(both, b...)
+		}
+		if err := os.WriteFile(pem, both, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		both = append(both, b...)
+		b.tls = &tls.Config{RootCAs: ca.Pool, ServerName: "ticketd.test"}
+		cfg = docsConfig(t, b.addr, pem)
+	case shippedRetrying:
+		cfg = shippedConfig(t, b.addr)
+	default:
+		t.Fatalf("no HAProxy configuration %d", cf)
 	}
-	if err := os.WriteFile(pem, both, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := &balancer{t: t, addr: proctest.FreeAddr(t), sock: filepath.Join(dir, "haproxy.sock"), logPath: filepath.Join(dir, "haproxy.log"),
-		tls: &tls.Config{RootCAs: ca.Pool, ServerName: "ticketd.test"}}
-	var addrs []string
-	for _, h := range hosts {
-		addrs = append(addrs, h.addr)
-	}
+	cfg = forTest(t, cf, cfg, b.sock, hosts)
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfgPath, []byte(deployConfig(t, b.addr, pem, b.sock, addrs)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bin := haproxyBinary(t)
 	if out, err := exec.Command(bin, "-c", "-f", cfgPath).CombinedOutput(); err != nil {
-		t.Fatalf("haproxy -c on docs/deploy.md's configuration: %v\n%s", err, out)
+		t.Fatalf("haproxy -c on %s: %v\n%s", cf, err, out)
 	}
 	logf, err := os.Create(b.logPath)
 	if err != nil {

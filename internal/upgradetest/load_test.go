@@ -80,7 +80,7 @@ type values struct {
 }
 
 // load is clients sending requests through the balancer at a bounded rate,
-// each on a keep-alive TLS connection of its own, each request once: a
+// each on a keep-alive connection of its own (TLS when tls is set), each request once: a
 // failure (a connection error, a status other than 200, an answer that is
 // not the values asked for) is counted, never retried, and the client
 // opens a new connection. It stops when told, or after maxDuration.
@@ -163,7 +163,12 @@ func (l *load) client(got map[*phase]*values, i int) {
 		if c == nil {
 			var err error
 			d := &net.Dialer{Timeout: 5 * time.Second}
-			if c, err = tls.DialWithDialer(d, "tcp", l.addr, l.tls); err != nil {
+			if l.tls != nil {
+				c, err = tls.DialWithDialer(d, "tcp", l.addr, l.tls)
+			} else {
+				c, err = d.Dial("tcp", l.addr)
+			}
+			if err != nil {
 				p.fail("connect: " + err.Error())
 				c = nil
 				continue

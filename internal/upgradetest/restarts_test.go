@@ -7,11 +7,13 @@ import (
 
 // restarts replaces each host's ticketd by the same release, n times in
 // turn, under the load, with nothing else going on: the stops of a release
-// on the settings it documented, behind docs/deploy.md's HAProxy. Release
-// 1 has no drain delay: at SIGTERM it closes its idle keep-alive
+// on the settings it documented, behind one of the HAProxy configurations.
+// Release 1 has no drain delay: at SIGTERM it closes its idle keep-alive
 // connections at once, and a request HAProxy has just sent on one gets no
-// answer; docs/deploy.md's retry-on empty-response sends it again (without
-// it, 1 to 4 requests failed per ten restarts at 1,600 requests/s).
+// answer. Both configurations then send it again (retry-on
+// empty-response: docs/deploy.md's has it, and the shipped one gets the
+// line docs/upgrade-test.md tells an operator to add); without it, 1 to 5
+// requests failed per ten restarts at 1,600 requests/s.
 func (s *scenario) restarts(n int) []*phase {
 	s.deploy(fmt.Sprintf("release %d, nothing stopped", s.old.Number))
 	s.hold(s.tm.hold)

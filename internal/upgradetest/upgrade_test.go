@@ -76,21 +76,24 @@ func TestUpgrade(t *testing.T) {
 		t.Run(fmt.Sprintf("from-release-%d/%s", p.from.Number, p.order), func(t *testing.T) {
 			s := &scenario{t: t, old: built[p.from.Number], newBin: newBin, order: p.order, tm: tm}
 			phases := s.run()
-			t.Logf("release %d to %d, %s, %d clients at %.0f requests/s each, through HAProxy:\n%s",
-				p.from.Number, ticket.Release, p.order, tm.clients, tm.rate, figures(phases))
+			t.Logf("release %d to %d, %s, %d clients at %.0f requests/s each, through HAProxy with %s:\n%s",
+				p.from.Number, ticket.Release, p.order, tm.clients, tm.rate, s.cf, figures(phases))
 			s.check(phases)
 		})
 	}
 	if *full {
 		// The oldest release, which has no drain delay, stopped and started
-		// again and again under four times the load.
+		// again and again under four times the load, behind each
+		// configuration an operator may run.
 		r := prev[0]
-		t.Run(fmt.Sprintf("release-%d-restarts", r.Number), func(t *testing.T) {
-			s := &scenario{t: t, old: built[r.Number], newBin: newBin, tm: restartTiming}
-			phases := s.restarts(10)
-			t.Logf("release %d restarted 10 times, %d clients at %.0f requests/s each, through HAProxy:\n%s",
-				r.Number, restartTiming.clients, restartTiming.rate, figures(phases))
-			s.check(phases)
-		})
+		for _, cf := range []configFile{docsDeploy, shippedRetrying} {
+			t.Run(fmt.Sprintf("release-%d-restarts/%s", r.Number, cf.slug()), func(t *testing.T) {
+				s := &scenario{t: t, old: built[r.Number], newBin: newBin, cf: cf, tm: restartTiming}
+				phases := s.restarts(10)
+				t.Logf("release %d restarted 10 times, %d clients at %.0f requests/s each, through HAProxy with %s:\n%s",
+					r.Number, restartTiming.clients, restartTiming.rate, cf, figures(phases))
+				s.check(phases)
+			})
+		}
 	}
 }
