@@ -15,6 +15,8 @@
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
+#   make upgrade-test  every earlier release, built from its commit in
+#                  CHANGELOG.md, upgraded live to this one under load; figures
 #   make image     the container image (deploy/Containerfile) with podman or buildah
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #   make db-rotate-passwords  a new password for every account on the running
@@ -241,6 +243,19 @@ chaos: build db-install toxiproxy
 		$(BIN)/chaos -servers 4 -duration $(CHAOS_FOUR_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
 			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd; \
 	fi
+
+# The upgrade test (internal/upgradetest, docs/upgrade-test.md): builds each
+# earlier release CHANGELOG.md names from its commit (a temporary git worktree
+# each; a shallow clone fails, saying git fetch --unshallow) and upgrades a
+# live deployment from each to this one under load through HAProxy, binaries
+# first and schema first, with a rollback and the finalize; then restarts
+# release 1's ticketd ten times behind two HAProxy configurations. About 12
+# minutes; one figure table per path.
+# A short version (release 1, binaries first, about a minute) runs in make test.
+UPGRADE_TIMEOUT ?= 30m
+.PHONY: upgrade-test
+upgrade-test: test-packages
+	$(GO) test -count=1 -v -timeout $(UPGRADE_TIMEOUT) -run '^TestUpgrade$$' ./internal/upgradetest -upgrade.full
 
 # The container image: a static binary (no libc, so it runs FROM scratch) and
 # deploy/Containerfile, built by podman or buildah; scripts/image.sh installs

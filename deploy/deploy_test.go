@@ -107,6 +107,15 @@ func TestHAProxyConfig(t *testing.T) {
 		!regexp.MustCompile(`backend tickets\n(?:[^\n]*\n)*?\s*http-check send meth GET uri /readyz/tickets\n`).MatchString(cfg) {
 		t.Error("/v1/tickets/ is not routed to a backend checked on GET /readyz/tickets")
 	}
+	// Releases 1 and 2 answer /readyz/tickets 404: an upgrade's old fleet
+	// must still get tickets (make upgrade-test runs one, with docs/deploy.md's).
+	if !regexp.MustCompile(`backend tickets
+(?:[^
+]*
+)*?\s*http-check expect rstatus \^\(200\|404\)\$
+`).MatchString(cfg) {
+		t.Error("the tickets backend's check does not take 404 (a ticketd of release 1 or 2) as ready")
+	}
 }
 
 // TestNginxConfig: nginx -t accepts deploy/nginx/ticketd.conf inside a
