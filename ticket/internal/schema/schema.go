@@ -38,13 +38,19 @@ const (
 	// (release 3). The same schema.sql lets the catalog name any table of
 	// Flickr's shape (sequence adopt).
 	Starts
+	// Public: sequences.key_check and sequence_pins.key_check, public
+	// sequences and their pins (release 3).
+	Public
+	// Keys: deployment.key_check and deployment.balanced_bits, the
+	// deployment's record of its key and its balanced low bits (release 3).
+	Keys
 )
 
 // The features of each release's schema.sql.
 const (
 	Release1 Feature = 0
 	Release2         = Catalog | Counters | Pins | Writer
-	Release3         = Release2 | Finalize | Starts
+	Release3         = Release2 | Finalize | Starts | Public | Keys
 	// Current is what this release's schema.sql holds.
 	Current = Release3
 )
@@ -61,6 +67,10 @@ var names = []struct {
 	{Writer, "high_water", "writer", "column high_water.writer"},
 	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
 	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)"},
+	{Public, "sequences", "key_check", "column sequences.key_check (public sequences)"},
+	{Public, "sequence_pins", "key_check", "column sequence_pins.key_check (public sequences' pins)"},
+	{Keys, "deployment", "key_check", "column deployment.key_check (the deployment's key, checked at start)"},
+	{Keys, "deployment", "balanced_bits", "column deployment.balanced_bits (the deployment's balanced low bits)"},
 }
 
 // Has reports whether f holds every feature of want.
