@@ -63,6 +63,11 @@ var (
 	// upgrade status says which); or this ticketd is older than the release
 	// the deployment was finalized at.
 	ErrUpgrade = errors.New("ticket: upgrade not finished")
+	// ErrNoKey: a public sequence's values are permuted under a key this
+	// ticketd does not hold (no Config.IDKeys, or a ring without the key
+	// whose check value the sequence names). Its values are refused, never
+	// handed out raw; the message names the check value wanted.
+	ErrNoKey = errors.New("ticket: no key for a public sequence")
 	// ErrClosed: the Pair was closed.
 	ErrClosed = errors.New("ticket: pair closed")
 )
