@@ -39,6 +39,9 @@ type (
 	SequenceProblem = sequence.Problem
 	// SequenceStat is one named sequence as this Pair has used it.
 	SequenceStat = sequence.Stat
+	// KeyError is why a public sequence is refused for want of its key
+	// (errors.Is(err, ErrNoKey); errors.As gives the check value wanted).
+	KeyError = spec.KeyError
 	// KeySource is the operator's keys as the Pair reads them
 	// (Config.IDKeys): publicid.Store is one.
 	KeySource = spec.KeySource

@@ -2,7 +2,6 @@ package sequence
 
 import (
 	"fmt"
-	"strings"
 
 	"ticketd/publicid"
 	"ticketd/ticket/internal/spec"
@@ -73,11 +72,9 @@ func keyProblem(si spec.SequenceInfo, r *publicid.Ring) error {
 	case !si.Public():
 		return nil
 	case r == nil:
-		return fmt.Errorf("%w: sequence %q is public, permuted under the key with check value %s, and this ticketd has no key file (-id-key-file): it refuses the sequence rather than hand out its counter's values",
-			spec.ErrNoKey, si.Name, si.KeyCheck)
+		return &spec.KeyError{Sequence: si.Name, KeyCheck: si.KeyCheck}
 	case !r.Has(si.KeyCheck):
-		return fmt.Errorf("%w: sequence %q is public, permuted under the key with check value %s, which this ticketd's key file does not hold (it holds %s): add that key to the key file (it may follow the encoding key), then send SIGHUP",
-			spec.ErrNoKey, si.Name, si.KeyCheck, strings.Join(r.Checks(), ", "))
+		return &spec.KeyError{Sequence: si.Name, KeyCheck: si.KeyCheck, Held: r.Checks()}
 	}
 	return nil
 }
