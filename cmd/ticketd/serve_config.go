@@ -64,6 +64,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	if err := checkPositive(o); err != nil {
 		return c, err
 	}
+	if err := c.keys(o); err != nil {
+		return c, err
+	}
 	// Every statement on the ticket servers timed, for /metrics.
 	calls := &frontend.CallDurations{}
 	if err := c.pairConfig(o, calls); err != nil {
@@ -160,6 +163,20 @@ func (c *serveConfig) process(o serveOptions) error {
 	}
 	c.clock, c.clockOffset = newClock(o.clockOffset), o.clockOffset
 
+	return nil
+}
+
+// keys: -id-key-file, read now (a bad one is a usage error); nothing of it
+// is ever logged but its keys' check values.
+func (c *serveConfig) keys(o serveOptions) error {
+	if o.idKeyFile == "" {
+		return nil
+	}
+	st, err := publicid.Open(o.idKeyFile)
+	if err != nil {
+		return usagef("-id-key-file: %v", err)
+	}
+	c.idKeys = st
 	return nil
 }
 
@@ -292,16 +309,8 @@ func (c *serveConfig) frontendConfig(o serveOptions, calls *frontend.CallDuratio
 	c.frontend.CallDurations, c.frontend.Version = calls, version
 	// access: tokens and HTTPS.
 	c.access.apply(&c.frontend)
-	// Public forms: the key file, read now (a bad one is a usage error);
-	// nothing of it is ever logged but its keys' check values.
-	if o.idKeyFile != "" {
-		st, err := publicid.Open(o.idKeyFile)
-		if err != nil {
-			return usagef("-id-key-file: %v", err)
-		}
-		c.idKeys = st
-		c.frontend.IDKeys = st
-	}
+	// Public forms (keys).
+	c.frontend.IDKeys = c.idKeys
 	c.frontend.Clock = c.clock
 	if err := c.frontend.Validate(); err != nil {
 		return usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
