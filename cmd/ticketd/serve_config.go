@@ -234,6 +234,11 @@ func (c *serveConfig) pairConfig(o serveOptions, calls *frontend.CallDurations) 
 	c.pair.MaxOpenConns = o.maxDBConns
 	// metrics: every statement on the ticket servers timed, for /metrics.
 	c.pair.Observe = calls.Observe
+	// Public sequences: their permutations come from the keys (never an
+	// interface holding a nil Store: without a key file, none).
+	if c.idKeys != nil {
+		c.pair.IDKeys = c.idKeys
+	}
 	if err := c.pair.Validate(); err != nil {
 		return usagef("-servers/-database/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}
