@@ -30,6 +30,9 @@ type serveConfig struct {
 	listen                string
 	holder                string
 	logger                *slog.Logger
+
+	// balancedAuto: -balanced-bits not given: it adopts the record too.
+	balancedAuto bool
 	// clock is the system clock, shifted by -clock-offset when set.
 	clock       snowflake.Clock
 	clockOffset time.Duration
@@ -290,6 +293,7 @@ func (c *serveConfig) keeperConfig(o serveOptions) error {
 	c.keeper.Logger = c.logger
 	c.keeper.Clock = c.clock
 	c.keeper.BalancedBits = o.balancedBits
+	c.balancedAuto = !o.balancedBitsGiven
 	if err := c.keeper.Validate(); err != nil {
 		return usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout/-balanced-bits: %v", err)
 	}
