@@ -380,7 +380,7 @@ func checkExtras(servers []*conn.Server, want Deployment, ring *publicid.Ring, r
 		}
 		if ring != nil && r.KeyCheck != "" && !ring.Has(r.KeyCheck) {
 			errs = append(errs, fmt.Errorf("%w: %s records the key with check value %s; this ticketd's key file (-id-key-file) holds %s (the encoding key first): "+
-				"every ticketd of a deployment holds the recorded key (docs/operations.md, \"Keys\")",
+				"every ticketd of a deployment holds the recorded key (docs/operations.md, \"The deployment records its key\")",
 				spec.ErrDeploymentMismatch, servers[i].Name, r.KeyCheck, strings.Join(ring.Checks(), ", ")))
 		}
 		if r.BalancedBits.Valid && int(r.BalancedBits.Int16) != want.BalancedBits {

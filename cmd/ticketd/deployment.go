@@ -31,7 +31,8 @@ const deploymentUsage = `usage: ticketd deployment show [-servers A,B] [-user U]
        ticketd deployment set [-id-key-file F] [-balanced-bits N] [flags]
 
 The deployment record: what every ticketd of the deployment shares, as each
-ticket server records it (docs/operations.md, "Keys").
+ticket server records it (docs/operations.md, "The deployment records its
+key").
 
   show  each server's record: layout, epoch, first start, the release the
         upgrade was finalized at, the check value of the key of public

@@ -43,7 +43,7 @@ func (inv *inventory) recordedKey(ctx context.Context) (string, error) {
 		case len(recs[i]) == 0:
 			problems = append(problems, fmt.Sprintf("%s holds no deployment record: start a ticketd of this release on the deployment first (it records the deployment)", s.Name))
 		case recs[i][0] == "":
-			problems = append(problems, fmt.Sprintf("%s records no key: start a ticketd with -id-key-file first (it records its encoding key's check value; docs/operations.md, \"Keys\")", s.Name))
+			problems = append(problems, fmt.Sprintf("%s records no key: start a ticketd with -id-key-file first (it records its encoding key's check value; docs/operations.md, \"The deployment records its key\")", s.Name))
 		default:
 			checks[recs[i][0]] = append(checks[recs[i][0]], fmt.Sprint(i+1))
 		}
