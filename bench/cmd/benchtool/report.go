@@ -507,8 +507,9 @@ func runReport(args []string) error {
 	w("| one `Next`, strictly increasing mode (runs alternating with the plain one's) | %.1f ns (plain ÷ strict: %.2f×) |\n", strictNs, clientNs/strictNs)
 	w("| sustained, strictly increasing mode (right after the plain run) | %s IDs/s (strict ÷ plain: %.2f×) |\n", human(strictSustained), strictSustained/clientSustained)
 
-	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd of the same deployment, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
-		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped), "+
+	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd on the same servers, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
+		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped; "+
+		"a deployment of its own, database `tickets_balanced`, since a deployment records its balanced bits), "+
 		"and `/v1/id?after=X` with X an ID one millisecond old, made anew every millisecond by `bench/wrk/after.lua`, whose Lua call per request "+
 		"the plain side pays too (plain `/v1/id` through it: %s requests/s).\n\n", meta["id_rounds"], meta["rounds"], bits, bits, human(ida.a.rps))
 	w("| | requests/s | IDs/s | p99 | plain ticketd requests/s | ratio: median (per round) | |\n|---|---|---|---|---|---|---|\n")
