@@ -55,6 +55,22 @@ func (f *fakeDeployments) EnsureDeployment(_ context.Context, want ticket.Deploy
 	return *f.rec, nil
 }
 
+// settleWith builds serve's config from args and settles the deployment on
+// f; it returns the config and settleDeployment's error.
+func settleWith(t *testing.T, args []string, f *fakeDeployments) (serveConfig, error) {
+	t.Helper()
+	o, err := parseServe(args, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := buildServe(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = settleDeployment(context.Background(), f, &c)
+	return c, err
+}
+
 // TestSettleDeployment: -layout auto and an -epoch not given adopt the
 // record; a new deployment records the new defaults; an explicit layout or
 // epoch that differs from the record is refused; -datacenter must fit the
@@ -95,16 +111,8 @@ func TestSettleDeployment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseServe(tt.args, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := buildServe(o, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
 			f := &fakeDeployments{rec: tt.rec, sneak: tt.sneak}
-			_, err = settleDeployment(context.Background(), f, &c)
+			c, err := settleWith(t, tt.args, f)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("settleDeployment = %v, want an error containing %q", err, tt.wantErr)
@@ -141,16 +149,9 @@ func TestSettleDeployment(t *testing.T) {
 		{"a rival recorded first: adopted", nil, nil, &ticket.Deployment{Layout: "41/0/10/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 6}, 6},
 	} {
 		t.Run("balanced bits: "+tt.name, func(t *testing.T) {
-			o, err := parseServe(tt.args, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := buildServe(o, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
 			f := &fakeDeployments{rec: tt.rec, sneak: tt.sneak}
-			if _, err := settleDeployment(context.Background(), f, &c); err != nil {
+			c, err := settleWith(t, tt.args, f)
+			if err != nil {
 				t.Fatalf("settleDeployment = %v", err)
 			}
 			if int(c.keeper.BalancedBits) != tt.wantBits || f.rec.BalancedBits != tt.wantBits {
