@@ -215,6 +215,21 @@ func TestPublicSequence(t *testing.T) {
 	if _, err := fresh.Next(ctx, "porders"); !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "public (key check "+checkA+")") {
 		t.Fatalf("Next of a public sequence redefined as plain: %v, want ErrMisconfigured naming the pinned key check", err)
 	}
+
+	// Server 2 on a schema without the public columns (release 3's before
+	// them): a public sequence reads as plain there, so it is refused,
+	// and the message says what to load where.
+	createPublicSequence(t, mp.Servers[:], "pthird", 64, 10, checkA)
+	createSequence(t, mp.Servers[:], "plaintwo", 64, 10)
+	mp.Servers[1].Exec(t, "DROP TRIGGER tickets.sequences_immutable; ALTER TABLE tickets.sequences DROP COLUMN key_check")
+	older := openPair(t, mp, func(c *spec.Config) { c.IDKeys = withA })
+	_, err = older.Next(ctx, "pthird")
+	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "server 2 holds a schema without column sequences.key_check (public sequences)") {
+		t.Fatalf("Next of a public sequence with server 2 on a schema without key_check: %v, want ErrMisconfigured naming server 2 and the column", err)
+	}
+	if _, err := older.Next(ctx, "plaintwo"); err != nil {
+		t.Fatalf("a plain sequence beside it: %v", err)
+	}
 }
 
 func isqrt(n int) int {
