@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"ticketd/publicid"
-
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
