@@ -72,10 +72,19 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --   version     set by the trigger sequences_version from catalog_version: ticketd
 --               reads only the rows whose version is above the last it has seen, so
 --               a new sequence costs it one small read, whatever the catalog's size.
+--   key_check   '' for a plain sequence. Otherwise the sequence is public: ticketd
+--               hands out a keyed permutation of each counter value over the
+--               sequence's range (`ticketd sequence create NAME -public`), under the
+--               operator's key whose check value this is (a keyed digest of the key
+--               that names it, never the key: the key stays with ticketd). A ticketd
+--               without that key refuses the sequence. Releases 1 and 2 ignore the
+--               column and would hand out the raw counter values, which can equal
+--               public values already handed out: public sequences are created only
+--               once the upgrade is finalized.
 --
 -- Written by: `ticketd sequence create` (or the DBA: INSERT). Read by: ticketd, which
 -- looks names up here and never builds SQL from request text. A sequence's bits,
--- table and block size can never change once created, and a sequence cannot be
+-- table, block size and key check can never change once created, and a sequence cannot be
 -- deleted (the triggers below refuse both): a smaller block size would make new
 -- blocks overlap values that were already handed out. TRUNCATE skips triggers;
 -- ticketd's pins (sequence_pins) catch a sequence redefined that way.
@@ -96,6 +105,7 @@ CREATE TABLE IF NOT EXISTS sequences (
   block_size  BIGINT UNSIGNED NOT NULL DEFAULT 1,
   created_at  DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   version     BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  key_check   VARCHAR(32)     NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$'),
   PRIMARY KEY (name),
   UNIQUE KEY table_name (table_name),
   KEY version (version),
@@ -109,6 +119,9 @@ CREATE TABLE IF NOT EXISTS sequences (
 ALTER TABLE sequences MODIFY table_name VARCHAR(64) NULL,
   ADD COLUMN IF NOT EXISTS version BIGINT UNSIGNED NOT NULL DEFAULT 0,
   ADD INDEX IF NOT EXISTS version (version);
+-- Public sequences (release 3): every row made before is plain ('').
+ALTER TABLE sequences
+  ADD COLUMN IF NOT EXISTS key_check VARCHAR(32) NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$');
 -- A catalog made by an older schema.sql names only Tickets64, Tickets32 and seq_*
 -- tables: its check becomes the one above (which every such name passes), once.
 SET @relax_table_ok = (SELECT IF(COUNT(*) = 0, 'DO 0',
@@ -139,7 +152,7 @@ CREATE TRIGGER sequences_immutable BEFORE UPDATE ON sequences FOR EACH ROW
 BEGIN
   IF NOT (NEW.name <=> OLD.name AND NEW.table_name <=> OLD.table_name
           AND NEW.bits <=> OLD.bits AND NEW.block_size <=> OLD.block_size
-          AND NEW.version <=> OLD.version) THEN
+          AND NEW.version <=> OLD.version AND NEW.key_check <=> OLD.key_check) THEN
     SIGNAL SQLSTATE '45000'
       SET MESSAGE_TEXT = 'a sequence cannot change once created: create a new one instead';
   END IF;
@@ -204,9 +217,9 @@ CREATE TABLE IF NOT EXISTS counters (
 -- ---------------------------------------------------------------------------
 -- The definitions ticketd has served: written before a sequence's first value is
 -- handed out (and by `ticketd sequence create`), never changed. A catalog row that
--- no longer matches its pin (bits, block size, table) is refused, after a restart
--- too: the guard against a sequence redefined behind the triggers' back
--- (TRUNCATE sequences, then INSERT with a smaller block size).
+-- no longer matches its pin (bits, block size, table, key check) is refused, after a
+-- restart too: the guard against a sequence redefined behind the triggers' back
+-- (TRUNCATE sequences, then INSERT with a smaller block size, or as plain).
 --
 -- Written by: ticketd and `ticketd sequence create` (INSERT IGNORE).
 -- ---------------------------------------------------------------------------
@@ -217,8 +230,11 @@ CREATE TABLE IF NOT EXISTS sequence_pins (
   block_size  BIGINT UNSIGNED  NOT NULL,
   pinned_by   VARCHAR(255)     NOT NULL DEFAULT '',
   pinned_at   DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  key_check   VARCHAR(32)      NOT NULL DEFAULT '',
   PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+-- Public sequences (release 3): the pins made before are of plain ones ('').
+ALTER TABLE sequence_pins ADD COLUMN IF NOT EXISTS key_check VARCHAR(32) NOT NULL DEFAULT '';
 
 -- ---------------------------------------------------------------------------
 -- Where sequences begin. `ticketd sequence create NAME -start N` makes the rows of
@@ -290,6 +306,19 @@ CREATE TABLE IF NOT EXISTS reservation_copies (
 -- mismatch. first_start_ms is the smallest timestamp any ID can carry, which is
 -- what keeps fallback tickets (far below it) disjoint from snowflake IDs.
 --
+-- key_check is the check value of the encoding key of the public forms of IDs
+-- (ticketd serve -id-key-file; a keyed digest that names the key, never the key):
+-- recorded by the first ticketd started with a key file; from then on a ticketd
+-- whose key file does not hold that key refuses to start (one without a key file
+-- starts: it serves no public form). '' until then. It changes only by `ticketd
+-- deployment set -id-key-file F` (a key change, docs/operations.md).
+--
+-- balanced_bits is the deployment's -balanced-bits, recorded by the first ticketd
+-- of release 3: a ticketd not given the flag adopts it, one given another refuses
+-- to start. NULL until then. It changes only by `ticketd deployment set
+-- -balanced-bits N`. Neither column bears on uniqueness: releases 1 and 2 ignore
+-- them.
+--
 -- finalized_release is the release whose upgrade the operator has finalized
 -- (`ticketd upgrade finalize`): what older releases cannot read is used only once
 -- it is at least the release that added it, and a ticketd older than it refuses
@@ -297,8 +326,10 @@ CREATE TABLE IF NOT EXISTS reservation_copies (
 -- release 3 or later records its release at once; one started by release 1 or 2
 -- holds 0 until finalized.
 --
--- Written by: ticketd, once (INSERT IGNORE); finalized_release by `ticketd upgrade
--- finalize` (raised, never lowered). Nothing else changes afterwards.
+-- Written by: ticketd, once (INSERT IGNORE; key_check and balanced_bits by UPDATE
+-- while they are unset); finalized_release by `ticketd upgrade finalize` (raised,
+-- never lowered); key_check and balanced_bits by `ticketd deployment set`. Nothing
+-- else changes afterwards.
 -- ---------------------------------------------------------------------------
 CREATE TABLE IF NOT EXISTS deployment (
   id                TINYINT UNSIGNED NOT NULL DEFAULT 1,
@@ -308,12 +339,17 @@ CREATE TABLE IF NOT EXISTS deployment (
   created_by        VARCHAR(255)     NOT NULL DEFAULT '',
   created_at        DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   finalized_release INT UNSIGNED     NOT NULL DEFAULT 0,
+  key_check         VARCHAR(32)      NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$'),
+  balanced_bits     TINYINT UNSIGNED NULL DEFAULT NULL,
   PRIMARY KEY (id),
   CONSTRAINT deployment_single_row CHECK (id = 1)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 -- A deployment made by an older schema.sql: not finalized (0) until the operator
--- says so.
+-- says so; no key and no balanced bits recorded until a ticketd of release 3 starts.
 ALTER TABLE deployment ADD COLUMN IF NOT EXISTS finalized_release INT UNSIGNED NOT NULL DEFAULT 0;
+ALTER TABLE deployment
+  ADD COLUMN IF NOT EXISTS key_check VARCHAR(32) NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$'),
+  ADD COLUMN IF NOT EXISTS balanced_bits TINYINT UNSIGNED NULL DEFAULT NULL;
 
 -- ---------------------------------------------------------------------------
 -- High-water marks: the highest ticket ticketd has seen from each OTHER server,
@@ -367,13 +403,16 @@ CREATE TABLE IF NOT EXISTS commit_probes (
 --
 --   ticketd_app    what the ticketd daemon needs, no more: REPLACE on the ticket
 --                  tables (INSERT + DELETE), its own rows in the lease, copy,
---                  deployment, high-water and commit-probe tables. No DDL, no
---                  SUPER, no PROCESS (it sees its own statements only).
+--                  deployment, high-water and commit-probe tables (of deployment,
+--                  it may UPDATE key_check and balanced_bits alone: it records
+--                  them when they are unset). No DDL, no SUPER, no PROCESS (it
+--                  sees its own statements only).
 --   ticketd_admin  what `ticketd repair` needs on top: ALTER on the ticket tables,
 --                  to move a rewound AUTO_INCREMENT forward (a rewound row of
 --                  counters it moves with UPDATE, which ticketd_app has); and
 --                  what `ticketd upgrade finalize` needs: UPDATE of
---                  deployment.finalized_release alone.
+--                  deployment.finalized_release alone (and `ticketd deployment
+--                  set`, ticketd_app's UPDATE of key_check and balanced_bits).
 --   ticketd_sequences  what `ticketd sequence create|list|check` needs: read the
 --                  schema (SELECT: the catalog, the counters and marks it lists and
 --                  compares), and INSERT into the catalog, counters, pins and starts, so it
@@ -396,6 +435,7 @@ GRANT SELECT                 ON sequences          TO ticketd_app;
 GRANT SELECT, INSERT, UPDATE ON worker_leases      TO ticketd_app;
 GRANT SELECT, INSERT, UPDATE ON reservation_copies TO ticketd_app;
 GRANT SELECT, INSERT         ON deployment         TO ticketd_app;
+GRANT UPDATE (key_check, balanced_bits) ON deployment TO ticketd_app;
 GRANT SELECT, INSERT, UPDATE ON high_water         TO ticketd_app;
 GRANT SELECT                 ON catalog_version    TO ticketd_app;
 GRANT SELECT, UPDATE         ON counters           TO ticketd_app;

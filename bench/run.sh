@@ -13,7 +13,8 @@
 #      by a Go client straight to the pair, at the same concurrency;
 #      then /v1/id alone against /v1/id while a second wrk saturates the worker
 #      with /v1/ids?n=10000 (mixed), alternating; then against plain ticketd's
-#      own: a second ticketd with -balanced-bits 4 on /v1/id and
+#      own: a second ticketd with -balanced-bits 4 (a deployment of its own,
+#      database tickets_balanced on the same servers) on /v1/id and
 #      /v1/ids?n=4096 (the ceiling, less the values balanced bits skip), and
 #      /v1/id?after=X with X one millisecond old (bench/wrk/after.lua);
 #   5. ticketd's Go client (ticketd/client) against ticketd: one Next from a warm
@@ -225,11 +226,19 @@ say "starting ticketd on 127.0.0.1:$TICKETD_PORT"
 TICKETD_PID=$!
 "$TOOL" bare -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
 BARE_PID=$!
-# A second ticketd of the same deployment with balanced low bits: each
-# millisecond's sequence starts at a random value below 2^BALANCED_BITS.
-say "starting ticketd -balanced-bits $BALANCED_BITS on 127.0.0.1:$BALANCED_PORT"
+# A second ticketd with balanced low bits: each millisecond's sequence starts
+# at a random value below 2^BALANCED_BITS. Balanced bits are recorded per
+# deployment (a ticketd given others than recorded refuses to start), so it is
+# a deployment of its own on the same two servers: schema.sql loaded into a
+# second database, as schema.sql's head says (the sed), and -database.
+for n in 1 2; do
+	sed -E 's/^(CREATE DATABASE IF NOT EXISTS|USE) tickets\b/\1 tickets_balanced/' "$REPO/schema.sql" |
+		mariadb --no-defaults --protocol=socket --socket="$DBVAR/db$n/mariadbd.sock" -uroot ||
+		die "server $n: loading schema.sql into tickets_balanced failed"
+done
+say "starting ticketd -balanced-bits $BALANCED_BITS on 127.0.0.1:$BALANCED_PORT (database tickets_balanced)"
 "$BIN/ticketd" serve -listen "127.0.0.1:$BALANCED_PORT" -balanced-bits "$BALANCED_BITS" \
-	-servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" \
+	-servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" -database tickets_balanced \
 	-password-file "$DBVAR/ticketd.password" -log-level warn \
 	</dev/null >"$RAW/ticketd-balanced.log" 2>&1 &
 BALANCED_PID=$!

@@ -83,6 +83,7 @@ const (
 	warnFallbackNone   = "fallback: no ticket for /v1/id"
 	errTicketExhausted = "tickets: sequence exhausted"
 	errTicketMisconf   = "tickets: sequence misconfigured"
+	errTicketNoKey     = "tickets: public sequence without its key"
 	errTicketShort     = "tickets: short batch"
 	errFallbackRefused = "fallback: ticket refused: not in (0, ceiling)"
 	errSnowflakeLow    = "snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?"
@@ -90,7 +91,7 @@ const (
 
 var (
 	warnKinds  = []string{warnTicketDeadline, warnTicketNoServer, warnTicketFailed, warnFallbackNone}
-	errorKinds = []string{errTicketExhausted, errTicketMisconf, errTicketShort, errFallbackRefused, errSnowflakeLow}
+	errorKinds = []string{errTicketExhausted, errTicketMisconf, errTicketNoKey, errTicketShort, errFallbackRefused, errSnowflakeLow}
 )
 
 // ticketError answers a failed /v1/tickets call. The client gets a message of
@@ -114,6 +115,17 @@ func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
 		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
 		s.warn.Note(warnTicketNoServer, "sequence", name, "err", err)
 		unavailable(ctx, "no ticket server is available")
+	case errors.Is(err, ticket.ErrNoKey):
+		// A public sequence this ticketd holds no key for: never its raw
+		// values. 503: another ticketd of the deployment may hold it, and
+		// a reload of the key file may add it here.
+		s.warn.Note(errTicketNoKey, "sequence", name, "err", err)
+		msg := fmt.Sprintf("sequence %q is public and this ticketd does not hold its key", name)
+		var ke *ticket.KeyError
+		if errors.As(err, &ke) {
+			msg = fmt.Sprintf("sequence %q is public and this ticketd does not hold its key (check value %s): the ticketd log says how", name, ke.KeyCheck)
+		}
+		unavailable(ctx, msg)
 	case errors.Is(err, ticket.ErrSequenceExhausted):
 		// 410 Gone: permanent, so clients stop retrying. Cache-Control:
 		// no-store (set already) keeps caches from remembering it.

@@ -183,6 +183,16 @@ func TestPublicAllocs(t *testing.T) {
 	if got := testing.AllocsPerRun(1000, func() { _, _ = r.Public(id) }); got != 0 && !raceEnabled {
 		t.Errorf("Public: %v allocations, want 0", got)
 	}
+	// A public sequence's value, as ticketd permutes each one it hands out.
+	for _, bits := range []int{32, 63} {
+		s, err := r.Sequence(r.Check(), "orders", bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := testing.AllocsPerRun(1000, func() { _, _ = s.Public(123456) }); got != 0 && !raceEnabled {
+			t.Errorf("Sequence.Public, %d bits: %v allocations, want 0", bits, got)
+		}
+	}
 }
 
 // TestSequence: a public sequence's values are distinct, within its range,
@@ -227,6 +237,13 @@ func TestSequence(t *testing.T) {
 	}
 	if _, err := r.Sequence(CheckValue(make([]byte, 32)), "orders", 32); !errors.Is(err, ErrNoKey) {
 		t.Errorf("a key the ring lacks: got %v, want ErrNoKey", err)
+	}
+	if !r.Has(r.Checks()[0]) || !r.Has(r.Checks()[1]) || r.Has(CheckValue(make([]byte, 32))) || r.Has("") {
+		t.Errorf("Has: the ring's own check values %v, and only those", r.Checks())
+	}
+	c := r.Checks()[1]
+	if got := testing.AllocsPerRun(100, func() { r.Has(c) }); got != 0 {
+		t.Errorf("Has: %v allocations, want 0", got)
 	}
 	if _, err := r.Sequence(r.Check(), "orders", 64); !errors.Is(err, ErrWidth) {
 		t.Errorf("64 bits: got %v, want ErrWidth", err)

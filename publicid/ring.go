@@ -51,6 +51,17 @@ func (r *Ring) Checks() []string {
 	return out
 }
 
+// Has reports whether a key of the ring has the check value check. It
+// allocates nothing.
+func (r *Ring) Has(check string) bool {
+	for _, k := range r.keys {
+		if k.check == check {
+			return true
+		}
+	}
+	return false
+}
+
 // String shows the check values, never a key.
 func (r *Ring) String() string {
 	return "publicid.Ring{checks: " + strings.Join(r.Checks(), ", ") + "}"

@@ -39,6 +39,12 @@ type (
 	SequenceProblem = sequence.Problem
 	// SequenceStat is one named sequence as this Pair has used it.
 	SequenceStat = sequence.Stat
+	// KeyError is why a public sequence is refused for want of its key
+	// (errors.Is(err, ErrNoKey); errors.As gives the check value wanted).
+	KeyError = spec.KeyError
+	// KeySource is the operator's keys as the Pair reads them
+	// (Config.IDKeys): publicid.Store is one.
+	KeySource = spec.KeySource
 )
 
 // The kinds of SequenceProblem (internal/sequence documents each).
@@ -47,6 +53,7 @@ const (
 	ProblemDiffers     = sequence.ProblemDiffers
 	ProblemSharedTable = sequence.ProblemSharedTable
 	ProblemMissing     = sequence.ProblemMissing
+	ProblemNoKey       = sequence.ProblemNoKey
 )
 
 // ProblemKinds lists every kind of SequenceProblem.
@@ -114,6 +121,7 @@ var (
 	ErrDeploymentMismatch = spec.ErrDeploymentMismatch
 	ErrRewound            = spec.ErrRewound
 	ErrUpgrade            = spec.ErrUpgrade
+	ErrNoKey              = spec.ErrNoKey
 	ErrClosed             = spec.ErrClosed
 )
 

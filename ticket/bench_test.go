@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,5 +42,37 @@ func BenchmarkNext(b *testing.B) {
 			b.ReportMetric(float64(b.N)/secs, "values/s")
 			b.ReportMetric(float64(taken()-before)/secs, "tickets/s")
 		})
+	}
+}
+
+// BenchmarkPublicSequence: a public sequence's value against a plain one's,
+// side by side in one run, on a real pair: the same block size, so large
+// (a million) that every value comes from memory (TryNextN, the HTTP hot
+// path), and what differs is the keyed permutation of each value (FF1 over
+// 63 bits). ns/value of public ÷ plain is the cost; one value a call and a
+// hundred.
+//
+//	go test ./ticket -run '^$' -bench BenchmarkPublicSequence -benchtime 2s -count 3
+func BenchmarkPublicSequence(b *testing.B) {
+	mp := mysqltest.StartPair(b)
+	keys := keyFile(b, b.TempDir()+"/keys", newKeyHex(b))
+	createSequence(b, mp.Servers[:], "plain", 64, 1_000_000)
+	createPublicSequence(b, mp.Servers[:], "public", 64, 1_000_000, keys.Load().Check())
+	p := openPair(b, mp, func(c *spec.Config) { c.IDKeys = keys; c.CallTimeout = 5 * time.Second })
+	for _, n := range []int{1, 100} {
+		for _, seq := range []string{"plain", "public"} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, seq), func(b *testing.B) {
+				dst := make([]uint64, n)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, ok := p.TryNextN(seq, dst); !ok {
+						if _, err := p.NextN(context.Background(), seq, dst); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+			})
+		}
 	}
 }

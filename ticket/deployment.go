@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
+	"ticketd/publicid"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
@@ -27,17 +29,37 @@ type Deployment struct {
 	// holds a schema without the column. A new deployment records this
 	// release at once (EnsureDeployment); the field of want is ignored.
 	FinalizedRelease int
+	// KeyCheck is the check value of the encoding key of the public forms
+	// the deployment records ("" none): recorded by the first Pair whose
+	// Config.IDKeys holds a ring, its encoding key's (publicid.Ring.Check).
+	// A Pair with a ring that does not hold the recorded check is refused
+	// (ErrDeploymentMismatch): its public forms would be another key's. A
+	// Pair without keys is not: it serves no public form. It changes only
+	// by dba.SetDeployment (a key change). The field of want is ignored:
+	// Config.IDKeys says.
+	KeyCheck string
+	// BalancedBits is the deployment's balanced low bits
+	// (worker.Config.BalancedBits): want's is recorded where none is, and
+	// another recorded refuses (ErrDeploymentMismatch). Returned: the one
+	// recorded, -1 where none can be (a schema without the column).
+	BalancedBits int
 }
 
 const maxLayoutLen = 32 // deployment.layout VARCHAR(32)
 
 type deploymentRow struct {
-	Layout           string `db:"layout"`
-	EpochMs          int64  `db:"epoch_ms"`
-	FirstStartMs     int64  `db:"first_start_ms"`
-	CreatedBy        string `db:"created_by"`
-	FinalizedRelease int    `db:"finalized_release"`
+	Layout           string        `db:"layout"`
+	EpochMs          int64         `db:"epoch_ms"`
+	FirstStartMs     int64         `db:"first_start_ms"`
+	CreatedBy        string        `db:"created_by"`
+	FinalizedRelease int           `db:"finalized_release"`
+	KeyCheck         string        `db:"key_check"`
+	BalancedBits     sql.NullInt16 `db:"balanced_bits"`
 }
+
+// maxBalancedBits bounds Deployment.BalancedBits (snowflake's sequence
+// bits less two, at most).
+const maxBalancedBits = 62
 
 // EnsureDeployment records want on every reachable server that has no record
 // yet, and verifies the record of every other one. A server recording another
@@ -59,11 +81,14 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		return Deployment{}, fmt.Errorf("%w: Deployment epoch %d / first start %d: want Unix milliseconds", spec.ErrInvalidArgument, want.EpochMs, want.FirstStartMs)
 	case len(want.CreatedBy) > spec.MaxHolderLen || !spec.PrintableASCII(want.CreatedBy):
 		return Deployment{}, fmt.Errorf("%w: Deployment.CreatedBy must be at most %d printable ASCII bytes", spec.ErrInvalidArgument, spec.MaxHolderLen)
+	case want.BalancedBits < 0 || want.BalancedBits > maxBalancedBits:
+		return Deployment{}, fmt.Errorf("%w: Deployment.BalancedBits %d outside [0, %d]", spec.ErrInvalidArgument, want.BalancedBits, maxBalancedBits)
 	}
+	ring := p.keyRing()
 
 	// Read every server: the earliest existing record is the one to spread.
 	rows, errs := p.readDeployments(ctx)
-	if err := checkDeployments(p.servers, want, rows); err != nil {
+	if err := checkDeployments(p.servers, want, ring, rows); err != nil {
 		return Deployment{}, err
 	}
 	if err := checkRelease(p.servers, rows); err != nil {
@@ -71,8 +96,11 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	}
 	// A new deployment has no ticketd of an older release to wait for: it
 	// is finalized at this release from the start.
-	base := deploymentRow(want)
-	base.FinalizedRelease = spec.Release
+	base := deploymentRow{Layout: want.Layout, EpochMs: want.EpochMs, FirstStartMs: want.FirstStartMs, CreatedBy: want.CreatedBy,
+		FinalizedRelease: spec.Release, BalancedBits: sql.NullInt16{Int16: int16(want.BalancedBits), Valid: true}}
+	if ring != nil {
+		base.KeyCheck = ring.Check()
+	}
 	var missing []*conn.Server
 	reachable := 0
 	for i, s := range p.servers {
@@ -97,22 +125,37 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		// A server on an older release's schema has no finalized_release.
 		p.rot.OnEach(ctx, missing, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 			ss.Long = false // at start: a caller waits
-			if !p.schemas.Of(ss.Server.Idx).Has(schema.Finalize) {
+			f := p.schemas.Of(ss.Server.Idx)
+			switch {
+			case !f.Has(schema.Finalize):
 				_, err := ss.Exec(ctx, "recording the deployment",
 					`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by) VALUES (1, ?, ?, ?, ?)`,
 					base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy)
 				return err
+			case !f.Has(schema.Keys):
+				_, err := ss.Exec(ctx, "recording the deployment",
+					`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release) VALUES (1, ?, ?, ?, ?, ?)`,
+					base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy, base.FinalizedRelease)
+				return err
 			}
 			_, err := ss.Exec(ctx, "recording the deployment",
-				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release) VALUES (1, ?, ?, ?, ?, ?)`,
-				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy, base.FinalizedRelease)
+				`INSERT IGNORE INTO deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release, key_check, balanced_bits) VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
+				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy, base.FinalizedRelease, base.KeyCheck, base.BalancedBits)
 			return err
 		})
 		rows, errs = p.readDeployments(ctx)
-		if err := checkDeployments(p.servers, want, rows); err != nil {
+		if err := checkDeployments(p.servers, want, ring, rows); err != nil {
 			return Deployment{}, err
 		}
 		if err := checkRelease(p.servers, rows); err != nil {
+			return Deployment{}, err
+		}
+	}
+	// A record made before its key and balanced bits could be (an older
+	// schema, a ticketd without a key file): recorded now, then judged.
+	if p.recordExtras(ctx, rows, ring, want.BalancedBits) {
+		rows, errs = p.readDeployments(ctx)
+		if err := checkDeployments(p.servers, want, ring, rows); err != nil {
 			return Deployment{}, err
 		}
 	}
@@ -126,8 +169,83 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		return Deployment{}, fmt.Errorf("%w: no server kept the deployment record: %w", spec.ErrNoServer, errors.Join(errs...))
 	}
 	fin := p.noteFinalized(rows, errs)
-	return Deployment{Layout: got.Layout, EpochMs: got.EpochMs, FirstStartMs: got.FirstStartMs, CreatedBy: got.CreatedBy,
-		FinalizedRelease: fin}, nil
+	p.ensured.Store(&want)
+	dep := got.deployment()
+	dep.FinalizedRelease = fin
+	dep.KeyCheck, dep.BalancedBits = recordedExtras(rows)
+	return dep, nil
+}
+
+// deployment is r as a Deployment (its own key check and balanced bits).
+func (r *deploymentRow) deployment() Deployment {
+	bits := -1
+	if r.BalancedBits.Valid {
+		bits = int(r.BalancedBits.Int16)
+	}
+	return Deployment{Layout: r.Layout, EpochMs: r.EpochMs, FirstStartMs: r.FirstStartMs, CreatedBy: r.CreatedBy,
+		FinalizedRelease: r.FinalizedRelease, KeyCheck: r.KeyCheck, BalancedBits: bits}
+}
+
+// recordedExtras is the key check and the balanced bits the servers'
+// records hold: the first server's that holds one ("" and -1: none).
+func recordedExtras(rows []*deploymentRow) (key string, bits int) {
+	bits = -1
+	for _, r := range rows {
+		if r == nil {
+			continue
+		}
+		if key == "" {
+			key = r.KeyCheck
+		}
+		if bits < 0 && r.BalancedBits.Valid {
+			bits = int(r.BalancedBits.Int16)
+		}
+	}
+	return key, bits
+}
+
+// keyRing is the ring of Config.IDKeys now (nil without keys).
+func (p *Pair) keyRing() *publicid.Ring {
+	if p.cfg.IDKeys == nil {
+		return nil
+	}
+	return p.cfg.IDKeys.Load()
+}
+
+// recordExtras records the key check and the balanced bits where a
+// server's record lacks them and its schema has their columns: the ones
+// another server records, or else the encoding key of ring (none without)
+// and bits (none when negative). Records hold them from then on: the
+// UPDATE sets only what is unset (ticketd_app may do no more). It reports
+// whether it wrote.
+func (p *Pair) recordExtras(ctx context.Context, rows []*deploymentRow, ring *publicid.Ring, bits int) bool {
+	key, recBits := recordedExtras(rows)
+	if key == "" && ring != nil {
+		key = ring.Check()
+	}
+	if recBits >= 0 {
+		bits = recBits
+	}
+	var list []*conn.Server
+	for i, r := range rows {
+		if r != nil && p.schemas.Has(i, schema.Keys) && ((r.KeyCheck == "" && key != "") || (!r.BalancedBits.Valid && bits >= 0)) {
+			list = append(list, p.servers[i])
+		}
+	}
+	if len(list) == 0 {
+		return false
+	}
+	var b any // NULL: none to record
+	if bits >= 0 {
+		b = bits
+	}
+	p.rot.OnEach(ctx, list, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+		ss.Long = false
+		_, err := ss.Exec(ctx, "recording the deployment's key and balanced bits",
+			`UPDATE deployment SET key_check = IF(key_check = '', ?, key_check), balanced_bits = IFNULL(balanced_bits, ?) WHERE id = 1`, key, b)
+		return err
+	})
+	return true
 }
 
 // readDeployments returns each server's record (nil: none, or unreachable) and
@@ -138,13 +256,19 @@ func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) 
 		ss.Long = false // at start: a caller waits
 		// An older release's schema has no finalized_release: 0, not
 		// finalized.
+		f := p.schemas.Of(ss.Server.Idx)
 		col := "0"
-		if p.schemas.Of(ss.Server.Idx).Has(schema.Finalize) {
+		if f.Has(schema.Finalize) {
 			col = "finalized_release"
+		}
+		// Before release 3's: no key and no balanced bits recorded.
+		extras := "'' AS key_check, NULL AS balanced_bits"
+		if f.Has(schema.Keys) {
+			extras = "key_check, balanced_bits"
 		}
 		var r deploymentRow
 		err := ss.Get(ctx, "reading deployment", &r,
-			`SELECT layout, epoch_ms, first_start_ms, created_by, `+col+` AS finalized_release FROM deployment WHERE id = 1`)
+			`SELECT layout, epoch_ms, first_start_ms, created_by, `+col+` AS finalized_release, `+extras+` FROM deployment WHERE id = 1`)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -200,22 +324,67 @@ func (p *Pair) noteFinalized(rows []*deploymentRow, errs []error) int {
 
 // refreshFinalized reads the deployment record again (background work, at
 // every catalog poll): an operator's finalize is taken up without a
-// restart.
+// restart, and so is a schema.sql that adds the columns of the key and the
+// balanced bits: this Pair records its own where none is, and logs an
+// error if the record then holds others (it cannot refuse to start any
+// more: restart it to be refused).
 func (p *Pair) refreshFinalized(ctx context.Context) {
 	rows, errs := p.readDeployments(ctx)
 	p.noteFinalized(rows, errs)
+	want := p.ensured.Load()
+	if want == nil {
+		return
+	}
+	ring := p.keyRing()
+	if p.recordExtras(ctx, rows, ring, want.BalancedBits) {
+		rows, _ = p.readDeployments(ctx)
+	}
+	if err := checkExtras(p.servers, *want, ring, rows); err != nil {
+		p.warn.Note(warnRecordMismatch, "err", err)
+	}
 }
+
+// warnRecordMismatch: a running Pair finds the deployment recording
+// another key or other balanced bits than its own (recorded since it
+// started, as its schema did not hold them then).
+const warnRecordMismatch = "the deployment records another key or other balanced bits than this ticketd's: restart it to be refused, or fix its flags"
 
 // FinalizedRelease is the release the deployment was last found finalized
 // at (0: not finalized, or not read yet).
 func (p *Pair) FinalizedRelease() int { return int(p.finalized.Load()) }
 
-func checkDeployments(servers []*conn.Server, want Deployment, rows []*deploymentRow) error {
+func checkDeployments(servers []*conn.Server, want Deployment, ring *publicid.Ring, rows []*deploymentRow) error {
 	var errs []error
 	for i, r := range rows {
 		if r != nil && (r.Layout != want.Layout || r.EpochMs != want.EpochMs) {
 			errs = append(errs, fmt.Errorf("%w: %s records layout %q epoch %d (first started %d by %q); this ticketd has layout %q epoch %d",
 				spec.ErrDeploymentMismatch, servers[i].Name, r.Layout, r.EpochMs, r.FirstStartMs, r.CreatedBy, want.Layout, want.EpochMs))
+		}
+	}
+	if err := checkExtras(servers, want, ring, rows); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkExtras refuses a ticketd whose key file does not hold the key the
+// deployment records (its public forms would be another key's; one
+// without a key file serves none and is not refused), or that has other
+// balanced bits than recorded. Only check values are named, never a key.
+func checkExtras(servers []*conn.Server, want Deployment, ring *publicid.Ring, rows []*deploymentRow) error {
+	var errs []error
+	for i, r := range rows {
+		if r == nil {
+			continue
+		}
+		if ring != nil && r.KeyCheck != "" && !ring.Has(r.KeyCheck) {
+			errs = append(errs, fmt.Errorf("%w: %s records the key with check value %s; this ticketd's key file (-id-key-file) holds %s (the encoding key first): "+
+				"every ticketd of a deployment holds the recorded key (docs/operations.md, \"The deployment records its key\")",
+				spec.ErrDeploymentMismatch, servers[i].Name, r.KeyCheck, strings.Join(ring.Checks(), ", ")))
+		}
+		if r.BalancedBits.Valid && int(r.BalancedBits.Int16) != want.BalancedBits {
+			errs = append(errs, fmt.Errorf("%w: %s records balanced bits %d; this ticketd has -balanced-bits %d: leave it out to take the record's, or change the record (ticketd deployment set -balanced-bits)",
+				spec.ErrDeploymentMismatch, servers[i].Name, r.BalancedBits.Int16, want.BalancedBits))
 		}
 	}
 	return errors.Join(errs...)
@@ -247,5 +416,7 @@ func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, e
 	case got == nil:
 		return Deployment{}, false, nil
 	}
-	return Deployment(*got), true, nil
+	dep := got.deployment()
+	dep.KeyCheck, dep.BalancedBits = recordedExtras(rows)
+	return dep, true, nil
 }

@@ -39,6 +39,10 @@ type Pair struct {
 	// finalized: the release the deployment's upgrade is finalized at
 	// (deployment.go).
 	finalized atomic.Int32
+	// ensured: the last Deployment EnsureDeployment granted; its key and
+	// balanced bits are recorded later where the schema could not hold them
+	// then (refreshFinalized).
+	ensured atomic.Pointer[Deployment]
 	// tk takes every ticket (take.go).
 	tk *tickets.Taker
 	// seqs: the named sequences, their catalog and their blocks.
@@ -84,6 +88,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	}
 	p.cred = conn.NewCredential(cfg)
 	p.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
+	p.warn.Declare(slog.LevelError, warnRecordMismatch)
 	for i := range cfg.Servers {
 		s, err := conn.NewServer(cfg, i, p.cred)
 		if err != nil {

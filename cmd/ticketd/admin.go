@@ -113,6 +113,9 @@ type adminCommand struct {
 	subs     []string // its subcommands
 	usage    string
 	defaults adminDefaults
+	// flags, if not nil, defines a subcommand's own flags besides the
+	// shared ones.
+	flags func(sub string, fs *flag.FlagSet)
 }
 
 // parse reads args, a subcommand then its flags (and their variables),
@@ -137,6 +140,9 @@ func (c adminCommand) parse(args []string, stderr io.Writer, getenv func(string)
 		fs.PrintDefaults()
 	}
 	a.register(fs, c.defaults)
+	if c.flags != nil {
+		c.flags(sub, fs)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return sub, errHelp

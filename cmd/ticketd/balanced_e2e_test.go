@@ -41,9 +41,10 @@ func shardSample(d *daemon, n int, rate float64) (counts [16]int, chi2 float64, 
 	return counts, chi2, nil
 }
 
-// TestE2EBalancedLowBits: two ticketd on one pair, one with -balanced-bits
-// 4 and one without, each asked for 500 IDs at 50 a second (10 s, both at
-// once). id % 16 passes a chi-square test of uniformity at 1 % (critical
+// TestE2EBalancedLowBits: two ticketd, one with -balanced-bits 4 and one
+// without, each asked for 500 IDs at 50 a second (10 s, both at once). Each
+// runs on a pair of its own: a deployment records its balanced bits, and a
+// ticketd without the flag takes the recorded value. id % 16 passes a chi-square test of uniformity at 1 % (critical
 // value 30.578 for 15 degrees of freedom) with balanced low bits, and fails
 // it without.
 //
@@ -59,9 +60,8 @@ func shardSample(d *daemon, n int, rate float64) (counts [16]int, chi2 float64, 
 // that did not balance (chi-square in the thousands) fails both.
 func TestE2EBalancedLowBits(t *testing.T) {
 	const n, rate = 500, 50
-	p := mysqltest.StartPair(t)
-	balanced := startDaemon(t, p, "-balanced-bits", "4", "-log-level", "warn")
-	plain := startDaemon(t, p, "-log-level", "warn")
+	balanced := startDaemon(t, mysqltest.StartPair(t), "-balanced-bits", "4", "-log-level", "warn")
+	plain := startDaemon(t, mysqltest.StartPair(t), "-log-level", "warn")
 
 	type sample struct {
 		counts [16]int

@@ -40,17 +40,28 @@ type deployments interface {
 	EnsureDeployment(ctx context.Context, want ticket.Deployment) (ticket.Deployment, error)
 }
 
-// settleDeployment fixes the deployment's layout and epoch and fills them
-// into c: what -layout and -epoch say when given, and otherwise what the
-// ticket servers recorded (for a new deployment, the defaults, which this
-// ticketd then records). A layout or epoch given explicitly that differs from
-// the record is refused, as before. If another new ticketd records other
-// defaults first, this one adopts its record.
+// settleDeployment fixes the deployment's layout, epoch and balanced low
+// bits and fills them into c: what -layout, -epoch and -balanced-bits say
+// when given, and otherwise what the ticket servers recorded (for a new
+// deployment, the defaults, which this ticketd then records). One given
+// explicitly that differs from the record is refused, as before. If another
+// new ticketd records other defaults first, this one adopts its record.
+//
+// Balanced bits are adopted like the layout, rather than always refused
+// when they differ: they are the deployment's, set once (by the first
+// ticketd, or ticketd deployment set), and a ticketd started without the
+// flag (a new host's unit file) then neither fails nor quietly unbalances
+// id % N; one given another value is refused, as a layout is.
+//
+// The key of public forms is the pair's to check (Config.IDKeys): a key
+// file that does not hold the recorded key is refused there.
 func settleDeployment(ctx context.Context, pair deployments, c *serveConfig) (ticket.Deployment, error) {
 	nowNs, _ := c.clock.Now()
+	given := c.keeper.BalancedBits // -balanced-bits, or its default
 	for attempt := 0; ; attempt++ {
 		layout, from := c.layout, "flags"
-		if c.layoutAuto || c.epochAuto {
+		c.keeper.BalancedBits = given
+		if c.layoutAuto || c.epochAuto || c.balancedAuto {
 			rec, ok, err := pair.RecordedDeployment(ctx)
 			if err != nil {
 				return ticket.Deployment{}, fmt.Errorf("refusing to start: %w", err)
@@ -58,6 +69,9 @@ func settleDeployment(ctx context.Context, pair deployments, c *serveConfig) (ti
 			from = "new deployment: defaults"
 			if ok {
 				from = "recorded on the ticket servers"
+				if c.balancedAuto && rec.BalancedBits >= 0 {
+					c.keeper.BalancedBits = uint(rec.BalancedBits)
+				}
 				if c.layoutAuto {
 					l, err := snowflake.ParseLayout(rec.Layout)
 					if err != nil {
@@ -76,8 +90,9 @@ func settleDeployment(ctx context.Context, pair deployments, c *serveConfig) (ti
 		}
 		dep, err := pair.EnsureDeployment(ctx, ticket.Deployment{
 			Layout: layout.String(), EpochMs: layout.EpochMs, FirstStartMs: nowNs / 1e6, CreatedBy: c.holder,
+			BalancedBits: int(c.keeper.BalancedBits),
 		})
-		if errors.Is(err, ticket.ErrDeploymentMismatch) && (c.layoutAuto || c.epochAuto) && attempt == 0 {
+		if errors.Is(err, ticket.ErrDeploymentMismatch) && (c.layoutAuto || c.epochAuto || c.balancedAuto) && attempt == 0 {
 			continue // another ticketd recorded first, between the read and the write: adopt its record
 		}
 		if err != nil {
@@ -86,9 +101,25 @@ func settleDeployment(ctx context.Context, pair deployments, c *serveConfig) (ti
 		if err := c.useLayout(layout); err != nil {
 			return ticket.Deployment{}, err
 		}
-		c.logger.Info("deployment", "layout", layout.String(), "epoch_ms", layout.EpochMs, "from", from,
-			"worker_ids_per_datacenter", 1<<layout.WorkerBits, "end_of_life", layout.EndOfLife())
+		c.logger.Info("deployment", "layout", layout.String(), "epoch_ms", layout.EpochMs, "balanced_bits", c.keeper.BalancedBits, "from", from,
+			"worker_ids_per_datacenter", 1<<layout.WorkerBits, "end_of_life", layout.EndOfLife(), "key_check", dep.KeyCheck)
+		c.noteKeys(dep)
 		return dep, nil
+	}
+}
+
+// noteKeys says at start what the deployment's record of the key means
+// for this ticketd: nothing recorded where the schema cannot hold it, or a
+// key change under way (this ticketd encodes with another key than the
+// recorded one, which its key file holds).
+func (c *serveConfig) noteKeys(dep ticket.Deployment) {
+	switch {
+	case dep.BalancedBits < 0:
+		c.logger.Warn("the ticket servers' schema cannot record the deployment's key and balanced bits (load this release's schema.sql): this ticketd records them once it can, without a restart")
+	case c.idKeys == nil:
+	case dep.KeyCheck != c.idKeys.Load().Check():
+		c.logger.Warn("this ticketd encodes public forms with another key than the deployment records, which its key file holds: a key change under way; once every ticketd encodes with the new key, record it (ticketd deployment set -id-key-file, docs/operations.md)",
+			"encoding_key_check", c.idKeys.Load().Check(), "recorded_key_check", dep.KeyCheck)
 	}
 }
 

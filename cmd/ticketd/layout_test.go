@@ -45,7 +45,30 @@ func (f *fakeDeployments) EnsureDeployment(_ context.Context, want ticket.Deploy
 		return ticket.Deployment{}, fmt.Errorf("%w: records layout %q epoch %d; this ticketd has layout %q epoch %d",
 			ticket.ErrDeploymentMismatch, f.rec.Layout, f.rec.EpochMs, want.Layout, want.EpochMs)
 	}
+	if f.rec.BalancedBits < 0 { // recorded before the column: now
+		f.rec.BalancedBits = want.BalancedBits
+	}
+	if f.rec.BalancedBits != want.BalancedBits {
+		return ticket.Deployment{}, fmt.Errorf("%w: records balanced bits %d; this ticketd has -balanced-bits %d",
+			ticket.ErrDeploymentMismatch, f.rec.BalancedBits, want.BalancedBits)
+	}
 	return *f.rec, nil
+}
+
+// settleWith builds serve's config from args and settles the deployment on
+// f; it returns the config and settleDeployment's error.
+func settleWith(t *testing.T, args []string, f *fakeDeployments) (serveConfig, error) {
+	t.Helper()
+	o, err := parseServe(args, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := buildServe(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = settleDeployment(context.Background(), f, &c)
+	return c, err
 }
 
 // TestSettleDeployment: -layout auto and an -epoch not given adopt the
@@ -79,19 +102,17 @@ func TestSettleDeployment(t *testing.T) {
 			&ticket.Deployment{Layout: "41/0/10/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1}, "", 0, "-datacenter 1 does not fit"},
 		{"no worker bits recorded", nil, &ticket.Deployment{Layout: "41/10/0/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1}, nil, "", 0, "no worker bits"},
 		{"unreadable record", nil, &ticket.Deployment{Layout: "41/5/5/13", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1}, nil, "", 0, `record layout "41/5/5/13"`},
+		{"balanced bits above the recorded layout's", nil, &ticket.Deployment{Layout: "41/5/12/5", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 4}, nil,
+			"", 0, "balanced bits 4"},
+		{"explicit balanced bits mismatch", []string{"-balanced-bits", "2"}, &ticket.Deployment{Layout: "41/5/5/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 4}, nil,
+			"", 0, "records balanced bits 4; this ticketd has -balanced-bits 2"},
+		{"explicit no balanced bits, 4 recorded", []string{"-balanced-bits", "0"}, &ticket.Deployment{Layout: "41/5/5/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 4}, nil,
+			"", 0, "records balanced bits 4; this ticketd has -balanced-bits 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseServe(tt.args, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := buildServe(o, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
 			f := &fakeDeployments{rec: tt.rec, sneak: tt.sneak}
-			_, err = settleDeployment(context.Background(), f, &c)
+			c, err := settleWith(t, tt.args, f)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("settleDeployment = %v, want an error containing %q", err, tt.wantErr)
@@ -111,6 +132,34 @@ func TestSettleDeployment(t *testing.T) {
 			}
 		})
 	}
+	// Balanced bits: adopted like the layout when not given, recorded by a
+	// new deployment, kept when given alike.
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		rec      *ticket.Deployment
+		sneak    *ticket.Deployment
+		wantBits int
+	}{
+		{"new deployment, none", nil, nil, nil, 0},
+		{"new deployment, given", []string{"-balanced-bits", "3"}, nil, nil, 3},
+		{"recorded, not given: adopted", nil, &ticket.Deployment{Layout: "41/5/5/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 4}, nil, 4},
+		{"recorded, given alike", []string{"-balanced-bits", "4"}, &ticket.Deployment{Layout: "41/5/5/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 4}, nil, 4},
+		{"recorded before the column, given", []string{"-balanced-bits", "5"}, &ticket.Deployment{Layout: "41/5/5/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: -1}, nil, 5},
+		{"a rival recorded first: adopted", nil, nil, &ticket.Deployment{Layout: "41/0/10/12", EpochMs: snowflake.TwitterEpochMs, FirstStartMs: 1, BalancedBits: 6}, 6},
+	} {
+		t.Run("balanced bits: "+tt.name, func(t *testing.T) {
+			f := &fakeDeployments{rec: tt.rec, sneak: tt.sneak}
+			c, err := settleWith(t, tt.args, f)
+			if err != nil {
+				t.Fatalf("settleDeployment = %v", err)
+			}
+			if int(c.keeper.BalancedBits) != tt.wantBits || f.rec.BalancedBits != tt.wantBits {
+				t.Fatalf("keeper's balanced bits %d, record's %d; want %d", c.keeper.BalancedBits, f.rec.BalancedBits, tt.wantBits)
+			}
+		})
+	}
+
 	// No server answers the read: a clear refusal, nothing recorded.
 	o, _ := parseServe(nil, io.Discard, env(map[string]string{"TICKETD_PASSWORD": "x"}))
 	c, _ := buildServe(o, io.Discard)

@@ -7,6 +7,7 @@
 //	ticketd sequence create|adopt|list|check [flags] named sequences on both servers
 //	ticketd pair check [flags]                      what a pair lacks for ticketd, and the fixes
 //	ticketd upgrade status|finalize [flags]         the releases a deployment runs; closing an upgrade
+//	ticketd deployment show|set [flags]             the deployment record: its key check, its balanced bits
 //	ticketd version                                 this binary's version and release
 //
 // main only wires: every subcommand lives in its own file and returns an
@@ -74,6 +75,7 @@ commands:
                                           named sequences on both ticket servers at once
   pair check [flags]                      what a pair of ticket servers lacks for ticketd, in the order to fix it
   upgrade status|finalize [flags]         the releases a deployment runs; close an upgrade's rollback window
+  deployment show|set [flags]             the deployment record; change its key (a key change) or balanced bits
   version                                 this binary's version and release
 
 Run 'ticketd <command> -h' for a command's flags.
@@ -95,6 +97,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSequence(args[1:], stdout, stderr)
 	case "upgrade":
 		return runUpgrade(args[1:], stdout, stderr)
+	case "deployment":
+		return runDeployment(args[1:], stdout, stderr)
 	case "pair":
 		return runPair(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

@@ -31,6 +31,9 @@ type sequenceOptions struct {
 	bits  int
 	block uint64
 	start uint64
+	// public: values are a keyed permutation of the counter's (the key the
+	// deployment records)
+	public bool
 	// besideTables: create even beside a table of Flickr's shape of a name like it
 	besideTables bool
 	// adopt
@@ -40,8 +43,8 @@ type sequenceOptions struct {
 	limit        int
 }
 
-const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [-start N] [flags]
-       ticketd sequence create -file F [-bits 64|32] [-block B] [-start N] [flags]
+const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-block B] [-start N] [-public] [flags]
+       ticketd sequence create -file F [-bits 64|32] [-block B] [-start N] [-public] [flags]
        ticketd sequence adopt NAME -table T [flags]
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
@@ -61,8 +64,17 @@ sequence").
           A new name like that of a table of Flickr's shape on the pair
           (photos, TicketsPhotos) is refused, naming the table and sequence
           adopt, unless -beside-tables.
-          -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]"
-          (missing fields: -bits, -block and -start), '#' starts a comment.
+          -public: ticketd hands out a keyed permutation of the counter's
+          values over the sequence's range (63 or 32 bits): unique, but
+          saying nothing of how many came before, nor of their order
+          (docs/dba.md, "Public sequences"). Under the key the deployment
+          records (the first ticketd started with -id-key-file records its
+          check value; no key is given here); for good. Only once the
+          upgrade is finalized at release 3 (older ticketd would hand out
+          the raw values).
+          -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]
+          [public|plain]" (missing fields: -bits, -block, -start and
+          -public), '#' starts a comment.
   adopt   serves an existing table of Flickr's shape (an AUTO_INCREMENT id,
           a unique stub: TicketsPhotos) as sequence NAME, beside the
           applications that use it (docs/dba.md, "Adopting a running pair"):
@@ -109,10 +121,11 @@ func parseSequence(args []string, stderr io.Writer, getenv func(string) string) 
 		passwordEnv: "TICKETD_SEQUENCE_PASSWORD", callTimeoutHelp: "how long to wait for a server to answer (a page or a batch gets 10 times as long, at least 30s)"})
 	switch o.cmd {
 	case "create":
-		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK]]"`)
+		fs.StringVar(&o.file, "file", "", `file of sequences to create, one per line: "NAME [BITS [BLOCK [START]]] [public|plain]"`)
 		fs.IntVar(&o.bits, "bits", 64, "width of the values: 64 (up to 2^63-1) or 32 (up to 2^32-1)")
 		fs.Uint64Var(&o.block, "block", 1, "block size B: each ticket stands for B values served from ticketd's memory (1: one round trip per value)")
 		fs.Uint64Var(&o.start, "start", 0, "every value handed out is above N, on every server (0: none): where the numbers the sequence replaces ended")
+		fs.BoolVar(&o.public, "public", false, "public sequence: ticketd hands out a keyed permutation of the counter's values, under the key the deployment records (ticketd serve -id-key-file); for good")
 		fs.BoolVar(&o.besideTables, "beside-tables", false, "create a name even where a table of Flickr's shape has a name like it (photos, TicketsPhotos), beside it: its numbers are not continued (sequence adopt does)")
 	case "adopt":
 		fs.StringVar(&o.table, "table", "", "the table of Flickr's shape to serve as the sequence (in -database), on every server")
@@ -176,7 +189,7 @@ func sequenceConfig(o sequenceOptions) (ticket.Config, error) {
 func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) ([]dba.NewSequence, error) {
 	var defs []dba.NewSequence
 	for _, n := range o.names {
-		defs = append(defs, dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block}, Start: o.start})
+		defs = append(defs, dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: n, Bits: o.bits, BlockSize: o.block}, Start: o.start, Public: o.public})
 	}
 	if o.file != "" {
 		f, err := open(o.file)
@@ -184,7 +197,7 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 			return nil, usagef("sequence create: -file: %v", err)
 		}
 		defer f.Close()
-		more, err := parseDefs(f, o.file, o.bits, o.block, o.start)
+		more, err := parseDefs(f, o.file, o.bits, o.block, o.start, o.public)
 		if err != nil {
 			return nil, err
 		}
@@ -202,9 +215,11 @@ func sequenceDefs(o sequenceOptions, open func(string) (io.ReadCloser, error)) (
 }
 
 // parseDefs reads a file of definitions: one per line, "NAME [BITS [BLOCK
-// [START]]]", fields separated by blanks; '#' starts a comment. A bad line is
-// a usage error naming the file and the line.
-func parseDefs(r io.Reader, path string, bits int, block, start uint64) ([]dba.NewSequence, error) {
+// [START]]] [public|plain]", fields separated by blanks; '#' starts a
+// comment. The last word, when it is public or plain, says whether the
+// sequence is public (otherwise public says). A bad line is a usage error
+// naming the file and the line.
+func parseDefs(r io.Reader, path string, bits int, block, start uint64, public bool) ([]dba.NewSequence, error) {
 	var defs []dba.NewSequence
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 4096)
@@ -214,13 +229,16 @@ func parseDefs(r io.Reader, path string, bits int, block, start uint64) ([]dba.N
 		if len(f) == 0 {
 			continue
 		}
-		d := dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}, Start: start}
+		d := dba.NewSequence{SequenceInfo: ticket.SequenceInfo{Name: f[0], Bits: bits, BlockSize: block}, Start: start, Public: public}
 		bad := func(format string, args ...any) error {
 			return usagef("sequence create: %s:%d: %s", path, line, fmt.Sprintf(format, args...))
 		}
+		if last := f[len(f)-1]; len(f) > 1 && (last == "public" || last == "plain") {
+			d.Public, f = last == "public", f[:len(f)-1]
+		}
 		switch {
 		case len(f) > 4:
-			return nil, bad("%d fields, want NAME [BITS [BLOCK [START]]]", len(f))
+			return nil, bad("%d fields, want NAME [BITS [BLOCK [START]]] [public|plain]", len(f))
 		case len(f) >= 2:
 			b, err := strconv.Atoi(f[1])
 			if err != nil {
@@ -319,7 +337,7 @@ func adoptTable(ctx context.Context, cfg ticket.Config, name, table string, stdo
 func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, stdout, stderr io.Writer) error {
 	n := len(cfg.Servers)
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	header := "NAME\tBITS\tBLOCK\tSTORAGE"
+	header := "NAME\tBITS\tBLOCK\tSTORAGE\tPUBLIC"
 	for i := range n {
 		header += fmt.Sprintf("\tCOUNTER%d", i+1)
 	}
@@ -371,9 +389,14 @@ func listLine(l dba.SequenceListing) string {
 	if def.Table != "" {
 		storage = "table " + def.Table
 	}
-	line := fmt.Sprintf("%s\t%d\t%d\t%s", l.Name, def.Bits, def.BlockSize, storage)
+	// A public sequence shows the check value of its key, never the key.
+	public := "-"
+	if def.Public() {
+		public = "key " + def.KeyCheck
+	}
+	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%s", l.Name, def.Bits, def.BlockSize, storage, public)
 	if def.Bits == 0 {
-		line = l.Name + "\t-\t-\t-"
+		line = l.Name + "\t-\t-\t-\t-"
 		notes = append(notes, "no catalog row")
 	}
 	for i := range l.Counters {

@@ -40,6 +40,17 @@ func TestSequenceOptions(t *testing.T) {
 					t.Fatalf("got %+v", o)
 				}
 			}},
+		{name: "public", args: []string{"create", "orders", "-public"}, env: withPW, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+			if !o.public || len(o.names) != 1 {
+				t.Fatalf("got %+v, want orders public", o)
+			}
+		}},
+		{name: "public from the environment", args: []string{"create", "orders"}, env: map[string]string{"TICKETD_SEQUENCE_PASSWORD": "x", "TICKETD_SEQUENCE_PUBLIC": "true"},
+			check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
+				if !o.public {
+					t.Fatalf("got %+v, want public", o)
+				}
+			}},
 		{name: "password file", args: []string{"list", "-password-file", pwFile}, check: func(t *testing.T, o sequenceOptions, c ticket.Config) {
 			if c.Password != "s3q" {
 				t.Fatalf("password from file: got %q", c.Password)
@@ -136,17 +147,25 @@ func TestSequenceDefs(t *testing.T) {
 		return func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil }
 	}
 	o := sequenceOptions{cmd: "create", names: []string{"cli"}, file: "defs.txt", bits: 64, block: 100, start: 7}
-	defs, err := sequenceDefs(o, open("# tenants\nalpha\nbeta 32\n\ngamma 64 1000   # big\nphotos 64 1 5200000000\nleaf 64 1000 0\n"))
+	defs, err := sequenceDefs(o, open("# tenants\nalpha\nbeta 32\n\ngamma 64 1000   # big\nphotos 64 1 5200000000\nleaf 64 1000 0\n"+
+		"orders public\ninvoices 32 1000 public\ncarts 64 1 9 public # all four\npublic\nplain plain\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, d := range defs {
-		got = append(got, fmt.Sprintf("%s/%q/%d/%d/%d", d.Name, d.Table, d.Bits, d.BlockSize, d.Start))
+		got = append(got, fmt.Sprintf("%s/%q/%d/%d/%d/%v", d.Name, d.Table, d.Bits, d.BlockSize, d.Start, d.Public))
 	}
-	want := `cli/""/64/100/7 alpha/""/64/100/7 beta/""/32/100/7 gamma/""/64/1000/7 photos/""/64/1/5200000000 leaf/""/64/1000/0`
+	want := `cli/""/64/100/7/false alpha/""/64/100/7/false beta/""/32/100/7/false gamma/""/64/1000/7/false photos/""/64/1/5200000000/false leaf/""/64/1000/0/false ` +
+		`orders/""/64/100/7/true invoices/""/32/1000/7/true carts/""/64/1/9/true public/""/64/100/7/false plain/""/64/100/7/false`
 	if got := strings.Join(got, " "); got != want {
 		t.Fatalf("defs = %s, want %s", got, want)
+	}
+	// -public: every name and line public, unless the line says plain.
+	o.public = true
+	defs, err = sequenceDefs(o, open("alpha\nbeta 32 plain\n"))
+	if err != nil || len(defs) != 3 || !defs[0].Public || !defs[1].Public || defs[2].Public {
+		t.Fatalf("with -public: %+v, %v; want cli and alpha public, beta plain", defs, err)
 	}
 	for _, tt := range []struct{ content, want string }{
 		{"Alpha\n", "defs.txt:1: ticket: invalid argument: name"},
@@ -157,6 +176,9 @@ func TestSequenceDefs(t *testing.T) {
 		{"a 64 1 -5\n", `defs.txt:1: start "-5"`},
 		{"a 64 1 18446744073709551616\n", `defs.txt:1: start "18446744073709551616"`},
 		{"a 64 1 5 6\n", "defs.txt:1: 5 fields"},
+		{"a 64 1 5 6 public\n", "defs.txt:1: 5 fields"},
+		{"a public 64\n", `defs.txt:1: bits "public"`},
+		{"a 64 1 5 Public\n", "defs.txt:1: 5 fields"},
 		{strings.Repeat("a", 5000) + "\n", "longer than 4096 bytes"},
 	} {
 		_, err := sequenceDefs(sequenceOptions{cmd: "create", file: "defs.txt", bits: 64, block: 1}, open(tt.content))
@@ -171,11 +193,12 @@ func TestSequenceDefs(t *testing.T) {
 
 func FuzzParseDefs(f *testing.F) {
 	for _, s := range []string{"a\n", "a 32\n", "a 64 1000 # x\n", "# c\n\n", "a b c d\n", "Z 1 2\n", "a 64 18446744073709551616\n",
-		"photos 64 1 5200000000\n", "a 32 1000 4294967295\n", "a 64 1 -1\n", "a 64 1 18446744073709551616\n", "a 64 1 1 1\n", "a 64 1 0x10\n"} {
+		"photos 64 1 5200000000\n", "a 32 1000 4294967295\n", "a 64 1 -1\n", "a 64 1 18446744073709551616\n", "a 64 1 1 1\n", "a 64 1 0x10\n",
+		"a public\n", "a 32 1000 7 public\n", "a plain\n", "public\n", "a public public\n", "a 64 public 1\n", "a 64 1 1 1 public\n", "a PUBLIC\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		defs, err := parseDefs(strings.NewReader(s), "f", 64, 1, 0)
+		defs, err := parseDefs(strings.NewReader(s), "f", 64, 1, 0, false)
 		if err != nil {
 			if exitCode(err, io.Discard) != 2 {
 				t.Fatalf("%q: %v is not a usage error", s, err)
@@ -188,6 +211,12 @@ func FuzzParseDefs(f *testing.F) {
 			}
 			if f := strings.Fields(strings.SplitN(s, "#", 2)[0]); len(f) < 4 && d.Start != 0 {
 				t.Fatalf("%q: start %d from no start column", s, d.Start)
+			}
+			if d.Public && !strings.Contains(s, "public") {
+				t.Fatalf("%q: public without the word", s)
+			}
+			if d.KeyCheck != "" {
+				t.Fatalf("%q: key check %q from a file", s, d.KeyCheck)
 			}
 		}
 	})
@@ -246,8 +275,8 @@ func TestSequenceCommand(t *testing.T) {
 		t.Fatalf("list -prefix s: exit %d, want a header and small\n%s%s", code, out, errOut)
 	}
 	f := strings.Fields(strings.Split(out, "\n")[1])
-	if f[0] != "small" || f[1] != "32" || f[2] != "10" || f[3] != "counters" || f[4] != "1" || f[5] != "2" {
-		t.Fatalf("list line %q, want small 32 10 counters 1 2 …", f)
+	if f[0] != "small" || f[1] != "32" || f[2] != "10" || f[3] != "counters" || f[4] != "-" || f[5] != "1" || f[6] != "2" {
+		t.Fatalf("list line %q, want small 32 10 counters - 1 2 …", f)
 	}
 	if out, errOut, code = seqCmd(t, mp, "list"); code != 0 || len(strings.Split(strings.TrimSpace(out), "\n")) != 1+2504 {
 		t.Fatalf("list: exit %d, %d lines, want a header and 2504 sequences\n%s", code, len(strings.Split(strings.TrimSpace(out), "\n")), errOut)

@@ -30,6 +30,9 @@ type serveConfig struct {
 	listen                string
 	holder                string
 	logger                *slog.Logger
+
+	// balancedAuto: -balanced-bits not given: it adopts the record too.
+	balancedAuto bool
 	// clock is the system clock, shifted by -clock-offset when set.
 	clock       snowflake.Clock
 	clockOffset time.Duration
@@ -62,6 +65,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 		return c, err
 	}
 	if err := checkPositive(o); err != nil {
+		return c, err
+	}
+	if err := c.keys(o); err != nil {
 		return c, err
 	}
 	// Every statement on the ticket servers timed, for /metrics.
@@ -163,6 +169,20 @@ func (c *serveConfig) process(o serveOptions) error {
 	return nil
 }
 
+// keys: -id-key-file, read now (a bad one is a usage error); nothing of it
+// is ever logged but its keys' check values.
+func (c *serveConfig) keys(o serveOptions) error {
+	if o.idKeyFile == "" {
+		return nil
+	}
+	st, err := publicid.Open(o.idKeyFile)
+	if err != nil {
+		return usagef("-id-key-file: %v", err)
+	}
+	c.idKeys = st
+	return nil
+}
+
 // checkPositive refuses a zero or negative value where a flag means a
 // duration, a size or a count.
 func checkPositive(o serveOptions) error {
@@ -217,6 +237,11 @@ func (c *serveConfig) pairConfig(o serveOptions, calls *frontend.CallDurations) 
 	c.pair.MaxOpenConns = o.maxDBConns
 	// metrics: every statement on the ticket servers timed, for /metrics.
 	c.pair.Observe = calls.Observe
+	// Public sequences: their permutations come from the keys (never an
+	// interface holding a nil Store: without a key file, none).
+	if c.idKeys != nil {
+		c.pair.IDKeys = c.idKeys
+	}
 	if err := c.pair.Validate(); err != nil {
 		return usagef("-servers/-database/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}
@@ -268,6 +293,7 @@ func (c *serveConfig) keeperConfig(o serveOptions) error {
 	c.keeper.Logger = c.logger
 	c.keeper.Clock = c.clock
 	c.keeper.BalancedBits = o.balancedBits
+	c.balancedAuto = !o.balancedBitsGiven
 	if err := c.keeper.Validate(); err != nil {
 		return usagef("-lease-ttl/-renew-every/-reserve/-switch-headroom/-max-wait/-lease-op-timeout/-layout/-balanced-bits: %v", err)
 	}
@@ -292,16 +318,8 @@ func (c *serveConfig) frontendConfig(o serveOptions, calls *frontend.CallDuratio
 	c.frontend.CallDurations, c.frontend.Version = calls, version
 	// access: tokens and HTTPS.
 	c.access.apply(&c.frontend)
-	// Public forms: the key file, read now (a bad one is a usage error);
-	// nothing of it is ever logged but its keys' check values.
-	if o.idKeyFile != "" {
-		st, err := publicid.Open(o.idKeyFile)
-		if err != nil {
-			return usagef("-id-key-file: %v", err)
-		}
-		c.idKeys = st
-		c.frontend.IDKeys = st
-	}
+	// Public forms (keys).
+	c.frontend.IDKeys = c.idKeys
 	c.frontend.Clock = c.clock
 	if err := c.frontend.Validate(); err != nil {
 		return usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)

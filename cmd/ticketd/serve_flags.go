@@ -73,6 +73,9 @@ type serveOptions struct {
 	// IDs for callers: the keys of public forms, balanced low bits.
 	idKeyFile    string
 	balancedBits uint
+	// balancedBitsGiven: -balanced-bits was set (flag or environment);
+	// otherwise the deployment's record is adopted.
+	balancedBitsGiven bool
 
 	// retiredUsed: the retired flags given (retired.go), warned about once
 	// the logger is made.
@@ -139,8 +142,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	// access: tokens, HTTPS, listening off loopback.
 	o.access.register(fs)
 	// IDs for callers: public forms, balanced low bits.
-	fs.StringVar(&o.idKeyFile, "id-key-file", "", "keys of the public forms of IDs (with=public, from=public), one per line as 64 hex digits, the first encodes, the others only decode; mode 0600; SIGHUP adds keys (a new encoding key or a dropped key needs a restart); empty: public forms off")
-	fs.UintVar(&o.balancedBits, "balanced-bits", 0, "start each millisecond's sequence at a random value below 2^N, so that id % N spreads evenly at low rates; costs 2^(N-1) IDs per millisecond at saturation on average; the same on every ticketd of a deployment; 0: off")
+	fs.StringVar(&o.idKeyFile, "id-key-file", "", "keys of the public forms of IDs (with=public, from=public) and of public sequences, one per line as 64 hex digits, the first encodes, the others only decode; mode 0600; the deployment records the first such file's encoding key (its check value) and refuses a file without it; SIGHUP adds keys (a new encoding key or a dropped key needs a restart); empty: public forms off, public sequences refused")
+	fs.UintVar(&o.balancedBits, "balanced-bits", 0, "start each millisecond's sequence at a random value below 2^N, so that id % N spreads evenly at low rates; costs 2^(N-1) IDs per millisecond at saturation on average; the deployment's: when not given, the one recorded on the ticket servers (a new deployment records this default), and another than recorded is refused; 0: off")
 	registerRetired(fs, &o.retiredUsed)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -158,6 +161,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 		o.epochGiven = o.epochGiven || f.Name == "epoch"
 		o.datacenterGiven = o.datacenterGiven || f.Name == "datacenter"
 		o.drainDelayGiven = o.drainDelayGiven || f.Name == "drain-delay"
+		o.balancedBitsGiven = o.balancedBitsGiven || f.Name == "balanced-bits"
 	})
 	if o.password = getenv("TICKETD_PASSWORD"); o.password == "" {
 		pw, err := readSecret(o.passwordFile)

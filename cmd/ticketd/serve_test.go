@@ -58,6 +58,9 @@ func TestServeOptions(t *testing.T) {
 				t.Fatalf("got listen %s, %d servers, layout auto %v (new deployments %s), epoch auto %v, fallback %v",
 					c.listen, len(c.pair.Servers), c.layoutAuto, c.layout, c.epochAuto, c.frontend.Fallback)
 			}
+			if c.pair.IDKeys != nil || c.frontend.IDKeys != nil {
+				t.Fatalf("without -id-key-file: pair keys %v, frontend keys %v; want none", c.pair.IDKeys, c.frontend.IDKeys)
+			}
 		}},
 		{name: "datacenter given: the new-deployment layout has datacenter bits", args: []string{"-datacenter", "0"}, env: withPW,
 			check: func(t *testing.T, c serveConfig) {
@@ -263,8 +266,8 @@ func TestServeOptions(t *testing.T) {
 		}},
 		{name: "bad log format", args: []string{"-log-format", "xml"}, env: withPW, wantErr: "-log-format"},
 		{name: "id key file", args: []string{"-id-key-file", idKeys, "-balanced-bits", "4"}, env: withPW, check: func(t *testing.T, c serveConfig) {
-			if c.idKeys == nil || c.frontend.IDKeys != c.idKeys || c.idKeys.Load().Len() != 1 || c.keeper.BalancedBits != 4 {
-				t.Fatalf("keys %v (frontend %v), balanced bits %d; want one key in both, 4", c.idKeys, c.frontend.IDKeys, c.keeper.BalancedBits)
+			if c.idKeys == nil || c.frontend.IDKeys != c.idKeys || c.pair.IDKeys != c.idKeys || c.idKeys.Load().Len() != 1 || c.keeper.BalancedBits != 4 {
+				t.Fatalf("keys %v (frontend %v, pair %v), balanced bits %d; want one key in all three, 4", c.idKeys, c.frontend.IDKeys, c.pair.IDKeys, c.keeper.BalancedBits)
 			}
 		}},
 		{name: "id key file others may read", args: []string{"-id-key-file", openKeys}, env: withPW, wantErr: "chmod 600"},

@@ -45,7 +45,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
 	}
 	usage := map[string]map[string]Flag{}
-	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check", "upgrade status", "pair check"} {
+	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check", "upgrade status", "pair check",
+		"deployment show", "deployment set"} {
 		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
@@ -66,6 +67,9 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	delete(usage, "upgrade status")
 	usage["pair"] = usage["pair check"]
 	delete(usage, "pair check")
+	usage["deployment"] = usage["deployment set"] // show's flags and set's own
+	delete(usage, "deployment set")
+	delete(usage, "deployment show")
 	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
 
@@ -106,7 +110,8 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
 		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1],
-			"TICKETD_SEQUENCE_SERVERS="+servers[0]+","+servers[1], "TICKETD_UPGRADE_SERVERS="+servers[0]+","+servers[1])
+			"TICKETD_SEQUENCE_SERVERS="+servers[0]+","+servers[1], "TICKETD_UPGRADE_SERVERS="+servers[0]+","+servers[1],
+			"TICKETD_DEPLOYMENT_SERVERS="+servers[0]+","+servers[1])
 		ran := 0
 		for _, d := range all {
 			for _, b := range d.Blocks {
@@ -323,7 +328,7 @@ func sameDefault(f Flag, doc string) error {
 
 var (
 	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair)\b([^|;&#\x60]*)`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|deployment)\b([^|;&#\x60]*)`)
 	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
 	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
 )
@@ -339,7 +344,7 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 		}
 	}
 	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true,
-		"TICKETD_PAIR_PASSWORD": true}
+		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
@@ -354,6 +359,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 	}
 	for name := range usage["pair"] {
 		env["TICKETD_PAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["deployment"] {
+		env["TICKETD_DEPLOYMENT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {

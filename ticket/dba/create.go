@@ -35,13 +35,21 @@ type NewSequence struct {
 	// above it (start.go). 0: none, unless the sequence was created with
 	// one, which a create repeated without it keeps.
 	Start uint64
+	// Public: ticketd hands out a keyed permutation of the counter's values
+	// (public.go). The key is the one the deployment records; KeyCheck is
+	// left empty: the create sets it.
+	Public bool
 }
 
 func (d NewSequence) String() string {
-	if d.Start == 0 {
-		return d.SequenceInfo.String()
+	s := d.SequenceInfo.String()
+	if d.Public && !d.SequenceInfo.Public() {
+		s += ", public"
 	}
-	return fmt.Sprintf("%s, start %d", d.SequenceInfo, d.Start)
+	if d.Start == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s, start %d", s, d.Start)
 }
 
 // CreateOptions is what a create may be told besides the sequences.
@@ -115,8 +123,21 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 	// read fails on the row's NULL table): none until no ticketd older than
 	// this release can run beside it. A deployment no ticketd has started
 	// yet is new: nothing older runs on it.
-	if err := requireFinalized(ctx, inv.cfg, inv.servers, inv.down, spec.Release, "creating a sequence"); err != nil {
+	what := "creating a sequence"
+	if anyPublic(defs) {
+		// Releases 1 and 2 would hand out a public sequence's raw counter
+		// values: the same gate, and a deployment record on every server
+		// (with the key), so that no older ticketd can start it afresh.
+		what = "creating a public sequence"
+	}
+	if err := requireFinalized(ctx, inv.cfg, inv.servers, inv.down, spec.Release, what); err != nil {
 		return rep, err
+	}
+	recorded := ""
+	if anyPublic(defs) {
+		if recorded, err = inv.recordedKey(ctx); err != nil {
+			return rep, err
+		}
 	}
 
 	// Compare first, everywhere: nothing is written if anything differs.
@@ -131,6 +152,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 		if err != nil {
 			return rep, err
 		}
+		publicKeys(batch, per, recorded)
 		for k, d := range batch {
 			conflicts = append(conflicts, inv.conflicts(d, per[k])...)
 			conflicts = append(conflicts, besideTables(d.Name, per[k], shapes)...)
@@ -174,6 +196,8 @@ func normalizeDefs(defs []NewSequence, n int) ([]NewSequence, error) {
 	for k, d := range out {
 		if d.Table != "" {
 			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q): a table is adopted (sequence adopt)", spec.ErrInvalidArgument, d.Name, d.Table))
+		} else if d.KeyCheck != "" {
+			errs = append(errs, fmt.Errorf("%w: %q names key check %q: a public sequence asks for Public, and takes the key the deployment records", spec.ErrInvalidArgument, d.Name, d.KeyCheck))
 		} else if err := spec.CheckInfo(d.SequenceInfo); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", spec.ErrInvalidArgument, err))
 		} else {
@@ -192,6 +216,15 @@ func normalizeDefs(defs []NewSequence, n int) ([]NewSequence, error) {
 		return nil, errors.Join(errs...)
 	}
 	return slices.Compact(out), nil
+}
+
+func anyPublic(defs []NewSequence) bool {
+	for _, d := range defs {
+		if d.Public {
+			return true
+		}
+	}
+	return false
 }
 
 func defNames(defs []NewSequence) []string {
@@ -452,12 +485,14 @@ func insertDefs(ctx context.Context, s *conn.Server, todo []NewSequence, values 
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO counters (name, value, start, step) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating rows of counters: %w", s.Name, err)
 	}
-	vals, args = rows("(?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize} })
-	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size) VALUES "+vals, args...); err != nil {
+	// key_check: every server that is up holds this release's schema
+	// (requireFinalized).
+	vals, args = rows("(?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, si.KeyCheck} })
+	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size, key_check) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating catalog rows: %w", s.Name, err)
 	}
-	vals, args = rows("(?, NULL, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by} })
-	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES "+vals, args...); err != nil {
+	vals, args = rows("(?, NULL, ?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by, si.KeyCheck} })
+	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by, key_check) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: pinning: %w", s.Name, err)
 	}
 	vals, args = rows("(?, ?)", func(k int, si spec.SequenceInfo) []any {

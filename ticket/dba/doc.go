@@ -6,8 +6,12 @@
 // listing and comparing them across the servers (ListSequences,
 // CheckSequences, `ticketd sequence list|check`), repairing counters and
 // lease rows rewound by a restore (Repair and Rewinds, `ticketd repair`),
-// closing an upgrade (Status, Finalize, `ticketd upgrade`), and judging a
-// pair before ticketd runs on it (CheckPair, `ticketd pair check`).
+// closing an upgrade (Status, Finalize, `ticketd upgrade`), reading and
+// changing the deployment record's key and balanced bits (ReadDeployment,
+// SetDeployment, `ticketd deployment`), and judging a pair before ticketd
+// runs on it (CheckPair, `ticketd pair check`). Public sequences
+// (NewSequence.Public) are made under the key the deployment records
+// (public.go).
 //
 // Each call checks every server's place in the pair first (the increment
 // and offset of its place, as a Pair does) and refuses a misplaced one

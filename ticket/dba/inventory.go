@@ -124,16 +124,21 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 	in := "(" + marks.Placeholders(len(names)) + ")"
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 		var cat []sequence.CatRow
-		if err := s.Pool().SelectContext(ctx, &cat, sequence.CatalogSelect+"WHERE s.name IN "+in, args...); err != nil {
+		if err := s.Pool().SelectContext(ctx, &cat, sequence.CatalogSelectFor(inv.schemas[s.Idx])+"WHERE s.name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading the catalog: %w", s.Name, err)
 		}
 		var pins []struct {
-			Name  string         `db:"name"`
-			Table sql.NullString `db:"table_name"`
-			Bits  uint8          `db:"bits"`
-			Block uint64         `db:"block_size"`
+			Name     string         `db:"name"`
+			Table    sql.NullString `db:"table_name"`
+			Bits     uint8          `db:"bits"`
+			Block    uint64         `db:"block_size"`
+			KeyCheck string         `db:"key_check"`
 		}
-		if err := s.Pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size FROM sequence_pins WHERE name IN "+in, args...); err != nil {
+		key := "key_check" // before release 3: every pin is of a plain sequence
+		if !inv.schemas[s.Idx].Has(schema.Public) {
+			key = "'' AS key_check"
+		}
+		if err := s.Pool().SelectContext(ctx, &pins, "SELECT name, table_name, bits, block_size, "+key+" FROM sequence_pins WHERE name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading sequence_pins: %w", s.Name, err)
 		}
 		var rows []marks.RowValue
@@ -149,7 +154,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 			}
 		}
 		for _, p := range pins {
-			out[index[p.Name]][s.Idx].pin = spec.SequenceInfo{Name: p.Name, Table: p.Table.String, Bits: int(p.Bits), BlockSize: p.Block}
+			out[index[p.Name]][s.Idx].pin = spec.SequenceInfo{Name: p.Name, Table: p.Table.String, Bits: int(p.Bits), BlockSize: p.Block, KeyCheck: p.KeyCheck}
 		}
 		for _, r := range rows {
 			out[index[r.Name]][s.Idx].row = &r

@@ -456,7 +456,7 @@ func roleNeeds(db string, catalog []string) []roleNeed {
 		{appRole, on("sequences"), []string{"SELECT"}},
 		{appRole, on("worker_leases"), []string{"SELECT", "INSERT", "UPDATE"}},
 		{appRole, on("reservation_copies"), []string{"SELECT", "INSERT", "UPDATE"}},
-		{appRole, on("deployment"), []string{"SELECT", "INSERT"}},
+		{appRole, on("deployment"), []string{"SELECT", "INSERT", "UPDATE (BALANCED_BITS, KEY_CHECK)"}},
 		{appRole, on("high_water"), []string{"SELECT", "INSERT", "UPDATE"}},
 		{appRole, on("catalog_version"), []string{"SELECT"}},
 		{appRole, on("counters"), []string{"SELECT", "UPDATE"}},

@@ -366,6 +366,9 @@ func runReport(args []string) error {
 	// Public forms: one keyed permutation of a 63-bit value, each way.
 	s.add("public_ns", gen["Public/encode"].nsOp)
 	s.add("public_decode_ns", gen["Public/decode"].nsOp)
+	// A public sequence: the permutation each of its values costs.
+	s.add("public_seq_ns", gen["PublicSequence/bits63"].nsOp)
+	s.add("public_seq32_ns", gen["PublicSequence/bits32"].nsOp)
 	// The Go client in strictly increasing mode, against the same client
 	// without it: > 1 is faster.
 	s.add("client_strict_next_ns", strictNs)
@@ -504,8 +507,9 @@ func runReport(args []string) error {
 	w("| one `Next`, strictly increasing mode (runs alternating with the plain one's) | %.1f ns (plain ÷ strict: %.2f×) |\n", strictNs, clientNs/strictNs)
 	w("| sustained, strictly increasing mode (right after the plain run) | %s IDs/s (strict ÷ plain: %.2f×) |\n", human(strictSustained), strictSustained/clientSustained)
 
-	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd of the same deployment, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
-		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped), "+
+	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd on the same servers, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
+		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped; "+
+		"a deployment of its own, database `tickets_balanced`, since a deployment records its balanced bits), "+
 		"and `/v1/id?after=X` with X an ID one millisecond old, made anew every millisecond by `bench/wrk/after.lua`, whose Lua call per request "+
 		"the plain side pays too (plain `/v1/id` through it: %s requests/s).\n\n", meta["id_rounds"], meta["rounds"], bits, bits, human(ida.a.rps))
 	w("| | requests/s | IDs/s | p99 | plain ticketd requests/s | ratio: median (per round) | |\n|---|---|---|---|---|---|---|\n")
@@ -527,10 +531,11 @@ func runReport(args []string) error {
 	}
 	w("\nIn process (bench/gen): the generator at saturation with balanced bits 4, %s IDs/s (%.1f %% of the ceiling, skipped values leave %.2f %%), "+
 		"with 10, %s IDs/s (%.1f %%, they leave %.2f %%). The public form of an ID, one FF1 permutation of a 63-bit value (`publicid.Ring.Public`): %.1f ns; "+
-		"back (`Ring.Decode` under one key): %.1f ns.\n",
+		"back (`Ring.Decode` under one key): %.1f ns. A public sequence's value costs one permutation more than a plain one's "+
+		"(`publicid.Sequence.Public`): %.1f ns for a 64-bit sequence (63 bits), %.1f ns for a 32-bit one.\n",
 		human(s.vals["gen_saturation_balanced4_ids_per_s"]), s.vals["gen_saturation_balanced4_pct_of_ceiling"], balancedShare(4),
 		human(s.vals["gen_saturation_balanced10_ids_per_s"]), s.vals["gen_saturation_balanced10_pct_of_ceiling"], balancedShare(10),
-		s.vals["public_ns"], s.vals["public_decode_ns"])
+		s.vals["public_ns"], s.vals["public_decode_ns"], s.vals["public_seq_ns"], s.vals["public_seq32_ns"])
 
 	w("\n## Generator, in process\n\n`go test -bench -count 3` in bench/gen, the fastest of the 3 runs (others' work on a shared machine only slows a run down), one goroutine unless said. *One ID*: a fresh generator every 200 IDs " +
 		"(outside the timer), so none waits for the clock: the cost of one ID. *Saturation*: IDs as fast as the generator gives them, " +

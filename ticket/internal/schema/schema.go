@@ -42,13 +42,19 @@ const (
 	// server commits (release 3); without it the probe is a Tickets64
 	// ticket nobody receives.
 	Probes
+	// Public: sequences.key_check and sequence_pins.key_check, public
+	// sequences and their pins (release 3).
+	Public
+	// Keys: deployment.key_check and deployment.balanced_bits, the
+	// deployment's record of its key and its balanced low bits (release 3).
+	Keys
 )
 
 // The features of each release's schema.sql.
 const (
 	Release1 Feature = 0
 	Release2         = Catalog | Counters | Pins | Writer
-	Release3         = Release2 | Finalize | Starts | Probes
+	Release3         = Release2 | Finalize | Starts | Probes | Public | Keys
 	// Current is what this release's schema.sql holds.
 	Current = Release3
 )
@@ -66,6 +72,10 @@ var names = []struct {
 	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
 	{Probes, "commit_probes", "probes", "table commit_probes (the write that tells a server commits)"},
 	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)"},
+	{Public, "sequences", "key_check", "column sequences.key_check (public sequences)"},
+	{Public, "sequence_pins", "key_check", "column sequence_pins.key_check (public sequences' pins)"},
+	{Keys, "deployment", "key_check", "column deployment.key_check (the deployment's key, checked at start)"},
+	{Keys, "deployment", "balanced_bits", "column deployment.balanced_bits (the deployment's balanced low bits)"},
 }
 
 // Has reports whether f holds every feature of want.

@@ -21,6 +21,21 @@ func TestRelease(t *testing.T) {
 	if m := (Release2).Missing(Release3); !strings.Contains(m, "finalized_release") || strings.Contains(m, "counters") {
 		t.Errorf("Release2.Missing(Release3) = %q, want finalized_release alone", m)
 	}
+	// Release 3's schema.sql as it was before public sequences and the
+	// record of keys: not release 3's, and the message names each column.
+	before := Release2 | Finalize | Starts
+	if before.Release() != 2 {
+		t.Errorf("a schema without the public columns: release %d, want 2", before.Release())
+	}
+	m := before.Missing(Current)
+	for _, col := range []string{"sequences.key_check", "sequence_pins.key_check", "deployment.key_check", "deployment.balanced_bits"} {
+		if !strings.Contains(m, col) {
+			t.Errorf("Missing(Current) of a schema without the public columns = %q, want %s named", m, col)
+		}
+	}
+	if strings.Contains(m, "finalized_release") || strings.Contains(m, "sequence_starts") {
+		t.Errorf("Missing(Current) = %q names what the schema holds", m)
+	}
 }
 
 func TestBook(t *testing.T) {

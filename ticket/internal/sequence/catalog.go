@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ticketd/publicid"
 	"ticketd/ticket/internal/arena"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/rotation"
@@ -63,13 +64,20 @@ type seqDef struct {
 }
 
 // packedDef is a definition as the catalog keeps it in memory (pack,
-// unpack): no name, the table as a number, no pointer.
+// unpack): no name, the table and the key check as numbers, no pointer.
 type packedDef struct {
 	block uint64
 	table uint32 // index in catalog.tables; 0: a row of counters
+	key   uint16 // index in catalog.keys; 0: a plain sequence
 	bits  uint8
 	ok    bool
 }
+
+// keyOverflow stands for a key check beyond the catalog's numbers (more
+// than 65,534 keys, which no deployment has: a check value comes from each
+// key an operator ever recorded). No definition in use holds it, so a pin
+// that does is never taken for it.
+const keyOverflow = 1<<16 - 1
 
 // pack returns d as the catalog keeps it (its name left out). Called with
 // c.mu held.
@@ -83,7 +91,24 @@ func (c *catalog) pack(d spec.SequenceInfo) packedDef {
 		c.tables = append(c.tables, c.names.Intern(d.Table))
 		c.tableIDs[c.tables[t]] = t
 	}
-	return packedDef{block: d.BlockSize, table: t, bits: uint8(d.Bits), ok: true}
+	k, _ := c.keyID(d.KeyCheck)
+	return packedDef{block: d.BlockSize, table: t, key: k, bits: uint8(d.Bits), ok: true}
+}
+
+// keyID numbers a key check ("" is 0); ok is false past the last number
+// (keyOverflow). Called with c.mu held.
+func (c *catalog) keyID(check string) (uint16, bool) {
+	k, known := c.keyIDs[check]
+	if known {
+		return k, true
+	}
+	if len(c.keys) >= keyOverflow {
+		return keyOverflow, false
+	}
+	k = uint16(len(c.keys))
+	c.keys = append(c.keys, c.names.Intern(check))
+	c.keyIDs[c.keys[k]] = k
+	return k, true
 }
 
 // unpack is pack's inverse, for the sequence name. Called with c.mu held.
@@ -91,7 +116,11 @@ func (c *catalog) unpack(d packedDef, name string) spec.SequenceInfo {
 	if !d.ok {
 		return spec.SequenceInfo{}
 	}
-	return spec.SequenceInfo{Name: name, Table: c.tables[d.table], BlockSize: d.block, Bits: int(d.bits)}
+	key := "(one key too many)"
+	if d.key != keyOverflow {
+		key = c.keys[d.key]
+	}
+	return spec.SequenceInfo{Name: name, Table: c.tables[d.table], BlockSize: d.block, Bits: int(d.bits), KeyCheck: key}
 }
 
 type catShard struct {
@@ -118,6 +147,13 @@ type catalog struct {
 	// "", a row of counters.
 	tables   []string
 	tableIDs map[string]uint32
+	// keys numbers the key checks of public sequences (packedDef): keys[0]
+	// is "", a plain sequence.
+	keys   []string
+	keyIDs map[string]uint16
+	// ring is the key ring the problems of public sequences were last
+	// judged against (settleCatalog judges them again when it changes).
+	ring *publicid.Ring
 	// touched: names whose rows changed since the last settle; all: every
 	// name (a whole catalog was read). Whether a name is missing somewhere
 	// is judged only once every server of a poll has been read (settle):
@@ -144,6 +180,8 @@ func (c *catalog) init(n int) {
 	c.byTable = map[string]*Sequence{}
 	c.tables = []string{""}
 	c.tableIDs = map[string]uint32{"": 0}
+	c.keys = []string{""}
+	c.keyIDs = map[string]uint16{"": 0}
 	c.touched = map[*Sequence]struct{}{}
 	c.fresh = map[string]*Sequence{}
 	c.missPoll = make(chan struct{}, 1)
@@ -201,42 +239,50 @@ func (c *catalog) each(f func(*Sequence) bool) {
 
 // CatRow is one catalog row with the server's pin of it.
 type CatRow struct {
-	Name      string         `db:"name"`
-	Table     sql.NullString `db:"table_name"`
-	Bits      int            `db:"bits"`
-	BlockSize uint64         `db:"block_size"`
-	Version   uint64         `db:"version"`
-	PinTable  sql.NullString `db:"pin_table"`
-	PinBits   sql.NullInt64  `db:"pin_bits"`
-	PinBlock  sql.NullInt64  `db:"pin_block"`
+	Name        string         `db:"name"`
+	Table       sql.NullString `db:"table_name"`
+	Bits        int            `db:"bits"`
+	BlockSize   uint64         `db:"block_size"`
+	Version     uint64         `db:"version"`
+	KeyCheck    string         `db:"key_check"`
+	PinTable    sql.NullString `db:"pin_table"`
+	PinBits     sql.NullInt64  `db:"pin_bits"`
+	PinBlock    sql.NullInt64  `db:"pin_block"`
+	PinKeyCheck sql.NullString `db:"pin_key_check"`
 }
 
-const CatalogSelect = `SELECT s.name, s.table_name, s.bits, s.block_size, s.version,
-       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
-  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
+// CatalogSelect reads catalog rows with their pins from a server holding
+// this release's schema.sql; CatalogSelectFor, from any.
+var CatalogSelect = CatalogSelectFor(schema.Current)
 
 // CatalogSelectFor is CatalogSelect for a server holding f: an older
-// release's schema has no pins (release 1: no sequence_pins) or no versions
-// (no sequences.version); their columns then read NULL and 0.
+// release's schema has no pins (release 1: no sequence_pins), no versions
+// (no sequences.version) or no public sequences (no key_check columns,
+// before release 3); their columns then read NULL, 0 and an empty key
+// check (plain).
 func CatalogSelectFor(f schema.Feature) string {
-	switch {
-	case f.Has(schema.Catalog | schema.Pins):
-		return CatalogSelect
-	case f.Has(schema.Catalog):
-		return "SELECT s.name, s.table_name, s.bits, s.block_size, s.version, NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block FROM sequences s "
-	case f.Has(schema.Pins):
-		return `SELECT s.name, s.table_name, s.bits, s.block_size, 0 AS version,
-       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block
-  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name `
+	version := "s.version"
+	if !f.Has(schema.Catalog) {
+		version = "0 AS version"
 	}
-	return "SELECT s.name, s.table_name, s.bits, s.block_size, 0 AS version, NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block FROM sequences s "
+	key, pinKey := "s.key_check", "p.key_check AS pin_key_check"
+	if !f.Has(schema.Public) {
+		key, pinKey = "'' AS key_check", "'' AS pin_key_check"
+	}
+	if !f.Has(schema.Pins) {
+		return "SELECT s.name, s.table_name, s.bits, s.block_size, " + version + ", " + key +
+			", NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block, NULL AS pin_key_check FROM sequences s "
+	}
+	return "SELECT s.name, s.table_name, s.bits, s.block_size, " + version + ", " + key +
+		",\n       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block, " + pinKey +
+		"\n  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name "
 }
 
 // scanCatRows reads CatalogSelect's rows into *out, without reflection.
 func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
 		var r CatRow
-		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.PinTable, &r.PinBits, &r.PinBlock); err != nil {
+		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.KeyCheck, &r.PinTable, &r.PinBits, &r.PinBlock, &r.PinKeyCheck); err != nil {
 			return err
 		}
 		*out = append(*out, r)
@@ -245,14 +291,15 @@ func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 }
 
 func (r CatRow) Info() spec.SequenceInfo {
-	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}
+	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize, KeyCheck: r.KeyCheck}
 }
 
 func (r CatRow) Pin() spec.SequenceInfo {
 	if !r.PinBits.Valid {
 		return spec.SequenceInfo{}
 	}
-	return spec.SequenceInfo{Name: r.Name, Table: r.PinTable.String, Bits: int(r.PinBits.Int64), BlockSize: uint64(r.PinBlock.Int64)}
+	return spec.SequenceInfo{Name: r.Name, Table: r.PinTable.String, Bits: int(r.PinBits.Int64), BlockSize: uint64(r.PinBlock.Int64),
+		KeyCheck: r.PinKeyCheck.String}
 }
 
 // loadCatalogs brings the catalog of each server of list up to date (see the
@@ -287,6 +334,12 @@ func (sq *Sequences) settleCatalog() {
 	c := &sq.cat
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r := sq.ring(); r != c.ring {
+		// Keys added on SIGHUP (or the first read): public sequences
+		// refused for want of a key may be served now.
+		c.ring = r
+		c.touchedAll = true
+	}
 	if len(c.fresh) > 0 {
 		list := make([]*Sequence, 0, len(c.fresh))
 		for _, q := range c.fresh {
@@ -431,6 +484,12 @@ func (sq *Sequences) applyCatalog(i int, rows []CatRow, whole bool) {
 			sq.warn.Note(warnSeqRow, "server", i+1, "err", err)
 			continue
 		}
+		k, ok := c.keyID(si.KeyCheck)
+		if !ok {
+			sq.warn.Note(warnSeqRow, "server", i+1, "err", fmt.Errorf("sequence %q: its key check is one of more than %d the catalog can keep", si.Name, keyOverflow-1))
+			continue
+		}
+		si.KeyCheck = c.keys[k] // interned: the row's string is not kept
 		q := c.get(si.Name)
 		if q == nil {
 			if q = c.fresh[si.Name]; q == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -44,14 +45,14 @@ func (sq *Sequences) recomputeLocked(q *Sequence) {
 	switch {
 	case differ && !q.used.Load():
 		kind = ProblemDiffers
-		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd",
-			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"))
+		err = fmt.Errorf("%w: sequence %q is defined differently on the servers (%s): fix the sequences table, then restart ticketd%s",
+			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), sq.publicNote(q))
 	case changed != 0:
 		// The catalog no longer says what this Pair has been serving.
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but it was in use as %s: "+
-			"put the definition back, then restart ticketd (or create a sequence with a new name)",
-			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.Info)
+			"put the definition back, then restart ticketd (or create a sequence with a new name)%s",
+			spec.ErrMisconfigured, name, c.listDefs(q, rows, "server"), q.Info, sq.publicNote(q))
 	case badPins != 0:
 		kind = ProblemRedefined
 		err = fmt.Errorf("%w: sequence %q was redefined: the catalog says %s, but ticketd served it as %s: "+
@@ -86,15 +87,21 @@ func (sq *Sequences) recomputeLocked(q *Sequence) {
 	}
 }
 
-// judgeMissingLocked reports q when some server whose catalog was read lacks
-// it, and clears its report once none does. Called with the catalog's mutex
-// held, after a poll of every server (settleCatalog).
+// judgeMissingLocked reports q when this Pair lacks its key (a public
+// sequence: refused, whatever the servers hold), or else when some server
+// whose catalog was read lacks it, and clears its report once neither
+// holds. Called with the catalog's mutex held, after a poll of every server
+// (settleCatalog), which judges every name again when the key ring changed.
 func (sq *Sequences) judgeMissingLocked(q *Sequence) {
 	c := &sq.cat
 	if q.err() != nil {
 		return // refused for good: its report stays
 	}
 	name := q.Info.Name
+	if err := keyProblem(q.Info, c.ring); err != nil && q.Servers.Load() != 0 {
+		sq.reportLocked(q, ProblemNoKey, err)
+		return
+	}
 	mask := q.Servers.Load()
 	if missing := c.read &^ mask; missing != 0 && mask != 0 {
 		var have, lack []string
@@ -114,6 +121,30 @@ func (sq *Sequences) judgeMissingLocked(q *Sequence) {
 	c.problems.clear(name)
 }
 
+// publicNote says which servers of a public sequence's rows hold a schema
+// without public sequences, where it reads as plain; "" if none. Called
+// with c.mu held.
+func (sq *Sequences) publicNote(q *Sequence) string {
+	public := false
+	for _, d := range q.defs {
+		public = public || (d.row.ok && d.row.key != 0)
+	}
+	if !public {
+		return ""
+	}
+	var old []string
+	for i, d := range q.defs {
+		if d.row.ok && !sq.schemas.Has(i, schema.Public) {
+			old = append(old, fmt.Sprint(i+1))
+		}
+	}
+	if len(old) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (server %s holds a schema without %s, where a public sequence reads as plain: load this release's schema.sql there)",
+		strings.Join(old, ", "), schema.Release1.Missing(schema.Public))
+}
+
 // listDefs names, per server, the definition pick returns (skipping none).
 // Called with c.mu held.
 func (c *catalog) listDefs(q *Sequence, pick func(seqDef) packedDef, label string) string {
@@ -131,8 +162,12 @@ func (sq *Sequences) reportLocked(q *Sequence, kind string, err error) {
 	if !sq.cat.problems.set(Problem{Name: q.Info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
 		return // already known
 	}
-	if kind == ProblemMissing {
+	switch kind {
+	case ProblemMissing:
 		sq.warn.Note(warnSeqMissing, "sequence", q.Info.Name, "err", err)
+		return
+	case ProblemNoKey:
+		sq.warn.Note(warnSeqNoKey, "sequence", q.Info.Name, "err", err)
 		return
 	}
 	sq.warn.Note(warnSeqRefused, "sequence", q.Info.Name, "err", err)

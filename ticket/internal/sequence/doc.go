@@ -31,4 +31,13 @@
 // uniqueness matters, not density. A 32-bit sequence never returns a value above
 // 2^32-1 and a 64-bit one none above 2^63-1; past that, ErrSequenceExhausted
 // (the product t·B is computed without wrapping).
+//
+// A public sequence (a definition naming a key check) hands out the keyed
+// permutation of each of those values over its range instead (public.go).
+// The permutation is applied here, as values leave the Pair, and not by the
+// HTTP front end: then no caller of the Pair, HTTP or Go, can be handed a raw
+// value of a public sequence by a path that forgot it, and a ticketd without
+// the key refuses the sequence before a ticket is taken. The key stays in
+// the process (Config.IDKeys): the servers see only its check value, in the
+// catalog row and the pin, and no log, status or metric shows more.
 package sequence

@@ -81,24 +81,33 @@ func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *Sequence) error
 	if q.Info.Table != "" {
 		table = q.Info.Table
 	}
-	if _, err := ss.Exec(ctx, what,
-		"INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES (?, ?, ?, ?, ?)",
-		q.Info.Name, table, q.Info.Bits, q.Info.BlockSize, pinnedBy()); err != nil {
+	// A server whose schema has no key_check (before release 3) pins every
+	// sequence as plain: a public one is refused there (its catalog row
+	// reads as plain too, recomputeLocked).
+	insert, key := "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by) VALUES (?, ?, ?, ?, ?)", "'' AS key_check"
+	args := []any{q.Info.Name, table, q.Info.Bits, q.Info.BlockSize, pinnedBy()}
+	if sq.schemas.Has(s.Idx, schema.Public) {
+		insert, key = "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by, key_check) VALUES (?, ?, ?, ?, ?, ?)", "key_check"
+		args = append(args, q.Info.KeyCheck)
+	}
+	if _, err := ss.Exec(ctx, what, insert, args...); err != nil {
 		return err
 	}
 	var rows []struct {
-		Table sql.NullString `db:"table_name"`
-		Bits  uint8          `db:"bits"`
-		Block uint64         `db:"block_size"`
+		Table    sql.NullString `db:"table_name"`
+		Bits     uint8          `db:"bits"`
+		Block    uint64         `db:"block_size"`
+		KeyCheck string         `db:"key_check"`
 	}
-	if err := ss.Select(ctx, what, &rows, "SELECT table_name, bits, block_size FROM sequence_pins WHERE name = ?", q.Info.Name); err != nil {
+	if err := ss.Select(ctx, what, &rows, "SELECT table_name, bits, block_size, "+key+" FROM sequence_pins WHERE name = ?", q.Info.Name); err != nil {
 		return err
 	}
 	if len(rows) != 1 {
 		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.Name, what)
 	}
 	sq.cat.mu.Lock()
-	q.defs[s.Idx].pin = sq.cat.pack(spec.SequenceInfo{Name: q.Info.Name, Table: rows[0].Table.String, Bits: int(rows[0].Bits), BlockSize: rows[0].Block})
+	q.defs[s.Idx].pin = sq.cat.pack(spec.SequenceInfo{Name: q.Info.Name, Table: rows[0].Table.String, Bits: int(rows[0].Bits), BlockSize: rows[0].Block,
+		KeyCheck: rows[0].KeyCheck})
 	sq.recomputeLocked(q)
 	sq.cat.mu.Unlock()
 	return q.err()

@@ -13,10 +13,15 @@ const (
 	// ProblemMissing: some servers lack the sequence (a create that did not
 	// reach every server). Served by the others; reported.
 	ProblemMissing = "missing"
+	// ProblemNoKey: a public sequence whose key this ticketd does not hold
+	// (no -id-key-file, or a key file without the key whose check value
+	// the sequence names). Refused until the key is added (SIGHUP), never
+	// served with its counter's raw values.
+	ProblemNoKey = "no_key"
 )
 
 // ProblemKinds lists every kind of SequenceProblem.
-var ProblemKinds = []string{ProblemRedefined, ProblemDiffers, ProblemSharedTable, ProblemMissing}
+var ProblemKinds = []string{ProblemRedefined, ProblemDiffers, ProblemSharedTable, ProblemMissing, ProblemNoKey}
 
 // Problem is a sequence the servers' catalogs disagree on, or that
 // was redefined since ticketd served it.
@@ -24,7 +29,7 @@ type Problem struct {
 	Name string
 	Kind string // one of ProblemKinds
 	// Refused: no value of it is handed out until the catalog is fixed and
-	// ticketd restarted.
+	// ticketd restarted (until the key is added, for ProblemNoKey).
 	Refused bool
 	Detail  string // what is wrong, naming both definitions; what to do
 }

@@ -70,6 +70,10 @@ type Sequence struct {
 	cur   block
 	next  block    // prefetched, valid when hasNext
 	fetch *fetchOp // the one fetch in flight, if any
+
+	// perm: a public sequence's permutation, made from the ring it holds
+	// (public.go); made again when the ring changes.
+	perm atomic.Pointer[permutation]
 }
 
 // The kinds of repeated warnings the sequences log.
@@ -77,6 +81,7 @@ const (
 	warnSeqRow     = "sequence row ignored"
 	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
 	warnSeqMissing = "sequence missing on a ticket server"
+	warnSeqNoKey   = "public sequence refused: this ticketd does not hold its key"
 )
 
 // Sequences is the named sequences of a pair: the catalog of their
@@ -106,7 +111,7 @@ type Sequences struct {
 // (Load reads the catalogs).
 func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life, schemas *schema.Book) *Sequences {
 	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
-	warn.Declare(slog.LevelError, warnSeqRefused)
+	warn.Declare(slog.LevelError, warnSeqRefused, warnSeqNoKey)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt, schemas: schemas,
 		catalogGate: life.NewGate(), unreadable: make([]atomic.Bool, len(servers))}
 	sq.cat.init(len(servers))
@@ -183,7 +188,22 @@ func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int,
 	if err != nil {
 		return 0, err
 	}
+	// A public sequence without its key is refused before a ticket is
+	// taken: no raw value of it ever leaves.
+	perm, err := sq.permutation(q)
+	if err != nil {
+		return 0, err
+	}
 	sq.use(q)
+	n, err := sq.take(ctx, q, dst)
+	if perr := permute(q, perm, dst[:n]); perr != nil {
+		return 0, perr
+	}
+	return n, err
+}
+
+// take fills dst with counter values of q, as NextN.
+func (sq *Sequences) take(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
 	if q.Info.BlockSize == 1 {
 		// Pure Flickr: the ticket is the value.
 		for i := range dst {
@@ -274,16 +294,26 @@ func (sq *Sequences) TryNextN(name string, dst []uint64) (int, bool) {
 	if q == nil || q.Info.BlockSize == 1 || q.Servers.Load() == 0 || q.err() != nil {
 		return 0, false
 	}
+	perm, err := sq.permutation(q)
+	if err != nil {
+		return 0, false // NextN says why
+	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	avail := q.cur.remaining()
 	if q.hasNext {
 		avail += q.next.remaining()
 	}
 	if avail < uint64(len(dst)) {
+		q.mu.Unlock()
 		return 0, false
 	}
-	return sq.drainLocked(q, dst), true
+	n := sq.drainLocked(q, dst)
+	q.mu.Unlock()
+	// Permuted outside the lock: the values are this caller's alone now.
+	if permute(q, perm, dst[:n]) != nil {
+		return 0, false // cannot happen (values are in range); NextN would say
+	}
+	return n, true
 }
 
 // startFetch starts the sequence's one block fetch. Called with q.mu held. The

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"ticketd/publicid"
 )
 
 // Defaults and bounds of Config. The bounds are there to catch unit mistakes
@@ -168,6 +170,22 @@ type Config struct {
 	// called on the caller's goroutine and must be fast and safe for
 	// concurrent use. For metrics; nil costs nothing.
 	Observe func(server int, kind string, d time.Duration, err error)
+	// IDKeys, when not nil, holds the operator's keys (ticketd serve
+	// -id-key-file): the values of a public sequence are permuted under
+	// the key of its current ring whose check value the sequence's
+	// definition names (package publicid). The Pair only derives each
+	// sequence's permutation from it: no key leaves the process, and none
+	// is ever written to the servers, a log or an error (their check
+	// values name them). Zero: public sequences are refused (ErrNoKey).
+	IDKeys KeySource
+}
+
+// KeySource is what the Pair needs of the operator's keys: the ring in
+// force now (publicid.Store, reloaded on SIGHUP, is one). Load is called
+// once per batch of values of a public sequence: it must be cheap (an
+// atomic load) and safe for concurrent use.
+type KeySource interface {
+	Load() *publicid.Ring
 }
 
 // DefaultServers returns the local pair that `make db-up` starts.
@@ -332,8 +350,8 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s PasswordSource:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s}",
-		addrs, c.User, redacted(c.Password), isSet(c.PasswordSource != nil), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS))
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s PasswordSource:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s IDKeys:%s}",
+		addrs, c.User, redacted(c.Password), isSet(c.PasswordSource != nil), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS), isSet(c.IDKeys != nil))
 }
 
 // GoString implements fmt.GoStringer (%#v).

@@ -20,6 +20,25 @@ type SequenceInfo struct {
 	Bits int
 	// BlockSize B: one ticket t stands for the values [t·B, t·B+B).
 	BlockSize uint64
+	// KeyCheck is "" for a plain sequence, whose values are its counter's.
+	// Otherwise the sequence is public: every value handed out is the
+	// keyed permutation of the counter's value over the sequence's range
+	// (package publicid: 32 bits, or 63 for a 64-bit sequence), under the
+	// operator's key whose check value this is (32 hexadecimal digits). It
+	// names the key; the key itself is never in a definition.
+	KeyCheck string
+}
+
+// Public reports whether the sequence hands out permuted values.
+func (si SequenceInfo) Public() bool { return si.KeyCheck != "" }
+
+// PermBits is the width of a public sequence's permutation: 32 bits for a
+// 32-bit sequence, 63 for a 64-bit one (its values stop at 2^63-1).
+func (si SequenceInfo) PermBits() int {
+	if si.Bits == 32 {
+		return 32
+	}
+	return 63
 }
 
 // RowStored reports whether the sequence's counter is a row of counters.
@@ -31,7 +50,24 @@ func (si SequenceInfo) String() string {
 	if !si.RowStored() {
 		where = "table " + si.Table
 	}
+	if si.Public() {
+		return fmt.Sprintf("%d bits, block size %d, %s, public (key check %s)", si.Bits, si.BlockSize, where, si.KeyCheck)
+	}
 	return fmt.Sprintf("%d bits, block size %d, %s", si.Bits, si.BlockSize, where)
+}
+
+// ValidKeyCheck reports whether s is a key's check value as schema.sql's
+// CHECK on key_check takes it: 32 lowercase hexadecimal digits.
+func ValidKeyCheck(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxBlockSize is the largest block size (schema.sql's CHECK sequence_block_ok).
@@ -103,6 +139,8 @@ func CheckInfo(si SequenceInfo) error {
 		return fmt.Errorf("bits %d: want 32 or 64", si.Bits)
 	case si.BlockSize < 1 || si.BlockSize > MaxBlockSize:
 		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, MaxBlockSize)
+	case si.KeyCheck != "" && !ValidKeyCheck(si.KeyCheck):
+		return fmt.Errorf("key_check %.40q: want '' or 32 lowercase hexadecimal digits", si.KeyCheck)
 	}
 	return nil
 }

@@ -26,6 +26,10 @@ func TestCheckInfo(t *testing.T) {
 		{"bits 16", func(s *SequenceInfo) { s.Bits = 16 }, "bits"},
 		{"block 0", func(s *SequenceInfo) { s.BlockSize = 0 }, "block_size"},
 		{"block too big", func(s *SequenceInfo) { s.BlockSize = MaxBlockSize + 1 }, "block_size"},
+		{"public", func(s *SequenceInfo) { s.KeyCheck = "0123456789abcdef0123456789abcdef" }, ""},
+		{"key check in upper case", func(s *SequenceInfo) { s.KeyCheck = "0123456789ABCDEF0123456789abcdef" }, "key_check"},
+		{"key check too short", func(s *SequenceInfo) { s.KeyCheck = "0123456789abcdef" }, "key_check"},
+		{"key check not hexadecimal", func(s *SequenceInfo) { s.KeyCheck = "0123456789abcdef0123456789abcdeg" }, "key_check"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

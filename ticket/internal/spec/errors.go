@@ -2,6 +2,8 @@ package spec
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error package ticket (and its rooms) returns that a caller may want to act
@@ -63,6 +65,33 @@ var (
 	// upgrade status says which); or this ticketd is older than the release
 	// the deployment was finalized at.
 	ErrUpgrade = errors.New("ticket: upgrade not finished")
+	// ErrNoKey: a public sequence's values are permuted under a key this
+	// ticketd does not hold (no Config.IDKeys, or a ring without the key
+	// whose check value the sequence names). Its values are refused, never
+	// handed out raw; the message names the check value wanted.
+	ErrNoKey = errors.New("ticket: no key for a public sequence")
 	// ErrClosed: the Pair was closed.
 	ErrClosed = errors.New("ticket: pair closed")
 )
+
+// KeyError is why a public sequence is refused for want of its key:
+// errors.Is(err, ErrNoKey) holds, and errors.As gives the sequence and the
+// check value of the key it wants (for a message that names them). It
+// holds check values only, never a key.
+type KeyError struct {
+	Sequence string
+	KeyCheck string   // the check value of the key the sequence wants
+	Held     []string // the check values of the keys held; nil: no key file
+}
+
+func (e *KeyError) Error() string {
+	if e.Held == nil {
+		return fmt.Sprintf("%v: sequence %q is public, permuted under the key with check value %s, and this ticketd has no key file (-id-key-file): it refuses the sequence rather than hand out its counter's values",
+			ErrNoKey, e.Sequence, e.KeyCheck)
+	}
+	return fmt.Sprintf("%v: sequence %q is public, permuted under the key with check value %s, which this ticketd's key file does not hold (it holds %s): add that key to the key file (it may follow the encoding key), then send SIGHUP",
+		ErrNoKey, e.Sequence, e.KeyCheck, strings.Join(e.Held, ", "))
+}
+
+// Is makes errors.Is(e, ErrNoKey) hold.
+func (e *KeyError) Is(target error) bool { return target == ErrNoKey }

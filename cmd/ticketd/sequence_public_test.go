@@ -1,0 +1,131 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ticketd/internal/mariadb"
+	"ticketd/internal/mysqltest"
+)
+
+// Two check values of keys (publicid.CheckValue's form), for records made
+// by hand: the create never sees a key.
+const (
+	checkOne = "0123456789abcdef0123456789abcdef"
+	checkTwo = "fedcba9876543210fedcba9876543210"
+)
+
+// TestSequenceCreatePublic: `sequence create -public` on the real pair.
+// Refused, writing nothing, on a deployment no ticketd has recorded, on one
+// that records no key, before the upgrade is finalized at release 3 (an
+// older ticketd would hand out the raw values), and on a server whose
+// schema lacks the public columns (named); then made under the key the
+// deployment records, its catalog rows and pins naming that check value on
+// both servers, shown by list (the check value, no key) and clean for
+// check. Repeated: nothing created; asked for as plain: refused. After a
+// key change it keeps its key, and a new one takes the new key.
+func TestSequenceCreatePublic(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	both := func(sql string) {
+		t.Helper()
+		for _, s := range mp.Servers {
+			s.Exec(t, sql)
+		}
+	}
+	state := func() string {
+		var b strings.Builder
+		for _, s := range mp.Servers {
+			b.WriteString(s.Query(t, "SELECT CONCAT_WS(' ', (SELECT COUNT(*) FROM tickets.sequences), (SELECT COUNT(*) FROM tickets.sequence_pins), (SELECT COUNT(*) FROM tickets.counters))") + "\n")
+		}
+		return b.String()
+	}
+	refused := func(when string, code int, want ...string) {
+		t.Helper()
+		before := state()
+		out, errOut, got := seqCmd(t, mp, "create", "porders", "-public", "-block", "1000")
+		if got != code {
+			t.Fatalf("%s: create -public: exit %d, want %d\n%s%s", when, got, code, out, errOut)
+		}
+		for _, w := range want {
+			if !strings.Contains(errOut, w) {
+				t.Fatalf("%s: create -public: %q, want %q named", when, errOut, w)
+			}
+		}
+		if after := state(); after != before {
+			t.Fatalf("%s: a refused create changed the servers: %s → %s", when, before, after)
+		}
+	}
+	refused("no deployment record", 1, "holds no deployment record", "start a ticketd of this release")
+	both(`INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release) VALUES (1, '41/0/10/12', 1288834974657, 1700000000000, 'test', 0)`)
+	refused("not finalized", 1, "creating a public sequence needs a deployment finalized at release 3", "ticketd upgrade finalize")
+	both("UPDATE tickets.deployment SET finalized_release = 3")
+	refused("no key recorded", 1, "records no key", "start a ticketd with -id-key-file")
+	mp.Servers[0].Exec(t, "UPDATE tickets.deployment SET key_check = '"+checkOne+"'")
+	mp.Servers[1].Exec(t, "UPDATE tickets.deployment SET key_check = '"+checkTwo+"'")
+	refused("the servers record different keys", 1, "the servers record different keys", checkOne+" on server 1", checkTwo+" on server 2")
+	mp.Servers[1].Exec(t, "UPDATE tickets.deployment SET key_check = '"+checkOne+"'")
+	// A server on a schema without the public columns (release 3's before
+	// them): named, with what to do.
+	mp.Servers[1].Exec(t, "DROP TRIGGER tickets.sequences_immutable; ALTER TABLE tickets.sequences DROP COLUMN key_check")
+	refused("a schema without sequences.key_check", 1, "column sequences.key_check (public sequences)", "load this release's schema.sql there")
+	schema, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp.Servers[1].Exec(t, string(schema))
+
+	out, errOut, code := seqCmd(t, mp, "create", "porders", "-public", "-block", "1000")
+	if code != 0 || strings.Count(out, "1 created, 0 already there") != 2 {
+		t.Fatalf("create -public: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, s := range mp.Servers {
+		got := s.Query(t, "SELECT CONCAT(q.key_check, ' ', p.key_check, ' ', q.block_size) FROM tickets.sequences q JOIN tickets.sequence_pins p USING (name) WHERE name = 'porders'")
+		if want := checkOne + " " + checkOne + " 1000"; got != want {
+			t.Fatalf("server %d: porders holds %q, want %q (key check, pinned key check, block)", s.Offset, got, want)
+		}
+	}
+	out, errOut, code = seqCmd(t, mp, "create", "porders", "-public", "-block", "1000")
+	if code != 0 || strings.Count(out, "0 created, 1 already there") != 2 {
+		t.Fatalf("create -public again: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = seqCmd(t, mp, "create", "porders", "-block", "1000")
+	if code != 2 || !strings.Contains(errOut, "public (key check "+checkOne+"), not 64 bits, block size 1000, a row of counters") {
+		t.Fatalf("create porders as plain: exit %d, want 2 naming both definitions\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = seqCmd(t, mp, "list", "-name", "porders")
+	if code != 0 || !strings.Contains(out, "PUBLIC") || !strings.Contains(out, "key "+checkOne) {
+		t.Fatalf("list -name porders: exit %d, want its key check shown\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code = seqCmd(t, mp, "check"); code != 0 {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A key change (ticketd deployment set): porders keeps its key, a new
+	// public sequence takes the new one, from a file too.
+	both("UPDATE tickets.deployment SET key_check = '" + checkTwo + "'")
+	file := filepath.Join(t.TempDir(), "defs")
+	if err := os.WriteFile(file, []byte("porders 64 1000 public\npinvoices 32 10 public\nplainone 64 10\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = seqCmd(t, mp, "create", "-file", file)
+	if code != 0 || strings.Count(out, "2 created, 1 already there") != 2 {
+		t.Fatalf("create -file after a key change: exit %d\n%s%s", code, out, errOut)
+	}
+	for name, want := range map[string]string{"porders": checkOne, "pinvoices": checkTwo, "plainone": ""} {
+		if got := mp.Servers[0].Query(t, "SELECT key_check FROM tickets.sequences WHERE name = '"+name+"'"); got != want {
+			t.Errorf("%s: key check %q, want %q", name, got, want)
+		}
+	}
+	// Redefined as plain behind the triggers' back: check names it.
+	both("TRUNCATE TABLE tickets.sequences; INSERT INTO tickets.sequences (name, table_name, bits, block_size, key_check) VALUES " +
+		"('tickets64', 'Tickets64', 64, 1, ''), ('tickets32', 'Tickets32', 32, 1, ''), ('porders', NULL, 64, 1000, ''), " +
+		"('pinvoices', NULL, 32, 10, '" + checkTwo + "'), ('plainone', NULL, 64, 10, '')")
+	out, errOut, code = seqCmd(t, mp, "check")
+	want := "porders: redefined on server 1: the catalog says 64 bits, block size 1000, a row of counters, " +
+		"but it was served as 64 bits, block size 1000, a row of counters, public (key check " + checkOne + ") (pinned)"
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "pinvoices") {
+		t.Fatalf("check after porders was made plain: exit %d, want 1 naming it alone\n%s%s", code, out, errOut)
+	}
+}
