@@ -156,12 +156,43 @@ func (ps PrivSet) add(g grant) {
 		ps[g.object] = map[string]bool{}
 	}
 	for _, p := range g.privs {
-		ps[g.object][p] = true
+		for _, c := range columns(p) {
+			ps[g.object][c] = true
+		}
 	}
 }
 
-// covers reports whether ps grants priv on object.
+// columns splits a column privilege into one per column ("UPDATE (A, B)"
+// into "UPDATE (A)" and "UPDATE (B)"): SHOW GRANTS lists a table's columns
+// in an order of its own, which changes when the server restarts and
+// reloads its privileges, so a privilege on columns is a set of them. Any
+// other privilege is itself.
+func columns(priv string) []string {
+	name, cols, found := strings.Cut(priv, " (")
+	cols, closed := strings.CutSuffix(cols, ")")
+	if !found || !closed {
+		return []string{priv}
+	}
+	var out []string
+	for _, c := range strings.Split(cols, ",") {
+		out = append(out, strings.TrimSpace(name)+" ("+strings.TrimSpace(c)+")")
+	}
+	return out
+}
+
+// Covers reports whether ps grants priv on object; a privilege on columns,
+// on each of them.
 func (ps PrivSet) Covers(priv, object string) bool {
+	for _, c := range columns(priv) {
+		if !ps.covers(c, object) {
+			return false
+		}
+	}
+	return true
+}
+
+// covers is Covers of a privilege on at most one column.
+func (ps PrivSet) covers(priv, object string) bool {
 	name, _, _ := strings.Cut(priv, " (") // a column privilege: the table's covers it
 	name = strings.TrimSpace(name)
 	for _, o := range enclosing(object) {
