@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
+	"ticketd/internal/logsum"
 	"ticketd/publicid"
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
@@ -74,6 +78,30 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if p.lt.Closed() {
 		return Deployment{}, spec.ErrClosed
 	}
+	return p.dep.ensure(ctx, want)
+}
+
+// deployments is the deployment record as every server holds it (table
+// deployment): written and checked at start (EnsureDeployment), read again
+// at every catalog poll (refreshFinalized), which keeps the release the
+// upgrade is finalized at.
+type deployments struct {
+	cfg     spec.Config
+	servers []*conn.Server
+	rot     *rotation.Rotation
+	schemas *schema.Book
+	marks   *marks.Book
+	warn    *logsum.Summary
+	// finalized: the release the deployment's upgrade is finalized at.
+	finalized atomic.Int32
+	// ensured: the last Deployment EnsureDeployment granted; its key and
+	// balanced bits are recorded later where the schema could not hold them
+	// then (refreshFinalized).
+	ensured atomic.Pointer[Deployment]
+}
+
+// ensure is EnsureDeployment on a Pair that is open.
+func (ds *deployments) ensure(ctx context.Context, want Deployment) (Deployment, error) {
 	switch {
 	case want.Layout == "" || len(want.Layout) > maxLayoutLen || !spec.PrintableASCII(want.Layout):
 		return Deployment{}, fmt.Errorf("%w: Deployment.Layout must be 1..%d printable ASCII bytes", spec.ErrInvalidArgument, maxLayoutLen)
@@ -84,14 +112,14 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	case want.BalancedBits < 0 || want.BalancedBits > maxBalancedBits:
 		return Deployment{}, fmt.Errorf("%w: Deployment.BalancedBits %d outside [0, %d]", spec.ErrInvalidArgument, want.BalancedBits, maxBalancedBits)
 	}
-	ring := p.keyRing()
+	ring := ds.keyRing()
 
 	// Read every server: the earliest existing record is the one to spread.
-	rows, errs := p.readDeployments(ctx)
-	if err := checkDeployments(p.servers, want, ring, rows); err != nil {
+	rows, errs := ds.readDeployments(ctx)
+	if err := checkDeployments(ds.servers, want, ring, rows); err != nil {
 		return Deployment{}, err
 	}
-	if err := checkRelease(p.servers, rows); err != nil {
+	if err := checkRelease(ds.servers, rows); err != nil {
 		return Deployment{}, err
 	}
 	// A new deployment has no ticketd of an older release to wait for: it
@@ -103,7 +131,7 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	}
 	var missing []*conn.Server
 	reachable := 0
-	for i, s := range p.servers {
+	for i, s := range ds.servers {
 		switch {
 		case errs[i] != nil:
 		case rows[i] == nil:
@@ -123,9 +151,9 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 		// INSERT IGNORE: if another ticketd got there first, its row stays and the
 		// re-read below judges it.
 		// A server on an older release's schema has no finalized_release.
-		p.rot.OnEach(ctx, missing, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+		ds.rot.OnEach(ctx, missing, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 			ss.Long = false // at start: a caller waits
-			f := p.schemas.Of(ss.Server.Idx)
+			f := ds.schemas.Of(ss.Server.Idx)
 			switch {
 			case !f.Has(schema.Finalize):
 				_, err := ss.Exec(ctx, "recording the deployment",
@@ -143,19 +171,19 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 				base.Layout, base.EpochMs, base.FirstStartMs, base.CreatedBy, base.FinalizedRelease, base.KeyCheck, base.BalancedBits)
 			return err
 		})
-		rows, errs = p.readDeployments(ctx)
-		if err := checkDeployments(p.servers, want, ring, rows); err != nil {
+		rows, errs = ds.readDeployments(ctx)
+		if err := checkDeployments(ds.servers, want, ring, rows); err != nil {
 			return Deployment{}, err
 		}
-		if err := checkRelease(p.servers, rows); err != nil {
+		if err := checkRelease(ds.servers, rows); err != nil {
 			return Deployment{}, err
 		}
 	}
 	// A record made before its key and balanced bits could be (an older
 	// schema, a ticketd without a key file): recorded now, then judged.
-	if p.recordExtras(ctx, rows, ring, want.BalancedBits) {
-		rows, errs = p.readDeployments(ctx)
-		if err := checkDeployments(p.servers, want, ring, rows); err != nil {
+	if ds.recordExtras(ctx, rows, ring, want.BalancedBits) {
+		rows, errs = ds.readDeployments(ctx)
+		if err := checkDeployments(ds.servers, want, ring, rows); err != nil {
 			return Deployment{}, err
 		}
 	}
@@ -168,8 +196,8 @@ func (p *Pair) EnsureDeployment(ctx context.Context, want Deployment) (Deploymen
 	if got == nil {
 		return Deployment{}, fmt.Errorf("%w: no server kept the deployment record: %w", spec.ErrNoServer, errors.Join(errs...))
 	}
-	fin := p.noteFinalized(rows, errs)
-	p.ensured.Store(&want)
+	fin := ds.noteFinalized(rows, errs)
+	ds.ensured.Store(&want)
 	dep := got.deployment()
 	dep.FinalizedRelease = fin
 	dep.KeyCheck, dep.BalancedBits = recordedExtras(rows)
@@ -205,11 +233,11 @@ func recordedExtras(rows []*deploymentRow) (key string, bits int) {
 }
 
 // keyRing is the ring of Config.IDKeys now (nil without keys).
-func (p *Pair) keyRing() *publicid.Ring {
-	if p.cfg.IDKeys == nil {
+func (ds *deployments) keyRing() *publicid.Ring {
+	if ds.cfg.IDKeys == nil {
 		return nil
 	}
-	return p.cfg.IDKeys.Load()
+	return ds.cfg.IDKeys.Load()
 }
 
 // recordExtras records the key check and the balanced bits where a
@@ -218,7 +246,7 @@ func (p *Pair) keyRing() *publicid.Ring {
 // and bits (none when negative). Records hold them from then on: the
 // UPDATE sets only what is unset (ticketd_app may do no more). It reports
 // whether it wrote.
-func (p *Pair) recordExtras(ctx context.Context, rows []*deploymentRow, ring *publicid.Ring, bits int) bool {
+func (ds *deployments) recordExtras(ctx context.Context, rows []*deploymentRow, ring *publicid.Ring, bits int) bool {
 	key, recBits := recordedExtras(rows)
 	if key == "" && ring != nil {
 		key = ring.Check()
@@ -228,8 +256,8 @@ func (p *Pair) recordExtras(ctx context.Context, rows []*deploymentRow, ring *pu
 	}
 	var list []*conn.Server
 	for i, r := range rows {
-		if r != nil && p.schemas.Has(i, schema.Keys) && ((r.KeyCheck == "" && key != "") || (!r.BalancedBits.Valid && bits >= 0)) {
-			list = append(list, p.servers[i])
+		if r != nil && ds.schemas.Has(i, schema.Keys) && ((r.KeyCheck == "" && key != "") || (!r.BalancedBits.Valid && bits >= 0)) {
+			list = append(list, ds.servers[i])
 		}
 	}
 	if len(list) == 0 {
@@ -239,7 +267,7 @@ func (p *Pair) recordExtras(ctx context.Context, rows []*deploymentRow, ring *pu
 	if bits >= 0 {
 		b = bits
 	}
-	p.rot.OnEach(ctx, list, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+	ds.rot.OnEach(ctx, list, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 		ss.Long = false
 		_, err := ss.Exec(ctx, "recording the deployment's key and balanced bits",
 			`UPDATE deployment SET key_check = IF(key_check = '', ?, key_check), balanced_bits = IFNULL(balanced_bits, ?) WHERE id = 1`, key, b)
@@ -250,13 +278,13 @@ func (p *Pair) recordExtras(ctx context.Context, rows []*deploymentRow, ring *pu
 
 // readDeployments returns each server's record (nil: none, or unreachable) and
 // the error of each server that could not be read.
-func (p *Pair) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
-	rows := make([]*deploymentRow, len(p.servers)) // each goroutine writes its own index
-	errs := p.rot.OnEach(ctx, p.servers, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
+func (ds *deployments) readDeployments(ctx context.Context) ([]*deploymentRow, []error) {
+	rows := make([]*deploymentRow, len(ds.servers)) // each goroutine writes its own index
+	errs := ds.rot.OnEach(ctx, ds.servers, conn.OpCheck, func(ctx context.Context, ss *conn.Session) error {
 		ss.Long = false // at start: a caller waits
 		// An older release's schema has no finalized_release: 0, not
 		// finalized.
-		f := p.schemas.Of(ss.Server.Idx)
+		f := ds.schemas.Of(ss.Server.Idx)
 		col := "0"
 		if f.Has(schema.Finalize) {
 			col = "finalized_release"
@@ -300,7 +328,7 @@ func checkRelease(servers []*conn.Server, rows []*deploymentRow) error {
 // once it is 3 or more, no ticketd of release 1 (which raises a mark
 // without naming itself in its writer column) may run beside this one,
 // and marks trust each other's writer column.
-func (p *Pair) noteFinalized(rows []*deploymentRow, errs []error) int {
+func (ds *deployments) noteFinalized(rows []*deploymentRow, errs []error) int {
 	fin, any := 0, false
 	for i, r := range rows {
 		if errs[i] != nil {
@@ -315,10 +343,10 @@ func (p *Pair) noteFinalized(rows []*deploymentRow, errs []error) int {
 		}
 	}
 	if !any {
-		return int(p.finalized.Load())
+		return int(ds.finalized.Load())
 	}
-	p.finalized.Store(int32(fin))
-	p.marks.TrustWriters(fin >= 3)
+	ds.finalized.Store(int32(fin))
+	ds.marks.TrustWriters(fin >= 3)
 	return fin
 }
 
@@ -328,19 +356,19 @@ func (p *Pair) noteFinalized(rows []*deploymentRow, errs []error) int {
 // balanced bits: this Pair records its own where none is, and logs an
 // error if the record then holds others (it cannot refuse to start any
 // more: restart it to be refused).
-func (p *Pair) refreshFinalized(ctx context.Context) {
-	rows, errs := p.readDeployments(ctx)
-	p.noteFinalized(rows, errs)
-	want := p.ensured.Load()
+func (ds *deployments) refreshFinalized(ctx context.Context) {
+	rows, errs := ds.readDeployments(ctx)
+	ds.noteFinalized(rows, errs)
+	want := ds.ensured.Load()
 	if want == nil {
 		return
 	}
-	ring := p.keyRing()
-	if p.recordExtras(ctx, rows, ring, want.BalancedBits) {
-		rows, _ = p.readDeployments(ctx)
+	ring := ds.keyRing()
+	if ds.recordExtras(ctx, rows, ring, want.BalancedBits) {
+		rows, _ = ds.readDeployments(ctx)
 	}
-	if err := checkExtras(p.servers, *want, ring, rows); err != nil {
-		p.warn.Note(warnRecordMismatch, "err", err)
+	if err := checkExtras(ds.servers, *want, ring, rows); err != nil {
+		ds.warn.Note(warnRecordMismatch, "err", err)
 	}
 }
 
@@ -351,7 +379,7 @@ const warnRecordMismatch = "the deployment records another key or other balanced
 
 // FinalizedRelease is the release the deployment was last found finalized
 // at (0: not finalized, or not read yet).
-func (p *Pair) FinalizedRelease() int { return int(p.finalized.Load()) }
+func (p *Pair) FinalizedRelease() int { return int(p.dep.finalized.Load()) }
 
 func checkDeployments(servers []*conn.Server, want Deployment, ring *publicid.Ring, rows []*deploymentRow) error {
 	var errs []error
@@ -399,7 +427,12 @@ func (p *Pair) RecordedDeployment(ctx context.Context) (d Deployment, ok bool, e
 	if p.lt.Closed() {
 		return Deployment{}, false, spec.ErrClosed
 	}
-	rows, errs := p.readDeployments(ctx)
+	return p.dep.recorded(ctx)
+}
+
+// recorded is RecordedDeployment on a Pair that is open.
+func (ds *deployments) recorded(ctx context.Context) (d Deployment, ok bool, err error) {
+	rows, errs := ds.readDeployments(ctx)
 	reachable := 0
 	var got *deploymentRow
 	for i, r := range rows {

@@ -128,8 +128,8 @@ func (p *Pair) Health() []ServerHealth {
 			CopiesPending:      p.leases.Pending(i),
 			LeaseRewound:       p.leases.Rewound(i),
 			Version:            r.Version,
-			SchemaRelease:      p.schemaRelease(i),
-			SchemaMissing:      p.schemas.Of(i).Missing(schema.Current),
+			SchemaRelease:      p.schemas.schemaRelease(i),
+			SchemaMissing:      p.schemas.book.Of(i).Missing(schema.Current),
 			Rewound:            p.marks.Rewinds(i),
 			RewoundTotal:       p.marks.RewoundTotal(i),
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"ticketd/internal/logsum"
@@ -34,15 +33,10 @@ type Pair struct {
 	// warn aggregates repeated warnings (internal/logsum).
 	warn *logsum.Summary
 
-	// schemas: which release's schema.sql each server holds (internal/schema).
-	schemas *schema.Book
-	// finalized: the release the deployment's upgrade is finalized at
-	// (deployment.go).
-	finalized atomic.Int32
-	// ensured: the last Deployment EnsureDeployment granted; its key and
-	// balanced bits are recorded later where the schema could not hold them
-	// then (refreshFinalized).
-	ensured atomic.Pointer[Deployment]
+	// schemas: which release's schema.sql each server holds (schema.go).
+	schemas *schemaWatch
+	// dep: the deployment record on every server (deployment.go).
+	dep *deployments
 	// tk takes every ticket (take.go).
 	tk *tickets.Taker
 	// seqs: the named sequences, their catalog and their blocks.
@@ -101,19 +95,20 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		CallTimeout: cfg.CallTimeout, ProbeInterval: cfg.ProbeInterval,
 		WarmConns: cfg.EffectiveWarmConns(), Observe: cfg.Observe,
 	}, p.warn, p.lt)
-	p.schemas = schema.NewBook(len(p.servers))
-	p.marks = marks.New(cfg, p.servers, p.rot, p.warn, p.schemas)
+	p.schemas = &schemaWatch{book: schema.NewBook(len(p.servers)), rot: p.rot, database: cfg.Database}
+	p.marks = marks.New(cfg, p.servers, p.rot, p.warn, p.schemas.book)
+	p.dep = &deployments{cfg: cfg, servers: p.servers, rot: p.rot, schemas: p.schemas.book, marks: p.marks, warn: p.warn}
 
 	p.tk = tickets.New(cfg, p.servers, p.rot, p.marks, p.lt)
 	p.leases = lease.New(cfg, p.servers, p.rot, p.tk, p.warn)
-	p.seqs = sequence.New(cfg, p.servers, p.rot, p.tk, p.warn, p.lt, p.schemas)
+	p.seqs = sequence.New(cfg, p.servers, p.rot, p.tk, p.warn, p.lt, p.schemas.book)
 	p.marks.SetHooks(marks.Hooks{FixFor: p.seqs.FixFor, AfterCheck: p.leases.CheckRows})
 	p.rot.SetHooks(rotation.Hooks{
 		// The schema first: a DBA may have loaded a newer schema.sql since.
 		Poll: func(ctx context.Context) {
 			up := p.rot.Order(nil, p.rot.All())
-			p.detectSchemas(ctx, up)
-			p.refreshFinalized(ctx)
+			p.schemas.detectSchemas(ctx, up)
+			p.dep.refreshFinalized(ctx)
 			p.seqs.Load(ctx, up)
 		},
 		// A server that was down at start, or restored, may define sequences
@@ -124,7 +119,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		// sequences, not its place in the rotation: Tickets64 and leases do
 		// not need the catalog.
 		Rejoin: func(ctx context.Context, s *conn.Server) bool {
-			if errs := p.detectSchemas(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
+			if errs := p.schemas.detectSchemas(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
 				return false
 			}
 			if errs := p.seqs.Load(ctx, []*conn.Server{s}); errs[0] != nil && conn.Classify(errs[0]) == conn.KindDead {
@@ -142,7 +137,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 			return err
 		}
 		// Which release's schema.sql it holds, before anything reads a table.
-		return p.detectSchema(ctx, ss)
+		return p.schemas.detectSchema(ctx, ss)
 	})
 	if err := ctx.Err(); err != nil {
 		p.abort()

@@ -4,27 +4,37 @@ import (
 	"context"
 
 	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/rotation"
 	"ticketd/ticket/internal/schema"
 )
 
+// schemaWatch keeps which release's schema.sql each server holds (book,
+// which marks and sequences read), reading it at start, at every catalog
+// poll and before a server rejoins.
+type schemaWatch struct {
+	book     *schema.Book
+	rot      *rotation.Rotation
+	database string
+}
+
 // detectSchemas reads which release's schema.sql each server of list holds
 // (background work) and returns each server's error, in list order.
-func (p *Pair) detectSchemas(ctx context.Context, list []*conn.Server) []error {
-	return p.rot.OnEach(ctx, list, conn.OpCatalog, p.detectSchema)
+func (w *schemaWatch) detectSchemas(ctx context.Context, list []*conn.Server) []error {
+	return w.rot.OnEach(ctx, list, conn.OpCatalog, w.detectSchema)
 }
 
 // detectSchema reads what ss's server holds and says so when it changes:
 // a server on an older release's schema serves what that schema holds, and
 // what needs the newer one is off there until a DBA loads schema.sql (it is
 // taken up at the next poll, without a restart).
-func (p *Pair) detectSchema(ctx context.Context, ss *conn.Session) error {
+func (w *schemaWatch) detectSchema(ctx context.Context, ss *conn.Session) error {
 	s := ss.Server
-	f, err := schema.Detect(ctx, ss, p.cfg.Database)
+	f, err := schema.Detect(ctx, ss, w.database)
 	if err != nil {
 		return err
 	}
-	known, was := p.schemas.Known(s.Idx), p.schemas.Of(s.Idx)
-	if !p.schemas.Set(s.Idx, f) {
+	known, was := w.book.Known(s.Idx), w.book.Of(s.Idx)
+	if !w.book.Set(s.Idx, f) {
 		return nil
 	}
 	switch {
@@ -38,9 +48,9 @@ func (p *Pair) detectSchema(ctx context.Context, ss *conn.Session) error {
 }
 
 // schemaRelease is the release whose schema.sql server i holds; 0 until read.
-func (p *Pair) schemaRelease(i int) int {
-	if !p.schemas.Known(i) {
+func (w *schemaWatch) schemaRelease(i int) int {
+	if !w.book.Known(i) {
 		return 0
 	}
-	return p.schemas.Of(i).Release()
+	return w.book.Of(i).Release()
 }
