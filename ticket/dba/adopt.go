@@ -68,11 +68,7 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 	if !spec.TableRE.MatchString(table) {
 		return rep, refused(fmt.Errorf("%w: table %.80q does not match %s", spec.ErrInvalidArgument, table, spec.TableRE))
 	}
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return rep, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return rep, err
 	}

@@ -51,6 +51,18 @@ func connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down
 	return servers, down, nil
 }
 
+// openAll validates cfg and connects to every server of it (connectAll):
+// how a command that needs the whole pair begins. The caller closes the
+// servers (closeServers).
+func openAll(ctx context.Context, cfg spec.Config) (spec.Config, []*conn.Server, error) {
+	cfg, err := prepare(cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	servers, err := connectAll(ctx, cfg)
+	return cfg, servers, err
+}
+
 // connectAll is connect, for the calls that need every server: a repair of
 // half a pair is refused, because the marks for a server live on the
 // others, and a misplaced server (the list in the wrong order) would be

@@ -70,11 +70,7 @@ type DeploymentChange struct {
 
 // ReadDeployment reads every server's deployment record (all must answer).
 func ReadDeployment(ctx context.Context, cfg spec.Config) ([]DeploymentServer, error) {
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +147,7 @@ func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([
 	case ch.BalancedBits != nil && (*ch.BalancedBits < 0 || *ch.BalancedBits > 62):
 		return nil, refused(fmt.Errorf("%w: balanced bits %d outside [0, 62]", spec.ErrInvalidArgument, *ch.BalancedBits))
 	}
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

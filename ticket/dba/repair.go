@@ -61,11 +61,7 @@ func prepare(cfg spec.Config) (spec.Config, error) {
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
 func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +93,7 @@ type RepairReport struct {
 // not touched and makes Repair fail (the sequence is exhausted on that server).
 // On failure the report still lists what was changed before.
 func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, error) {
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return RepairReport{}, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return RepairReport{}, err
 	}

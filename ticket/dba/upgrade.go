@@ -91,11 +91,7 @@ func releaseName(r int) string {
 // Status reads where the deployment's upgrade stands, from every server
 // (all must answer: the leases of one are nowhere else).
 func Status(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return UpgradeStatus{}, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return UpgradeStatus{}, err
 	}
@@ -163,11 +159,7 @@ func readStatus(ctx context.Context, cfg spec.Config, servers []*conn.Server) (U
 // than this release refuses to start (releases 3 and later can tell). It is
 // safe to repeat.
 func Finalize(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
-	cfg, err := prepare(cfg)
-	if err != nil {
-		return UpgradeStatus{}, err
-	}
-	servers, err := connectAll(ctx, cfg)
+	cfg, servers, err := openAll(ctx, cfg)
 	if err != nil {
 		return UpgradeStatus{}, err
 	}
