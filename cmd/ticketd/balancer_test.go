@@ -134,31 +134,17 @@ const (
 // states returns each server's state in backend as HAProxy's stats socket
 // shows it: UP, DOWN, or a transition such as "UP 1/2".
 func (b *balancer) states(backend string) (map[string]string, error) {
-	c, err := net.DialTimeout("unix", b.sock, 2*time.Second)
+	rows, err := proctest.HAProxyStats(b.sock)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "show stat\n"); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(c)
-	col := map[string]int{}
 	states := map[string]string{}
-	for sc.Scan() {
-		f := strings.Split(strings.TrimPrefix(sc.Text(), "# "), ",")
-		if len(col) == 0 {
-			for i, name := range f {
-				col[name] = i
-			}
-			continue
-		}
-		if len(f) > col["status"] && f[col["pxname"]] == backend && strings.HasPrefix(f[col["svname"]], "ticketd") {
-			states[f[col["svname"]]] = f[col["status"]]
+	for _, r := range rows {
+		if r["pxname"] == backend && strings.HasPrefix(r["svname"], "ticketd") {
+			states[r["svname"]] = r["status"]
 		}
 	}
-	return states, sc.Err()
+	return states, nil
 }
 
 // waitState polls until server is in state in the IDs' backend, for at

@@ -4,12 +4,15 @@
 package proctest
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -122,4 +125,38 @@ func Start(t testing.TB, name string, cmd *exec.Cmd, grace time.Duration) *Proc 
 		}
 	})
 	return &Proc{Cmd: cmd, Logs: logs, Done: done}
+}
+
+// HAProxyStats reads HAProxy's `show stat` from its stats socket sock: a
+// row per proxy and server, each a map from the CSV's column names
+// (pxname, svname, status, hrsp_2xx, …) to its values.
+func HAProxyStats(sock string) ([]map[string]string, error) {
+	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "show stat\n"); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(c)
+	var cols []string
+	var rows []map[string]string
+	for sc.Scan() {
+		f := strings.Split(strings.TrimPrefix(sc.Text(), "# "), ",")
+		if cols == nil {
+			cols = f
+			continue
+		}
+		if len(f) < len(cols) {
+			continue // the blank line that ends the answer
+		}
+		row := make(map[string]string, len(cols))
+		for i, name := range cols {
+			row[name] = f[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows, sc.Err()
 }

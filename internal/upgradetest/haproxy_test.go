@@ -3,8 +3,6 @@ package upgradetest
 import (
 	"bufio"
 	"crypto/tls"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,32 +117,18 @@ type serverStat struct {
 // stats reads each server's state and count of 2xx answers (show stat),
 // by "backend/server".
 func (b *balancer) stats() (map[string]serverStat, error) {
-	c, err := net.DialTimeout("unix", b.sock, 2*time.Second)
+	rows, err := proctest.HAProxyStats(b.sock)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "show stat\n"); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(c)
-	col := map[string]int{}
 	stats := map[string]serverStat{}
-	for sc.Scan() {
-		f := strings.Split(strings.TrimPrefix(sc.Text(), "# "), ",")
-		if len(col) == 0 {
-			for i, name := range f {
-				col[name] = i
-			}
-			continue
-		}
-		if len(f) > col["hrsp_2xx"] && len(f) > col["status"] && f[col["svname"]] != "BACKEND" && f[col["svname"]] != "FRONTEND" {
-			n, _ := strconv.ParseInt(f[col["hrsp_2xx"]], 10, 64)
-			stats[f[col["pxname"]]+"/"+f[col["svname"]]] = serverStat{status: f[col["status"]], answered: n}
+	for _, r := range rows {
+		if r["svname"] != "BACKEND" && r["svname"] != "FRONTEND" {
+			n, _ := strconv.ParseInt(r["hrsp_2xx"], 10, 64)
+			stats[r["pxname"]+"/"+r["svname"]] = serverStat{status: r["status"], answered: n}
 		}
 	}
-	return stats, sc.Err()
+	return stats, nil
 }
 
 // answered adds up a server's 2xx answers over every backend.
