@@ -24,9 +24,12 @@
 //	max(CallTimeout, srtt + 4·rttvar) × 2^(timeouts in a row, at most 3)
 //
 // capped at MaxCallTimeoutFactor × CallTimeout and at what is left of the
-// caller's deadline. CallTimeout is thus the floor and the first value; a
-// timed-out statement is no sample (Karn), it doubles the next deadline
-// instead, and a success ends the doubling. Background statements (marks,
+// caller's deadline, and, for a request with other servers yet to ask, at
+// its share of that (Session.Share: an equal part each, so that one server
+// cannot spend what the next would have needed; connecting included).
+// CallTimeout is thus the floor (where the caller has that much) and the
+// first value; a timed-out statement is no sample (Karn), it doubles the
+// next deadline instead, and a success ends the doubling. Background statements (marks,
 // copies written later, the catalog, counter checks) get max(4 × that, 5 s):
 // nobody waits for them, and some (the counters of many tables) are slow.
 //

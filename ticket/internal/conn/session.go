@@ -72,9 +72,16 @@ type Session struct {
 	// Long: background deadlines (Server.bgDeadline), the default for
 	// background work; a caller may set it before the first statement.
 	Long bool
-	obs  Observer // nil outside a Pair (the tools): nothing judges the outcomes
-	db   *sqlx.DB
-	c    *sqlx.Conn
+	// Share, when positive, bounds every statement's deadline and the
+	// connect budget: the part of the caller's time this server may take
+	// while other servers are yet to be asked in the same call, so that one
+	// whose deadline has grown past what the caller has left cannot spend
+	// all of it. A statement that runs out of its share is a timeout of the
+	// server like any other. Set it before the first statement.
+	Share time.Duration
+	obs   Observer // nil outside a Pair (the tools): nothing judges the outcomes
+	db    *sqlx.DB
+	c     *sqlx.Conn
 	// write: the statement being run is a write (Exec); changed: it
 	// changed a row, so its success means a commit went through (Write,
 	// Committed).
@@ -116,10 +123,19 @@ func (ss *Session) Close() {
 }
 
 func (ss *Session) deadline() time.Duration {
+	d := ss.Server.deadline()
 	if ss.Long {
-		return ss.Server.bgDeadline()
+		d = ss.Server.bgDeadline()
 	}
-	return ss.Server.deadline()
+	return ss.shared(d)
+}
+
+// shared is d within the session's Share.
+func (ss *Session) shared(d time.Duration) time.Duration {
+	if ss.Share > 0 {
+		return min(d, ss.Share)
+	}
+	return d
 }
 
 // badConnRetries: a pooled connection the server had closed meanwhile (a
@@ -141,7 +157,7 @@ func (ss *Session) Do(ctx context.Context, what, query string, f func(ctx contex
 	broken := false // a connection broke under the statement once already
 	for try := 0; ; try++ {
 		if ss.c == nil {
-			cctx, cancel := context.WithTimeout(ctx, s.lat.connectBudget(s.floor, s.connect))
+			cctx, cancel := context.WithTimeout(ctx, ss.shared(s.lat.connectBudget(s.floor, s.connect)))
 			ss.c, err = ss.db.Connx(cctx)
 			cancel()
 			if err != nil {

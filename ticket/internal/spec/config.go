@@ -113,7 +113,8 @@ type Config struct {
 	// gets max(CallTimeout, srtt + 4 × rttvar) of the server's measured
 	// latency, doubled after each timeout in a row, capped at
 	// MaxCallTimeoutFactor × CallTimeout and at what is left of the caller's
-	// deadline (doc.go, "Deadlines"). Connecting has its own budget
+	// deadline, of which a request gives each server at most an equal share
+	// while others are yet to be asked (conn's doc.go, "Deadlines"). Connecting has its own budget
 	// (ConnectTimeout). A whole lease operation may take several statements;
 	// worker.Keeper bounds it separately (worker.Config.LeaseOpTimeout).
 	// Zero: DefaultCallTimeout.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
@@ -170,8 +171,10 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 		if round%2 == 1 {
 			retry = bufA[:0]
 		}
-		for _, s := range list {
-			v, err := tk.TakeOn(ctx, s, q, true)
+		for i, s := range list {
+			ss := tk.rot.Session(s, conn.OpTicket)
+			ss.Share = share(ctx, len(list)-i)
+			v, err := tk.takeOn(ctx, ss, q, true)
 			if err == nil {
 				return Ticket{Value: v, Server: s.Idx}, nil
 			}
@@ -211,17 +214,40 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 	}
 }
 
-// takeOn takes one ticket of q on s (a table's REPLACE, or a row's UPDATE),
-// retrying deadlocks, and checks the ticket before anyone sees it: its
-// parity, and (guard) that s has not issued it before. Lease candidates are taken unguarded (see rewind.go): a repeated
-// candidate only proposes a worker ID again.
+// share is the most of ctx's remaining time one server may take while
+// untried servers (itself included) are still to be asked in this round of
+// a call: an equal part each. Without it, a server whose deadline has grown
+// past what the caller has left (a round trip measured on a loaded machine,
+// a restored server's first slow statements) would spend all of it and
+// leave the next server none: the caller's error, while the other server
+// would have answered. 0: no bound (the last server of the round, or a
+// context without deadline).
+func share(ctx context.Context, untried int) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok || untried < 2 {
+		return 0
+	}
+	return max(time.Until(dl)/time.Duration(untried), time.Millisecond)
+}
+
+// TakeOn is TakeOnAs for a request (conn.OpTicket).
 func (tk *Taker) TakeOn(ctx context.Context, s *conn.Server, q *Counter, guard bool) (uint64, error) {
 	return tk.TakeOnAs(ctx, s, q, guard, conn.OpTicket)
 }
 
+// TakeOnAs takes one ticket of q on s (a table's REPLACE, or a row's
+// UPDATE) in a session of kind o, retrying deadlocks, and checks the ticket
+// before anyone sees it: its parity, and (guard) that s has not issued it
+// before. Lease candidates are taken unguarded (see rewind.go): a repeated
+// candidate only proposes a worker ID again.
 func (tk *Taker) TakeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
-	ss := tk.rot.Session(s, o)
+	return tk.takeOn(ctx, tk.rot.Session(s, o), q, guard)
+}
+
+// takeOn is TakeOnAs in the session ss, which it closes.
+func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard bool) (uint64, error) {
 	defer ss.Close()
+	s := ss.Server
 	m := tk.marksOf(q)
 	// The highest ticket s is known to have issued from this counter, loaded
 	// BEFORE the statement is sent: every value in it came back from a
