@@ -99,12 +99,16 @@ func TestOlderReleaseSchema(t *testing.T) {
 				return mp.Servers[0].Query(t, "SELECT COUNT(*) FROM tickets.high_water") != "0" &&
 					mp.Servers[1].Query(t, "SELECT COUNT(*) FROM tickets.high_water") != "0"
 			})
+			// What a schema of another release could cause is an error
+			// (an unknown column, a denied SELECT): a request statement
+			// that ran out of time on a loaded machine is none (seen beside
+			// a CPU hog), so timeouts are not counted.
 			noFailures := func(when string) {
 				t.Helper()
 				for i, h := range p.Health() {
-					if !h.Up || h.BackgroundFailures != 0 || h.Failures != 0 {
-						t.Fatalf("%s: server %d up %v, %d background and %d request failures (last error %q / %q), want none",
-							when, i+1, h.Up, h.BackgroundFailures, h.Failures, h.LastError, h.PreviousError)
+					if !h.Up || h.BackgroundFailures != 0 || h.Failures != h.Timeouts {
+						t.Fatalf("%s: server %d up %v, %d background and %d request failures, %d of them timeouts (last error %q / %q), want no failure but timeouts",
+							when, i+1, h.Up, h.BackgroundFailures, h.Failures, h.Timeouts, h.LastError, h.PreviousError)
 					}
 				}
 			}
