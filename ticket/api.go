@@ -16,7 +16,7 @@ import (
 
 type (
 	// Config configures a Pair (and the administrative commands of
-	// package dba). The zero value of every field is the default
+	// ticket/dba/...). The zero value of every field is the default
 	// documented on it; DefaultConfig returns them filled in.
 	Config = spec.Config
 	// ServerConfig names one ticket server; its place in Config.Servers

@@ -14,7 +14,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"ticketd/internal/mysqltest"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/rewind"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -277,9 +277,9 @@ func TestNotCommittingRecovers(t *testing.T) {
 	})
 	t.Logf("lease b's row on server 1 after its release ran out of time: released %s",
 		strings.TrimSpace(mp.Servers[0].Query(t, fmt.Sprintf("SELECT released_at IS NOT NULL FROM worker_leases WHERE datacenter = 3 AND worker = %d", b.Worker))))
-	var changes []dba.RepairChange
+	var changes []rewind.RepairChange
 	waitFor(t, 5*time.Second, "ticketd repair -dry-run finding nothing", func() bool {
-		rep, err := dba.Repair(context.Background(), adminConfig(mp), true)
+		rep, err := rewind.Repair(context.Background(), adminConfig(mp), true)
 		if err != nil {
 			t.Fatalf("repair -dry-run: %v", err)
 		}

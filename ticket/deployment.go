@@ -28,10 +28,11 @@ type Deployment struct {
 	FirstStartMs int64
 	CreatedBy    string
 	// FinalizedRelease is the release the deployment's upgrade was
-	// finalized at (ticketd upgrade finalize; dba.Finalize): the lowest over
-	// the servers that answered, 0 when some server is not finalized or
-	// holds a schema without the column. A new deployment records this
-	// release at once (EnsureDeployment); the field of want is ignored.
+	// finalized at (ticketd upgrade finalize; deployment.Finalize): the
+	// lowest over the servers that answered, 0 when some server is not
+	// finalized or holds a schema without the column. A new deployment
+	// records this release at once (EnsureDeployment); the field of want is
+	// ignored.
 	FinalizedRelease int
 	// KeyCheck is the check value of the encoding key of the public forms
 	// the deployment records ("" none): recorded by the first Pair whose
@@ -39,8 +40,8 @@ type Deployment struct {
 	// A Pair with a ring that does not hold the recorded check is refused
 	// (ErrDeploymentMismatch): its public forms would be another key's. A
 	// Pair without keys is not: it serves no public form. It changes only
-	// by dba.SetDeployment (a key change). The field of want is ignored:
-	// Config.IDKeys says.
+	// by deployment.SetDeployment (a key change). The field of want is
+	// ignored: Config.IDKeys says.
 	KeyCheck string
 	// BalancedBits is the deployment's balanced low bits
 	// (worker.Config.BalancedBits): want's is recorded where none is, and

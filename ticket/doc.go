@@ -1,7 +1,7 @@
 // Package ticket is the client of the MySQL (MariaDB) ticket servers: Flickr's
 // ticket pair, extended with named block sequences and snowflake worker-ID
 // leases. A Pair is its one entry point for a running ticketd; package dba
-// holds what a DBA runs offline.
+// and the packages beside it (ticket/dba/...) hold what a DBA runs offline.
 //
 // # The pair
 //

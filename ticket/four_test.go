@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/rewind"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -156,7 +156,7 @@ func TestFourServers(t *testing.T) {
 	every("server 4 refused: tickets", takeFrom(t, p2, tickets, 300, "server 4 refused"), 1, 2, 3)
 	every("server 4 refused: orders", valuesFrom(t, p2, orders, "orders", 60, "orders, server 4 refused"), 1, 2, 3)
 
-	rep, err := dba.Repair(context.Background(), adminConfigOn(ms.Servers, ms.AdminUser, ms.AdminPassword), false)
+	rep, err := rewind.Repair(context.Background(), adminConfigOn(ms.Servers, ms.AdminUser, ms.AdminPassword), false)
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}

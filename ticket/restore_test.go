@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/rewind"
 	"ticketd/ticket/internal/lease"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
@@ -208,7 +208,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	takeValues(t, p2, legacy, "legacy", 500, "legacy after the restore")
 
 	// The same finding from the repair side, then the repair.
-	rws, err := dba.Rewinds(context.Background(), adminConfig(mp))
+	rws, err := rewind.Rewinds(context.Background(), adminConfig(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 		rws[0][1].Table != "counters.orders" || rws[0][2].Table != "seq_legacy" {
 		t.Fatalf("Rewinds = %+v, want Tickets64, counters.orders and seq_legacy on server 1 only", rws)
 	}
-	rep, err := dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err := rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}
@@ -237,7 +237,7 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	takeValues(t, p2, orders, "orders", 500, "orders after the repair")
 	takeValues(t, p2, legacy, "legacy", 500, "legacy after the repair")
 
-	rep, err = dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err = rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err != nil || len(rep.Changes) != 0 {
 		t.Fatalf("second Repair = %v, %v; want nothing to repair", rep.Changes, err)
 	}
@@ -401,7 +401,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 		t.Fatalf("A's renewal of the rewound row = %v, want ErrLeaseLost", err)
 	}
 	// Repair sees the row behind its copy (not applied: acquisition is tested).
-	rep, err := dba.Repair(context.Background(), adminConfig(mp), true)
+	rep, err := rewind.Repair(context.Background(), adminConfig(mp), true)
 	if err != nil || len(rep.Changes) != 1 || rep.Changes[0].Table != "worker_leases" ||
 		rep.Changes[0].From != uint64(r1) || rep.Changes[0].To != uint64(r2) || rep.Changes[0].Applied {
 		t.Fatalf("Repair dry run = %+v, %v; want worker_leases 3/0 from %d to %d, not applied", rep.Changes, err, r1, r2)
@@ -424,7 +424,7 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	// candidates came from server 2's Tickets64 after the backup, so that
 	// counter is repaired too.)
 	owner.Restore(t, dump)
-	rep, err = dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err = rewind.Repair(context.Background(), adminConfig(mp), false)
 	var leaseFixed bool
 	for _, ch := range rep.Changes {
 		leaseFixed = leaseFixed || (ch.Table == "worker_leases" && ch.Applied && ch.To == uint64(lb.ReservedUntilMs))
@@ -478,7 +478,7 @@ func TestRepairHealthy(t *testing.T) {
 	for i, s := range mp.Servers {
 		before[i] = s.Query(t, "SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tickets' ORDER BY 1")
 	}
-	rep, err := dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err := rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err != nil || len(rep.Changes) != 0 {
 		t.Fatalf("Repair on a healthy pair = %v, %v; want nothing", rep.Changes, err)
 	}
@@ -505,7 +505,7 @@ func TestRepairRefusals(t *testing.T) {
 	s1.Restore(t, dump)
 	c := counterOf(t, s1, "Tickets64")
 
-	rep, err := dba.Repair(context.Background(), adminConfig(mp), true)
+	rep, err := rewind.Repair(context.Background(), adminConfig(mp), true)
 	if err != nil || len(rep.Changes) != 1 || rep.Changes[0].Applied || rep.Changes[0].From != c {
 		t.Fatalf("dry run = %+v, %v; want one change, not applied", rep.Changes, err)
 	}
@@ -514,7 +514,7 @@ func TestRepairRefusals(t *testing.T) {
 	}
 
 	s1.Exec(t, "REVOKE ALTER ON tickets.Tickets64 FROM ticketd_admin")
-	_, err = dba.Repair(context.Background(), adminConfig(mp), false)
+	_, err = rewind.Repair(context.Background(), adminConfig(mp), false)
 	if !errors.Is(err, spec.ErrMisconfigured) || !strings.Contains(err.Error(), "GRANT ALTER ON tickets.Tickets64 TO ticketd_admin") ||
 		!strings.Contains(err.Error(), "server 1") {
 		t.Fatalf("Repair without the ALTER grant = %v; want the grant named", err)
@@ -525,7 +525,7 @@ func TestRepairRefusals(t *testing.T) {
 	s1.Exec(t, "GRANT ALTER ON tickets.Tickets64 TO ticketd_admin")
 
 	mp.Servers[1].Kill(t)
-	_, err = dba.Repair(context.Background(), adminConfig(mp), false)
+	_, err = rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err == nil || !strings.Contains(err.Error(), "server 2") || !strings.Contains(err.Error(), "every server") {
 		t.Fatalf("Repair with server 2 down = %v; want a refusal naming server 2", err)
 	}
@@ -534,7 +534,7 @@ func TestRepairRefusals(t *testing.T) {
 	}
 	mp.Servers[1].Restart(t)
 
-	rep, err = dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err = rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err != nil || len(rep.Changes) != 1 || !rep.Changes[0].Applied || counterOf(t, s1, "Tickets64") != rep.Changes[0].To {
 		t.Fatalf("Repair = %+v, %v", rep.Changes, err)
 	}

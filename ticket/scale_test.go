@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/rewind"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
@@ -198,7 +198,7 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	for range 50 { // others are served by both servers
 		take(p2, seqName(1+rand.IntN(n)), 10, "others after the restore")
 	}
-	rep, err := dba.Repair(context.Background(), adminConfig(mp), false)
+	rep, err := rewind.Repair(context.Background(), adminConfig(mp), false)
 	if err != nil {
 		t.Fatalf("Repair: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
 	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/deployment"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -137,7 +138,7 @@ func TestOlderReleaseSchema(t *testing.T) {
 				t.Fatalf("sequence create before finalize: %v, want ErrUpgrade saying to run ticketd upgrade finalize", err)
 			}
 			// A lease of an older release blocks finalize, named.
-			_, err = dba.Finalize(ctx, adminConfig(mp))
+			_, err = deployment.Finalize(ctx, adminConfig(mp))
 			if !errors.Is(err, spec.ErrUpgrade) || !strings.Contains(err.Error(), `"old-host/1"`) {
 				t.Fatalf("finalize with a release-%d lease held: %v, want ErrUpgrade naming its holder", release, err)
 			}
@@ -147,7 +148,7 @@ func TestOlderReleaseSchema(t *testing.T) {
 			if _, err := p.AcquireWorker(ctx, leaseReq("new-host/1"+HolderSuffix(), 5, -1)); err != nil {
 				t.Fatal(err)
 			}
-			st, err := dba.Finalize(ctx, adminConfig(mp))
+			st, err := deployment.Finalize(ctx, adminConfig(mp))
 			if err != nil || st.Finalized != spec.Release {
 				t.Fatalf("finalize: %+v, %v; want finalized at %d", st, err, spec.Release)
 			}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"ticketd/publicid"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/deployment"
 )
 
 // deploymentOptions is everything `ticketd deployment show|set` can be
@@ -87,8 +87,8 @@ func parseDeployment(args []string, stderr io.Writer, getenv func(string) string
 
 // deploymentChange reads what set is asked for: the key file (its check
 // values only) and the balanced bits.
-func deploymentChange(o deploymentOptions) (dba.DeploymentChange, error) {
-	var ch dba.DeploymentChange
+func deploymentChange(o deploymentOptions) (deployment.DeploymentChange, error) {
+	var ch deployment.DeploymentChange
 	if o.idKeyFile != "" {
 		ring, err := publicid.ReadKeyFile(o.idKeyFile)
 		if err != nil {
@@ -121,7 +121,7 @@ func runDeployment(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.cmd == "show" {
-		recs, err := dba.ReadDeployment(ctx, cfg)
+		recs, err := deployment.ReadDeployment(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("deployment show: %w", err)
 		}
@@ -132,7 +132,7 @@ func runDeployment(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	before, err := dba.SetDeployment(ctx, cfg, ch)
+	before, err := deployment.SetDeployment(ctx, cfg, ch)
 	if err != nil {
 		return adminErr("deployment set", err)
 	}
@@ -147,7 +147,7 @@ func runDeployment(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printDeployment(w io.Writer, recs []dba.DeploymentServer) {
+func printDeployment(w io.Writer, recs []deployment.DeploymentServer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSCHEMA\tLAYOUT\tEPOCH\tFIRST START\tFINALIZED\tKEY CHECK\tBALANCED BITS")
 	for _, d := range recs {

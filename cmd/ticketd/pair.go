@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/paircheck"
 )
 
 // pairOptions is everything `ticketd pair check` can be told, by flag or by
@@ -67,7 +67,7 @@ func runPair(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := dba.CheckPair(ctx, cfg)
+	rep, err := paircheck.CheckPair(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("pair check: %w", err)
 	}
@@ -79,7 +79,7 @@ func runPair(args []string, stdout, stderr io.Writer) error {
 }
 
 // printPair prints the problems in the order to fix them, then the notes.
-func printPair(w io.Writer, rep dba.PairReport, database string) {
+func printPair(w io.Writer, rep paircheck.PairReport, database string) {
 	where := func(servers []int) string {
 		if len(servers) == len(rep.Servers) && len(servers) > 1 {
 			return "every server"

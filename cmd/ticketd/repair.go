@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"ticketd/ticket"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/rewind"
 )
 
 // repairOptions is everything `ticketd repair` can be told, by flag or by
@@ -94,10 +94,10 @@ func runRepair(args []string, stdout, stderr io.Writer) error {
 	return repair(ctx, cfg, o.dryRun, stdout, stderr)
 }
 
-// repair runs dba.Repair and reports: one line per change on stdout (what
+// repair runs rewind.Repair and reports: one line per change on stdout (what
 // was changed is printed even when something else failed), notes on stderr.
 func repair(ctx context.Context, cfg ticket.Config, dryRun bool, stdout, stderr io.Writer) error {
-	rep, err := dba.Repair(ctx, cfg, dryRun)
+	rep, err := rewind.Repair(ctx, cfg, dryRun)
 	for _, c := range rep.Changes {
 		switch {
 		case dryRun:

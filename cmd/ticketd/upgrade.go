@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"ticketd/ticket"
-	"ticketd/ticket/dba"
+	"ticketd/ticket/dba/deployment"
 )
 
 // upgradeOptions is everything `ticketd upgrade status|finalize` can be
@@ -76,15 +76,16 @@ func runUpgrade(args []string, stdout, stderr io.Writer) error {
 	return upgrade(ctx, o.cmd, cfg, stdout)
 }
 
-// upgrade runs dba.Status or dba.Finalize and prints where the upgrade
-// stands. A refused finalize is exit 1, after the status that says why.
+// upgrade runs deployment.Status or deployment.Finalize and prints where
+// the upgrade stands. A refused finalize is exit 1, after the status that
+// says why.
 func upgrade(ctx context.Context, cmd string, cfg ticket.Config, stdout io.Writer) error {
-	var st dba.UpgradeStatus
+	var st deployment.UpgradeStatus
 	var err error
 	if cmd == "finalize" {
-		st, err = dba.Finalize(ctx, cfg)
+		st, err = deployment.Finalize(ctx, cfg)
 	} else {
-		st, err = dba.Status(ctx, cfg)
+		st, err = deployment.Status(ctx, cfg)
 	}
 	if len(st.Servers) > 0 {
 		printUpgrade(stdout, st)
@@ -98,7 +99,7 @@ func upgrade(ctx context.Context, cmd string, cfg ticket.Config, stdout io.Write
 	return nil
 }
 
-func printUpgrade(w io.Writer, st dba.UpgradeStatus) {
+func printUpgrade(w io.Writer, st deployment.UpgradeStatus) {
 	fmt.Fprintf(w, "this ticketd: %s\n", versionLine())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSCHEMA\tDEPLOYMENT\tMISSING")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/grants"
 	"ticketd/ticket/internal/schema"
@@ -16,7 +17,7 @@ import (
 // an account that may grant (the DBA's own), on every server of the pair.
 //
 // A pair set up the old way serves its numbers from tables of Flickr's
-// shape (shape.go), which applications call directly and cannot stop
+// shape (internal/offline/shape.go), which applications call directly and cannot stop
 // calling on migration day. ticketd serves such a table as the named
 // sequence NAME, beside them: its tickets come from the same AUTO_INCREMENT
 // with the same REPLACE, so neither side ever gets a value the other got,
@@ -35,7 +36,7 @@ import (
 // seq_* table, and ignore the others: a ticketd of those releases beside
 // one of this release would answer 404 for NAME. So a table of another
 // name is adopted only once the deployment is finalized at this release
-// (requireFinalized).
+// (offline.RequireFinalized).
 
 // AdoptServer is what AdoptTable found and did on one server.
 type AdoptServer struct {
@@ -51,31 +52,25 @@ type AdoptReport struct {
 	Servers  []AdoptServer
 }
 
-// appRole and adminRole are schema.sql's roles of the daemon and of repair.
-const (
-	appRole   = "ticketd_app"
-	adminRole = "ticketd_admin"
-)
-
 // AdoptTable serves table as sequence name on every server (see above). It
 // refuses (ErrRefused), writing nothing, what cannot be served as asked;
 // every server must be reachable.
 func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (AdoptReport, error) {
 	rep := AdoptReport{}
 	if !spec.ValidName(name) {
-		return rep, refused(fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE))
+		return rep, offline.Refused(fmt.Errorf("%w: %.64q does not match %s", spec.ErrBadName, name, spec.NameRE))
 	}
 	if !spec.TableRE.MatchString(table) {
-		return rep, refused(fmt.Errorf("%w: table %.80q does not match %s", spec.ErrInvalidArgument, table, spec.TableRE))
+		return rep, offline.Refused(fmt.Errorf("%w: table %.80q does not match %s", spec.ErrInvalidArgument, table, spec.TableRE))
 	}
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return rep, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	n := len(servers)
 	inv := &inventory{cfg: cfg, servers: servers, down: make([]error, n), schemas: make([]schema.Feature, n)}
-	if err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	if err := offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		f, err := schema.Detect(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
 		inv.schemas[s.Idx] = f
 		if err == nil && !f.Has(schema.Current) {
@@ -88,7 +83,7 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 	}
 
 	found := make([]adoptFound, n)
-	if err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	if err := offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		return found[s.Idx].read(ctx, cfg, s, table)
 	}); err != nil {
 		return rep, err
@@ -99,10 +94,10 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 	}
 	want, problems := judgeAdoption(cfg, name, table, found, per[0])
 	if len(problems) > 0 {
-		return rep, refused(fmt.Errorf("%w: nothing adopted: %s", spec.ErrMisconfigured, strings.Join(problems, "; ")))
+		return rep, offline.Refused(fmt.Errorf("%w: nothing adopted: %s", spec.ErrMisconfigured, strings.Join(problems, "; ")))
 	}
 	if !spec.OlderTableRE.MatchString(table) {
-		if err := requireFinalized(ctx, cfg, servers, inv.down, spec.Release, "adopting a table"); err != nil {
+		if err := offline.RequireFinalized(ctx, cfg, servers, inv.down, spec.Release, "adopting a table"); err != nil {
 			return rep, err
 		}
 	}
@@ -113,7 +108,7 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 	}
 
 	by := fmt.Sprintf("ticketd sequence adopt %s/%d", hostname(), os.Getpid())
-	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		return adoptOn(ctx, cfg, s, want, by)
 	})
 	return rep, err
@@ -121,11 +116,11 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 
 // adoptFound is what one server holds of the table.
 type adoptFound struct {
-	shape    *tableShape // nil: no such table (visible)
-	maxID    uint64      // the largest id in it
-	servedAs string      // the catalog's sequence of that table, if any
-	inc, off uint64      // the server's auto_increment_increment and offset
-	mayGrant []string    // what the account lacks to grant it, and to write the catalog
+	shape    *offline.TableShape // nil: no such table (visible)
+	maxID    uint64              // the largest id in it
+	servedAs string              // the catalog's sequence of that table, if any
+	inc, off uint64              // the server's auto_increment_increment and offset
+	mayGrant []string            // what the account lacks to grant it, and to write the catalog
 }
 
 func (f *adoptFound) read(ctx context.Context, cfg spec.Config, s *conn.Server, table string) error {
@@ -135,15 +130,15 @@ func (f *adoptFound) read(ctx context.Context, cfg spec.Config, s *conn.Server, 
 		return err
 	}
 	f.inc, f.off = st.Inc, st.Off
-	shapes, err := readShapes(ctx, q, cfg.Database, []string{table})
+	shapes, err := offline.ReadShapes(ctx, q, cfg.Database, []string{table})
 	if err != nil {
 		return err
 	}
 	f.shape = shapes[table]
-	if f.shape != nil && f.shape.shaped() == "" {
+	if f.shape != nil && f.shape.Shaped() == "" {
 		var max []uint64
 		if err := q.Select(ctx, "reading the table's largest id", &max,
-			"SELECT IFNULL(MAX(`"+f.shape.ID+"`), 0) FROM "+quoteTable(cfg.Database, table)); err != nil {
+			"SELECT IFNULL(MAX(`"+f.shape.ID+"`), 0) FROM "+offline.QuoteTable(cfg.Database, table)); err != nil {
 			return err
 		}
 		if len(max) == 1 {
@@ -188,11 +183,11 @@ func judgeAdoption(cfg spec.Config, name, table string, found []adoptFound, per 
 		case f.shape == nil:
 			out = append(out, fmt.Sprintf("%s has no table %s.%s (or the account may not see it)", sv, cfg.Database, table))
 			continue
-		case f.shape.shaped() != "":
-			out = append(out, fmt.Sprintf("table %s on %s is not of Flickr's shape: %s", table, sv, f.shape.shaped()))
+		case f.shape.Shaped() != "":
+			out = append(out, fmt.Sprintf("table %s on %s is not of Flickr's shape: %s", table, sv, f.shape.Shaped()))
 			continue
 		}
-		b := f.shape.bits()
+		b := f.shape.Bits()
 		switch {
 		case want.Bits == 0:
 			want.Bits = b
@@ -236,10 +231,10 @@ func judgeAdoption(cfg spec.Config, name, table string, found []adoptFound, per 
 // adoptOn grants what ticketd needs on want's table, then writes its
 // catalog row and pin in one transaction, and reads them back.
 func adoptOn(ctx context.Context, cfg spec.Config, s *conn.Server, want spec.SequenceInfo, by string) error {
-	object := quoteTable(cfg.Database, want.Table)
+	object := offline.QuoteTable(cfg.Database, want.Table)
 	for _, g := range []string{
-		"GRANT SELECT, INSERT, DELETE ON " + object + " TO " + appRole,
-		"GRANT ALTER ON " + object + " TO " + adminRole,
+		"GRANT SELECT, INSERT, DELETE ON " + object + " TO " + offline.AppRole,
+		"GRANT ALTER ON " + object + " TO " + offline.AdminRole,
 	} {
 		if _, err := s.Pool().ExecContext(ctx, g); err != nil {
 			return fmt.Errorf("%s: %s: %w", s.Name, g, err)

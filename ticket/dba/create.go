@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
@@ -69,17 +70,9 @@ type CreateOptions struct {
 // of Flickr's shape, servers that disagree). The command that asked gets a
 // usage error (exit 2). It is wrapped beside the ticket package's sentinel
 // that says why (ErrMisconfigured, ErrInvalidArgument, …), adding nothing
-// to the message.
-var ErrRefused = errors.New("dba: refused, nothing written")
-
-// refused wraps err as a refusal (ErrRefused).
-func refused(err error) error { return refusal{err} }
-
-type refusal struct{ err error }
-
-func (r refusal) Error() string        { return r.err.Error() }
-func (r refusal) Unwrap() error        { return r.err }
-func (r refusal) Is(target error) bool { return target == ErrRefused }
+// to the message. Package deployment's refusals (SetDeployment) are
+// ErrRefused too: the value is internal/offline's, shared by them all.
+var ErrRefused = offline.ErrRefused
 
 // CreateServer is what CreateSequences did on one server.
 type CreateServer struct {
@@ -108,13 +101,13 @@ const createBatch = 1000
 func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, opt CreateOptions) (CreateReport, error) {
 	defs, err := normalizeDefs(defs, len(cfg.WithDefaults().Servers))
 	if err != nil {
-		return CreateReport{}, refused(err)
+		return CreateReport{}, offline.Refused(err)
 	}
 	inv, err := openInventory(ctx, cfg, ListOptions{}, true)
 	if err != nil {
 		return CreateReport{}, err
 	}
-	defer closeServers(inv.servers)
+	defer offline.CloseServers(inv.servers)
 	rep := CreateReport{Servers: make([]CreateServer, len(inv.servers))}
 	for i, s := range inv.servers {
 		rep.Servers[i] = CreateServer{Name: s.Name, Err: inv.down[i]}
@@ -130,7 +123,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 		// (with the key), so that no older ticketd can start it afresh.
 		what = "creating a public sequence"
 	}
-	if err := requireFinalized(ctx, inv.cfg, inv.servers, inv.down, spec.Release, what); err != nil {
+	if err := offline.RequireFinalized(ctx, inv.cfg, inv.servers, inv.down, spec.Release, what); err != nil {
 		return rep, err
 	}
 	recorded := ""
@@ -164,7 +157,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 		if len(conflicts) > len(shown) {
 			more = fmt.Sprintf(" (and %d more)", len(conflicts)-len(shown))
 		}
-		return rep, refused(fmt.Errorf("%w: nothing created: %s%s", spec.ErrMisconfigured, strings.Join(shown, "; "), more))
+		return rep, offline.Refused(fmt.Errorf("%w: nothing created: %s%s", spec.ErrMisconfigured, strings.Join(shown, "; "), more))
 	}
 
 	for b := 0; b < len(defs); b += createBatch {
@@ -237,13 +230,13 @@ func defNames(defs []NewSequence) []string {
 
 // shapes reads, on every server that is up, the tables of Flickr's shape a
 // new name may be like (none with opt.BesideTables).
-func (inv *inventory) shapes(ctx context.Context, opt CreateOptions) ([]map[string]*tableShape, error) {
-	out := make([]map[string]*tableShape, len(inv.servers))
+func (inv *inventory) shapes(ctx context.Context, opt CreateOptions) ([]map[string]*offline.TableShape, error) {
+	out := make([]map[string]*offline.TableShape, len(inv.servers))
 	if opt.BesideTables {
 		return out, nil
 	}
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
-		m, err := readShapes(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, nil)
+		m, err := offline.ReadShapes(ctx, conn.PoolQuerier{Server: s}, inv.cfg.Database, nil)
 		out[s.Idx] = m
 		return err
 	})
@@ -252,7 +245,7 @@ func (inv *inventory) shapes(ctx context.Context, opt CreateOptions) ([]map[stri
 
 // besideTables refuses a new name like a table of Flickr's shape on a
 // server (shapes): its numbers are most likely the ones to continue.
-func besideTables(name string, per []held, shapes []map[string]*tableShape) []string {
+func besideTables(name string, per []held, shapes []map[string]*offline.TableShape) []string {
 	for _, h := range per {
 		if h.exists() {
 			return nil // not new: a create repeated
@@ -261,7 +254,7 @@ func besideTables(name string, per []held, shapes []map[string]*tableShape) []st
 	var out []string
 	seen := map[string]bool{}
 	for i, m := range shapes {
-		for _, table := range similarTables(name, m) {
+		for _, table := range offline.SimilarTables(name, m) {
 			if seen[table] {
 				continue
 			}
@@ -486,7 +479,7 @@ func insertDefs(ctx context.Context, s *conn.Server, todo []NewSequence, values 
 		return fmt.Errorf("%s: creating rows of counters: %w", s.Name, err)
 	}
 	// key_check: every server that is up holds this release's schema
-	// (requireFinalized).
+	// (offline.RequireFinalized).
 	vals, args = rows("(?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, si.KeyCheck} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size, key_check) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating catalog rows: %w", s.Name, err)

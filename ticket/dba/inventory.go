@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
@@ -106,7 +107,7 @@ func escapeLike(s string) string {
 // each runs f on every server that is up, in parallel, each statement
 // bounded, and joins the errors.
 func (inv *inventory) each(ctx context.Context, f func(context.Context, *conn.Server) error) error {
-	return eachServer(ctx, inv.cfg, inv.servers, inv.down, f)
+	return offline.EachServer(ctx, inv.cfg, inv.servers, inv.down, f)
 }
 
 // details reads what every server that is up holds of names.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
@@ -57,7 +58,7 @@ func ListSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f func
 	if err != nil {
 		return nil, err
 	}
-	defer closeServers(inv.servers)
+	defer offline.CloseServers(inv.servers)
 	err = inv.walk(ctx, opt, func(name string, per []held) error {
 		return f(inv.listing(name, per))
 	})
@@ -68,11 +69,11 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := prepare(cfg)
+	cfg, err := offline.Prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	servers, down, err := connect(ctx, cfg)
+	servers, down, err := offline.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 		}
 	}
 	if up == 0 {
-		closeServers(servers)
+		offline.CloseServers(servers)
 		return nil, fmt.Errorf("%w: %w", spec.ErrNoServer, errors.Join(down...))
 	}
 	if err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
@@ -92,7 +93,7 @@ func openInventory(ctx context.Context, cfg spec.Config, opt ListOptions, all bo
 		inv.schemas[s.Idx] = f
 		return err
 	}); err != nil {
-		closeServers(servers)
+		offline.CloseServers(servers)
 		return nil, err
 	}
 	return inv, nil
@@ -219,7 +220,7 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 	if err != nil {
 		return 0, err
 	}
-	defer closeServers(inv.servers)
+	defer offline.CloseServers(inv.servers)
 	if err := errors.Join(inv.down...); err != nil {
 		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", spec.ErrNoServer, err)
 	}

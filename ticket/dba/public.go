@@ -22,7 +22,7 @@ import (
 // Releases 1 and 2 ignore sequences.key_check and would hand out the
 // counter's raw values, which can equal public values already handed out:
 // a public sequence is created only on a deployment finalized at release 3
-// (requireFinalized) whose record exists on every server that answers.
+// (offline.RequireFinalized) whose record exists on every server that answers.
 
 // recordedKey reads the key check every server that is up records for the
 // deployment, and refuses, saying what to do, unless they all record the

@@ -4,7 +4,7 @@
 // and how a failed statement is sorted. It knows nothing of the other
 // servers or of the rotation: every statement attempt is told to the
 // session's Observer (package rotation's Rotation judges it), and the tools
-// of package dba open sessions with none.
+// under ticket/dba open sessions with none.
 //
 // Invariants: no DSN string holding the password is ever built (pools are
 // opened from a mysql.Config through a connector); a query ticketd gave up

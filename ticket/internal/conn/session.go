@@ -32,7 +32,7 @@ const (
 	OpCheck
 	OpCopy
 	OpCatalog
-	// OpAdmin: an administrative command's statement (package dba), on a
+	// OpAdmin: an administrative command's statement (ticket/dba/...), on a
 	// session no rotation watches; its caller bounds it.
 	OpAdmin
 	numOps

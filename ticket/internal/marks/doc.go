@@ -1,7 +1,7 @@
 // Package marks is what protects the pair from a server restored from a
 // backup: the high-water marks of every counter, the check of every ticket
 // against them, the counter checks, and the statements that repair a
-// rewound counter (which package dba runs).
+// rewound counter (which ticket/dba/rewind, `ticketd repair`, runs).
 //
 // Restoring a ticket server from a backup rewinds its counters (the dump
 // carries the old AUTO_INCREMENT, and the old rows of counters), and it

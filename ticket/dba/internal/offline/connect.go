@@ -1,4 +1,4 @@
-package dba
+package offline
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"ticketd/ticket/internal/spec"
 )
 
-// connect opens one pool per server and checks each server's place in the
+// Connect opens one pool per server and checks each server's place in the
 // pair, as a Pair does at Open. down[i] is why server i cannot be used
 // (unreachable); a server in the wrong place (or refusing TLS) fails the
-// whole call. The pools must be closed with closeServers.
-func connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down []error, err error) {
+// whole call. The pools must be closed with CloseServers.
+func Connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down []error, err error) {
 	servers = make([]*conn.Server, len(cfg.Servers))
 	cred := conn.NewCredential(cfg)
 	for i := range cfg.Servers {
 		s, err := conn.NewServer(cfg, i, cred)
 		if err != nil {
-			closeServers(servers)
+			CloseServers(servers)
 			return nil, nil, err
 		}
 		servers[i] = s
@@ -45,17 +45,27 @@ func connect(ctx context.Context, cfg spec.Config) (servers []*conn.Server, down
 		}
 	}
 	if len(misplaced) > 0 {
-		closeServers(servers)
+		CloseServers(servers)
 		return nil, nil, errors.Join(misplaced...)
 	}
 	return servers, down, nil
 }
 
-// openAll validates cfg and connects to every server of it (connectAll):
+// Prepare fills in cfg's defaults and validates it: how every command
+// begins.
+func Prepare(cfg spec.Config) (spec.Config, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// OpenAll validates cfg and connects to every server of it (connectAll):
 // how a command that needs the whole pair begins. The caller closes the
-// servers (closeServers).
-func openAll(ctx context.Context, cfg spec.Config) (spec.Config, []*conn.Server, error) {
-	cfg, err := prepare(cfg)
+// servers (CloseServers).
+func OpenAll(ctx context.Context, cfg spec.Config) (spec.Config, []*conn.Server, error) {
+	cfg, err := Prepare(cfg)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -63,27 +73,27 @@ func openAll(ctx context.Context, cfg spec.Config) (spec.Config, []*conn.Server,
 	return cfg, servers, err
 }
 
-// connectAll is connect, for the calls that need every server: a repair of
+// connectAll is Connect, for the calls that need every server: a repair of
 // half a pair is refused, because the marks for a server live on the
 // others, and a misplaced server (the list in the wrong order) would be
 // compared with another server's marks.
 func connectAll(ctx context.Context, cfg spec.Config) ([]*conn.Server, error) {
 	const why = "every server of the pair must be reachable and in its place (the marks for one server live on the others)"
-	servers, down, err := connect(ctx, cfg)
+	servers, down, err := Connect(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", why, err)
 	}
 	if err := errors.Join(down...); err != nil {
-		closeServers(servers)
+		CloseServers(servers)
 		return nil, fmt.Errorf("%s: %w", why, err)
 	}
 	return servers, nil
 }
 
-// eachServer runs fn on every server whose down entry is nil (down may be
+// EachServer runs fn on every server whose down entry is nil (down may be
 // nil: every server) in parallel, each under the tools' statement timeout (a
 // read of 100,000 catalog rows takes a few pages), and joins the errors.
-func eachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, down []error, fn func(context.Context, *conn.Server) error) error {
+func EachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, down []error, fn func(context.Context, *conn.Server) error) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
@@ -100,8 +110,8 @@ func eachServer(ctx context.Context, cfg spec.Config, servers []*conn.Server, do
 	return errors.Join(errs...)
 }
 
-// closeServers closes the pools of servers (nil ones skipped).
-func closeServers(servers []*conn.Server) {
+// CloseServers closes the pools of servers (nil ones skipped).
+func CloseServers(servers []*conn.Server) {
 	for _, s := range servers {
 		if s != nil {
 			s.Pool().Close()

@@ -1,4 +1,4 @@
-package dba
+package offline
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 // These are read from information_schema, which shows only the tables the
 // account holds a privilege on.
 
-// tableShape is one table as information_schema shows it.
-type tableShape struct {
+// TableShape is one table as information_schema shows it.
+type TableShape struct {
 	Name    string
 	Engine  string
 	Counter uint64 // AUTO_INCREMENT: the next value; 0 when none
@@ -42,8 +42,8 @@ type tableShape struct {
 	Needs []string
 }
 
-// shaped reports why t is not of Flickr's shape ("" when it is).
-func (t tableShape) shaped() string {
+// Shaped reports why t is not of Flickr's shape ("" when it is).
+func (t TableShape) Shaped() string {
 	var why []string
 	if !strings.EqualFold(t.Engine, "InnoDB") {
 		why = append(why, fmt.Sprintf("its engine is %s, not InnoDB", t.Engine))
@@ -51,7 +51,7 @@ func (t tableShape) shaped() string {
 	switch {
 	case t.ID == "":
 		why = append(why, "it has no AUTO_INCREMENT column")
-	case t.bits() == 0:
+	case t.Bits() == 0:
 		why = append(why, fmt.Sprintf("its AUTO_INCREMENT column %s is %s, not BIGINT (64 bits) or INT (32 bits)", t.ID, t.IDType))
 	case !t.IDPrimary:
 		why = append(why, fmt.Sprintf("its AUTO_INCREMENT column %s is not its primary key alone", t.ID))
@@ -70,9 +70,9 @@ func (t tableShape) shaped() string {
 	return strings.Join(why, "; ")
 }
 
-// bits is the width of the sequence t's counter serves: 64 for BIGINT, 32
+// Bits is the width of the sequence t's counter serves: 64 for BIGINT, 32
 // for INT, 0 for anything else.
-func (t tableShape) bits() int {
+func (t TableShape) Bits() int {
 	switch strings.ToLower(t.IDType) {
 	case "bigint":
 		return 64
@@ -82,24 +82,24 @@ func (t tableShape) bits() int {
 	return 0
 }
 
-// readShapes reads the shapes of the tables of database db that have an
+// ReadShapes reads the shapes of the tables of database db that have an
 // AUTO_INCREMENT column or a column named stub (only: just these; nil:
 // every such table).
-func readShapes(ctx context.Context, q conn.Querier, db string, only []string) (map[string]*tableShape, error) {
+func ReadShapes(ctx context.Context, q conn.Querier, db string, only []string) (map[string]*TableShape, error) {
 	filter, args := "", []any{db}
 	if only != nil {
 		if len(only) == 0 {
-			return map[string]*tableShape{}, nil
+			return map[string]*TableShape{}, nil
 		}
 		filter = " AND TABLE_NAME IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(only)), ", ") + ")"
 		for _, t := range only {
 			args = append(args, t)
 		}
 	}
-	out := map[string]*tableShape{}
-	get := func(name string) *tableShape {
+	out := map[string]*TableShape{}
+	get := func(name string) *TableShape {
 		if out[name] == nil {
-			out[name] = &tableShape{Name: name}
+			out[name] = &TableShape{Name: name}
 		}
 		return out[name]
 	}
@@ -186,11 +186,11 @@ func readShapes(ctx context.Context, q conn.Querier, db string, only []string) (
 	return out, nil
 }
 
-// similarTables returns the tables of shapes (of Flickr's shape) whose
+// SimilarTables returns the tables of shapes (of Flickr's shape) whose
 // name is like name: the same once case, underscores and a leading
 // Tickets/Ticket/seq_ are left out, give or take a final s (photos and
 // TicketsPhotos, order and tickets_orders).
-func similarTables(name string, shapes map[string]*tableShape) []string {
+func SimilarTables(name string, shapes map[string]*TableShape) []string {
 	norm := func(s string) string {
 		s = strings.ToLower(s)
 		for _, p := range []string{"tickets", "ticket", "seq_"} {
@@ -204,7 +204,7 @@ func similarTables(name string, shapes map[string]*tableShape) []string {
 	want := norm(name)
 	var out []string
 	for table, t := range shapes {
-		if t.shaped() != "" {
+		if t.Shaped() != "" {
 			continue
 		}
 		got := norm(table)
@@ -216,8 +216,8 @@ func similarTables(name string, shapes map[string]*tableShape) []string {
 	return out
 }
 
-// quoteTable names table of database db between backquotes: both have
+// QuoteTable names table of database db between backquotes: both have
 // passed Config's database check and spec.TableRE, which allow none in them.
-func quoteTable(db, table string) string {
+func QuoteTable(db, table string) string {
 	return "`" + db + "`.`" + table + "`"
 }

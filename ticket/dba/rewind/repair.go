@@ -1,4 +1,4 @@
-package dba
+package rewind
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/spec"
@@ -48,24 +49,16 @@ func (c RepairChange) String() string {
 
 const leaseTable = "worker_leases"
 
-func prepare(cfg spec.Config) (spec.Config, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
-	}
-	return cfg, nil
-}
-
 // Rewinds reads every server's counters and the high-water marks its peers hold
 // for it, and returns per server (Config.Servers order) the tables it is
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
 func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	sv, err := takeSurvey(ctx, cfg, servers, false)
 	if err != nil {
 		return nil, err
@@ -93,11 +86,11 @@ type RepairReport struct {
 // not touched and makes Repair fail (the sequence is exhausted on that server).
 // On failure the report still lists what was changed before.
 func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, error) {
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return RepairReport{}, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	sv, err := takeSurvey(ctx, cfg, servers, true)
 	if err != nil {
 		return RepairReport{}, err

@@ -1,4 +1,4 @@
-package dba
+package rewind
 
 import (
 	"database/sql"

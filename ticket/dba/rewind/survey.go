@@ -1,4 +1,4 @@
-package dba
+package rewind
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
@@ -64,7 +65,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		notes:    map[int][]string{},
 	}
 	catalogs := make([][]spec.SequenceInfo, n)
-	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err := offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		f, err := schema.Detect(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
 		if err != nil {
 			return err
@@ -109,7 +110,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 		}
 	}
 	slices.Sort(tables)
-	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		c, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, cfg.Database, tables)
 		if err != nil {
 			return err

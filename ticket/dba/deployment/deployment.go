@@ -1,4 +1,4 @@
-package dba
+package deployment
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
@@ -70,17 +71,17 @@ type DeploymentChange struct {
 
 // ReadDeployment reads every server's deployment record (all must answer).
 func ReadDeployment(ctx context.Context, cfg spec.Config) ([]DeploymentServer, error) {
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	return readDeployments(ctx, cfg, servers)
 }
 
 func readDeployments(ctx context.Context, cfg spec.Config, servers []*conn.Server) ([]DeploymentServer, error) {
 	out := make([]DeploymentServer, len(servers))
-	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err := offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		q := conn.PoolQuerier{Server: s}
 		f, err := schema.Detect(ctx, q, cfg.Database)
 		if err != nil {
@@ -136,22 +137,22 @@ func readDeployments(ctx context.Context, cfg spec.Config, servers []*conn.Serve
 
 // SetDeployment records ch on every server (all must answer, hold this
 // release's columns and a deployment record), and returns the records as
-// they were before. It refuses, writing nothing (ErrRefused), a key check
+// they were before. It refuses, writing nothing (dba.ErrRefused), a key check
 // that is none, or a file whose keys lack one public sequences use.
 func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([]DeploymentServer, error) {
 	switch {
 	case ch.KeyCheck == "" && ch.BalancedBits == nil:
-		return nil, refused(fmt.Errorf("%w: nothing to change: give a key file or balanced bits", spec.ErrInvalidArgument))
+		return nil, offline.Refused(fmt.Errorf("%w: nothing to change: give a key file or balanced bits", spec.ErrInvalidArgument))
 	case ch.KeyCheck != "" && !spec.ValidKeyCheck(ch.KeyCheck):
-		return nil, refused(fmt.Errorf("%w: key check %.40q: want 32 lowercase hexadecimal digits", spec.ErrInvalidArgument, ch.KeyCheck))
+		return nil, offline.Refused(fmt.Errorf("%w: key check %.40q: want 32 lowercase hexadecimal digits", spec.ErrInvalidArgument, ch.KeyCheck))
 	case ch.BalancedBits != nil && (*ch.BalancedBits < 0 || *ch.BalancedBits > 62):
-		return nil, refused(fmt.Errorf("%w: balanced bits %d outside [0, 62]", spec.ErrInvalidArgument, *ch.BalancedBits))
+		return nil, offline.Refused(fmt.Errorf("%w: balanced bits %d outside [0, 62]", spec.ErrInvalidArgument, *ch.BalancedBits))
 	}
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	before, err := readDeployments(ctx, cfg, servers)
 	if err != nil {
 		return nil, err
@@ -179,7 +180,7 @@ func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([
 		}
 	}
 	if len(problems) > 0 {
-		return before, refused(fmt.Errorf("%w: %s", spec.ErrMisconfigured, strings.Join(problems, "; ")))
+		return before, offline.Refused(fmt.Errorf("%w: %s", spec.ErrMisconfigured, strings.Join(problems, "; ")))
 	}
 	set, args := []string{}, []any{}
 	if ch.KeyCheck != "" {
@@ -188,7 +189,7 @@ func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([
 	if ch.BalancedBits != nil {
 		set, args = append(set, "balanced_bits = ?"), append(args, *ch.BalancedBits)
 	}
-	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		ss := conn.NewSession(s, conn.OpAdmin, nil)
 		ss.Long = false
 		defer ss.Close()

@@ -1,4 +1,4 @@
-package dba
+package paircheck
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/grants"
 	"ticketd/ticket/internal/schema"
@@ -70,7 +71,7 @@ const (
 // CheckPair reads every server of cfg and reports what keeps ticketd from
 // serving the pair as it is (see above). It changes nothing.
 func CheckPair(ctx context.Context, cfg spec.Config) (PairReport, error) {
-	cfg, err := prepare(cfg)
+	cfg, err := offline.Prepare(cfg)
 	if err != nil {
 		return PairReport{}, err
 	}
@@ -79,14 +80,14 @@ func CheckPair(ctx context.Context, cfg spec.Config) (PairReport, error) {
 	bare.Database = ""
 	cred := conn.NewCredential(cfg)
 	servers := make([]*conn.Server, len(cfg.Servers))
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	for i := range cfg.Servers {
 		if servers[i], err = conn.NewServer(bare, i, cred); err != nil {
 			return PairReport{}, err
 		}
 	}
 	facts := make([]pairFacts, len(servers))
-	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		return facts[s.Idx].read(ctx, cfg, s)
 	})
 	if err != nil {
@@ -113,9 +114,9 @@ type pairFacts struct {
 	dbThere     bool
 	dbCollation string
 	features    schema.Feature
-	collations  map[string]string      // table → collation
-	catalog     []string               // the tables the catalog names
-	shapes      map[string]*tableShape // tables with a counter or a stub
+	collations  map[string]string              // table → collation
+	catalog     []string                       // the tables the catalog names
+	shapes      map[string]*offline.TableShape // tables with a counter or a stub
 	// roleGrants: each role's grant lines; nil when not readable.
 	roleGrants map[string][]string
 	// accounts: who holds each role; nil when mysql is not readable.
@@ -130,9 +131,7 @@ type roleAccount struct {
 }
 
 // ticketdRoles are schema.sql's roles.
-var ticketdRoles = []string{appRole, adminRole, seqRole}
-
-const seqRole = "ticketd_sequences"
+var ticketdRoles = []string{offline.AppRole, offline.AdminRole, offline.SeqRole}
 
 func (f *pairFacts) read(ctx context.Context, cfg spec.Config, s *conn.Server) error {
 	q := conn.PoolQuerier{Server: s}
@@ -170,7 +169,7 @@ func (f *pairFacts) read(ctx context.Context, cfg spec.Config, s *conn.Server) e
 				return err
 			}
 		}
-		if f.shapes, err = readShapes(ctx, q, db, nil); err != nil {
+		if f.shapes, err = offline.ReadShapes(ctx, q, db, nil); err != nil {
 			return err
 		}
 	}
@@ -205,7 +204,7 @@ func (f *pairFacts) read(ctx context.Context, cfg spec.Config, s *conn.Server) e
 		Role string `db:"Role"`
 	}
 	err = s.Pool().SelectContext(ctx, &mapping, "SELECT User, Host, Role FROM mysql.roles_mapping WHERE Role IN (?, ?, ?) AND Host <> ''",
-		appRole, adminRole, seqRole)
+		offline.AppRole, offline.AdminRole, offline.SeqRole)
 	if err != nil {
 		return nil // not readable: the accounts are a note
 	}
@@ -400,13 +399,13 @@ func (j *pairJudge) judge(i int, all []pairFacts) {
 		// An account holding ticketd_app as its default role (ticketd_admin
 		// holds ticketd_app too), unlocked.
 		if !slices.ContainsFunc(f.accounts, func(a roleAccount) bool {
-			return a.role == a.defaultRole && (a.role == appRole || a.role == adminRole) && !a.locked
+			return a.role == a.defaultRole && (a.role == offline.AppRole || a.role == offline.AdminRole) && !a.locked
 		}) {
 			j.problem(i, orderAccounts, false, "no unlocked account has role ticketd_app as its default role: ticketd serve has none to connect with",
 				"CREATE USER 'ticketd'@'10.%' IDENTIFIED BY PASSWORD '*…' REQUIRE SSL; GRANT ticketd_app TO 'ticketd'@'10.%'; SET DEFAULT ROLE ticketd_app FOR 'ticketd'@'10.%' "+
 					"(or ALTER USER 'ticketd'@'127.0.0.1' IDENTIFIED BY PASSWORD '*…' ACCOUNT UNLOCK; the hash: scripts/db.sh hash; docs/dba.md, \"Accounts and roles\")")
 		}
-		for _, r := range []string{adminRole, seqRole} {
+		for _, r := range []string{offline.AdminRole, offline.SeqRole} {
 			if !slices.ContainsFunc(f.accounts, func(a roleAccount) bool { return a.role == r && a.defaultRole == r && !a.locked }) {
 				j.note(i, fmt.Sprintf("no unlocked account has role %s as its default role: %s (docs/dba.md, \"Adopting a running pair\")", r, toolOf(r)))
 			}
@@ -419,8 +418,8 @@ func (j *pairJudge) judge(i int, all []pairFacts) {
 		case sh == nil:
 			j.problem(i, orderTables, false, fmt.Sprintf("the catalog serves table %s.%s, which is not there (or the account may not see it)", db, t),
 				"restore the table, or read ticketd's log: the sequence answers 500 until it is back")
-		case sh.shaped() != "":
-			j.problem(i, orderTables, false, fmt.Sprintf("the catalog serves table %s.%s, which is not of Flickr's shape: %s", db, t, sh.shaped()),
+		case sh.Shaped() != "":
+			j.problem(i, orderTables, false, fmt.Sprintf("the catalog serves table %s.%s, which is not of Flickr's shape: %s", db, t, sh.Shaped()),
 				"restore the table's shape (an AUTO_INCREMENT id, a unique stub)")
 		}
 	}
@@ -431,7 +430,7 @@ func (j *pairJudge) judge(i int, all []pairFacts) {
 	slices.Sort(names)
 	for _, t := range names {
 		// Tickets64 and Tickets32 schema.sql serves itself.
-		if sh := f.shapes[t]; sh.shaped() == "" && !slices.Contains(f.catalog, t) && t != "Tickets64" && t != "Tickets32" {
+		if sh := f.shapes[t]; sh.Shaped() == "" && !slices.Contains(f.catalog, t) && t != "Tickets64" && t != "Tickets32" {
 			j.note(i, fmt.Sprintf("table %s.%s is of Flickr's shape and no sequence: to serve it beside the applications that use it, ticketd sequence adopt NAME -table %s", db, t, t))
 		}
 	}
@@ -453,24 +452,24 @@ type roleNeed struct {
 func roleNeeds(db string, catalog []string) []roleNeed {
 	on := func(t string) string { return db + "." + t }
 	out := []roleNeed{
-		{appRole, on("sequences"), []string{"SELECT"}},
-		{appRole, on("worker_leases"), []string{"SELECT", "INSERT", "UPDATE"}},
-		{appRole, on("reservation_copies"), []string{"SELECT", "INSERT", "UPDATE"}},
-		{appRole, on("deployment"), []string{"SELECT", "INSERT", "UPDATE (BALANCED_BITS, KEY_CHECK)"}},
-		{appRole, on("high_water"), []string{"SELECT", "INSERT", "UPDATE"}},
-		{appRole, on("catalog_version"), []string{"SELECT"}},
-		{appRole, on("counters"), []string{"SELECT", "UPDATE"}},
-		{appRole, on("sequence_pins"), []string{"SELECT", "INSERT"}},
-		{appRole, on("sequence_starts"), []string{"SELECT"}},
-		{adminRole, on("deployment"), []string{"UPDATE (FINALIZED_RELEASE)"}},
-		{seqRole, db + ".*", []string{"SELECT"}},
-		{seqRole, on("sequences"), []string{"INSERT"}},
-		{seqRole, on("counters"), []string{"INSERT"}},
-		{seqRole, on("sequence_pins"), []string{"INSERT"}},
-		{seqRole, on("sequence_starts"), []string{"INSERT"}},
+		{offline.AppRole, on("sequences"), []string{"SELECT"}},
+		{offline.AppRole, on("worker_leases"), []string{"SELECT", "INSERT", "UPDATE"}},
+		{offline.AppRole, on("reservation_copies"), []string{"SELECT", "INSERT", "UPDATE"}},
+		{offline.AppRole, on("deployment"), []string{"SELECT", "INSERT", "UPDATE (BALANCED_BITS, KEY_CHECK)"}},
+		{offline.AppRole, on("high_water"), []string{"SELECT", "INSERT", "UPDATE"}},
+		{offline.AppRole, on("catalog_version"), []string{"SELECT"}},
+		{offline.AppRole, on("counters"), []string{"SELECT", "UPDATE"}},
+		{offline.AppRole, on("sequence_pins"), []string{"SELECT", "INSERT"}},
+		{offline.AppRole, on("sequence_starts"), []string{"SELECT"}},
+		{offline.AdminRole, on("deployment"), []string{"UPDATE (FINALIZED_RELEASE)"}},
+		{offline.SeqRole, db + ".*", []string{"SELECT"}},
+		{offline.SeqRole, on("sequences"), []string{"INSERT"}},
+		{offline.SeqRole, on("counters"), []string{"INSERT"}},
+		{offline.SeqRole, on("sequence_pins"), []string{"INSERT"}},
+		{offline.SeqRole, on("sequence_starts"), []string{"INSERT"}},
 	}
 	for _, t := range catalog {
-		out = append(out, roleNeed{appRole, on(t), []string{"SELECT", "INSERT", "DELETE"}}, roleNeed{adminRole, on(t), []string{"ALTER"}})
+		out = append(out, roleNeed{offline.AppRole, on(t), []string{"SELECT", "INSERT", "DELETE"}}, roleNeed{offline.AdminRole, on(t), []string{"ALTER"}})
 	}
 	slices.SortStableFunc(out, func(a, b roleNeed) int { return strings.Compare(a.role, b.role) })
 	return out
@@ -487,7 +486,7 @@ func quoteObject(object string) string {
 
 // toolOf says which commands need an account of role.
 func toolOf(role string) string {
-	if role == adminRole {
+	if role == offline.AdminRole {
 		return "ticketd repair and ticketd upgrade need one"
 	}
 	return "ticketd sequence needs one"

@@ -1,13 +1,13 @@
-package dba
+package deployment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
@@ -91,20 +91,20 @@ func releaseName(r int) string {
 // Status reads where the deployment's upgrade stands, from every server
 // (all must answer: the leases of one are nowhere else).
 func Status(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return UpgradeStatus{}, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	return readStatus(ctx, cfg, servers)
 }
 
 func readStatus(ctx context.Context, cfg spec.Config, servers []*conn.Server) (UpgradeStatus, error) {
 	st := UpgradeStatus{Servers: make([]UpgradeServer, len(servers))}
 	leases := make([][]HeldLease, len(servers))
-	err := eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err := offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		q := conn.PoolQuerier{Server: s}
-		f, rec, err := readRecord(ctx, q, cfg.Database)
+		f, rec, err := offline.ReadRecord(ctx, q, cfg.Database)
 		if err != nil {
 			return err
 		}
@@ -159,11 +159,11 @@ func readStatus(ctx context.Context, cfg spec.Config, servers []*conn.Server) (U
 // than this release refuses to start (releases 3 and later can tell). It is
 // safe to repeat.
 func Finalize(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
-	cfg, servers, err := openAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
 	if err != nil {
 		return UpgradeStatus{}, err
 	}
-	defer closeServers(servers)
+	defer offline.CloseServers(servers)
 	st, err := readStatus(ctx, cfg, servers)
 	if err != nil {
 		return st, err
@@ -171,7 +171,7 @@ func Finalize(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
 	if b := st.Blockers(); len(b) > 0 {
 		return st, fmt.Errorf("%w: not finalized: %s", spec.ErrUpgrade, strings.Join(b, "; "))
 	}
-	err = eachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		ss := conn.NewSession(s, conn.OpAdmin, nil)
 		ss.Long = false
 		defer ss.Close()
@@ -187,53 +187,4 @@ func Finalize(ctx context.Context, cfg spec.Config) (UpgradeStatus, error) {
 		return st, err
 	}
 	return readStatus(ctx, cfg, servers)
-}
-
-// requireFinalized refuses, with what to do, unless every server that is
-// up holds this release's schema.sql and the deployment is finalized at
-// release at least: for what older releases cannot read.
-func requireFinalized(ctx context.Context, cfg spec.Config, servers []*conn.Server, down []error, release int, what string) error {
-	errs := make([]error, len(servers)) // each goroutine its own
-	err := eachServer(ctx, cfg, servers, down, func(ctx context.Context, s *conn.Server) error {
-		f, rec, err := readRecord(ctx, conn.PoolQuerier{Server: s}, cfg.Database)
-		if err != nil {
-			return err
-		}
-		if !f.Has(schema.Current) {
-			errs[s.Idx] = fmt.Errorf("%s holds release %d's schema (it lacks %s): load this release's schema.sql there, upgrade every ticketd, then run ticketd upgrade finalize",
-				s.Name, f.Release(), f.Missing(schema.Current))
-			return nil
-		}
-		if len(rec) == 1 && rec[0] < release {
-			errs[s.Idx] = fmt.Errorf("%s: the deployment is finalized at release %d, not %d: once every ticketd runs release %d, run ticketd upgrade finalize (ticketd upgrade status shows what is left)",
-				s.Name, rec[0], release, spec.Release)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if errors.Join(errs...) != nil {
-		return fmt.Errorf("%w: %s needs a deployment finalized at release %d (older releases cannot read it): %w", spec.ErrUpgrade, what, release, errors.Join(errs...))
-	}
-	return nil
-}
-
-// readRecord reads which release's schema a server holds and its
-// deployment record's finalized_release: none when no ticketd has started
-// on it, 0 on a schema without the column.
-func readRecord(ctx context.Context, q conn.Querier, database string) (schema.Feature, []int, error) {
-	f, err := schema.Detect(ctx, q, database)
-	if err != nil {
-		return 0, nil, err
-	}
-	col := "0"
-	if f.Has(schema.Finalize) {
-		col = "finalized_release"
-	}
-	var rec []int
-	if err := q.Select(ctx, "reading the deployment record", &rec, "SELECT "+col+" FROM deployment WHERE id = 1"); err != nil {
-		return 0, nil, err
-	}
-	return f, rec, nil
 }
