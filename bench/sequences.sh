@@ -112,7 +112,7 @@ trap 'exit 130' INT TERM
 
 ports=$("$TOOL" freeport 3) || die "no free ports"
 read -r DB1_PORT DB2_PORT TICKETD_PORT <<<"$(echo $ports)"
-SERVERS=127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT
+ADDRS=127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT # not SERVERS: make exports that, and db.sh reads it as a number of servers
 T=http://127.0.0.1:$TICKETD_PORT
 dbsh down >/dev/null 2>&1 || true
 rm -rf "$DBVAR"
@@ -122,7 +122,7 @@ dbsh up >"$RAW/db.log" 2>&1 || {
 	cat "$RAW/db.log" >&2
 	die "starting the ticket servers failed"
 }
-export TICKETD_SEQUENCE_SERVERS=$SERVERS TICKETD_SEQUENCE_PASSWORD_FILE=$DBVAR/sequences.password
+export TICKETD_SEQUENCE_SERVERS=$ADDRS TICKETD_SEQUENCE_PASSWORD_FILE=$DBVAR/sequences.password
 
 # CPU seconds (user + system) a process has used, from /proc.
 TCK=$(getconf CLK_TCK)
@@ -145,13 +145,13 @@ for n in $COUNTS; do
 		have=$n
 	fi
 
-	"$BIN/ticketd" serve -listen "127.0.0.1:$TICKETD_PORT" -servers "$SERVERS" \
+	"$BIN/ticketd" serve -listen "127.0.0.1:$TICKETD_PORT" -servers "$ADDRS" \
 		-password-file "$DBVAR/ticketd.password" -log-level warn </dev/null >"$RAW/ticketd-$n.log" 2>&1 &
 	TICKETD_PID=$!
 	ready=$("$TOOL" seqready -url "$T/readyz" -timeout 60s) || { cat "$RAW/ticketd-$n.log" >&2; die "ticketd not ready"; }
 	row "seq_start_s_$n" "$(awk -v ms="${ready#ready_ms }" 'BEGIN {printf "%.2f", ms / 1000}')"
 
-	first=$("$TOOL" seqfirst -ticketd "$BIN/ticketd" -servers "$SERVERS" -name "first_$n" -url "$T/v1/tickets/first_$n") ||
+	first=$("$TOOL" seqfirst -ticketd "$BIN/ticketd" -servers "$ADDRS" -name "first_$n" -url "$T/v1/tickets/first_$n") ||
 		die "first value of a new sequence failed"
 	row "seq_first_value_ms_$n" "$(awk '$1 == "first_value_ms" {print $2}' <<<"$first")"
 
