@@ -103,10 +103,20 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-test: fmt vet staticcheck tidy test-deps
+test: fmt vet staticcheck tidy test-deps test-clients
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
+
+# The other languages' clients: their own unit tests, with their own
+# toolchains (make test-deps installs them). The conformance suite, which
+# holds every client to docs/client.md against real ticketd, is a Go test
+# (clients/conformance) and runs with the others above.
+.PHONY: test-clients test-python
+test-clients: test-python
+
+test-python:
+	cd clients/python && python3 -m unittest discover -s tests
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
 # through the Go module proxy. internal/toxiproxy finds it there (and
