@@ -145,9 +145,10 @@ type Config struct {
 	// "public" field in /v1/ids/{id}. Never shown in /v1/status or
 	// /metrics. Zero: public forms are off (those requests get a 400).
 	IDKeys *publicid.Store
-	// Clock is this ticketd's clock, which bounds how far ahead an after=
-	// ID or a decoded public form may be (MaxAfterAhead). Zero: the system
-	// clock (the time fasthttp read for the request).
+	// Clock is this ticketd's clock, which bounds, with the generator's
+	// time (IDs.Time), how far ahead an after= ID or a decoded public form
+	// may be (MaxAfterAhead). Zero: the system clock (the time fasthttp read
+	// for the request).
 	Clock snowflake.Clock
 }
 

@@ -27,12 +27,20 @@ import (
 // RequestTimeout after the handler was called). Status is called off the hot
 // path.
 // NextAfterWait and NextNAfterWait are the same for IDs greater than after
-// (?after=).
+// (?after=). Time is the time the IDs have reached, in Unix ms
+// (worker.Keeper.Time): no ID issued so far is later, and it runs ahead of
+// the wall clock while the generator does (counting up from a previous
+// holder's reservation, or past a wall clock stepped back). An after= ID or
+// a decoded public form may be up to MaxAfterAhead past the later of Time
+// and the wall clock. Time is asked only of an ID past the wall clock's
+// bound; it must not wait and should not allocate (0: the wall clock alone
+// bounds them).
 type IDs interface {
 	NextWait(deadline time.Time) (int64, error)
 	NextNWait(dst []int64, deadline time.Time) (int, error)
 	NextAfterWait(after int64, deadline time.Time) (int64, error)
 	NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error)
+	Time() int64
 	Status() worker.Status
 }
 
