@@ -93,12 +93,12 @@ type Server struct {
 	stopped    chan struct{}
 	reclaiming bool // the reclaimer goroutine was started
 
-	connMu    sync.Mutex // guards the connection accounting below
-	open      int        // connections admitted and not yet closed
-	peak      int        // most open since the last memory reclaim
-	perIP     map[netip.Addr]int
-	refusals  chan struct{}  // a slot per refusal being answered
-	refusing  sync.WaitGroup // refusals being answered
+	connMu    sync.Mutex         // guards the connection accounting below
+	open      int                // connections admitted and not yet closed
+	peak      int                // most open since the last memory reclaim
+	perIP     map[netip.Addr]int // by client (conns.go)
+	refusals  chan struct{}      // a slot per refusal being answered
+	refusing  sync.WaitGroup     // refusals being answered
 	reclaimCh chan struct{}
 	// reclaimAfter: how many connections must have closed since the peak
 	// before memory is given back (reclaimBurst, lowered by tests).
@@ -149,7 +149,8 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.refuseTotal = refusalAnswer(fasthttp.StatusServiceUnavailable,
 		fmt.Sprintf("too many open connections (limit %d): try another instance, or again in a second", cfg.MaxConns))
 	s.refusePerIP = refusalAnswer(fasthttp.StatusTooManyRequests,
-		fmt.Sprintf("too many open connections from your address (limit %d)", min(cfg.MaxConnsPerIP, cfg.MaxConns)))
+		fmt.Sprintf("too many open connections from your address (limit %d; an IPv6 address counts with its /%d)",
+			min(cfg.MaxConnsPerIP, cfg.MaxConns), cfg.ConnsPerIPv6Prefix))
 	s.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)
