@@ -5,8 +5,6 @@ package main
 // had reserved ahead: real processes on a real pair of MariaDB servers.
 
 import (
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,19 +39,10 @@ func TestE2EAfterTakeover(t *testing.T) {
 		t.Fatalf("the new ticketd holds worker %d, want the killed one's %d", got, w)
 	}
 
-	c := &http.Client{Timeout: 5 * time.Second}
 	get := func(d *daemon, path string) (int, string) {
 		t.Helper()
-		resp, err := c.Get("http://" + d.addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		status, body := getBody(t, d.addr, path)
+		return status, strings.TrimSpace(body)
 	}
 	timeOf := func(id int64) time.Time {
 		pt, err := l.Decompose(id)
