@@ -45,9 +45,12 @@ func (s *Server) readAfter(ctx *fasthttp.RequestCtx, q query) (int64, string) {
 	}
 	ms := x>>s.timeShift + s.cfg.Layout.EpochMs
 	if wall, gen, past := s.aheadBy(ctx, ms); past {
-		return 0, fmt.Sprintf("after %d is not an ID of this deployment's layout %s and epoch %d, or its ticketd's clock is far ahead: its time %s is %s past this ticketd's clock and %s past its generator's (at most %s)",
-			x, s.cfg.Layout, s.cfg.Layout.EpochMs, time.UnixMilli(ms).UTC().Format(snowflake.TimeFormat),
-			time.Duration(ms-wall)*time.Millisecond, time.Duration(ms-gen)*time.Millisecond, MaxAfterAhead)
+		past := fmt.Sprintf("%s past this ticketd's clock", time.Duration(ms-wall)*time.Millisecond)
+		if gen > wall {
+			past += fmt.Sprintf(" and %s past its generator's", time.Duration(ms-gen)*time.Millisecond)
+		}
+		return 0, fmt.Sprintf("after %d is not an ID of this deployment's layout %s and epoch %d, or its ticketd's clock is far ahead: its time %s is %s (at most %s)",
+			x, s.cfg.Layout, s.cfg.Layout.EpochMs, time.UnixMilli(ms).UTC().Format(snowflake.TimeFormat), past, MaxAfterAhead)
 	}
 	return x, ""
 }

@@ -102,10 +102,13 @@ func TestE2EAfterTakeover(t *testing.T) {
 	if id, _ := strconv.ParseInt(body, 10, 64); status != 200 || id <= near {
 		t.Fatalf("after= an ID 500 ms past its last: got %d %q, want 200 and an ID above it", status, body)
 	}
-	for _, d := range []*daemon{took, other} {
-		status, body = get(d, "/v1/id?after="+strconv.FormatInt(forged, 10))
-		if status != 400 || !strings.Contains(body, "past its generator's") {
-			t.Errorf("ticketd %s, after= an ID 5 s past the new ticketd's last: got %d %q, want 400", d.addr, status, body)
+	for _, tt := range []struct {
+		d    *daemon
+		says string
+	}{{took, "s past its generator's (at most 1s)"}, {other, "past this ticketd's clock (at most 1s)"}} {
+		status, body = get(tt.d, "/v1/id?after="+strconv.FormatInt(forged, 10))
+		if status != 400 || !strings.Contains(body, tt.says) {
+			t.Errorf("ticketd %s, after= an ID 5 s past the new ticketd's last: got %d %q, want 400 saying %q", tt.d.addr, status, body, tt.says)
 		}
 	}
 }
