@@ -222,7 +222,7 @@ login_works() {
 }
 
 # replica_socket N ID prints the socket of the replica in $VAR (var/replicaN, as
-# docs/dba.md sets them up) with server-id ID that replicates from server N; fails
+# docs/backups.md sets them up) with server-id ID that replicates from server N; fails
 # when there is none: a replica on another host.
 replica_socket() {
 	local s
@@ -441,7 +441,7 @@ configure() {
 		ALTER USER 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq' ACCOUNT UNLOCK;
 		GRANT ticketd_sequences TO 'ticketd_seq'@'127.0.0.1';
 		SET DEFAULT ROLE ticketd_sequences FOR 'ticketd_seq'@'127.0.0.1';
-		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
+		-- The account a replica of this server connects with (docs/backups.md, "Replicas").
 		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
 		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
 		GRANT REPLICATION SLAVE ON *.* TO 'ticketd_repl'@'127.0.0.1';
