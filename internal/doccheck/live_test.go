@@ -70,7 +70,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	usage["deployment"] = usage["deployment set"] // show's flags and set's own
 	delete(usage, "deployment set")
 	delete(usage, "deployment show")
-	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
+	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, referenceDoc), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
 
 	pair := mysqltest.StartPair(t)
@@ -106,7 +106,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		checkMetrics(t, root, all, []scrape{{addr: addr}, {addr: withTokens, token: docToken}})
 	})
-	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, "docs/api.md"), addr) })
+	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, referenceDoc), addr) })
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
 		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1],
@@ -250,6 +250,10 @@ func runConsole(t *testing.T, doc string, b Block, work string, env []string, re
 	}
 }
 
+// referenceDoc holds the tables the binary is checked against: the flags of
+// ticketd serve, the fields of /v1/status, the families of /metrics.
+const referenceDoc = "docs/reference.md"
+
 // flagTableRE is a row of the configuration table: | `-name` | `default` | …
 var flagTableRE = regexp.MustCompile("^\\|\\s*`-([a-z][a-z0-9-]*)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
 
@@ -257,7 +261,7 @@ var flagTableRE = regexp.MustCompile("^\\|\\s*`-([a-z][a-z0-9-]*)`\\s*\\|\\s*`([
 // serve -h`, no other, each with the default the binary has.
 func checkFlagTable(t *testing.T, ops *Doc, serve map[string]Flag) {
 	if ops == nil {
-		t.Fatal("docs/operations.md is missing")
+		t.Fatal(referenceDoc + " is missing")
 	}
 	seen := map[string]bool{}
 	for i, line := range ops.Lines {
@@ -267,16 +271,16 @@ func checkFlagTable(t *testing.T, ops *Doc, serve map[string]Flag) {
 		}
 		name, doc := m[1], m[2]
 		if seen[name] {
-			t.Errorf("docs/operations.md:%d: -%s is in the table twice", i+1, name)
+			t.Errorf("%s:%d: -%s is in the table twice", ops.Path, i+1, name)
 		}
 		seen[name] = true
 		f, ok := serve[name]
 		if !ok {
-			t.Errorf("docs/operations.md:%d: -%s is not a flag of ticketd serve", i+1, name)
+			t.Errorf("%s:%d: -%s is not a flag of ticketd serve", ops.Path, i+1, name)
 			continue
 		}
 		if err := sameDefault(f, doc); err != nil {
-			t.Errorf("docs/operations.md:%d: -%s: %v", i+1, name, err)
+			t.Errorf("%s:%d: -%s: %v", ops.Path, i+1, name, err)
 		}
 	}
 	var missing []string
@@ -287,7 +291,7 @@ func checkFlagTable(t *testing.T, ops *Doc, serve map[string]Flag) {
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		t.Errorf("docs/operations.md: the configuration table lacks %s (ticketd serve -h has them)", strings.Join(missing, ", "))
+		t.Errorf("%s: the configuration table lacks %s (ticketd serve -h has them)", ops.Path, strings.Join(missing, ", "))
 	}
 }
 
@@ -410,7 +414,7 @@ const docToken = "doccheck-0123456789abcdef0123456789abcdef"
 type scrape struct{ addr, token string }
 
 // checkMetrics: every ticketd_ metric the docs name is one ticketd exports,
-// and the table of docs/api.md lists every family it exports, over every
+// and the table of docs/reference.md lists every family it exports, over every
 // ticketd scraped. Names defined in schema.sql and scripts/db.sh (roles and
 // accounts) are not metrics.
 func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
@@ -441,9 +445,9 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 			}
 		}
 	}
-	api := byPath(all, "docs/api.md")
+	api := byPath(all, referenceDoc)
 	if api == nil {
-		t.Fatal("docs/api.md is missing")
+		t.Fatal(referenceDoc + " is missing")
 	}
 	tableRE := regexp.MustCompile("^\\|\\s*`((?:ticketd|go|process)_[a-z0-9_]+)")
 	listed := map[string]bool{}
@@ -460,7 +464,7 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		t.Errorf("docs/api.md: the metrics table lacks %s (GET /metrics has them)", strings.Join(missing, ", "))
+		t.Errorf("%s: the metrics table lacks %s (GET /metrics has them)", referenceDoc, strings.Join(missing, ", "))
 	}
 }
 
@@ -507,10 +511,10 @@ func readMetricNames(t *testing.T, sc scrape, exported, families map[string]bool
 }
 
 // checkStatusFields: every field of the live /v1/status answer is explained
-// in docs/api.md, as `name` or `….name`.
+// in docs/reference.md, as `name` or `….name`.
 func checkStatusFields(t *testing.T, api *Doc, addr string) {
 	if api == nil {
-		t.Fatal("docs/api.md is missing")
+		t.Fatal(referenceDoc + " is missing")
 	}
 	resp, err := http.Get("http://" + addr + "/v1/status")
 	if err != nil {
@@ -541,7 +545,7 @@ func checkStatusFields(t *testing.T, api *Doc, addr string) {
 		}
 	}
 	if len(documented) == 0 {
-		t.Fatal(`docs/api.md: no field table under "## Status"`)
+		t.Fatal(referenceDoc + `: no field table under "## Status"`)
 	}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
@@ -549,7 +553,7 @@ func checkStatusFields(t *testing.T, api *Doc, addr string) {
 		case map[string]any:
 			for k, e := range v {
 				if !documented[k] {
-					t.Errorf("docs/api.md: /v1/status field %s%s is not explained", path, k)
+					t.Errorf("%s: /v1/status field %s%s is not explained", referenceDoc, path, k)
 				}
 				walk(path+k+".", e)
 			}
