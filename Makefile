@@ -21,7 +21,7 @@
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #   make db-rotate-passwords  a new password for every account on the running
 #                  pair (files first, then hashes), then purge the binary logs
-#                  that held the old ones (docs/dba.md, "Rotating the password")
+#                  that held the old ones (docs/dba.md, "Rotating every password")
 #
 # Ports, paths, the number of servers and the address ticketd listens on can be
 # overridden:

@@ -26,18 +26,24 @@ var guideMarkerRE = regexp.MustCompile(`^\s*<!-- replica guide: (.+?) -->$`)
 
 // guideBlocks returns docs/backups.md's replica guide blocks by step name.
 func guideBlocks(t *testing.T) map[string]string {
+	return markedBlocks(t, "docs/backups.md", guideMarkerRE)
+}
+
+// markedBlocks returns the sh blocks of doc that a line matching marker
+// precedes, by the name marker captures.
+func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("../docs/backups.md")
+	b, err := os.ReadFile(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := doccheck.Parse("docs/backups.md", string(b))
+	d, err := doccheck.Parse(doc, string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := map[string]string{}
 	for i, line := range d.Lines {
-		m := guideMarkerRE.FindStringSubmatch(line)
+		m := marker.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -45,7 +51,7 @@ func guideBlocks(t *testing.T) map[string]string {
 		for _, blk := range d.Blocks {
 			if blk.Line > i+1 {
 				if blk.Lang != "sh" {
-					t.Fatalf("docs/backups.md:%d: the block after %q is %q, want sh", blk.Line, m[1], blk.Lang)
+					t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, blk.Line, m[1], blk.Lang)
 				}
 				steps[m[1]] = strings.Join(blk.Body, "\n")
 				found = true
@@ -53,7 +59,7 @@ func guideBlocks(t *testing.T) map[string]string {
 			}
 		}
 		if !found {
-			t.Fatalf("docs/backups.md:%d: marker %q precedes no block", i+1, m[1])
+			t.Fatalf("%s:%d: marker %q precedes no block", doc, i+1, m[1])
 		}
 	}
 	return steps
