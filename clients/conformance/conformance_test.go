@@ -78,7 +78,14 @@ func TestConformance(t *testing.T) {
 	}
 	root := repoRoot(t)
 	p := mysqltest.StartPair(t)
-	proctest.Ticketd(t) // built once, before the first scenario's clock starts
+	// The scenarios' sequence, with a block: values from ticketd's memory,
+	// not a durable REPLACE each (a loaded machine would miss deadlines).
+	create := exec.Command(proctest.Ticketd(t), "sequence", "create", "conformance", "-block", "1000",
+		"-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(), "-user", p.SeqUser)
+	create.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+p.SeqPassword)
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("ticketd sequence create conformance: %v\n%s", err, out)
+	}
 	for _, spec := range specs {
 		t.Run(spec.Name, func(t *testing.T) {
 			for _, need := range spec.Needs {
