@@ -33,9 +33,9 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// TestDescriptions: scenarios.json and adapters.json read and refer only
-// to what exists (no MariaDB needed).
-func TestDescriptions(t *testing.T) {
+// descriptions reads scenarios.json and adapters.json.
+func descriptions(t *testing.T) (*Suite, []AdapterSpec) {
+	t.Helper()
 	suite, err := LoadSuite("scenarios.json")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,13 @@ func TestDescriptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return suite, specs
+}
+
+// TestDescriptions: scenarios.json and adapters.json read and refer only
+// to what exists (no MariaDB needed).
+func TestDescriptions(t *testing.T) {
+	suite, specs := descriptions(t)
 	if len(suite.Scenarios) < 8 || len(specs) == 0 {
 		t.Fatalf("%d scenarios and %d adapters: want the issue's eight scenarios and an adapter", len(suite.Scenarios), len(specs))
 	}
@@ -65,14 +72,7 @@ func TestDescriptions(t *testing.T) {
 // TestConformance plays every scenario against every client's adapter, on
 // one pair of MariaDB ticket servers and real ticketd processes.
 func TestConformance(t *testing.T) {
-	suite, err := LoadSuite("scenarios.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := LoadAdapters("adapters.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite, specs := descriptions(t)
 	if testing.Short() {
 		t.Skip("starts MariaDB, ticketd and every client's toolchain")
 	}

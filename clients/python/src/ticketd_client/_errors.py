@@ -18,9 +18,9 @@ class UnavailableError(TicketdError):
     endpoint and its last error."""
 
 
-class RejectedError(TicketdError):
-    """ticketd refused the request itself (a 4xx answer): ``status`` is the
-    HTTP status and ``message`` ticketd's own message."""
+class _AnswerError(TicketdError):
+    """An answer other than 200: the endpoint, the HTTP status, ticketd's
+    message and the answer's Retry-After (seconds, 0 without one)."""
 
     def __init__(self, endpoint: str, status: int, message: str, retry_after: float = 0.0) -> None:
         super().__init__("ticketd_client: %s answered %d: %s" % (endpoint, status, message))
@@ -31,6 +31,11 @@ class RejectedError(TicketdError):
 
     def __reduce__(self):  # type: ignore[no-untyped-def]  # copy and pickle
         return (type(self), (self.endpoint, self.status, self.message, self.retry_after))
+
+
+class RejectedError(_AnswerError):
+    """ticketd refused the request itself (a 4xx answer): ``status`` is the
+    HTTP status and ``message`` ticketd's own message."""
 
 
 class BadNameError(TicketdError, ValueError):
@@ -49,19 +54,9 @@ class DeadlineError(TicketdError, TimeoutError):
     """The caller's own timeout ended while the call waited for a refill."""
 
 
-class StatusError(TicketdError):
+class StatusError(_AnswerError):
     """An answer other than 200 that is not the request's fault (5xx): the
     endpoint failed."""
-
-    def __init__(self, endpoint: str, status: int, message: str, retry_after: float = 0.0) -> None:
-        super().__init__("ticketd_client: %s answered %d: %s" % (endpoint, status, message))
-        self.endpoint = endpoint
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]  # copy and pickle
-        return (type(self), (self.endpoint, self.status, self.message, self.retry_after))
 
 
 def throttled(err: Optional[BaseException]) -> Optional[float]:
