@@ -247,12 +247,10 @@ func (c *Client) Close() error {
 func (c *Client) discard(s *stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range s.segs {
-		g.dead.Store(true)
-		g.next.Store(sealed)
+	for len(s.segs) > 0 {
+		s.segs[0].dead.Store(true)
+		s.popLocked() // the claims made count as served (Stats after Close)
 	}
-	s.segs = nil
-	s.relinkLocked()
 }
 
 func isRejected(err error) bool { return errors.Is(err, ErrRejected) }
