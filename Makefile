@@ -118,6 +118,7 @@ test: fmt vet staticcheck tidy test-deps test-clients
 test-clients: test-python
 
 test-python:
+	mypy --strict --python-version 3.8 clients/python/src/ticketd_client
 	cd clients/python && python3 -m unittest discover -s tests
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use

@@ -84,7 +84,7 @@ class _Stream:
             if self.segs:
                 seg = self.segs[0]
                 if now < seg.expires:
-                    v = seg.vals[seg.pos]
+                    v: int = seg.vals[seg.pos]
                     if not self.strict or v > self.last_out:
                         seg.pos += 1
                         self.buffered -= 1
