@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 class FakeTicketd:
     """One endpoint. IDs start at first and increase by one; sequences
     start at seq_first. Faults: status (answer every request for values
-    with it), hang (hold answers that long), ready (/readyz status), token
+    with it), seq_status (every request for a sequence's values), hang (hold answers that long), ready (/readyz status), token
     (required), short (answer one value less than asked)."""
 
     def __init__(self, first: int = 1 << 40, seq_first: int = 1 << 30) -> None:
@@ -23,6 +23,7 @@ class FakeTicketd:
         self.next_id = first
         self.next_seq: Dict[str, int] = {"orders": seq_first}
         self.status = 200
+        self.seq_status = 200  # the same, for sequences only
         self.hang = 0.0
         self.ready = 200
         self.token = ""
@@ -81,6 +82,8 @@ class FakeTicketd:
         if token and h.headers.get("Authorization") != "Bearer " + token:
             self.error(h, 401, "no valid token", {"WWW-Authenticate": 'Bearer realm="ticketd"'})
             return
+        if u.path.startswith("/v1/tickets/") and self.seq_status != 200:
+            status = self.seq_status
         if status != 200:
             headers = {"Retry-After": self.retry_after} if self.retry_after else None
             self.error(h, status, "fault %d" % status, headers)

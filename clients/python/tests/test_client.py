@@ -169,6 +169,26 @@ class TestFailover(Base):
         self.assertEqual(cm.exception.status, 401)
         self.assertGreater(self.client([f.url], token="right-token").next(timeout=10), 0)
 
+    def test_over_quota_is_paced_not_refused(self) -> None:
+        f = self.fake()
+        f.set(status=429, retry_after="1")
+        c = self.client([f.url])
+        with self.assertRaises(tc.DeadlineError):
+            c.next(timeout=0.3)  # waits for the pause, within its own deadline
+        self.assertGreaterEqual(c.stats()["ids"]["throttled"], 1)
+        self.assertTrue(c.stats()["endpoints"][0]["up"], "a quota is no failure of the endpoint")
+        f.set(status=200)
+        self.assertGreater(c.next(timeout=10), 0)
+
+    def test_sequence_503_keeps_the_endpoint_for_ids(self) -> None:
+        f = self.fake()
+        c = self.client([f.url], call_timeout=0.2, max_age=0.5)
+        c.next(timeout=10)
+        f.set(seq_status=503)
+        with self.assertRaises(tc.UnavailableError):
+            c.ticket("orders", timeout=10)
+        self.assertTrue(c.stats()["endpoints"][0]["up"], "a 503 for a sequence took the endpoint out")
+
     def test_caller_deadline(self) -> None:
         f = self.fake()
         f.set(hang=3.0)
