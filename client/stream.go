@@ -137,7 +137,17 @@ func (s *stream) relinkLocked() {
 func (s *stream) one(ctx context.Context) (uint64, error) {
 	if g := s.head.Load(); g != nil {
 		if p := g.next.Add(1) - 1; p < int64(len(g.vals)) {
-			if s.fresh(g, p) && !g.dead.Load() {
+			// Younger than MaxAge: on the coarse clock while it is set and
+			// well before the batch's last quarter (late ≤ expires), else
+			// on the monotonic clock (freshSlow). Written out here, not
+			// called: it is most of what a call costs.
+			fresh := true
+			if s.ids {
+				if now := time.Duration(s.c.coarse.Load()); now == 0 || now >= g.late || p&63 == 0 {
+					fresh = s.freshSlow(g)
+				}
+			}
+			if fresh && !g.dead.Load() {
 				// The refill goroutine plans a refresh for a buffer in use:
 				// tell it on the first use after a refill, and at the mark.
 				if p == g.lowAt.Load() || !s.used.Load() {
@@ -156,28 +166,19 @@ func (s *stream) one(ctx context.Context) (uint64, error) {
 	return one[0], nil
 }
 
-// fresh reports whether claim p of segment g is younger than MaxAge. It
-// reads the client's coarse clock, and the monotonic clock itself when the
-// coarse one is unset (an idle client), in the last quarter of g's life
-// (so that a value is handed out until MaxAge exactly, and the coarse
-// clock would have to be a quarter of MaxAge late to let an older one
-// through), and on every 64th claim (so that a busy caller does not rest on
-// a clock goroutine the scheduler is late to run). A busy client rarely
-// meets the last quarter: it refreshes its IDs before (plan).
-func (s *stream) fresh(g *segment, p int64) bool {
-	if !s.ids {
-		return true
+// freshSlow reports whether segment g is younger than MaxAge on the
+// monotonic clock itself. one calls it instead of trusting the client's
+// coarse clock when that is unset (an idle client), in the last quarter of
+// g's life (so that a value is handed out until MaxAge exactly, and the
+// coarse clock would have to be a quarter of MaxAge late to let an older
+// one through), and on every 64th claim (so that a busy caller does not
+// rest on a clock goroutine the scheduler is late to run). A busy client
+// rarely meets the last quarter: it refreshes its IDs before (plan).
+func (s *stream) freshSlow(g *segment) bool {
+	if s.c.coarse.Load() == 0 {
+		s.c.wakeClock()
 	}
-	c := s.c
-	now := time.Duration(c.coarse.Load())
-	switch {
-	case now == 0:
-		c.wakeClock()
-		now = c.now()
-	case now >= g.late || p&63 == 0:
-		now = c.now()
-	}
-	return now < g.expires
+	return s.c.now() < g.expires
 }
 
 // take fills dst from s's buffer, waiting for refills as needed, and
