@@ -3,6 +3,7 @@ package proctest
 import (
 	"crypto/tls"
 	"net/http"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -30,7 +31,13 @@ type Daemon struct {
 // test process.
 func StartTicketd(t testing.TB, env []string, tlsConf *tls.Config, args ...string) *Daemon {
 	t.Helper()
-	d := &Daemon{t: t, Addr: FreeAddr(t), args: args, env: env, tls: tlsConf}
+	return StartTicketdAt(t, FreeAddr(t), env, tlsConf, args...)
+}
+
+// StartTicketdAt is StartTicketd listening on addr.
+func StartTicketdAt(t testing.TB, addr string, env []string, tlsConf *tls.Config, args ...string) *Daemon {
+	t.Helper()
+	d := &Daemon{t: t, Addr: addr, args: args, env: env, tls: tlsConf}
 	d.URL = "http://" + d.Addr
 	if tlsConf != nil {
 		d.URL = "https://" + d.Addr
@@ -80,6 +87,10 @@ func (d *Daemon) start() {
 		time.Sleep(50 * time.Millisecond) // polling, bounded by the deadline above
 	}
 }
+
+// Process is the running process, for the signals a test sends it (SIGSTOP
+// to freeze it; the cleanup sends SIGCONT before it kills).
+func (d *Daemon) Process() *os.Process { return d.cmd.Process }
 
 // Kill is kill -9: no drain, no lease release. It returns once the process
 // has exited.
