@@ -7,14 +7,13 @@ import (
 	"time"
 )
 
-// TestMaxAgeOnTheCoarseClock: Next reads a coarse clock that lags the real
-// one by up to a tick, yet never hands out an ID whose batch was asked for
-// MaxAge or more ago. The fake clock moves in random steps of up to 3 ms
-// while one caller takes a few IDs after each; batches of 500 outlive
-// MaxAge at that rate, so IDs reach their last moments and expire all the
-// time. Each ID's age is measured against the request that fetched it, as
-// the fake transport saw it.
-func TestMaxAgeOnTheCoarseClock(t *testing.T) {
+// TestMaxAgeRandomSteps: Next never hands out an ID whose batch was asked
+// for MaxAge or more ago, and hands out IDs to the last moment. The fake
+// clock moves in random steps of up to 3 ms while one caller takes a few IDs
+// after each; batches of 500 outlive MaxAge at that rate, so IDs reach their
+// last moments and expire all the time. Each ID's age is measured against
+// the request that fetched it, as the fake transport saw it.
+func TestMaxAgeRandomSteps(t *testing.T) {
 	const maxAge = 100 * time.Millisecond
 	c, tr, clk := newFake(t, Config{MinBatch: 500, MaxBatch: 500, MaxAge: maxAge, BatchPeriod: 10 * time.Millisecond})
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -58,35 +57,5 @@ func TestMaxAgeOnTheCoarseClock(t *testing.T) {
 	t.Logf("%d IDs handed out, %d in their last quarter of MaxAge; stats %+v", handed, lastQuarter, st)
 	if lastQuarter == 0 || st.DroppedByAge == 0 {
 		t.Fatalf("%d IDs in their last quarter, %d dropped by age: the test reached no expiry", lastQuarter, st.DroppedByAge)
-	}
-}
-
-// TestCoarseClockSleeps: on the system's clock, the coarse clock ticks
-// while IDs are handed out, stops (unset) once none have been for a few
-// ticks, and a call then still gets a fresh ID and wakes it.
-func TestCoarseClockSleeps(t *testing.T) {
-	tr := newFakeTransport(newFakeClock(), "http://a.test")
-	c, err := newClient(Config{Endpoints: []string{"http://a.test"}, MaxAge: 160 * time.Millisecond}, tr, nil) // a 10 ms tick
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next := func() {
-		t.Helper()
-		if _, err := c.Next(ctx10(t)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next()
-	waitUntil(t, "the coarse clock asleep after idle ticks", func() bool { return c.coarse.Load() == 0 })
-	before := c.now()
-	next()
-	waitUntil(t, "the coarse clock awake after a call", func() bool { return time.Duration(c.coarse.Load()) >= before })
-	for range 100 { // in use: it keeps ticking
-		next()
-		time.Sleep(time.Millisecond)
-	}
-	if c.coarse.Load() == 0 {
-		t.Fatal("the coarse clock slept while IDs were handed out")
 	}
 }
