@@ -344,7 +344,7 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 		}
 	}
 	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true,
-		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true}
+		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true, "TICKETD_INSPECT_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
@@ -362,6 +362,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 	}
 	for name := range usage["deployment"] {
 		env["TICKETD_DEPLOYMENT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["inspect"] {
+		env["TICKETD_INSPECT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {
