@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,35 +82,7 @@ func TestSpreadMove(t *testing.T) {
 		t.Fatalf("%d spread checks before the window passed, want 0", n)
 	}
 
-	var (
-		wg     sync.WaitGroup
-		stop   atomic.Bool
-		failed atomic.Int64
-		mu     sync.Mutex
-		all    = map[int64]bool{}
-	)
-	for range 4 {
-		wg.Go(func() {
-			prev := int64(-1)
-			for !stop.Load() {
-				id, err := k.Next()
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				if id <= prev {
-					t.Errorf("ID %d after %d", id, prev)
-				}
-				prev = id
-				mu.Lock()
-				if all[id] {
-					t.Errorf("duplicate %d", id)
-				}
-				all[id] = true
-				mu.Unlock()
-			}
-		})
-	}
+	is := startIssuers(t, k, 4)
 	due(k)
 	k.tick() // told to wait an hour
 	k.tick()
@@ -120,16 +91,15 @@ func TestSpreadMove(t *testing.T) {
 	}
 	due(k)
 	k.tick() // told to move to server 3 (index 2)
-	time.Sleep(10 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	is.waitIssued(20)
+	failed, _ := is.finish()
 
 	st := k.Status()
 	if st.Server != 2 || st.Worker%4 != 2 || st.Switches != 1 || st.Spreads != 1 {
 		t.Fatalf("after the move: server %d worker %d, %d switches, %d spreads; want server 2, 1 switch, 1 spread", st.Server, st.Worker, st.Switches, st.Spreads)
 	}
-	if f := failed.Load(); f != 0 {
-		t.Fatalf("%d requests failed during the move, want 0", f)
+	if failed != 0 {
+		t.Fatalf("%d requests failed during the move, want 0", failed)
 	}
 	if len(s.released) != 1 || s.released[0].Worker != first.Worker {
 		t.Fatalf("released %+v, want the first lease (worker %d)", s.released, first.Worker)
