@@ -93,7 +93,8 @@ func TestLeasesSpreadPair(t *testing.T) {
 // second datacenter, through toxiproxy: far enough that a near server
 // slowed by a busy machine, tens of milliseconds, is still nearer): four
 // leases go to the two near servers only, two on each. Fewer leases on the
-// far servers never draw a lease across the ocean.
+// far servers never draw a lease across the ocean: the spread check counts
+// the near servers alone, and a lease on a far server waits.
 func TestLeasesSpreadNearestFirst(t *testing.T) {
 	ms := mysqltest.StartSet(t, 4)
 	tp, err := toxiproxy.Start()
@@ -118,15 +119,33 @@ func TestLeasesSpreadNearestFirst(t *testing.T) {
 		h := p.Health()
 		return h[0].Preferred && h[1].Preferred && !h[2].Preferred && !h[3].Preferred
 	})
+	var near lease.Lease
 	for i := range 4 {
 		l, err := p.AcquireWorker(context.Background(), leaseReq(fmt.Sprintf("near/%d", i), 5, -1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkOwnerOf(t, l, 4)
+		near = l
 	}
 	if got := heldNow(t, p); !slices.Equal(got, []int{2, 2, 0, 0}) {
 		t.Fatalf("four leases, servers 3 and 4 far: held %v, want [2 2 0 0]", got)
+	}
+	// The spread check counts the near servers only: nothing to move.
+	const window = 200 * time.Millisecond
+	time.Sleep(window)
+	adv, err := p.SpreadWorker(context.Background(), lease.SpreadRequest{Lease: near, WorkerBits: 5, Window: window})
+	if err != nil || adv.Move != -1 || adv.Wait != 0 || !slices.Equal(adv.Held, []int{2, 2, -1, -1}) {
+		t.Fatalf("spread check of a near lease: %+v, %v; want it to stay, servers 3 and 4 outside its class", adv, err)
+	}
+	// A lease on a far server while near ones are in rotation (taken there
+	// by name): its class is not settled, so it waits rather than moves.
+	far, err := p.AcquireWorker(context.Background(), leaseReq("far", 5, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adv, err := p.SpreadWorker(context.Background(), lease.SpreadRequest{Lease: far, WorkerBits: 5, Window: window}); err != nil || adv.Move != -1 || adv.Wait != window {
+		t.Fatalf("spread check of a lease on a far server: %+v, %v; want a wait of the window", adv, err)
 	}
 }
 

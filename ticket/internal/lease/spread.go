@@ -51,11 +51,16 @@ import (
 // Keeper's LeaseOpTimeout: longer than any claim, release or move takes
 // from the time its statement stamps on the row to its commit):
 //
-//  4. Read, on every server of the lease's class in rotation (one SELECT
-//     each, in parallel), the datacenter's live leases (holder, worker, how
-//     long ago each was claimed) and the leases that ended within Window
-//     (released, or expired; how long ago). Ages are taken on each server's
-//     own clock, so servers' clocks never meet.
+//  4. The class must be settled: the lease's server in the nearest class
+//     in rotation, and no server that would be of its class timing out (a
+//     slow statement or two make a server look far, or timing out, to one
+//     ticketd and not to the others, whose classes would then differ);
+//     else ask again after Window. Then read, on every server of the
+//     lease's class in rotation (one SELECT each, in parallel), the
+//     datacenter's live leases (holder, worker, how long ago each was
+//     claimed) and the leases that ended within Window (released, or
+//     expired; how long ago). Ages are taken on each server's own clock,
+//     so servers' clocks never meet.
 //  5. A holder with two live leases in the class is moving (a move or a
 //     switch claims the new lease before it releases the old one): it is
 //     counted once, on its newest lease.
@@ -110,7 +115,8 @@ import (
 // each of them asks. What it assumes: every claim, release and move
 // commits within Window of its statement (LeaseOpTimeout bounds each);
 // every ticketd of the class runs this release (an older one's lease is
-// never moved) and sees the same class; the servers keep free worker IDs.
+// never moved) and, once settled (step 4), sees the same class; the
+// servers keep free worker IDs.
 // Past those, a check may stay or move when it should not have, and the
 // leases are as even as the first choice left them, never less safe.
 //
@@ -231,6 +237,9 @@ func (ls *Manager) Spread(ctx context.Context, req SpreadRequest) (SpreadAdvice,
 	if !ls.rot.Up(mine) {
 		return SpreadAdvice{Move: -1}, nil
 	}
+	if !ls.classSettled(mine) {
+		return SpreadAdvice{Move: -1, Wait: req.Window}, nil
+	}
 	var group []*conn.Server
 	for _, s := range ls.servers {
 		if ls.rot.Up(s) && ls.rot.Class(s) == ls.rot.Class(mine) {
@@ -262,6 +271,27 @@ func (ls *Manager) Spread(ctx context.Context, req SpreadRequest) (SpreadAdvice,
 		held[v.server] = adv.counts[i]
 	}
 	return SpreadAdvice{Move: adv.move, Wait: adv.wait, Held: held}, nil
+}
+
+// classSettled: the rotation places the servers as a first choice would
+// have: mine is in the nearest class in rotation, and no server that would
+// be of its class is timing out (which puts it in a class of its own for a
+// while). A slow statement or two (a lock waited for) makes a server look
+// far or timing out to one ticketd and not to the others; their classes,
+// and so their plans, would differ.
+func (ls *Manager) classSettled(mine *conn.Server) bool {
+	near := func(s *conn.Server) bool { return !ls.rot.Far(s) }
+	best := ls.rot.Class(mine)
+	for _, s := range ls.servers {
+		if !ls.rot.Up(s) {
+			continue
+		}
+		best = min(best, ls.rot.Class(s))
+		if ls.rot.Suspect(s) && near(s) == near(mine) {
+			return false
+		}
+	}
+	return ls.rot.Class(mine) == best
 }
 
 // readSpreadRows reads the rows step 4 needs from one server: the live
