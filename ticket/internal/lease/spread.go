@@ -51,16 +51,16 @@ import (
 // Keeper's LeaseOpTimeout: longer than any claim, release or move takes
 // from the time its statement stamps on the row to its commit):
 //
-//  4. The class must be settled: the lease's server in the nearest class
-//     in rotation, and no server that would be of its class timing out (a
-//     slow statement or two make a server look far, or timing out, to one
-//     ticketd and not to the others, whose classes would then differ);
-//     else ask again after Window. Then read, on every server of the
-//     lease's class in rotation (one SELECT each, in parallel), the
-//     datacenter's live leases (holder, worker, how long ago each was
-//     claimed) and the leases that ended within Window (released, or
-//     expired; how long ago). Ages are taken on each server's own clock,
-//     so servers' clocks never meet.
+//  4. Read, on every server in rotation of the lease's class or a nearer
+//     one (one SELECT each, in parallel), the datacenter's live leases
+//     (holder, worker, how long ago each was claimed) and the leases that
+//     ended within Window (released, or expired; how long ago). Ages are
+//     taken on each server's own clock, so servers' clocks never meet.
+//     (The nearer classes count too: a statement that waited for a lock
+//     makes the lease's server look far to this ticketd alone for a while,
+//     and it must still count the servers the others count. A server
+//     timing out that would be of those classes makes its class one of
+//     its own for a while: ask again after Window.)
 //  5. A holder with two live leases in the class is moving (a move or a
 //     switch claims the new lease before it releases the old one): it is
 //     counted once, on its newest lease.
@@ -82,7 +82,8 @@ import (
 //     index order and each server's newest first, are paired in order with
 //     the free places, deficit servers in index order, each listed as many
 //     times as its deficit. This lease moves iff it is a mover, to the
-//     server paired with it: nowhere else, and only within its own class.
+//     server paired with it: nowhere else, and never to a farther class
+//     (those are not counted).
 //
 // The Keeper moves through its switch: a lease on the named server, then
 // the generator swapped (no request fails, IDs go on increasing, the fence
@@ -115,8 +116,8 @@ import (
 // each of them asks. What it assumes: every claim, release and move
 // commits within Window of its statement (LeaseOpTimeout bounds each);
 // every ticketd of the class runs this release (an older one's lease is
-// never moved) and, once settled (step 4), sees the same class; the
-// servers keep free worker IDs.
+// never moved) and sees the same classes; the servers keep free worker
+// IDs.
 // Past those, a check may stay or move when it should not have, and the
 // leases are as even as the first choice left them, never less safe.
 //
@@ -237,12 +238,13 @@ func (ls *Manager) Spread(ctx context.Context, req SpreadRequest) (SpreadAdvice,
 	if !ls.rot.Up(mine) {
 		return SpreadAdvice{Move: -1}, nil
 	}
-	if !ls.classSettled(mine) {
+	if ls.classTimingOut(mine) {
 		return SpreadAdvice{Move: -1, Wait: req.Window}, nil
 	}
+	// The lease's class, and the nearer ones if it is not in the nearest.
 	var group []*conn.Server
 	for _, s := range ls.servers {
-		if ls.rot.Up(s) && ls.rot.Class(s) == ls.rot.Class(mine) {
+		if ls.rot.Up(s) && ls.rot.Class(s) <= ls.rot.Class(mine) {
 			group = append(group, s)
 		}
 	}
@@ -273,25 +275,22 @@ func (ls *Manager) Spread(ctx context.Context, req SpreadRequest) (SpreadAdvice,
 	return SpreadAdvice{Move: adv.move, Wait: adv.wait, Held: held}, nil
 }
 
-// classSettled: the rotation places the servers as a first choice would
-// have: mine is in the nearest class in rotation, and no server that would
-// be of its class is timing out (which puts it in a class of its own for a
-// while). A slow statement or two (a lock waited for) makes a server look
-// far or timing out to one ticketd and not to the others; their classes,
-// and so their plans, would differ.
-func (ls *Manager) classSettled(mine *conn.Server) bool {
-	near := func(s *conn.Server) bool { return !ls.rot.Far(s) }
-	best := ls.rot.Class(mine)
-	for _, s := range ls.servers {
-		if !ls.rot.Up(s) {
-			continue
+// classTimingOut: a server in rotation that would be of mine's class or a
+// nearer one is timing out (a class of its own, for a while): the servers
+// counted would not be those the other ticketd count.
+func (ls *Manager) classTimingOut(mine *conn.Server) bool {
+	place := func(s *conn.Server) int {
+		if ls.rot.Far(s) {
+			return 1
 		}
-		best = min(best, ls.rot.Class(s))
-		if ls.rot.Suspect(s) && near(s) == near(mine) {
-			return false
+		return 0
+	}
+	for _, s := range ls.servers {
+		if ls.rot.Up(s) && ls.rot.Suspect(s) && place(s) <= place(mine) {
+			return true
 		}
 	}
-	return ls.rot.Class(mine) == best
+	return false
 }
 
 // readSpreadRows reads the rows step 4 needs from one server: the live
