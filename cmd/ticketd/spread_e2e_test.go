@@ -174,9 +174,8 @@ func TestE2ELeasesSpreadTogether(t *testing.T) {
 				})
 			}
 			// Each ticketd's check ends once: moved (its switch logged), kept,
-			// or a move that failed. (A claim held at the barrier was a slow
-			// statement, and its server looks far to that ticketd until its
-			// latency settles: the check waits for that.)
+			// or a move that failed. (Within seconds; up to 60 s on a loaded
+			// machine, where a server timing out makes the checks wait.)
 			deadline := time.Now().Add(60 * time.Second)
 			for _, d := range ds {
 				for done := false; !done; {
