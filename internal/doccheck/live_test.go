@@ -46,7 +46,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	}
 	usage := map[string]map[string]Flag{}
 	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check", "upgrade status", "pair check",
-		"deployment show", "deployment set"} {
+		"deployment show", "deployment set", "import leaf", "import tinyid"} {
 		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
@@ -70,6 +70,12 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	usage["deployment"] = usage["deployment set"] // show's flags and set's own
 	delete(usage, "deployment set")
 	delete(usage, "deployment show")
+	usage["import"] = usage["import leaf"] // and tinyid's own
+	for name, f := range usage["import tinyid"] {
+		usage["import"][name] = f
+	}
+	delete(usage, "import leaf")
+	delete(usage, "import tinyid")
 	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
 	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
 
@@ -328,7 +334,7 @@ func sameDefault(f Flag, doc string) error {
 
 var (
 	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|deployment)\b([^|;&#\x60]*)`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|deployment|import)\b([^|;&#\x60]*)`)
 	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
 	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
 )
@@ -344,7 +350,7 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 		}
 	}
 	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true,
-		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true}
+		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true, "TICKETD_IMPORT_PASSWORD": true, "TICKETD_IMPORT_FROM_PASSWORD": true}
 	for name := range usage["serve"] {
 		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
@@ -362,6 +368,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 	}
 	for name := range usage["deployment"] {
 		env["TICKETD_DEPLOYMENT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for name := range usage["import"] {
+		env["TICKETD_IMPORT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
 	}
 	mentions := 0
 	for _, d := range all {
