@@ -196,10 +196,6 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 		t.Fatal("import -dry-run wrote the routes file")
 	}
 	imp("leaf", "-from-database", "leaf", "-leaf-workers", "0-255")
-	imp("tinyid", "-from-database", "tinyid", "-tokens-file", tokens)
-	if out := imp("tinyid", "-from-database", "tinyid", "-tokens-file", tokens); strings.Count(out, ": kept sequence") != 2 {
-		t.Fatalf("import run again:\n%s", out)
-	}
 	leafSeq := peers.SequenceName("", "leaf-segment-test")
 	start := map[string]uint64{ // the sequences' starts: max_id and the margin of fetches
 		"leaf-segment-test": maxID["leaf-segment-test"] + margin*512_000,
@@ -210,6 +206,24 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	a, b := startDaemon(t, mp, args...), startDaemon(t, mp, args...)
 	if r, _ := http.Get("http://" + a.addr + "/api/segment/get/leaf-segment-test"); r == nil || r.StatusCode != 401 {
 		t.Fatalf("Leaf's route without the bearer token a tokens file asks for: %v", r)
+	}
+	// tinyid's import while ticketd runs, then SIGHUP: its tokens and its
+	// routes (test_odd's residue) are in force at once.
+	imp("tinyid", "-from-database", "tinyid", "-tokens-file", tokens)
+	if out := imp("tinyid", "-from-database", "tinyid", "-tokens-file", tokens); strings.Count(out, ": kept sequence") != 2 {
+		t.Fatalf("import run again:\n%s", out)
+	}
+	for _, d := range []*daemon{a, b} {
+		d.cmd.Process.Signal(syscall.SIGHUP)
+		waitFor(t, "tinyid's tokens and routes read again", 10*time.Second, func() bool {
+			resp, err := http.Post("http://"+d.addr+"/tinyid/id/nextSegmentIdSimple?bizType=test_odd&token="+tinyToken, "", nil)
+			if err != nil {
+				return false
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == 200 && strings.HasSuffix(string(body), ",2,1")
+		})
 	}
 
 	cls := <-classes
