@@ -118,16 +118,24 @@ func (s *Server) servePeer(ctx *fasthttp.RequestCtx, ep endpoint, key []byte) {
 // sequence.
 func (s *Server) leafSegment(ctx *fasthttp.RequestCtx, routes *peers.Routes, key []byte) {
 	rt, ok := routes.Lookup(peers.Leaf, key)
+	var tok *auth.Token
+	if s.cfg.Tokens != nil {
+		// The token first, as on every route: a client without one learns
+		// nothing of the keys. A key with no route can only be allowed by
+		// tickets:*.
+		name := []byte(rt.Sequence)
+		if !ok {
+			name = key
+		}
+		var allowed bool
+		if tok, allowed = s.authorize(ctx, epTickets, name); !allowed {
+			return
+		}
+	}
 	if !ok {
 		// Leaf answers 500 for a key it does not have.
 		fail(ctx, fasthttp.StatusInternalServerError, "no sequence serves this key: the routes file (-peer-routes) names none, and ticketd's rule allows no sequence of its name")
 		return
-	}
-	var tok *auth.Token
-	if s.cfg.Tokens != nil {
-		if tok, ok = s.authorize(ctx, epTickets, []byte(rt.Sequence)); !ok {
-			return
-		}
 	}
 	if !s.takeQuota(ctx, tok, quotaTickets, 1) {
 		return
@@ -155,19 +163,22 @@ func (s *Server) leafSegment(ctx *fasthttp.RequestCtx, routes *peers.Routes, key
 // ignores the key too). Only once the routes file declares Leaf's workers:
 // ticketd serve checks that its IDs cannot equal theirs.
 func (s *Server) leafSnowflake(ctx *fasthttp.RequestCtx, routes *peers.Routes) {
+	tok, ok := s.authorize(ctx, epID, nil)
+	if !ok {
+		return
+	}
 	if _, declared := routes.LeafWorkers(); !declared {
 		fail(ctx, fasthttp.StatusInternalServerError, "Leaf's snowflake route is off: the routes file (-peer-routes) must say Leaf's snowflake worker IDs (leaf-workers LIST, or none), so that ticketd can refuse a datacenter whose IDs could equal theirs")
 		return
 	}
-	tok, ok := s.authorize(ctx, epID, nil)
-	if !ok || !s.takeQuota(ctx, tok, quotaIDs, 1) {
+	if !s.takeQuota(ctx, tok, quotaIDs, 1) {
 		return
 	}
 	// No ticket fallback: its IDs are not ordered with snowflake IDs,
 	// which Leaf's snowflake callers may rely on.
 	id, err := s.ids.NextWait(s.deadline(ctx))
 	if err != nil {
-		unavailable(ctx, s.noIDMessage(err))
+		unavailable(ctx, "cannot issue a snowflake ID: "+err.Error())
 		return
 	}
 	if id < s.cfg.FallbackCeiling {

@@ -398,3 +398,34 @@ func TestPeerAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestLeafAccess: with a tokens file, Leaf's routes take a bearer token
+// first, as every route does: none or an unknown one is a 401 whatever the
+// key, a token without the key's sequence a 403; snowflake IDs need ids.
+func TestLeafAccess(t *testing.T) {
+	cfg, _ := tokenConfig(t, nil)
+	h, _ := peerHarness(t, cfg, peerRoutes)
+	for _, tt := range []struct {
+		path, token string
+		status      int
+	}{
+		{"/api/segment/get/leaf-segment-test", "", 401},
+		{"/api/segment/get/Not-A-Name", "", 401},
+		{"/api/segment/get/leaf-segment-test", tokUnknown, 401},
+		{"/api/segment/get/leaf-segment-test", tokIDs, 403},
+		{"/api/segment/get/leaf-segment-test", tokOrders, 200}, // its sequence is orders
+		{"/api/segment/get/Not-A-Name", tokOrders, 403},
+		{"/api/segment/get/Not-A-Name", tokTickets, 500}, // tickets:*: Leaf's unknown key
+		{"/api/snowflake/get/x", "", 401},
+		{"/api/snowflake/get/x", tokOrders, 403},
+		{"/api/snowflake/get/x", tokIDs, 200},
+	} {
+		var headers []string
+		if tt.token != "" {
+			headers = append(headers, bearer(tt.token))
+		}
+		if r := h.get(t, tt.path, headers...); r.status != tt.status {
+			t.Errorf("%s with token %.8s: %d %q, want %d", tt.path, tt.token, r.status, r.body, tt.status)
+		}
+	}
+}
