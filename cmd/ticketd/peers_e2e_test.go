@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"ticketd/internal/doccheck"
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
 	"ticketd/peers"
@@ -52,9 +53,10 @@ func buildSegmentClient(t *testing.T, javac string) <-chan string {
 	return out
 }
 
-// leafLoad calls Leaf's two routes of both ticketd, each call on one picked
-// in turn, as Leaf's HTTP callers would behind a balancer that does not
-// retry, recording every value and counting failures per phase.
+// leafLoad calls Leaf's two routes, alternately, at addrs (each call at
+// the next), as Leaf's HTTP callers do: no token unless token is given
+// (a balancer adds it), recording every value and counting failures per
+// phase.
 type leafLoad struct {
 	phase    atomic.Int32
 	stop     atomic.Bool
@@ -82,7 +84,9 @@ func startLeafLoad(addrs []string, token string, clients int) *leafLoad {
 					path = "/api/snowflake/get/anything"
 				}
 				req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
-				req.Header.Set("Authorization", "Bearer "+token)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
 				body, err := leafGet(hc, req)
 				p := l.phase.Load()
 				if err != nil {
@@ -226,6 +230,28 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 		})
 	}
 
+	// A ticketd whose datacenter's IDs read as Leaf's declared workers
+	// (0 to 255 with -datacenter 0) refuses to serve their routes.
+	refused := launch(t, mp, append([]string{"-peer-routes", routes, "-tokens-file", tokens, "-datacenter", "0"}, fastLeases...)...)
+	select {
+	case <-refused.done:
+		if !strings.Contains(refused.logs.String(), "refusing Leaf's routes") {
+			t.Fatalf("ticketd -datacenter 0 with Leaf's workers 0-255 exited, but not for that:\n%s", refused.logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ticketd -datacenter 0 with Leaf's workers 0-255 did not refuse to start:\n%s", refused.logs)
+	}
+
+	// Leaf's callers through HAProxy (the shipped configuration), which adds
+	// their token with the line of docs/migrating.md.
+	lb := startBalancerWith(t, []string{a.addr, b.addr}, func(cfg, front string) string {
+		bind := "    bind " + front + "\n"
+		if strings.Count(cfg, bind) != 1 {
+			t.Fatalf("no one bind %s in the balancer's configuration", front)
+		}
+		return strings.Replace(cfg, bind, bind+"    "+docHAProxyLine(t)+"\n", 1)
+	}, []string{"LEAF_TOKEN=" + leafToken})
+
 	cls := <-classes
 	if !strings.HasPrefix(cls, "/") {
 		t.Fatal(cls)
@@ -246,7 +272,7 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	jdone := make(chan error, 1)
 	go func() { jdone <- jc.Wait() }()
 	t.Cleanup(func() { jc.Process.Kill() })
-	leaf := startLeafLoad([]string{a.addr, b.addr}, leafToken, 4)
+	leaf := startLeafLoad([]string{lb.addr}, "", 4)
 
 	// Phase 0: both up. Phase 1: a killed. Phase 2: a started again on
 	// its address.
@@ -272,7 +298,7 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	phases.Close()
 	t.Logf("tinyid-style client (8 threads, segments from 2 ticketd, one killed in phase 1, back in phase 2):\n%s", jout)
 	for p := range 3 {
-		t.Logf("Leaf's callers, phase %d: taken %d, failed %d", p, leaf.taken[p].Load(), leaf.failed[p].Load())
+		t.Logf("Leaf's callers through HAProxy, phase %d: taken %d, failed %d", p, leaf.taken[p].Load(), leaf.failed[p].Load())
 	}
 	if e := leaf.firstErr.Load(); e != nil {
 		t.Logf("Leaf's callers, the first failure: %v", e)
@@ -342,4 +368,28 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 func startDaemonAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *daemon {
 	t.Helper()
 	return waitReady(t, launchAt(t, p, addr, args...))
+}
+
+// docHAProxyLine is the line of docs/migrating.md's haproxy block: what the
+// guide has HAProxy add to Leaf's callers' requests.
+func docHAProxyLine(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "docs", "migrating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := doccheck.Parse("docs/migrating.md", string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, bl := range d.Blocks {
+		if bl.Lang == "haproxy" {
+			lines = append(lines, bl.Body...)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("docs/migrating.md: %d lines of haproxy blocks, want 1", len(lines))
+	}
+	return strings.TrimSpace(lines[0])
 }
