@@ -7,8 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +70,7 @@ func take(t *testing.T, mp *mysqltest.Pair, name string, n int) []uint64 {
 	t.Helper()
 	cfg := ticketsConfig(mp)
 	cfg.User, cfg.Password = mp.User, mp.Password
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pair, err := ticket.Open(ctx, cfg)
@@ -340,5 +345,66 @@ func TestImportRefuses(t *testing.T) {
 	src.Password = "wrong-password"
 	if _, err := Run(context.Background(), peers.Leaf, []Source{src}, opt); err == nil || strings.Contains(err.Error(), "wrong-password") {
 		t.Errorf("a wrong password: %v (must fail, and never quote it)", err)
+	}
+}
+
+// TestGoingBack: docs/migrating.md's way back. After ticketd handed out
+// values (and holds more in memory), the import run again says how far
+// (Served); the guide's statements, with N, move the peer's table so that
+// the next segment each peer takes begins above all of it.
+func TestGoingBack(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "migrating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "UPDATE leaf_alloc SET max_id = GREATEST") || strings.HasPrefix(line, "UPDATE tiny_id_info SET max_id = GREATEST") {
+			stmts = append(stmts, line)
+		}
+	}
+	if len(stmts) != 2 {
+		t.Fatalf("docs/migrating.md: %d statements of the way back, want Leaf's and tinyid's", len(stmts))
+	}
+	peer := startPeer(t, "leaf", "tinyid1")
+	mp := mysqltest.StartPair(t)
+	peer.Exec(t, `USE leaf; INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('leaf-segment-test', 2001, 2000);
+USE tinyid1; INSERT INTO tiny_id_info (biz_type, max_id, step, delta, remainder) VALUES ('test', 100001, 100000, 1, 0);`)
+	for k, p := range []peers.Peer{peers.Leaf, peers.TinyID} {
+		db, key := []string{"leaf", "tinyid1"}[k], []string{"leaf-segment-test", "test"}[k]
+		opt := Options{Tickets: ticketsConfig(mp), MarginSegments: 2, RoutesFile: filepath.Join(t.TempDir(), "routes"), Block: 1000}
+		src := []Source{peer.source(db)}
+		if _, err := Run(context.Background(), p, src, opt); err != nil {
+			t.Fatal(err)
+		}
+		seq := peers.SequenceName("", key)
+		var most uint64
+		for _, v := range take(t, mp, seq, 1500) { // a block and a half: the Pair holds the rest
+			most = max(most, v)
+		}
+		opt.DryRun = true
+		rep, err := Run(context.Background(), p, src, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rep.Items[0].Served
+		if n < most {
+			t.Fatalf("%s: handed out up to %d, says %d", seq, most, n)
+		}
+		// The guide's statement, then the peer's next fetch.
+		stmt := regexp.MustCompile(`\bN\b`).ReplaceAllString(stmts[k], strconv.FormatUint(n, 10))
+		peer.Exec(t, "USE "+db+"; "+stmt)
+		var fetch, first string
+		if p == peers.Leaf {
+			fetch = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = 'leaf-segment-test'"
+			first = "SELECT max_id - step FROM leaf_alloc WHERE biz_tag = 'leaf-segment-test'" // [max_id - step, max_id)
+		} else {
+			fetch = "UPDATE tiny_id_info SET max_id = max_id + step, version = version + 1 WHERE biz_type = 'test'"
+			first = "SELECT max_id - step + 1 FROM tiny_id_info WHERE biz_type = 'test'" // (max_id - step, max_id]
+		}
+		got, err := strconv.ParseUint(strings.TrimSpace(peer.Query(t, "USE "+db+"; "+fetch+"; "+first)), 10, 64)
+		if err != nil || got <= n {
+			t.Fatalf("%s after the way back: the peer's next segment begins at %d (%v), not above %d", p, got, err, n)
+		}
 	}
 }
