@@ -31,6 +31,9 @@ func TestParseLeafWorkers(t *testing.T) {
 // and two times, and decoding them as Leaf's (41/10/12).
 func TestLeafOverlap(t *testing.T) {
 	leaf := LeafLayout()
+	if flat, _ := snowflake.ParseLayout("flat"); leaf != flat {
+		t.Fatalf("Leaf's layout %s is not ticketd's flat %s: ticketd inspect -layout flat would not decode Leaf's IDs", leaf, flat)
+	}
 	tests := []struct {
 		layout string
 		dc     uint32
