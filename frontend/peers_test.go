@@ -187,6 +187,11 @@ func TestTinyidIDs(t *testing.T) {
 	if ids := values(t, r.body, ","); r.status != 200 || len(ids) != 2 {
 		t.Fatalf("POST form: %d %q", r.status, r.body)
 	}
+	// Without a tokens file any token will do, but none is refused, as
+	// tinyid refuses it.
+	if r := h.get(t, "/tinyid/id/nextIdSimple?bizType=test"); r.status != 200 || r.body != "" {
+		t.Errorf("no token: %d %q, want 200 and nothing", r.status, r.body)
+	}
 	for _, q := range []string{"batchSize=0", "batchSize=-1", "batchSize=x", "batchSize=", "bizType=test", "token=x"} {
 		r := h.get(t, "/tinyid/id/nextIdSimple?bizType=test&token=any&"+q)
 		if r.status != 400 {

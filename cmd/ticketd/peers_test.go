@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,40 @@ func TestCheckPeerRoutes(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "docs/migrating.md") {
 			t.Errorf("the refusal says not where to look: %v", err)
+		}
+	}
+}
+
+// TestReloadPeerRoutes: SIGHUP reads the routes file again, and keeps the
+// routes in force when the new file does not parse or declares Leaf
+// workers this ticketd's IDs could look like.
+func TestReloadPeerRoutes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routes")
+	os.WriteFile(path, []byte("leaf-workers 0-255\nleaf k first\n"), 0o600)
+	st, err := peers.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c serveConfig
+	c.frontend.Peers = st
+	c.layout, _ = snowflake.ParseLayout("41/2/9/11")
+	c.datacenter = 1
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	route := func() string {
+		rt, _ := st.Load().Listed(peers.Leaf, "k")
+		return rt.Sequence
+	}
+	for _, tt := range []struct{ file, want, log string }{
+		{"leaf-workers 0-511\nleaf k clash\n", "first", "routes file NOT reloaded"}, // 256-511 are this ticketd's
+		{"leaf k BAD\n", "first", "routes file NOT reloaded"},
+		{"leaf-workers 0-255\nleaf k second\n", "second", "routes file reloaded"},
+	} {
+		logs.Reset()
+		os.WriteFile(path, []byte(tt.file), 0o600)
+		reloadPeerRoutes(log, c)
+		if route() != tt.want || !strings.Contains(logs.String(), tt.log) {
+			t.Errorf("reload of %q: route %s, log %q; want %s and %q", tt.file, route(), logs.String(), tt.want, tt.log)
 		}
 	}
 }
