@@ -183,8 +183,8 @@ func printImport(w io.Writer, p peers.Peer, rep importer.Report, dry bool) {
 		if it.Exists {
 			verb = would("kept", "would keep")
 		}
-		values, fetches := it.Headroom()
-		line := fmt.Sprintf("%s %s: %s sequence %s (block %d), every value above %d: max_id %d, step %d (a fetch moves it by up to %d), %d values (%d fetches) of headroom",
+		values, fetches := it.Room()
+		line := fmt.Sprintf("%s %s: %s sequence %s (block %d), every value above %d: max_id %d, step %d (a fetch moves it by up to %d), %d values (%d fetches) of room above max_id",
 			p, peers.Escape(it.Key), verb, it.Sequence, it.Block, it.Start, it.MaxID, it.Step, it.Largest, values, fetches)
 		if p == peers.TinyID {
 			line += fmt.Sprintf("; segments of %d, delta %d, remainder %d", it.Route.Segment, it.Route.Delta, it.Route.Remainder)

@@ -36,9 +36,9 @@ func checkPeerRoutes(l snowflake.Layout, datacenter uint32) func(*peers.Routes) 
 			return nil
 		}
 		if clash := w.Overlap(l, datacenter); len(clash) > 0 {
-			return fmt.Errorf("refusing Leaf's routes: the routes file says Leaf's snowflake servers hold worker IDs %s, and the IDs of this ticketd (layout %s, datacenter %d) look like Leaf's workers %s to Leaf's layout, %d of them theirs (%d first): "+
-				"give this ticketd a datacenter whose IDs look like none of Leaf's workers (docs/migrating.md, \"Leaf's snowflake IDs\")",
-				w, l, datacenter, peers.LeafRange(l, datacenter), len(clash), clash[0])
+			return fmt.Errorf("refusing Leaf's routes: this ticketd's IDs (layout %s, datacenter %d) read as Leaf's workers %s, and Leaf holds %d of them (%d first; -peer-routes says %s): "+
+				"give it a datacenter whose IDs read as none of Leaf's (docs/migrating.md, \"Leaf's snowflake IDs\")",
+				l, datacenter, peers.LeafRange(l, datacenter), len(clash), clash[0], w)
 		}
 		return nil
 	}

@@ -34,9 +34,9 @@ type Item struct {
 	Served uint64
 }
 
-// Headroom is how far the start lies above what the peer handed out, in
+// Room is how far the start lies above what the peer handed out, in
 // values and in the peer's largest fetches.
-func (it Item) Headroom() (values uint64, fetches uint64) {
+func (it Item) Room() (values uint64, fetches uint64) {
 	top := uint64(max(it.MaxID, 0))
 	if it.Start <= top {
 		return 0, 0
