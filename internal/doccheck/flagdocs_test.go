@@ -21,7 +21,8 @@ var commands = []string{"serve", "inspect", "repair", "sequence create", "sequen
 // the prefix and the flag's name in upper case (serve's: TICKETD_ alone),
 // and the password variable, which is no flag.
 var envPrefixes = map[string]string{"serve": "TICKETD_", "repair": "TICKETD_REPAIR_", "sequence": "TICKETD_SEQUENCE_",
-	"pair": "TICKETD_PAIR_", "upgrade": "TICKETD_UPGRADE_", "deployment": "TICKETD_DEPLOYMENT_", "import": "TICKETD_IMPORT_"}
+	"pair": "TICKETD_PAIR_", "upgrade": "TICKETD_UPGRADE_", "deployment": "TICKETD_DEPLOYMENT_", "inspect": "TICKETD_INSPECT_",
+	"import": "TICKETD_IMPORT_"}
 
 // TestDocFlags checks the docs against the flags of the binary built from
 // this repository: every command's table in docs/reference.md lists exactly
