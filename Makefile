@@ -13,6 +13,8 @@
 #   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
+#   make bench-clients  each client's next() beside its language's UUID and a
+#                  plain HTTP call (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
 #   make upgrade-test  every earlier release, built from its commit in
@@ -103,10 +105,21 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-test: fmt vet staticcheck tidy test-deps
+test: fmt vet staticcheck tidy test-deps test-clients
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
+
+# The other languages' clients: their own unit tests, with their own
+# toolchains (make test-deps installs them). The conformance suite, which
+# holds every client to docs/client.md against real ticketd, is a Go test
+# (clients/conformance) and runs with the others above.
+.PHONY: test-clients test-python
+test-clients: test-python
+
+test-python:
+	mypy --strict --python-version 3.8 clients/python/src/ticketd_client
+	cd clients/python && python3 -m unittest discover -s tests
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
 # through the Go module proxy. internal/toxiproxy finds it there (and
@@ -212,9 +225,16 @@ adopt-soak:
 # takes: docs/performance.md, "Reproducing it").
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences
+.PHONY: bench bench-sequences bench-clients
 bench:
 	@GO=$(GO) bench/run.sh
+
+# Each language's client: next() from its buffer beside the language's UUID
+# and a plain HTTP call, one process per language (make bench runs it too):
+# its own pair on free ports; rows in bench/out/clients.txt, a table in
+# bench/out/clients.md; the clients in BENCH_CLIENTS (bench/clients.sh).
+bench-clients:
+	@GO=$(GO) bench/clients.sh
 
 # Named sequences at 100, 10,000 and 100,000 alone (make bench runs it too):
 # its own pair on free ports; rows in bench/out/sequences.txt, a table in

@@ -35,6 +35,9 @@ mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
 ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
 javac openjdk-17-jdk-headless the tinyid-style Java client of cmd/ticketd TestE2EPeers
 java openjdk-17-jdk-headless the tinyid-style Java client of cmd/ticketd TestE2EPeers
+python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
+pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
+mypy mypy the Python client's type check, strict, for Python 3.8 on (make test-python)
 EOF
 )
 
