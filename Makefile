@@ -103,10 +103,19 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-test: fmt vet staticcheck tidy test-deps
+test: fmt vet staticcheck tidy test-deps test-clients
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
+
+# The clients of other languages (clients/), each built and unit-tested with
+# its language's own tools against a fake ticketd written in that language:
+# Java with the JDK alone (javac, java, jar; clients/java/build.sh).
+.PHONY: test-clients test-java
+test-clients: test-java
+
+test-java:
+	clients/java/build.sh test
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
 # through the Go module proxy. internal/toxiproxy finds it there (and
