@@ -1,5 +1,5 @@
 // Package doccheck keeps ticketd's documentation honest: its tests read
-// README.md and docs/*.md and fail when a link, a path, a flag, a metric or a
+// README.md, docs/*.md and docs/clients/*.md and fail when a link, a path, a flag, a metric or a
 // runnable example no longer matches the repository and the running program.
 //
 // The package holds the Markdown reading and the output comparison; the

@@ -30,8 +30,9 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// docs reads README.md and docs/*.md, in the order runnable blocks run:
-// README.md first, then docs/ by name.
+// docs reads README.md, docs/*.md and docs/clients/*.md, in the order
+// runnable blocks run: README.md first, then docs/ by name, then
+// docs/clients/ by name.
 func docs(t *testing.T) (root string, all []*Doc) {
 	t.Helper()
 	root = repoRoot(t)
@@ -43,6 +44,12 @@ func docs(t *testing.T) (root string, all []*Doc) {
 		t.Fatal("no docs/*.md")
 	}
 	sort.Strings(names)
+	clients, err := filepath.Glob(filepath.Join(root, "docs", "clients", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(clients)
+	names = append(names, clients...)
 	for _, name := range append([]string{filepath.Join(root, "README.md")}, names...) {
 		b, err := os.ReadFile(name)
 		if err != nil {
