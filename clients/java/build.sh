@@ -6,6 +6,8 @@
 #   clients/java/build.sh test [REGEX]  build, then the unit tests (TestRunner;
 #                                       REGEX picks tests by Class.method)
 #   clients/java/build.sh bench [ARGS]  build, then ticketd.client.Bench ARGS
+#   clients/java/build.sh adapter OUT   the jar and the conformance adapter
+#                                       (clients/conformance), into OUT only
 #
 # JAVA_HOME, when set, names the JDK to use; otherwise javac on PATH (17 or
 # later; make test-deps installs Debian's default-jdk-headless).
@@ -28,14 +30,16 @@ major=$(javac -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
 VERSION=$(sed -n '0,/<version>/s/.*<version>\(.*\)<\/version>.*/\1/p' pom.xml)
 [ -n "$VERSION" ] || die "no <version> in pom.xml"
 
+# build [DIR]: the classes into DIR/classes, the jar as DIR/ticketd-client.jar.
 build() {
-	rm -rf build/classes
-	mkdir -p build/classes
+	local dir=${1:-build}
+	rm -rf "$dir/classes"
+	mkdir -p "$dir/classes"
 	# shellcheck disable=SC2046
-	javac --release 17 -Xlint:all -Werror -encoding UTF-8 -d build/classes $(find src/main/java -name '*.java')
+	javac --release 17 -Xlint:all -Werror -encoding UTF-8 -d "$dir/classes" $(find src/main/java -name '*.java')
 	printf 'Implementation-Title: ticketd-client\nImplementation-Version: %s\nAutomatic-Module-Name: ticketd.client\n' \
-		"$VERSION" >build/manifest.txt
-	jar --create --file build/ticketd-client.jar --manifest build/manifest.txt -C build/classes .
+		"$VERSION" >"$dir/manifest.txt"
+	jar --create --file "$dir/ticketd-client.jar" --manifest "$dir/manifest.txt" -C "$dir/classes" .
 }
 
 build_tests() {
@@ -62,8 +66,17 @@ bench)
 	build_tests
 	exec java -cp build/classes:build/test-classes ticketd.client.Bench "$@"
 	;;
+adapter)
+	[ $# = 2 ] || die "usage: build.sh adapter OUT"
+	out=$2
+	build "$out"
+	# Against the jar alone: the adapter uses the public API, as an application does.
+	mkdir -p "$out/adapter"
+	javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$out/ticketd-client.jar" -d "$out/adapter" \
+		src/test/java/ticketd/conformance/*.java
+	;;
 *)
-	echo "usage: clients/java/build.sh build|test [REGEX]|bench [ARGS]" >&2
+	echo "usage: clients/java/build.sh build|test [REGEX]|bench [ARGS]|adapter OUT" >&2
 	exit 2
 	;;
 esac

@@ -28,7 +28,9 @@ final class HttpTransport implements Transport {
     /** The longest pause a Retry-After can ask for: a broken or hostile answer cannot stall a buffer for hours. */
     static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(1);
 
-    private final HttpClient hc;
+    // The own client is dropped at close: on JDK 17 to 20, which have no
+    // HttpClient.shutdownNow, its selector thread ends once it is collected.
+    private volatile HttpClient hc;
     private final boolean ownClient;
     private final ExecutorService ownExecutor; // the own client's, shut down by close; null otherwise
     private final String auth; // the Authorization header of value requests, or null
@@ -87,7 +89,8 @@ final class HttpTransport implements Transport {
 
     /** Sends req and waits for the whole answer (at most limit bytes of body) within timeoutNanos. */
     private HttpResponse<Body> send(HttpRequest req, int limit, long timeoutNanos) throws Exception {
-        if (closed) {
+        HttpClient hc = this.hc;
+        if (closed || hc == null) {
             throw new ClosedException();
         }
         HttpResponse.BodyHandler<Body> handler =
@@ -127,6 +130,7 @@ final class HttpTransport implements Transport {
             } catch (ReflectiveOperationException | RuntimeException older) {
                 // no shutdownNow before JDK 21
             }
+            hc = null;
             ownExecutor.shutdownNow();
         }
     }
