@@ -35,6 +35,8 @@ mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
 python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
 pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
 javac default-jdk-headless the Java client's build and tests (clients/java)
+node nodejs the Node client's tests and conformance adapter (clients/node; Node 20 or later)
+npm npm the Node client's type check (typescript, pinned in clients/node/package-lock.json)
 EOF
 )
 
