@@ -2,7 +2,6 @@ package ticketd.client;
 
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -13,7 +12,6 @@ import javax.net.ssl.SSLContext;
 /** A Builder's settings with their defaults filled in and checked: what a client runs with. */
 final class Settings {
     final List<String> endpoints; // base URLs without a trailing slash
-    final HttpClient httpClient; // null: the client's own
     final String token; // "" for none
     final SSLContext sslContext; // null: the JDK's default
     final long callTimeout, maxAge, batchPeriod, probeEvery; // nanoseconds
@@ -25,7 +23,6 @@ final class Settings {
             throw new IllegalArgumentException("ticketd: no endpoint: give at least one base URL, as http://10.0.0.5:8080");
         }
         endpoints = bases(b.endpoints);
-        httpClient = b.httpClient;
         sslContext = b.sslContext;
         token = b.token == null ? "" : b.token;
         strictlyIncreasing = b.strictlyIncreasing;
@@ -59,9 +56,6 @@ final class Settings {
         if (probeD.compareTo(TicketdClient.MIN_PROBE_EVERY) < 0 || probeD.compareTo(TicketdClient.MAX_PROBE_EVERY) > 0) {
             throw bad("probeEvery " + probeD + ": want " + TicketdClient.MIN_PROBE_EVERY + " to "
                     + TicketdClient.MAX_PROBE_EVERY);
-        }
-        if (sslContext != null && httpClient != null) {
-            throw bad("sslContext with httpClient: build the HttpClient with the SSLContext instead");
         }
         if (!tokenSyntax(token)) {
             // Never quoted: it is a secret.

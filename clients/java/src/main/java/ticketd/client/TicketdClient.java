@@ -1,6 +1,5 @@
 package ticketd.client;
 
-import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -18,7 +17,6 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
 
 /**
  * ticketd's Java client: snowflake IDs and sequence values from a local
@@ -99,22 +97,11 @@ public final class TicketdClient implements AutoCloseable {
     }
 
     private static Transport httpTransport(Settings cfg) {
-        if (cfg.httpClient != null) {
-            return new HttpTransport(cfg.httpClient, false, null, cfg.token);
+        try {
+            return new HttpTransport(cfg.sslContext, cfg.token);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("ticketd: the JDK has no default TLS context", e);
         }
-        ExecutorService ex = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 30, TimeUnit.SECONDS,
-                new SynchronousQueue<>(), daemons("ticketd-client-http-"));
-        HttpClient.Builder b = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .followRedirects(HttpClient.Redirect.NEVER)
-                .executor(ex);
-        SSLParameters tls = new SSLParameters();
-        tls.setProtocols(new String[] {"TLSv1.3", "TLSv1.2"});
-        b.sslParameters(tls);
-        if (cfg.sslContext != null) {
-            b.sslContext(cfg.sslContext);
-        }
-        return new HttpTransport(b.build(), true, ex, cfg.token);
     }
 
     private static ThreadFactory daemons(String prefix) {
@@ -344,7 +331,6 @@ public final class TicketdClient implements AutoCloseable {
      */
     public static final class Builder {
         final List<String> endpoints = new ArrayList<>();
-        HttpClient httpClient;
         String token;
         SSLContext sslContext;
         Duration callTimeout, maxAge, batchPeriod, probeEvery;
@@ -372,17 +358,6 @@ public final class TicketdClient implements AutoCloseable {
         }
 
         /**
-         * The HttpClient that sends the requests, for proxies, client
-         * certificates or other TLS settings. Default: one of the client's own
-         * (HTTP/1.1, keep-alive, TLS 1.2 or later; closed by close on JDK 21
-         * and later). Its timeouts are not used: callTimeout bounds every call.
-         */
-        public Builder httpClient(HttpClient hc) {
-            this.httpClient = Objects.requireNonNull(hc, "httpClient");
-            return this;
-        }
-
-        /**
          * The bearer token ticketd gave this application: sent as
          * {@code Authorization: Bearer TOKEN} with every request for values
          * (the readiness probes need none). Never printed. Default: none.
@@ -393,10 +368,11 @@ public final class TicketdClient implements AutoCloseable {
         }
 
         /**
-         * The TLS context of the client's own HttpClient: the CAs an
-         * {@code https://} endpoint's certificate must chain to
-         * ({@link Tls#trusting(java.nio.file.Path)} makes one from a PEM file).
-         * Default: the JDK's. Not with {@link #httpClient(HttpClient)}.
+         * The TLS context of {@code https://} endpoints: the CAs their
+         * certificates must chain to ({@link Tls#trusting(java.nio.file.Path)}
+         * makes one from a PEM file), and a client certificate if ticketd
+         * wants one. TLS 1.2 or later; the certificate must name the host.
+         * Default: the JDK's.
          */
         public Builder sslContext(SSLContext ctx) {
             this.sslContext = Objects.requireNonNull(ctx, "sslContext");
@@ -468,7 +444,7 @@ public final class TicketdClient implements AutoCloseable {
         @Override
         public String toString() {
             return "TicketdClient.Builder[endpoints=" + endpoints + ", token=" + (token == null || token.isEmpty() ? "" : "[redacted]")
-                    + ", sslContext=" + (sslContext != null) + ", httpClient=" + (httpClient != null)
+                    + ", sslContext=" + (sslContext != null)
                     + ", callTimeout=" + callTimeout + ", maxAge=" + maxAge + ", minBatch=" + minBatch
                     + ", maxBatch=" + maxBatch + ", maxTicketBatch=" + maxTicketBatch + ", batchPeriod=" + batchPeriod
                     + ", probeEvery=" + probeEvery + ", strictlyIncreasing=" + strictlyIncreasing + "]";

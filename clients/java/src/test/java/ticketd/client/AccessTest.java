@@ -96,7 +96,10 @@ class AccessTest {
             SSLContext serverTls = SSLContext.getInstance("TLS");
             serverTls.init(kmf.getKeyManagers(), null, null);
             try (FakeTicketd a = new FakeTicketd(A, serverTls)) {
-                try (TicketdClient c = TicketdClient.builder().endpoints(a.url).sslContext(Tls.trusting(pem)).build()) {
+                // Deadlines for a cold JVM doing TLS on both ends: this test is
+                // about trust, not speed.
+                try (TicketdClient c = TicketdClient.builder().endpoints(a.url).sslContext(Tls.trusting(pem))
+                        .maxAge(Duration.ofSeconds(10)).callTimeout(Duration.ofSeconds(5)).build()) {
                     Check.that(c.next() >= A, "an ID over TLS");
                 }
                 // Without the CA, the endpoint's certificate is refused.

@@ -48,8 +48,6 @@ class SettingsTest {
             new Case("ticket batch", b -> b.maxTicketBatch(-5), "maxTicketBatch"),
             new Case("period", b -> b.batchPeriod(Duration.ofMillis(600)), "batchPeriod"),
             new Case("probe", b -> b.probeEvery(Duration.ofMillis(1)), "probeEvery"),
-            new Case("tls and client", b -> b.httpClient(java.net.http.HttpClient.newHttpClient()).sslContext(defaultTls()),
-                    "sslContext with httpClient"),
             new Case("token", b -> b.token("not a token!"), "token"),
         };
         for (Case c : cases) {
@@ -63,13 +61,6 @@ class SettingsTest {
         Check.that(!e.getMessage().contains("s3cret"), "the message quotes the token: " + e.getMessage());
     }
 
-    private static javax.net.ssl.SSLContext defaultTls() {
-        try {
-            return javax.net.ssl.SSLContext.getDefault();
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
 
     @Test
     void tokenSyntax() {

@@ -118,10 +118,7 @@ public final class Adapter {
                 return ok();
             }
             case "resources": {
-                // Live threads. A closed client's own HttpClient on JDK 17 to 20
-                // (no shutdownNow there) ends its selector thread once it is
-                // collected: collect first, as the runtime would in time.
-                System.gc();
+                // Live threads.
                 Map<String, Object> m = ok();
                 m.put("count", Thread.getAllStackTraces().size());
                 return m;
