@@ -60,12 +60,40 @@ final class HttpTransport implements Transport {
         final InputStream in;
         final OutputStream out;
         long idleSince;
+        /** The exchange's deadline (System.nanoTime) and length, which every read of the socket keeps to. */
+        long deadline, timeout;
 
         Conn(String base, Socket s) throws IOException {
             this.base = base;
             this.s = s;
-            this.in = new BufferedInputStream(s.getInputStream(), 64 << 10);
+            this.in = new BufferedInputStream(new DeadlineInput(this, s.getInputStream()), 64 << 10);
             this.out = s.getOutputStream();
+        }
+    }
+
+    /**
+     * The socket's input, each read bounded by what is left of the exchange's
+     * deadline: a server that sends one byte at a time cannot stretch a
+     * request past it.
+     */
+    private static final class DeadlineInput extends java.io.FilterInputStream {
+        private final Conn c;
+
+        DeadlineInput(Conn c, InputStream in) {
+            super(in);
+            this.c = c;
+        }
+
+        @Override
+        public int read() throws IOException {
+            c.s.setSoTimeout(millisLeft(c.deadline, c.timeout));
+            return super.read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            c.s.setSoTimeout(millisLeft(c.deadline, c.timeout));
+            return super.read(b, off, len);
         }
     }
 
@@ -128,6 +156,8 @@ final class HttpTransport implements Transport {
                 fresh = true;
             }
             boolean reuse = false;
+            c.deadline = deadline;
+            c.timeout = timeoutNanos;
             try {
                 Answer a;
                 try {
@@ -368,10 +398,10 @@ final class HttpTransport implements Transport {
         return s.length() > 80 ? s.substring(0, 80) + "…" : s;
     }
 
-    private static int millisLeft(long deadline, long timeoutNanos) throws HttpTimeoutException {
+    private static int millisLeft(long deadline, long timeoutNanos) throws SocketTimeoutException {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
-            throw timeout(timeoutNanos);
+            throw new SocketTimeoutException("deadline passed");
         }
         return (int) Math.max(1, Math.min(Integer.MAX_VALUE, (left + 999_999) / 1_000_000));
     }

@@ -67,14 +67,14 @@ class FailoverTest {
     @Test
     void allDownThenBack() throws Exception {
         try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B);
-                TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).maxAge(Duration.ofMillis(100))
+                TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).maxAge(Duration.ofMillis(500))
                         .probeEvery(Duration.ofMillis(20)).build()) {
             c.next();
             a.status = 503;
             b.status = 503;
             a.ready = false;
             b.ready = false;
-            Thread.sleep(150); // what was buffered has expired
+            Thread.sleep(600); // what was buffered has expired
             UnavailableException e = Check.fails(UnavailableException.class, c::next);
             Check.contains(e.getMessage(), a.url, "message names the first endpoint");
             Check.contains(e.getMessage(), b.url, "message names the second endpoint");

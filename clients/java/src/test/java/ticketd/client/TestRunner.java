@@ -16,7 +16,7 @@ import java.util.regex.Pattern;
  * test names (Class.method) must contain a match of.
  */
 public final class TestRunner {
-    static final Class<?>[] CLASSES = {SettingsTest.class, JsonTest.class, ClientTest.class, FailoverTest.class,
+    static final Class<?>[] CLASSES = {SettingsTest.class, JsonTest.class, WireTest.class, ClientTest.class, FailoverTest.class,
             AccessTest.class, StrictTest.class, LifecycleTest.class};
     static final long LIMIT_MS = 60_000;
 
