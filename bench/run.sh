@@ -21,10 +21,14 @@
 #      buffer beside github.com/google/uuid's NewV7 and beside the same client in
 #      strictly increasing mode, one client taking IDs as fast as it can (each
 #      mode), and the p99 of Next at 1 M IDs/s;
-#   6. ticketd's peak RSS (VmHWM) under that load;
-#   7. stops everything it started and writes $OUT/report.md, summary.txt and
+#   6. the Java and Node clients (clients/java, clients/node): next from a warm
+#      buffer beside UUID.randomUUID / crypto.randomUUID and a plain GET /v1/id
+#      in the same process; the Java client's Sequence.next from one thread for
+#      10 s (CosId's measure of its SegmentChainId);
+#   7. ticketd's peak RSS (VmHWM) under that load;
+#   8. stops everything it started and writes $OUT/report.md, summary.txt and
 #      bench.png (raw measurements and logs in $OUT/raw);
-#   8. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
+#   9. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
 #      pair of its own; also make bench-sequences): rows seq_* appended to
 #      summary.txt, its table to report.md.
 #
@@ -41,12 +45,12 @@
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
 #   BENCH_BALANCED_BITS  -balanced-bits of the second ticketd   [4]
-#   BENCH_SEQUENCES 0 leaves out the named sequences (step 8) [1]
+#   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
 # With the defaults the whole run takes about 40 minutes on a 2-core machine
-# (16 without step 8, the named sequences).
+# (16 without step 9, the named sequences).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -132,6 +136,8 @@ apt_install() { # apt_install COMMAND PACKAGE
 command -v "$GO" >/dev/null || die "go is missing"
 apt_install wrk wrk
 apt_install gnuplot gnuplot-nox
+apt_install javac default-jdk-headless
+apt_install node nodejs
 
 rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp"
 mkdir -p "$RAW" "$BIN"
@@ -388,6 +394,27 @@ say "Go client: one Next from a warm buffer vs uuid.NewV7, sustained, p99 at $CL
 	die "the client benchmark failed"
 }
 sed 's/^/bench:   /' "$RAW/client.txt"
+
+# --- the Java and Node clients ------------------------------------------------
+# Each next from a warm buffer beside its language's UUID and a plain HTTP
+# call to the same ticketd, in one process (clients/java: Bench, with the
+# JDK alone; clients/node/bench/bench.js); the Java client's sequence values
+# from one thread as CosId measures its SegmentChainId (one thread, 10 s).
+wait_quiet 120
+say "Java client: next and Sequence.next from a warm buffer vs UUID.randomUUID and a plain GET /v1/id; one thread for 10 s on bench_b1000"
+"$REPO/clients/java/build.sh" bench -url "$T" -sequence bench_b1000 -d "$DURATION" -seq-d 10 \
+	>"$RAW/java-client.txt" 2>"$RAW/java-client.log" || {
+	cat "$RAW/java-client.log" >&2
+	die "the Java client benchmark failed"
+}
+sed 's/^/bench:   /' "$RAW/java-client.txt"
+wait_quiet 120
+say "Node client: await next and tryNext from a warm buffer vs crypto.randomUUID and a plain GET /v1/id"
+node "$REPO/clients/node/bench/bench.js" -url "$T" -d "$DURATION" >"$RAW/node-client.txt" 2>"$RAW/node-client.log" || {
+	cat "$RAW/node-client.log" >&2
+	die "the Node client benchmark failed"
+}
+sed 's/^/bench:   /' "$RAW/node-client.txt"
 
 # --- memory --------------------------------------------------------------------
 hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }

@@ -226,8 +226,8 @@ final class Stream {
      * segment. Segments expire in the order they were fetched, so only the
      * head can be expired while a later one is not.
      */
-    private void advanceLocked(long now) {
-        boolean moved = false;
+    private boolean advanceLocked(long now) {
+        boolean moved = false, expiredAny = false;
         for (;;) {
             Segment s = head;
             if (s != Segment.EMPTY) {
@@ -235,6 +235,7 @@ final class Stream {
                 if (!expired && s.pos < s.len) {
                     break;
                 }
+                expiredAny |= expired;
                 retireLocked(s, expired);
             }
             Segment next = queue.poll();
@@ -249,6 +250,7 @@ final class Stream {
         if (moved) {
             retriggerLocked();
         }
+        return expiredAny;
     }
 
     /** Claims what is left of s in one step: values nobody can take any more. */
@@ -573,8 +575,11 @@ final class Stream {
     Stats.StreamStats stats() {
         lock.lock();
         try {
-            // Buffered counts only values that may still be handed out.
-            advanceLocked(clock.nanos());
+            // Buffered counts only values that may still be handed out;
+            // dropping the others may take the buffer below its mark.
+            if (advanceLocked(clock.nanos()) && bufferedLocked() < batch) {
+                signal();
+            }
             Segment s = head;
             long served = servedRetired + (s == Segment.EMPTY ? 0 : Math.min(s.pos, s.len));
             return new Stats.StreamStats(served, fetched, bufferedLocked(), batch, refills, refillFailures, throttled,
