@@ -8,6 +8,10 @@
 //   node_http_ns         one GET /v1/id with node:http, kept alive
 //   node_sustained_ids_per_s  `await client.next()` for -d seconds, refills from ticketd included
 //
+// Each per-call figure also comes as CPU time (the _cpu_ns rows:
+// process.cpuUsage over the same bursts), which a machine shared with other
+// work disturbs less than the wall clock.
+//
 // A warm buffer: IDs are taken in bursts smaller than what the client keeps
 // buffered, and only the bursts are timed, as for the Go and Java clients.
 //
@@ -31,6 +35,11 @@ if (!url) {
 
 const BURST = 5000;
 let sink = 0n;
+let lastCpuNs = 0;
+const cpuNs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) * 1000;
+};
 const now = () => performance.now();
 
 /** Waits until the buffer holds more than two bursts, in batches of two bursts or more. */
@@ -46,10 +55,11 @@ async function warm(c) {
 }
 
 async function burstsNs(c, ms, sync) {
-  let timed = 0, n = 0, x = 0n;
+  let timed = 0, cpu = 0, n = 0, x = 0n;
   const end = now() + ms;
   while (now() < end) {
     await warm(c);
+    const c0 = cpuNs();
     const t0 = process.hrtime.bigint();
     if (sync) {
       for (let i = 0; i < BURST; i++) x ^= c.tryNext();
@@ -57,14 +67,17 @@ async function burstsNs(c, ms, sync) {
       for (let i = 0; i < BURST; i++) x ^= await c.next();
     }
     timed += Number(process.hrtime.bigint() - t0);
+    cpu += cpuNs() - c0;
     n += BURST;
   }
   sink ^= x;
+  lastCpuNs = cpu / n;
   return timed / n;
 }
 
 function uuidNs(ms) {
   let n = 0, x = 0;
+  const c0 = cpuNs();
   const t0 = process.hrtime.bigint();
   const end = now() + ms;
   while (now() < end) {
@@ -72,6 +85,7 @@ function uuidNs(ms) {
     n += 1000;
   }
   sink ^= BigInt(x);
+  lastCpuNs = (cpuNs() - c0) / n;
   return Number(process.hrtime.bigint() - t0) / n;
 }
 
@@ -122,15 +136,21 @@ try {
     await burstsNs(c, 200, true);
     uuidNs(200);
   }
-  const next = [], sync = [], uuid = [];
+  const next = [], sync = [], uuid = [], nextCpu = [], syncCpu = [], uuidCpu = [];
   for (let it = 0; it < iterations; it++) { // interleaved, so that a noisy moment hits all three
     next.push(await burstsNs(c, 1000, false));
+    nextCpu.push(lastCpuNs);
     sync.push(await burstsNs(c, 1000, true));
+    syncCpu.push(lastCpuNs);
     uuid.push(uuidNs(1000));
+    uuidCpu.push(lastCpuNs);
   }
   console.log(`node_next_ns ${median(next).toFixed(1)}`);
   console.log(`node_trynext_ns ${median(sync).toFixed(1)}`);
   console.log(`node_uuid_ns ${median(uuid).toFixed(1)}`);
+  console.log(`node_next_cpu_ns ${median(nextCpu).toFixed(1)}`);
+  console.log(`node_trynext_cpu_ns ${median(syncCpu).toFixed(1)}`);
+  console.log(`node_uuid_cpu_ns ${median(uuidCpu).toFixed(1)}`);
   console.log(`node_http_ns ${(await httpNs(2000)).toFixed(0)}`);
   console.log(`node_sustained_ids_per_s ${(await sustained(c, d)).toFixed(0)}`);
   console.log(`node_version ${process.versions.node.split('.')[0]}`);

@@ -102,7 +102,9 @@ final class Stream {
         if (!ids || clock.nanos() - s.expires < 0) {
             long i = (long) Segment.POS.getAndAdd(s, 1L);
             if (i < s.len) {
-                if (i == s.trigger || !used) {
+                // The refill thread plans a refresh for IDs in use: it hears of
+                // the first use after a refill. Sequences do not age.
+                if (i == s.trigger || ids && !used) {
                     used = true;
                     signal();
                 }
@@ -124,7 +126,7 @@ final class Stream {
                     long i = (long) Segment.POS.getAndAdd(s, 1L);
                     if (i < s.len) {
                         long v = s.value((int) i);
-                        if (!used || bufferedLocked() < batch) {
+                        if (ids && !used || bufferedLocked() < batch) {
                             used = true;
                             signal();
                         }
@@ -163,7 +165,7 @@ final class Stream {
                         advanceLocked(now);
                     }
                 }
-                boolean wake = bufferedLocked() < batch || (filled > 0 && !used);
+                boolean wake = bufferedLocked() < batch || (ids && filled > 0 && !used);
                 if (filled > 0) {
                     used = true;
                 }

@@ -24,6 +24,10 @@ import java.util.UUID;
  *   java_sustained_ids_per_s  next() from one thread for -d seconds, refills included
  * </pre>
  *
+ * Each per-call figure also comes as CPU time (the _cpu_ns rows: this thread's
+ * CPU time, ThreadMXBean, over the same bursts), which a machine shared with
+ * other work disturbs less than the wall clock.
+ *
  * A warm buffer: IDs are taken in bursts smaller than what the client keeps
  * buffered, and only the bursts are timed (the refill between two bursts is
  * not), as for the Go client's client_next_ns: the cost a caller below
@@ -33,6 +37,9 @@ import java.util.UUID;
  */
 public final class Bench {
     static volatile long sink; // results go here: the JIT cannot drop what it computes
+    static final java.lang.management.ThreadMXBean CPU = java.lang.management.ManagementFactory.getThreadMXBean();
+    /** The CPU ns per call of the last burstsNs or uuidNs. */
+    static double lastCpuNs;
 
     public static void main(String[] args) throws Exception {
         String url = null, seq = null;
@@ -60,16 +67,23 @@ public final class Bench {
                 uuidNs(200);
             }
             double[] next = new double[iterations], uuid = new double[iterations], seqNs = new double[iterations];
+            double[] nextCpu = new double[iterations], uuidCpu = new double[iterations], seqCpu = new double[iterations];
             for (int it = 0; it < iterations; it++) { // interleaved, so that a noisy moment hits all three
                 next[it] = burstsNs(c, null, 1000);
+                nextCpu[it] = lastCpuNs;
                 seqNs[it] = burstsNs(c, s, 1000);
+                seqCpu[it] = lastCpuNs;
                 uuid[it] = uuidNs(1000);
+                uuidCpu[it] = lastCpuNs;
             }
             double nextNs = median(next), seqNext = median(seqNs);
             System.out.printf("java_next_ns %.1f%n", nextNs);
             System.out.printf("java_uuid_ns %.1f%n", median(uuid));
             System.out.printf("java_seq_next_ns %.1f%n", seqNext);
             System.out.printf("java_seq_hot_m_per_s %.1f%n", 1000 / seqNext);
+            System.out.printf("java_next_cpu_ns %.1f%n", median(nextCpu));
+            System.out.printf("java_uuid_cpu_ns %.1f%n", median(uuidCpu));
+            System.out.printf("java_seq_next_cpu_ns %.1f%n", median(seqCpu));
             System.out.printf("java_http_ns %.0f%n", httpNs(url, 2000));
             System.out.printf("java_seq_sustained_per_s %.0f%n", sustained(c, s, seqD));
             System.out.printf("java_sustained_ids_per_s %.0f%n", sustained(c, null, d));
@@ -84,10 +98,11 @@ public final class Bench {
     /** Mean ns of one value over bursts for about ms, each burst from a buffer holding more. */
     static double burstsNs(TicketdClient c, Sequence s, long ms) throws InterruptedException {
         int burst = s == null ? BURST : SEQ_BURST;
-        long timed = 0, n = 0, x = 0;
+        long timed = 0, cpu = 0, n = 0, x = 0;
         long end = System.nanoTime() + ms * 1_000_000;
         while (System.nanoTime() < end) {
             warm(c, s, burst);
+            long c0 = CPU.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             if (s == null) {
                 for (int i = 0; i < burst; i++) {
@@ -99,9 +114,11 @@ public final class Bench {
                 }
             }
             timed += System.nanoTime() - t0;
+            cpu += CPU.getCurrentThreadCpuTime() - c0;
             n += burst;
         }
         sink ^= x;
+        lastCpuNs = (double) cpu / n;
         return (double) timed / n;
     }
 
@@ -131,6 +148,7 @@ public final class Bench {
 
     static double uuidNs(long ms) {
         long n = 0, x = 0;
+        long c0 = CPU.getCurrentThreadCpuTime();
         long t0 = System.nanoTime(), end = t0 + ms * 1_000_000;
         while (System.nanoTime() < end) {
             for (int i = 0; i < 1000; i++) {
@@ -139,6 +157,7 @@ public final class Bench {
             n += 1000;
         }
         sink ^= x;
+        lastCpuNs = (double) (CPU.getCurrentThreadCpuTime() - c0) / n;
         return (double) (System.nanoTime() - t0) / n;
     }
 
