@@ -13,6 +13,8 @@
 #   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
+#   make bench-clients  each client's next() beside its language's UUID and a
+#                  plain HTTP call (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
 #   make upgrade-test  every earlier release, built from its commit in
@@ -21,7 +23,7 @@
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #   make db-rotate-passwords  a new password for every account on the running
 #                  pair (files first, then hashes), then purge the binary logs
-#                  that held the old ones (docs/dba.md, "Rotating the password")
+#                  that held the old ones (docs/dba.md, "Rotating every password")
 #
 # Ports, paths, the number of servers and the address ticketd listens on can be
 # overridden:
@@ -108,13 +110,20 @@ test: fmt vet staticcheck tidy test-deps test-clients
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
 
-# The clients of other languages (clients/), each built and unit-tested with
-# its language's own tools against a fake ticketd written in that language:
-# Java with the JDK alone (javac, java, jar; clients/java/build.sh); Node with
-# node --test, then tsc over the sources and index.d.ts (typescript, a
+# The other languages' clients (clients/): their own unit tests, each with
+# its language's own tools against a fake ticketd written in that language
+# (make test-deps installs the toolchains): Python with unittest; Java with
+# the JDK alone (javac, java, jar; clients/java/build.sh); Node with node
+# --test, then tsc over the sources and index.d.ts (typescript, a
 # devDependency pinned in package-lock.json, installed by make test-deps).
-.PHONY: test-clients test-java test-node node-deps
-test-clients: test-java test-node
+# The conformance suite, which holds every client to docs/client.md against
+# real ticketd, is a Go test (clients/conformance) and runs with the others
+# above.
+.PHONY: test-clients test-python test-java test-node node-deps
+test-clients: test-python test-java test-node
+
+test-python:
+	cd clients/python && python3 -m unittest discover -s tests
 
 test-java:
 	clients/java/build.sh test
@@ -206,7 +215,8 @@ db-rotate-passwords:
 # What ticketd's presence costs an application taking tickets from the same
 # tables, measured (TestE2ELegacyContention in its long form): windows of
 # 45 s with innodb_autoinc_lock_mode 1, then 0, the application alone and
-# beside ticketd, and beside REPLACEs of a stub of their own; about 5 minutes.
+# beside ticketd, and beside REPLACEs of a stub of their own (README.md says
+# how long it takes).
 .PHONY: legacy-contention
 legacy-contention:
 	TICKETD_CONTENTION_WINDOW=$${TICKETD_CONTENTION_WINDOW:-45s} TICKETD_CONTENTION_OWN_STUB=1 \
@@ -214,7 +224,8 @@ legacy-contention:
 
 # docs/dba.md's "Adopting a running pair" on a pair set up the old way, under
 # an application's load, with 45 s windows (TestE2EAdoptRunningPair in its
-# long form; make test runs it with 5 s windows); about 5 minutes.
+# long form; make test runs it with 5 s windows; README.md says how long it
+# takes).
 .PHONY: adopt-soak
 adopt-soak:
 	TICKETD_ADOPT_WINDOW=$${TICKETD_ADOPT_WINDOW:-45s} \
@@ -222,12 +233,20 @@ adopt-soak:
 
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
-# own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
+# own ticket servers, ticketd and the bare server on free ports (how long it
+# takes: docs/performance.md, "Reproducing it").
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences
+.PHONY: bench bench-sequences bench-clients
 bench:
 	@GO=$(GO) bench/run.sh
+
+# Each language's client: next() from its buffer beside the language's UUID
+# and a plain HTTP call, one process per language (make bench runs it too):
+# its own pair on free ports; rows in bench/out/clients.txt, a table in
+# bench/out/clients.md; the clients in BENCH_CLIENTS (bench/clients.sh).
+bench-clients:
+	@GO=$(GO) bench/clients.sh
 
 # Named sequences at 100, 10,000 and 100,000 alone (make bench runs it too):
 # its own pair on free ports; rows in bench/out/sequences.txt, a table in
@@ -271,8 +290,8 @@ chaos: build db-install toxiproxy
 # each; a shallow clone fails, saying git fetch --unshallow) and upgrades a
 # live deployment from each to this one under load through HAProxy, binaries
 # first and schema first, with a rollback and the finalize; then restarts
-# release 1's ticketd ten times behind two HAProxy configurations. About 12
-# minutes; one figure table per path.
+# release 1's ticketd ten times behind two HAProxy configurations; one figure
+# table per path (how long it takes: docs/upgrade-test.md, "Latest figures").
 # A short version (release 1, binaries first, about a minute) runs in make test.
 UPGRADE_TIMEOUT ?= 30m
 .PHONY: upgrade-test

@@ -21,13 +21,13 @@
 #      buffer beside github.com/google/uuid's NewV7 and beside the same client in
 #      strictly increasing mode, one client taking IDs as fast as it can (each
 #      mode), and the p99 of Next at 1 M IDs/s;
-#   6. the Java and Node clients (clients/java, clients/node): next from a warm
-#      buffer beside UUID.randomUUID / crypto.randomUUID and a plain GET /v1/id
-#      in the same process; the Java client's Sequence.next from one thread for
-#      10 s (CosId's measure of its SegmentChainId);
-#   7. ticketd's peak RSS (VmHWM) under that load;
-#   8. stops everything it started and writes $OUT/report.md, summary.txt and
+#   6. ticketd's peak RSS (VmHWM) under that load;
+#   7. stops everything it started and writes $OUT/report.md, summary.txt and
 #      bench.png (raw measurements and logs in $OUT/raw);
+#   8. each language's client: next() from its buffer beside the language's
+#      UUID and a plain HTTP call (bench/clients.sh, on a pair of its own; also
+#      make bench-clients): rows clients_* appended to summary.txt, its table
+#      to report.md;
 #   9. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
 #      pair of its own; also make bench-sequences): rows seq_* appended to
 #      summary.txt, its table to report.md.
@@ -45,6 +45,8 @@
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
 #   BENCH_BALANCED_BITS  -balanced-bits of the second ticketd   [4]
+#   BENCH_CLIENTS_RUN 0 leaves out the clients of every language (step 8) [1]
+#   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
 #   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
@@ -136,8 +138,6 @@ apt_install() { # apt_install COMMAND PACKAGE
 command -v "$GO" >/dev/null || die "go is missing"
 apt_install wrk wrk
 apt_install gnuplot gnuplot-nox
-apt_install javac default-jdk-headless
-apt_install node nodejs
 
 rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp"
 mkdir -p "$RAW" "$BIN"
@@ -395,27 +395,6 @@ say "Go client: one Next from a warm buffer vs uuid.NewV7, sustained, p99 at $CL
 }
 sed 's/^/bench:   /' "$RAW/client.txt"
 
-# --- the Java and Node clients ------------------------------------------------
-# Each next from a warm buffer beside its language's UUID and a plain HTTP
-# call to the same ticketd, in one process (clients/java: Bench, with the
-# JDK alone; clients/node/bench/bench.js); the Java client's sequence values
-# from one thread as CosId measures its SegmentChainId (one thread, 10 s).
-wait_quiet 120
-say "Java client: next and Sequence.next from a warm buffer vs UUID.randomUUID and a plain GET /v1/id; one thread for 10 s on bench_b1000"
-"$REPO/clients/java/build.sh" bench -url "$T" -sequence bench_b1000 -d "$DURATION" -seq-d 10 \
-	>"$RAW/java-client.txt" 2>"$RAW/java-client.log" || {
-	cat "$RAW/java-client.log" >&2
-	die "the Java client benchmark failed"
-}
-sed 's/^/bench:   /' "$RAW/java-client.txt"
-wait_quiet 120
-say "Node client: await next and tryNext from a warm buffer vs crypto.randomUUID and a plain GET /v1/id"
-node "$REPO/clients/node/bench/bench.js" -url "$T" -d "$DURATION" >"$RAW/node-client.txt" 2>"$RAW/node-client.log" || {
-	cat "$RAW/node-client.log" >&2
-	die "the Node client benchmark failed"
-}
-sed 's/^/bench:   /' "$RAW/node-client.txt"
-
 # --- memory --------------------------------------------------------------------
 hwm() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 {
@@ -445,6 +424,20 @@ sequences_bench() {
 	} >>"$OUT/report.md"
 }
 
+# --- the clients of every language (bench/clients.sh) ------------------------------
+# Its own pair and ticketd, after everything above has stopped; its rows go
+# into summary.txt, its table into report.md.
+clients_bench() {
+	[ "${BENCH_CLIENTS_RUN:-1}" = 1 ] || return 0
+	say "the clients of every language (bench/clients.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/clients.sh" || die "the bench of the clients failed"
+	cat "$OUT/clients.txt" >>"$OUT/summary.txt"
+	{
+		echo
+		sed 's/^# /## /' "$OUT/clients.md"
+	} >>"$OUT/report.md"
+}
+
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"
 stop_pid ticketd "$TICKETD_PID"
@@ -461,6 +454,7 @@ rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
+clients_bench
 sequences_bench
 say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
 echo

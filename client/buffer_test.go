@@ -156,40 +156,40 @@ func TestRefreshWhileInUse(t *testing.T) {
 // TestPlan: when the refill goroutine fetches, without a caller asking.
 func TestPlan(t *testing.T) {
 	const maxAge = 100 * time.Millisecond
-	seg := func(sent time.Duration, n int) segment {
-		return segment{vals: make([]uint64, n), expires: sent + maxAge}
+	seg := func(sent time.Duration, n int) *segment {
+		return &segment{vals: make([]uint64, n), expires: sent + maxAge}
 	}
 	tests := []struct {
 		name     string
 		ids      bool
 		used     bool
-		segs     []segment
+		segs     []*segment
 		batch    int
 		now      time.Duration
 		wantNeed bool
 		wantWait time.Duration
 	}{
 		{"empty", true, false, nil, 10, 0, true, 0},
-		{"below the mark", true, true, []segment{seg(0, 9)}, 10, 0, true, 0},
-		{"unused: never", true, false, []segment{seg(0, 20)}, 10, 10 * time.Millisecond, false, never},
-		{"in use: at 3/4 of MaxAge", true, true, []segment{seg(0, 20)}, 10, 10 * time.Millisecond, false, 65 * time.Millisecond},
-		{"in use, from the freshest batch", true, true, []segment{seg(0, 20), seg(50*time.Millisecond, 20)}, 10, 60 * time.Millisecond, false, 65 * time.Millisecond},
-		{"in use, refresh due", true, true, []segment{seg(0, 20)}, 10, 75 * time.Millisecond, true, 0},
-		{"all expired", true, true, []segment{seg(0, 20)}, 10, 100 * time.Millisecond, true, 0},
-		{"sequences never age", false, true, []segment{{vals: make([]uint64, 20), expires: never}}, 10, time.Hour, false, never},
+		{"below the mark", true, true, []*segment{seg(0, 9)}, 10, 0, true, 0},
+		{"unused: never", true, false, []*segment{seg(0, 20)}, 10, 10 * time.Millisecond, false, never},
+		{"in use: at 3/4 of MaxAge", true, true, []*segment{seg(0, 20)}, 10, 10 * time.Millisecond, false, 65 * time.Millisecond},
+		{"in use, from the freshest batch", true, true, []*segment{seg(0, 20), seg(50*time.Millisecond, 20)}, 10, 60 * time.Millisecond, false, 65 * time.Millisecond},
+		{"in use, refresh due", true, true, []*segment{seg(0, 20)}, 10, 75 * time.Millisecond, true, 0},
+		{"all expired", true, true, []*segment{seg(0, 20)}, 10, 100 * time.Millisecond, true, 0},
+		{"sequences never age", false, true, []*segment{{vals: make([]uint64, 20), expires: never}}, 10, time.Hour, false, never},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newFakeClock()
 			c := &Client{cfg: Config{MaxAge: maxAge}, clk: clk, fake: true}
 			s := newStream(c, "", "/v1/ids", tt.ids, 1, 100)
-			s.batch, s.used = tt.batch, tt.used
+			s.batch = tt.batch
+			s.used.Store(tt.used)
 			for _, sg := range tt.segs {
 				if sg.expires != never {
 					sg.expires += clk.now()
 				}
 				s.segs = append(s.segs, sg)
-				s.buffered += len(sg.vals)
 			}
 			clk.Advance(tt.now)
 			wait, need := s.plan()

@@ -22,6 +22,16 @@ type Client struct {
 	fake    bool      // clk is not the system clock
 	start   time.Time // origin of the system clock's readings
 
+	// coarse is the client's clock as of the last tick (a time.Duration
+	// like now's; 0 while unknown): reading the monotonic clock costs more
+	// than the rest of Next, so Next reads this instead, and the clock
+	// itself only near an ID's expiry (stream.fresh). clockLoop advances it
+	// every tick while IDs are handed out, and sets it to 0 when they are
+	// not, so that an idle client does not wake up.
+	coarse    atomic.Int64
+	tick      time.Duration
+	clockWake chan struct{} // capacity 1: IDs are in use again
+
 	ctx      context.Context // cancelled by Close: aborts calls in flight
 	cancel   context.CancelFunc
 	done     chan struct{} // closed by Close
@@ -52,7 +62,8 @@ func newClient(cfg Config, tr transport, clk clock) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, tr: tr, clk: clk, start: time.Now(), done: make(chan struct{}),
-		probeNow: make(chan struct{}, 1), seqs: map[string]*stream{}}
+		probeNow: make(chan struct{}, 1), seqs: map[string]*stream{}, clockWake: make(chan struct{}, 1),
+		tick: tickOf(cfg.MaxAge)}
 	if clk == nil {
 		c.clk = sysClock{c.start}
 	} else {
@@ -81,6 +92,16 @@ func newClient(cfg Config, tr transport, clk clock) (*Client, error) {
 	c.wg.Add(2)
 	go c.ids.refillLoop()
 	go c.probeLoop()
+	if h, ok := clk.(interface{ onAdvance(func(time.Duration)) }); ok {
+		// A fake clock moves by hand: it keeps the coarse clock as a
+		// punctual clock goroutine would, in step with its moves.
+		origin := clk.now()
+		h.onAdvance(func(now time.Duration) { c.coarse.Store(int64(max(now-(now-origin)%c.tick, 1))) })
+		c.coarse.Store(int64(max(origin, 1)))
+	} else {
+		c.wg.Add(1)
+		go c.clockLoop()
+	}
 	c.ids.signal()
 	return c, nil
 }
@@ -221,11 +242,17 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// discard empties a stream's buffer: after Close nothing is handed out.
+// discard empties a stream's buffer: after Close nothing is handed out
+// (a call that claimed a value before finds its segment dead).
 func (c *Client) discard(s *stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.segs, s.buffered = nil, 0
+	for _, g := range s.segs {
+		g.dead.Store(true)
+		g.next.Store(sealed)
+	}
+	s.segs = nil
+	s.relinkLocked()
 }
 
 func isRejected(err error) bool { return errors.Is(err, ErrRejected) }

@@ -108,12 +108,12 @@ type Config struct {
 	// StrictlyIncreasing makes Next and NextN hand out strictly increasing
 	// IDs across the whole client, endpoint switches included: every
 	// refill asks with after= the largest ID fetched so far, so that any
-	// ticketd answers only larger IDs, and an ID at or below the last one
-	// handed out is never handed out (it is dropped: a gap). Its cost: one
-	// comparison per ID; after a switch, the new ticketd's IDs carry a time
-	// up to the clock difference between the two hosts ahead of its own
-	// clock (ticketd moves its generator forward rather than wait), and a
-	// ticketd whose clock is more than a second behind refuses the refill
+	// ticketd answers only larger IDs (a batch that is not is refused as
+	// ErrBadAnswer), and IDs are handed out in the order they were fetched.
+	// Its cost: nothing per ID; after a switch, the new ticketd's IDs carry
+	// a time up to the clock difference between the two hosts ahead of its
+	// own clock (ticketd moves its generator forward rather than wait), and
+	// a ticketd whose clock is more than a second behind refuses the refill
 	// (400, ErrRejected): keep the hosts' clocks within a second. Zero:
 	// unique IDs, increasing only while the client stays on one ticketd.
 	StrictlyIncreasing bool

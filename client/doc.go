@@ -5,8 +5,10 @@
 // An application that asks ticketd for every ID pays a network round trip
 // each time. A Client asks for batches instead (GET /v1/ids?n=N in the
 // binary format: 8 bytes per ID, big-endian) and hands IDs out from memory:
-// Next takes a lock for a few instructions, reads the monotonic clock and
-// allocates nothing. It is standard library only.
+// Next takes no lock and allocates nothing: one atomic add claims the next
+// ID of the current batch, whose age it checks on a coarse clock the client
+// keeps (and on the monotonic clock itself in the last quarter of MaxAge).
+// It is standard library only.
 //
 //	c, err := client.New(client.Config{Endpoints: []string{"http://10.0.0.5:8080", "http://10.0.0.6:8080"}})
 //	if err != nil { … }
@@ -34,7 +36,7 @@
 //     difference between the ticketd hosts).
 //   - Age: an ID is handed out only while less than Config.MaxAge (default
 //     1 s) has passed since the client sent the request that fetched it, on
-//     the client's monotonic clock. Since ticketd made the ID after the
+//     the client's monotonic clock (see "The age check" below). Since ticketd made the ID after the
 //     request arrived, that overstates its age: the bound is conservative.
 //     Older IDs are dropped (Stats counts them). IDs from many clients are
 //     thus time-ordered to within MaxAge, Twitter's k-sorting promise.
@@ -63,6 +65,20 @@
 //     its next call after MaxAge waits for one round trip.
 //   - A call finds the buffer empty only when the caller outruns the
 //     refills: it then waits for the next batch, within its context.
+//
+// # The age check
+//
+// Reading the monotonic clock costs more than the rest of Next, so Next
+// reads a coarse clock instead: one goroutine of the client stores the
+// monotonic time every tick (MaxAge/16, from 1 ms to 50 ms) while IDs are
+// handed out, and stops after two ticks without. Next reads the monotonic
+// clock itself when that coarse clock is stopped, when it says the batch is
+// in the last quarter of MaxAge (so an ID is handed out until MaxAge
+// exactly: the coarse clock is never ahead), and on every 64th ID (so a
+// busy caller does not rest on a goroutine the scheduler is late to run).
+// As with any clock reading, a call the operating system stops for longer
+// than that between the check and its return hands out an ID that is older
+// by then.
 //
 // # Endpoints and failures
 //

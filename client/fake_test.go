@@ -18,6 +18,15 @@ type fakeClock struct {
 	mu     sync.Mutex
 	t      time.Duration
 	timers []fakeTimer
+	hooks  []func(time.Duration) // called with the new time after each Advance
+}
+
+// onAdvance registers a function Advance calls with the new time, before it
+// returns (the client keeps its coarse clock so).
+func (c *fakeClock) onAdvance(f func(time.Duration)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks = append(c.hooks, f)
 }
 
 type fakeTimer struct {
@@ -57,10 +66,16 @@ func (c *fakeClock) hasTimerAt(at time.Duration) bool {
 	return false
 }
 
-// Advance moves the clock and fires the timers it passes.
+// Advance moves the clock, fires the timers it passes and calls the hooks.
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer func() {
+		now, hooks := c.t, c.hooks
+		c.mu.Unlock()
+		for _, h := range hooks {
+			h(now)
+		}
+	}()
 	c.t += d
 	keep := c.timers[:0]
 	for _, tm := range c.timers {

@@ -6,19 +6,30 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // never is the expiry of values that do not age (sequences).
 const never = time.Duration(math.MaxInt64)
 
-// maxFree bounds the spent segment buffers a stream keeps for reuse.
-const maxFree = 4
+// sealed is the claim index of a segment taken out of the buffer: every
+// claim on it lands past its end.
+const sealed = math.MaxInt64 / 2
 
 // stream is one buffered source of values: the snowflake IDs, or one named
-// sequence. Callers take values from the head of a queue of segments under
-// mu, which is never held across I/O; one goroutine (refillLoop) fetches new
-// segments and appends them. See the package comment for the algorithm.
+// sequence. One goroutine (refillLoop) fetches segments and appends them to
+// a queue under mu, which is never held across I/O.
+//
+// Callers take values from the head segment without a lock: each claims
+// the next index of the head with one atomic add, so every index is
+// claimed once (unique), and two calls of which one ended before the other
+// began claim in that order (increasing, across goroutines: the head only
+// moves forward, to a later batch). A claim is handed out only if the
+// segment is still live and younger than MaxAge, on the client's coarse
+// clock (see Client.coarse); a claim that fails either check is a gap. When
+// the head is spent, expired or absent, the call takes mu and the slow path
+// (take), which drops what expired, moves the head and waits for refills.
 type stream struct {
 	c        *Client
 	name     string // sequence name; "" for the IDs
@@ -28,45 +39,55 @@ type stream struct {
 	maxBatch int
 	wake     chan struct{} // capacity 1: a refill may be needed
 
+	head atomic.Pointer[segment] // segs[0], or nil
+	used atomic.Bool             // a value was handed out since the last refill
+	late atomic.Uint64           // claims not handed out: the segment had expired or was dropped
+
 	mu        sync.Mutex
-	segs      []segment // FIFO; values are handed out from segs[0]
-	buffered  int       // values left in segs
-	batch     int       // values the next refill asks for
+	segs      []*segment // FIFO; head is segs[0]
+	batch     int        // values the next refill asks for
 	lastSent  time.Duration
 	sentAny   bool
 	slowFetch bool          // the last refill took more than CallTimeout/4
-	used      bool          // a value was handed out since the last refill
 	arrived   chan struct{} // closed (and replaced) when a refill ends
 	started   uint64        // refills begun: the number of the latest
 	ended     uint64        // the number of the latest refill that ended
 	lastErr   error         // the last refill's error; nil after a success
 	paced     bool          // lastErr is a 429: the next refill waits for its Retry-After
 	throttled uint64        // refills answered 429 by every endpoint tried
-	free      [][]uint64    // spent segment buffers, for the refill goroutine
-	// strict (Config.StrictlyIncreasing, IDs only): lastOut is the last ID
-	// handed out, nothing at or below it is; maxFetched the largest ID
-	// fetched, which the next refill passes as after=.
+	// strict (Config.StrictlyIncreasing, IDs only): maxFetched is the
+	// largest ID fetched, which the next refill passes as after=, and every
+	// batch must lie above. Batches increase and each lies above the one
+	// before, so the order in which claims are made is the IDs' order.
 	strict     bool
-	lastOut    uint64
 	maxFetched uint64
 
-	// Counters, for Stats.
+	// Counters, for Stats. served counts the claims of the segments taken
+	// out of the queue; those of the segments still in it are added (less
+	// late) when read.
 	served, fetched, refills, refillFailures, droppedByAge, waits uint64
 	refillTotal, refillMax                                        time.Duration
 }
 
-// segment is one batch from one endpoint.
+// segment is one batch from one endpoint. Its values are never written
+// after it joins the queue: a caller that claimed an index reads it
+// whenever it runs, even after the segment left the queue.
 type segment struct {
 	vals    []uint64
-	pos     int           // next value to hand out
+	next    atomic.Int64  // the next index to claim; past len(vals) once spent
+	dead    atomic.Bool   // dropped from the queue (expired, Close): claims are gaps
+	lowAt   atomic.Int64  // the claim that takes the buffer below its mark (relinkLocked)
 	expires time.Duration // on the client's clock; never for sequences
+	late    time.Duration // expires - MaxAge/4: from then on, claims read the clock itself
 }
+
+// claimed is how many of the segment's values have been claimed.
+func (g *segment) claimed() int { return int(min(g.next.Load(), int64(len(g.vals)))) }
 
 func newStream(c *Client, name, path string, ids bool, minBatch, maxBatch int) *stream {
 	return &stream{
 		c: c, name: name, path: path, ids: ids, minBatch: minBatch, maxBatch: maxBatch,
 		wake: make(chan struct{}, 1), batch: minBatch, arrived: make(chan struct{}),
-		free: make([][]uint64, 0, maxFree),
 	}
 }
 
@@ -79,43 +100,84 @@ func (s *stream) signal() {
 	}
 }
 
+// bufferedLocked is how many values are left in the queue.
+func (s *stream) bufferedLocked() int {
+	n := 0
+	for _, g := range s.segs {
+		n += len(g.vals) - g.claimed()
+	}
+	return n
+}
+
 // lowLocked reports whether the buffer is below its low-water mark: one
 // batch. The refill then runs while callers still take what is left.
-func (s *stream) lowLocked() bool { return s.buffered < s.batch }
+func (s *stream) lowLocked() bool { return s.bufferedLocked() < s.batch }
 
-// one hands out one value: the hot path of Next and Ticket. It allocates
-// nothing; the clock is read before the lock.
-func (s *stream) one(ctx context.Context) (uint64, error) {
-	now := s.c.now()
-	s.mu.Lock()
+// relinkLocked publishes the head and, for each segment, the claim that
+// takes the buffer below its mark: claiming index p of a segment leaves
+// len-p-1 values in it and those of the segments after it (never claimed
+// yet), below batch from p = len + later - batch on. It runs whenever the
+// queue or the batch changes.
+func (s *stream) relinkLocked() {
+	later := 0
+	for i := len(s.segs) - 1; i >= 0; i-- {
+		g := s.segs[i]
+		g.lowAt.Store(int64(len(g.vals) + later - s.batch))
+		later += len(g.vals) - g.claimed()
+	}
 	if len(s.segs) > 0 {
-		seg := &s.segs[0]
-		if now < seg.expires && (!s.strict || seg.vals[seg.pos] > s.lastOut) {
-			v := seg.vals[seg.pos]
-			seg.pos++
-			s.buffered--
-			s.served++
-			s.lastOut = v
-			if seg.pos == len(seg.vals) {
-				s.popLocked()
+		s.head.Store(s.segs[0])
+	} else {
+		s.head.Store(nil)
+	}
+}
+
+// one hands out one value: the hot path of Next and Ticket. It takes no
+// lock and allocates nothing: an atomic add claims the head's next value.
+func (s *stream) one(ctx context.Context) (uint64, error) {
+	if g := s.head.Load(); g != nil {
+		if p := g.next.Add(1) - 1; p < int64(len(g.vals)) {
+			if s.fresh(g, p) && !g.dead.Load() {
+				// The refill goroutine plans a refresh for a buffer in use:
+				// tell it on the first use after a refill, and at the mark.
+				if p == g.lowAt.Load() || !s.used.Load() {
+					s.used.Store(true)
+					s.signal()
+				}
+				return g.vals[p], nil
 			}
-			// The refill goroutine plans a refresh for a buffer in use: tell
-			// it on the first use after a refill, and when below the mark.
-			wake := !s.used || s.lowLocked()
-			s.used = true
-			s.mu.Unlock()
-			if wake {
-				s.signal()
-			}
-			return v, nil
+			s.late.Add(1)
 		}
 	}
-	s.mu.Unlock()
 	var one [1]uint64
 	if _, err := take(s, ctx, one[:]); err != nil {
 		return 0, err
 	}
 	return one[0], nil
+}
+
+// fresh reports whether claim p of segment g is younger than MaxAge. It
+// reads the client's coarse clock, and the monotonic clock itself when the
+// coarse one is unset (an idle client), in the last quarter of g's life
+// (so that a value is handed out until MaxAge exactly, and the coarse
+// clock would have to be a quarter of MaxAge late to let an older one
+// through), and on every 64th claim (so that a busy caller does not rest on
+// a clock goroutine the scheduler is late to run). A busy client rarely
+// meets the last quarter: it refreshes its IDs before (plan).
+func (s *stream) fresh(g *segment, p int64) bool {
+	if !s.ids {
+		return true
+	}
+	c := s.c
+	now := time.Duration(c.coarse.Load())
+	switch {
+	case now == 0:
+		c.wakeClock()
+		now = c.now()
+	case now >= g.late || p&63 == 0:
+		now = c.now()
+	}
+	return now < g.expires
 }
 
 // take fills dst from s's buffer, waiting for refills as needed, and
@@ -128,38 +190,30 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 	var waitFor uint64 // the first refill begun after this call began waiting
 	for {
 		now := s.c.now()
+		if s.ids {
+			s.c.wakeClock()
+		}
 		s.mu.Lock()
 		s.dropExpiredLocked(now)
 		for filled < len(dst) && len(s.segs) > 0 {
-			seg := &s.segs[0]
-			if s.strict {
-				// Never at or below the last ID handed out: such IDs are
-				// dropped (with after= on every refill there are none, but
-				// the promise does not rest on the servers).
-				for seg.pos < len(seg.vals) && seg.vals[seg.pos] <= s.lastOut {
-					seg.pos++
-					s.buffered--
-				}
-				if seg.pos == len(seg.vals) {
-					s.popLocked()
-					continue
-				}
+			// Claimed like the hot path does, beside callers that hold the
+			// head without the lock: a range at once.
+			g := s.segs[0]
+			want := int64(len(dst) - filled)
+			from := g.next.Add(want) - want
+			to := min(from+want, int64(len(g.vals)))
+			for p := from; p < to; p++ {
+				dst[filled] = T(g.vals[p])
+				filled++
 			}
-			n := min(len(dst)-filled, len(seg.vals)-seg.pos)
-			for i, v := range seg.vals[seg.pos : seg.pos+n] {
-				dst[filled+i] = T(v)
-			}
-			seg.pos += n
-			filled += n
-			s.lastOut = max(s.lastOut, seg.vals[seg.pos-1])
-			s.buffered -= n
-			s.served += uint64(n)
-			if seg.pos == len(seg.vals) {
+			if to == int64(len(g.vals)) {
 				s.popLocked()
 			}
 		}
-		wake := s.lowLocked() || (filled > 0 && !s.used)
-		s.used = s.used || filled > 0
+		wake := s.lowLocked() || (filled > 0 && !s.used.Load())
+		if filled > 0 {
+			s.used.Store(true)
+		}
 		if filled == len(dst) {
 			s.mu.Unlock()
 			if wake {
@@ -197,13 +251,18 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 	}
 }
 
-// popLocked removes the head segment, keeping its buffer for reuse.
-func (s *stream) popLocked() {
-	if len(s.free) < cap(s.free) {
-		s.free = append(s.free, s.segs[0].vals[:0])
-	}
-	s.segs[0] = segment{}
+// popLocked takes the head segment out of the queue and returns how many
+// of its values were never claimed. Its values stay as they are: a caller
+// that claimed one before may still read it (so a segment's buffer is never
+// reused).
+func (s *stream) popLocked() (unclaimed int) {
+	g := s.segs[0]
+	claimed := int(min(g.next.Swap(sealed), int64(len(g.vals))))
+	s.served += uint64(claimed)
+	s.segs[0] = nil
 	s.segs = s.segs[1:]
+	s.relinkLocked()
+	return len(g.vals) - claimed
 }
 
 // dropExpiredLocked drops the head segments whose values are older than
@@ -211,10 +270,8 @@ func (s *stream) popLocked() {
 // can be expired while a later one is not.
 func (s *stream) dropExpiredLocked(now time.Duration) (dropped bool) {
 	for len(s.segs) > 0 && now >= s.segs[0].expires {
-		left := len(s.segs[0].vals) - s.segs[0].pos
-		s.droppedByAge += uint64(left)
-		s.buffered -= left
-		s.popLocked()
+		s.segs[0].dead.Store(true)
+		s.droppedByAge += uint64(s.popLocked())
 		dropped = true
 	}
 	return dropped
@@ -282,7 +339,7 @@ func (s *stream) plan() (wait time.Duration, need bool) {
 	if s.lowLocked() {
 		return 0, true
 	}
-	if !s.ids || !s.used || len(s.segs) == 0 {
+	if !s.ids || !s.used.Load() || len(s.segs) == 0 {
 		return never, false
 	}
 	refreshAt := s.segs[len(s.segs)-1].expires - s.c.cfg.MaxAge/4
@@ -313,19 +370,14 @@ func (s *stream) refill(order []int) ([]int, error) {
 		case lasted > 2*s.c.cfg.BatchPeriod:
 			s.batch = max(s.batch/2, s.minBatch)
 		}
+		s.relinkLocked()
 	}
 	n := s.batch
 	path := s.path
 	if s.strict && s.maxFetched > 0 {
 		path += "?after=" + strconv.FormatUint(s.maxFetched, 10)
 	}
-	var vals []uint64
-	if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
-		vals = s.free[k-1][:n]
-		s.free = s.free[:k-1]
-	} else {
-		vals = make([]uint64, n)
-	}
+	vals := make([]uint64, n) // never reused: see popLocked
 	s.mu.Unlock()
 
 	// First the endpoints that are up, each with CallTimeout. If none is up,
@@ -373,6 +425,7 @@ func (s *stream) refill(order []int) ([]int, error) {
 	// Perhaps too big to arrive in time, or above the endpoint's -max-batch
 	// (a 400): ask for less next time.
 	s.batch = max(s.batch/2, s.minBatch)
+	s.relinkLocked()
 	s.broadcastLocked(attempt)
 	s.mu.Unlock()
 	return order, err
@@ -413,20 +466,22 @@ func (s *stream) appendBatch(vals []uint64, sent time.Duration, attempt uint64) 
 	took := s.c.now() - sent
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	expires := never
+	expires, late := never, never
 	if s.ids {
 		expires = sent + s.c.cfg.MaxAge
+		late = expires - s.c.cfg.MaxAge/4
 	}
-	s.segs = append(s.segs, segment{vals: vals, expires: expires})
+	s.segs = append(s.segs, &segment{vals: vals, expires: expires, late: late})
+	s.relinkLocked()
 	if s.ids {
 		s.maxFetched = max(s.maxFetched, vals[len(vals)-1])
 	}
-	s.buffered += len(vals)
 	s.fetched += uint64(len(vals))
 	s.refills++
 	s.refillTotal += took
 	s.refillMax = max(s.refillMax, took)
-	s.lastSent, s.sentAny, s.used = sent, true, false
+	s.lastSent, s.sentAny = sent, true
+	s.used.Store(false)
 	s.slowFetch = took > s.c.cfg.CallTimeout/4
 	s.lastErr, s.paced = nil, false
 	s.broadcastLocked(attempt)
@@ -459,9 +514,14 @@ func (s *stream) stats() StreamStats {
 	if s.dropExpiredLocked(now) && s.lowLocked() {
 		s.signal()
 	}
+	late := s.late.Load()
+	served := s.served - late
+	for _, g := range s.segs {
+		served += uint64(g.claimed())
+	}
 	st := StreamStats{
-		Served: s.served, Fetched: s.fetched, Buffered: s.buffered, Batch: s.batch,
-		Refills: s.refills, RefillFailures: s.refillFailures, Throttled: s.throttled, DroppedByAge: s.droppedByAge, Waits: s.waits,
+		Served: served, Fetched: s.fetched, Buffered: s.bufferedLocked(), Batch: s.batch,
+		Refills: s.refills, RefillFailures: s.refillFailures, Throttled: s.throttled, DroppedByAge: s.droppedByAge + late, Waits: s.waits,
 		RefillLatencyTotal: s.refillTotal, RefillLatencyMax: s.refillMax,
 	}
 	if s.lastErr != nil {

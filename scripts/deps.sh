@@ -32,6 +32,7 @@ nft nftables docs/deploy.md's firewall ruleset (internal/deploycheck)
 promtool prometheus metrics lint and alert-rule tests (frontend, deploy/prometheus)
 prometheus prometheus a real Prometheus scraping ticketd (cmd/ticketd TestE2EMetrics)
 mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
+ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
 python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
 pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
 javac default-jdk-headless the Java client's build and tests (clients/java)

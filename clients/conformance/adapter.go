@@ -10,8 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
+
+	"ticketd/internal/proctest"
 )
 
 // AdapterSpec is one entry of adapters.json: how a client's adapter is
@@ -102,7 +103,7 @@ type Adapter struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte // the answers, one line each
-	Stderr *lockedBuffer
+	Stderr *proctest.Buffer
 	done   chan struct{}
 }
 
@@ -110,7 +111,7 @@ type Adapter struct {
 func StartAdapter(argv []string, dir string, env []string) (*Adapter, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
-	a := &Adapter{cmd: cmd, lines: make(chan []byte, 1), Stderr: &lockedBuffer{}, done: make(chan struct{})}
+	a := &Adapter{cmd: cmd, lines: make(chan []byte, 1), Stderr: &proctest.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = a.Stderr
 	var err error
 	if a.stdin, err = cmd.StdinPipe(); err != nil {
@@ -194,22 +195,4 @@ func (a *Adapter) Finish(grace time.Duration) error {
 func (a *Adapter) Kill() {
 	a.cmd.Process.Kill()
 	<-a.done
-}
-
-// lockedBuffer collects the adapter's standard error while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

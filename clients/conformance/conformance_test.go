@@ -33,9 +33,9 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// TestDescriptions: scenarios.json and adapters.json read and refer only
-// to what exists (no MariaDB needed).
-func TestDescriptions(t *testing.T) {
+// descriptions reads scenarios.json and adapters.json.
+func descriptions(t *testing.T) (*Suite, []AdapterSpec) {
+	t.Helper()
 	suite, err := LoadSuite("scenarios.json")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,13 @@ func TestDescriptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return suite, specs
+}
+
+// TestDescriptions: scenarios.json and adapters.json read and refer only
+// to what exists (no MariaDB needed).
+func TestDescriptions(t *testing.T) {
+	suite, specs := descriptions(t)
 	if len(suite.Scenarios) < 8 || len(specs) == 0 {
 		t.Fatalf("%d scenarios and %d adapters: want the issue's eight scenarios and an adapter", len(suite.Scenarios), len(specs))
 	}
@@ -65,20 +72,20 @@ func TestDescriptions(t *testing.T) {
 // TestConformance plays every scenario against every client's adapter, on
 // one pair of MariaDB ticket servers and real ticketd processes.
 func TestConformance(t *testing.T) {
-	suite, err := LoadSuite("scenarios.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := LoadAdapters("adapters.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite, specs := descriptions(t)
 	if testing.Short() {
 		t.Skip("starts MariaDB, ticketd and every client's toolchain")
 	}
 	root := repoRoot(t)
 	p := mysqltest.StartPair(t)
-	proctest.Ticketd(t) // built once, before the first scenario's clock starts
+	// The scenarios' sequence, with a block: values from ticketd's memory,
+	// not a durable REPLACE each (a loaded machine would miss deadlines).
+	create := exec.Command(proctest.Ticketd(t), "sequence", "create", "conformance", "-block", "1000",
+		"-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(), "-user", p.SeqUser)
+	create.Env = append(os.Environ(), "TICKETD_SEQUENCE_PASSWORD="+p.SeqPassword)
+	if out, err := create.CombinedOutput(); err != nil {
+		t.Fatalf("ticketd sequence create conformance: %v\n%s", err, out)
+	}
 	for _, spec := range specs {
 		t.Run(spec.Name, func(t *testing.T) {
 			for _, need := range spec.Needs {

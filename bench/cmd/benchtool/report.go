@@ -276,10 +276,6 @@ func runReport(args []string) error {
 			return err
 		}
 	}
-	langs, err := readLangClients(raw)
-	if err != nil {
-		return err
-	}
 	hwmKB, err := strconv.ParseFloat(rss["ticketd_vmhwm_kb"], 64)
 	if err != nil {
 		return fmt.Errorf("report: ticketd_vmhwm_kb: %w", err)
@@ -387,7 +383,6 @@ func runReport(args []string) error {
 		httpErrors += e.a.errors + e.a.non2xx + e.b.errors + e.b.non2xx
 	}
 	httpErrors += mx.alone.errors + mx.alone.non2xx + mx.loaded.errors + mx.loaded.non2xx + mx.batchErrors
-	langs.add(&s)
 	s.add("ticketd_http_errors", httpErrors)
 	s.add("raw_replace_errors", tb1.a.errors)
 
@@ -419,7 +414,6 @@ func runReport(args []string) error {
 		pass("Go client strictly increasing vs plain, sustained", "≥ 0.9×", fmt.Sprintf("%.2f× (%s vs %s IDs/s)", strictSustained/clientSustained, human(strictSustained), human(clientSustained)), strictSustained/clientSustained >= 0.9),
 		pass("no failed request", "0", num(httpErrors), httpErrors == 0),
 	}
-	targets = append(targets, langs.targets(pass)...)
 	met := 0
 	for _, t := range targets {
 		if t.met {
@@ -512,8 +506,6 @@ func runReport(args []string) error {
 	w("| sustained, one client | %s IDs/s |\n| p99 of `Next` at %s IDs/s | %.0f ns |\n", human(clientSustained), human(clientRate), clientP99)
 	w("| one `Next`, strictly increasing mode (runs alternating with the plain one's) | %.1f ns (plain ÷ strict: %.2f×) |\n", strictNs, clientNs/strictNs)
 	w("| sustained, strictly increasing mode (right after the plain run) | %s IDs/s (strict ÷ plain: %.2f×) |\n", human(strictSustained), strictSustained/clientSustained)
-
-	langs.section(w, meta["duration_s"])
 
 	w("\n## Balanced low bits, after= and public forms\n\nEach against plain ticketd on the same servers, A B A B as above (%s rounds for `/v1/id`, %s for `/v1/ids`): "+
 		"a second ticketd with `-balanced-bits %d` (each millisecond's sequence starts at a random value below 2^%d, the values below it skipped; "+

@@ -1,12 +1,14 @@
 // The Node client measured against ticketd, beside crypto.randomUUID and a
 // plain HTTP call in the same process. Prints one "name value" line per
-// figure (make bench's bench/run.sh reads them):
+// figure (bench/clients.sh, make bench-clients, reads them):
 //
-//   node_next_ns         one `await client.next()` from a warm buffer (median of the iterations)
-//   node_trynext_ns      one `client.tryNext()` (sync) from a warm buffer
-//   node_uuid_ns         one crypto.randomUUID()
-//   node_http_ns         one GET /v1/id with node:http, kept alive
-//   node_sustained_ids_per_s  `await client.next()` for -d seconds, refills from ticketd included
+//   clients_node_next_ns         one `await client.next()` from a warm buffer (the fastest of the iterations)
+//   clients_node_trynext_ns      one `client.tryNext()` (sync) from a warm buffer
+//   clients_node_uuid_ns         one crypto.randomUUID()
+//   clients_node_http_ns         one GET /v1/id with node:http, kept alive
+//   clients_node_sustained_ids_per_s  `await client.next()` for -d seconds, refills from ticketd included
+//   clients_node_*_cpu_ns        next, tryNext and randomUUID in the process' CPU time
+//   clients_node_major           Node's major version
 //
 // Each per-call figure also comes as CPU time (the _cpu_ns rows:
 // process.cpuUsage over the same bursts), which a machine shared with other
@@ -27,7 +29,7 @@ const arg = (name, def) => {
 };
 const url = arg('-url');
 const d = Number(arg('-d', '8'));
-const iterations = Number(arg('-iterations', '5'));
+const iterations = Number(arg('-iterations', '3'));
 if (!url) {
   console.error('usage: node bench.js -url BASE [-d SECONDS] [-iterations N]');
   process.exit(2);
@@ -124,10 +126,8 @@ async function sustained(c, seconds) {
   return n / ((now() - t0) / 1000);
 }
 
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+// The fastest of the iterations, as bench/clients.sh takes for every client.
+const least = (v) => Math.min(...v);
 
 const c = new Client({ endpoints: [url] });
 try {
@@ -145,15 +145,15 @@ try {
     uuid.push(uuidNs(1000));
     uuidCpu.push(lastCpuNs);
   }
-  console.log(`node_next_ns ${median(next).toFixed(1)}`);
-  console.log(`node_trynext_ns ${median(sync).toFixed(1)}`);
-  console.log(`node_uuid_ns ${median(uuid).toFixed(1)}`);
-  console.log(`node_next_cpu_ns ${median(nextCpu).toFixed(1)}`);
-  console.log(`node_trynext_cpu_ns ${median(syncCpu).toFixed(1)}`);
-  console.log(`node_uuid_cpu_ns ${median(uuidCpu).toFixed(1)}`);
-  console.log(`node_http_ns ${(await httpNs(2000)).toFixed(0)}`);
-  console.log(`node_sustained_ids_per_s ${(await sustained(c, d)).toFixed(0)}`);
-  console.log(`node_version ${process.versions.node.split('.')[0]}`);
+  console.log(`clients_node_next_ns ${least(next).toFixed(1)}`);
+  console.log(`clients_node_trynext_ns ${least(sync).toFixed(1)}`);
+  console.log(`clients_node_uuid_ns ${least(uuid).toFixed(1)}`);
+  console.log(`clients_node_next_cpu_ns ${least(nextCpu).toFixed(1)}`);
+  console.log(`clients_node_trynext_cpu_ns ${least(syncCpu).toFixed(1)}`);
+  console.log(`clients_node_uuid_cpu_ns ${least(uuidCpu).toFixed(1)}`);
+  console.log(`clients_node_http_ns ${(await httpNs(2000)).toFixed(0)}`);
+  console.log(`clients_node_sustained_ids_per_s ${(await sustained(c, d)).toFixed(0)}`);
+  console.log(`clients_node_major ${process.versions.node.split('.')[0]}`);
 } finally {
   await c.close();
 }
