@@ -36,7 +36,9 @@ import java.util.UUID;
  * not), as for the Go client's client_next_ns: the cost a caller below
  * ticketd's capacity pays.
  *
- * Arguments: -url BASE -sequence NAME [-d SECONDS] [-seq-d SECONDS] [-iterations N].
+ * Arguments: -url BASE -sequence NAME [-d SECONDS] [-seq-d SECONDS] [-iterations N]
+ * [-max-ticket-batch N] (at most ticketd's -max-ticket-batch; the bursts of
+ * sequence values are a tenth of it).
  */
 public final class Bench {
     static volatile long sink; // results go here: the JIT cannot drop what it computes
@@ -48,6 +50,7 @@ public final class Bench {
         String url = null, seq = null;
         double d = 8, seqD = 10;
         int iterations = 3;
+        int maxTicketBatch = TicketdClient.DEFAULT_MAX_TICKET_BATCH;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "-url" -> url = args[++i];
@@ -55,14 +58,16 @@ public final class Bench {
                 case "-d" -> d = Double.parseDouble(args[++i]);
                 case "-seq-d" -> seqD = Double.parseDouble(args[++i]);
                 case "-iterations" -> iterations = Integer.parseInt(args[++i]);
+                case "-max-ticket-batch" -> maxTicketBatch = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
         if (url == null || seq == null) {
             throw new IllegalArgumentException("usage: Bench -url BASE -sequence NAME [-d S] [-seq-d S] [-iterations N]");
         }
-        try (TicketdClient c = TicketdClient.builder().endpoints(url).build()) {
+        try (TicketdClient c = TicketdClient.builder().endpoints(url).maxTicketBatch(maxTicketBatch).build()) {
             Sequence s = c.sequence(seq);
+            seqBurst = Math.max(1, maxTicketBatch / 2);
             // Warm-up: the JIT compiles the paths, the batches grow.
             for (int w = 0; w < 3; w++) {
                 burstsNs(c, null, 200);
@@ -97,12 +102,14 @@ public final class Bench {
         System.err.println("sink " + (sink & 1));
     }
 
-    /** IDs, and sequence values, per timed burst: half of the largest batch (10000 IDs, 1000 values). */
-    static final int BURST = 5000, SEQ_BURST = 500;
+    /** IDs per timed burst: half of the largest batch (10000). */
+    static final int BURST = 5000;
+    /** Sequence values per timed burst: half of the largest batch. */
+    static int seqBurst = 500;
 
     /** Mean ns of one value over bursts for about ms, each burst from a buffer holding more. */
     static double burstsNs(TicketdClient c, Sequence s, long ms) throws InterruptedException {
-        int burst = s == null ? BURST : SEQ_BURST;
+        int burst = s == null ? BURST : seqBurst;
         long timed = 0, cpu = 0, n = 0, x = 0;
         long end = System.nanoTime() + ms * 1_000_000;
         while (System.nanoTime() < end) {
