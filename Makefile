@@ -110,16 +110,35 @@ test: fmt vet staticcheck tidy test-deps test-clients
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
 
-# The other languages' clients: their own unit tests, with their own
-# toolchains (make test-deps installs them). The conformance suite, which
-# holds every client to docs/client.md against real ticketd, is a Go test
-# (clients/conformance) and runs with the others above.
-.PHONY: test-clients test-python
-test-clients: test-python
+# The other languages' clients (clients/): their own unit tests, each with
+# its language's own tools against a fake ticketd written in that language
+# (make test-deps installs the toolchains): Python with unittest; Java with
+# the JDK alone (javac, java, jar; clients/java/build.sh); Node with node
+# --test, then tsc over the sources and index.d.ts (typescript, a
+# devDependency pinned in package-lock.json, installed by make test-deps).
+# The conformance suite, which holds every client to docs/client.md against
+# real ticketd, is a Go test (clients/conformance) and runs with the others
+# above.
+.PHONY: test-clients test-python test-java test-node node-deps
+test-clients: test-python test-java test-node
 
 test-python:
 	mypy --strict --python-version 3.8 clients/python/src/ticketd_client
 	cd clients/python && python3 -m unittest discover -s tests
+
+test-java:
+	clients/java/build.sh test
+
+test-node:
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
+		{ echo "node $$(node --version): the Node client wants 20 or later" >&2; exit 1; }
+	cd clients/node && node --test test/*.test.js
+	@[ -x clients/node/node_modules/.bin/tsc ] || { echo "no tsc in clients/node/node_modules: make test-deps" >&2; exit 1; }
+	cd clients/node && node_modules/.bin/tsc -p tsconfig.json
+
+# The Node client's devDependencies (typescript), exactly as package-lock.json pins them.
+node-deps: test-packages
+	cd clients/node && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
 # through the Go module proxy. internal/toxiproxy finds it there (and
@@ -138,7 +157,7 @@ db-install:
 # Everything make test runs, without running it (a test that finds a tool
 # missing names this target).
 .PHONY: test-deps
-test-deps: test-packages toxiproxy balancers-install
+test-deps: test-packages toxiproxy balancers-install node-deps
 
 # The packages first, so that haproxy comes from here (no service started).
 .PHONY: test-packages

@@ -25,14 +25,14 @@
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT      output folder                                          [bench/out]
-#   BENCH_CLIENTS  the clients measured                                   [go python]
+#   BENCH_CLIENTS  the clients measured                                   [go python java node]
 #   BENCH_BIN      folder with ticketd and benchtool already built        [build them]
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$REPO/bench
 OUT=${BENCH_OUT:-$BENCH/out}
-CLIENTS=${BENCH_CLIENTS:-go python}
+CLIENTS=${BENCH_CLIENTS:-go python java node}
 GO=${GO:-go}
 
 say() { printf 'bench clients: %s\n' "$*"; }
@@ -65,6 +65,19 @@ bench_go() { "$TOOL" clientsgo -url "$T"; }
 bench_python() {
 	command -v python3 >/dev/null || die "python3 is missing (make test-deps installs it)"
 	python3 "$REPO/clients/python/bench.py" "$T"
+}
+# The Java client (JDK only: clients/java/build.sh bench) also measures its
+# sequence values from one thread as CosId measures its SegmentChainId (one
+# thread, 10 s), on a sequence of block 1000: clients_java_seq_*.
+bench_java() {
+	command -v javac >/dev/null || die "javac is missing (make test-deps installs it)"
+	"$BIN/ticketd" sequence create clients_bench -block 1000 -servers "127.0.0.1:$DB1_PORT,127.0.0.1:$DB2_PORT" \
+		-password-file "$DBVAR/sequences.password" >&2
+	clients/java/build.sh bench -url "$T" -sequence clients_bench
+}
+bench_node() {
+	command -v node >/dev/null || die "node is missing (make test-deps installs it)"
+	node clients/node/bench/bench.js -url "$T"
 }
 
 # --- everything started here is stopped on exit, by PID ----------------------
