@@ -21,8 +21,8 @@ const (
 
 // TestSequenceCreatePublic: `sequence create -public` on the real pair.
 // Refused, writing nothing, on a deployment no ticketd has recorded, on one
-// that records no key, before the upgrade is finalized at release 3 (an
-// older ticketd would hand out the raw values), and on a server whose
+// that records no key, before the upgrade is finalized at this release
+// (an older ticketd would hand out the raw values), and on a server whose
 // schema lacks the public columns (named); then made under the key the
 // deployment records, its catalog rows and pins naming that check value on
 // both servers, shown by list (the check value, no key) and clean for
@@ -61,8 +61,8 @@ func TestSequenceCreatePublic(t *testing.T) {
 	}
 	refused("no deployment record", 1, "holds no deployment record", "start a ticketd of this release")
 	both(`INSERT INTO tickets.deployment (id, layout, epoch_ms, first_start_ms, created_by, finalized_release) VALUES (1, '41/0/10/12', 1288834974657, 1700000000000, 'test', 0)`)
-	refused("not finalized", 1, "creating a public sequence needs a deployment finalized at release 3", "ticketd upgrade finalize")
-	both("UPDATE tickets.deployment SET finalized_release = 3")
+	refused("not finalized", 1, fmt.Sprintf("creating a public sequence needs a deployment finalized at release %d", ticket.Release), "ticketd upgrade finalize")
+	both(fmt.Sprintf("UPDATE tickets.deployment SET finalized_release = %d", ticket.Release))
 	refused("no key recorded", 1, "records no key", "start a ticketd with -id-key-file")
 	mp.Servers[0].Exec(t, "UPDATE tickets.deployment SET key_check = '"+checkOne+"'")
 	mp.Servers[1].Exec(t, "UPDATE tickets.deployment SET key_check = '"+checkTwo+"'")
