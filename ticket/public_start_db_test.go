@@ -158,9 +158,10 @@ func rowBelowStart(start, block uint64, off, n int) uint64 {
 
 // createRelease3Public makes on every server what release 3's `ticketd
 // sequence create NAME -public -start START` made: the rows of counters
-// above the start, the catalog row and the pin naming the key check alone,
-// and the start recorded.
-func createRelease3Public(t *testing.T, mp *mysqltest.Pair, name string, bits int, block, start uint64, keyCol string) {
+// above the start, the catalog row and the pin naming the key check alone
+// (keyCol; this release's create writes "CHECK>START" there), and the
+// start recorded.
+func createRelease3Public(t testing.TB, mp *mysqltest.Pair, name string, bits int, block, start uint64, keyCol string) {
 	t.Helper()
 	for _, s := range mp.Servers {
 		s.Exec(t, fmt.Sprintf(`START TRANSACTION;
