@@ -14,16 +14,17 @@ import (
 	"ticketd/ticket/internal/spec"
 )
 
-// seqAdmin is the configuration of `ticketd sequence` on mp: the account of
-// role ticketd_sequences.
-func seqAdmin(mp *mysqltest.Pair) spec.Config {
-	cfg := adminConfig(mp)
-	cfg.User, cfg.Password = mp.SeqUser, mp.SeqPassword
-	return cfg
+// seqAdminOn is the configuration of `ticketd sequence` on servers: the
+// account of role ticketd_sequences.
+func seqAdminOn(servers []*mysqltest.Server, user, password string) spec.Config {
+	return adminConfigOn(servers, user, password)
 }
 
-// recordDeployment records a deployment on mp through p, as a ticketd's
-// first start does: finalized at this release, with p's key.
+// seqAdmin is seqAdminOn for a pair.
+func seqAdmin(mp *mysqltest.Pair) spec.Config { return seqAdminOn(mp.Servers[:], mp.SeqUser, mp.SeqPassword) }
+
+// recordDeployment records a deployment through p, as a ticketd's first
+// start does: finalized at this release, with p's key.
 func recordDeployment(t *testing.T, p *Pair) {
 	t.Helper()
 	if _, err := p.EnsureDeployment(context.Background(), Deployment{Layout: "41/0/10/12", EpochMs: 1288834974657, FirstStartMs: 1_700_000_000_000, CreatedBy: "test/1"}); err != nil {
@@ -31,11 +32,11 @@ func recordDeployment(t *testing.T, p *Pair) {
 	}
 }
 
-// listed is what `ticketd sequence list` says of name.
-func listed(t *testing.T, mp *mysqltest.Pair, name string) dba.SequenceListing {
+// listedOn is what `ticketd sequence list` (cfg) says of name.
+func listedOn(t *testing.T, cfg spec.Config, name string) dba.SequenceListing {
 	t.Helper()
 	var got dba.SequenceListing
-	if _, err := dba.ListSequences(context.Background(), seqAdmin(mp), dba.ListOptions{Name: name}, func(l dba.SequenceListing) error {
+	if _, err := dba.ListSequences(context.Background(), cfg, dba.ListOptions{Name: name}, func(l dba.SequenceListing) error {
 		got = l
 		return nil
 	}); err != nil {
@@ -44,39 +45,57 @@ func listed(t *testing.T, mp *mysqltest.Pair, name string) dba.SequenceListing {
 	return got
 }
 
+// listed is listedOn for a pair.
+func listed(t *testing.T, mp *mysqltest.Pair, name string) dba.SequenceListing {
+	t.Helper()
+	return listedOn(t, seqAdmin(mp), name)
+}
+
 // TestPublicSequenceAboveStart (issue 36): a 32-bit public sequence created
-// with a start that leaves three million values, taken to its last value
-// through the Pair against the real pair: every value above the start and
-// within 32 bits, none twice, exactly as many as `sequence list` said it
-// could hand out (TOTAL LEFT), then ErrSequenceExhausted. Each value
-// decodes under the key to a counter value above the start, from both
-// servers' tickets; the catalog rows and pins of both servers carry the
-// start with the key check. (Release 3 permuted over [1, 2^32-1]: about 70
-// of every 100 values of this sequence would have been at or below the
-// start.)
+// with a start that leaves millions of values, taken to its last value
+// through the Pair against real servers, a pair and four: every value
+// above the start and within 32 bits, none twice, exactly as many as
+// `sequence list` said it could hand out (TOTAL LEFT), then
+// ErrSequenceExhausted. Each value decodes under the key to a counter value
+// above the start, from every server's tickets (each its residue); the
+// catalog rows and pins of every server carry the start with the key
+// check. (Release 3 permuted over [1, 2^32-1]: about 70 in 100 values of
+// the pair's sequence would have been at or below its start.)
 func TestPublicSequenceAboveStart(t *testing.T) {
+	t.Run("a pair", func(t *testing.T) {
+		mp := mysqltest.StartPair(t)
+		takeAllAbove(t, mp.Servers[:], mp.User, mp.Password, seqAdmin(mp), 1<<32-1-3_000_000)
+	})
+	t.Run("four servers", func(t *testing.T) {
+		ms := mysqltest.StartSet(t, 4)
+		takeAllAbove(t, ms.Servers, ms.User, ms.Password, seqAdminOn(ms.Servers, ms.SeqUser, ms.SeqPassword), 1<<32-1-1_500_000)
+	})
+}
+
+// takeAllAbove creates the 32-bit public sequence pstart above start on
+// servers with `sequence create` (seqCfg) and takes every value it has
+// through a Pair, checking each (TestPublicSequenceAboveStart).
+func takeAllAbove(t *testing.T, servers []*mysqltest.Server, user, password string, seqCfg spec.Config, start uint64) {
 	ctx := context.Background()
-	mp := mysqltest.StartPair(t)
 	keys := keyFile(t, filepath.Join(t.TempDir(), "keys"), newKeyHex(t))
 	check := keys.Load().Check()
-	p := openPair(t, mp, func(c *spec.Config) { c.IDKeys = keys })
+	p := openOn(t, servers, user, password, func(c *spec.Config) { c.IDKeys = keys })
 	recordDeployment(t, p)
 	const (
 		top   = 1<<32 - 1
-		start = top - 3_000_000
 		block = 1000
 	)
 	def := dba.NewSequence{SequenceInfo: spec.SequenceInfo{Name: "pstart", Bits: 32, BlockSize: block}, Start: start, Public: true}
-	if _, err := dba.CreateSequences(ctx, seqAdmin(mp), []dba.NewSequence{def}, dba.CreateOptions{}); err != nil {
+	if _, err := dba.CreateSequences(ctx, seqCfg, []dba.NewSequence{def}, dba.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("%s>%d", check, start)
-	for _, s := range mp.Servers {
+	for _, s := range servers {
 		if got := s.Query(t, "SELECT CONCAT(s.key_check, ' ', p.key_check) FROM tickets.sequences s JOIN tickets.sequence_pins p USING (name) WHERE name = 'pstart'"); got != want+" "+want {
 			t.Fatalf("server %d: key_check of the catalog row and the pin %q, want %q for both", s.Offset, got, want)
 		}
 	}
-	l := listed(t, mp, "pstart")
+	l := listedOn(t, seqCfg, "pstart")
 	if l.Total == 0 || l.Total > top-start {
 		t.Fatalf("sequence list: %d values left in all, want some of the %d above the start", l.Total, top-start)
 	}
@@ -94,15 +113,16 @@ func TestPublicSequenceAboveStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := uint64(len(servers))
 	seen := make([]uint64, (top-start)/64+1) // bit v-start-1
 	var taken uint64
-	var parity [2]uint64 // counter values by their ticket's parity: both servers served
+	residues := make([]uint64, n) // counter values by their ticket's residue: every server served
 	buf := make([]uint64, 1000)
 	for {
-		n, err := p.NextN(ctx, "pstart", buf)
-		for _, v := range buf[:n] {
+		got, err := p.NextN(ctx, "pstart", buf)
+		for _, v := range buf[:got] {
 			if v <= start || v > top {
-				t.Fatalf("value %d is not in (%d, %d]", v, uint64(start), uint64(top))
+				t.Fatalf("value %d is not in (%d, %d]", v, start, uint64(top))
 			}
 			i := v - start - 1
 			if seen[i/64]&(1<<(i%64)) != 0 {
@@ -113,9 +133,9 @@ func TestPublicSequenceAboveStart(t *testing.T) {
 			if err != nil || c <= start {
 				t.Fatalf("value %d decodes to counter value %d, %v: not one above the start", v, c, err)
 			}
-			parity[(c/block)%2]++
+			residues[(c/block)%n]++
 		}
-		taken += uint64(n)
+		taken += uint64(got)
 		if err != nil {
 			if !errors.Is(err, spec.ErrSequenceExhausted) {
 				t.Fatalf("after %d values: %v", taken, err)
@@ -129,8 +149,10 @@ func TestPublicSequenceAboveStart(t *testing.T) {
 	if taken != l.Total {
 		t.Fatalf("%d values handed out before ErrSequenceExhausted, sequence list said %d", taken, l.Total)
 	}
-	if parity[0] == 0 || parity[1] == 0 {
-		t.Errorf("counter values by their ticket's parity %v: want both servers' tickets", parity)
+	for r, c := range residues {
+		if c == 0 {
+			t.Errorf("counter values by their ticket's residue mod %d: %v; want every server's tickets (residue %d has none)", n, residues, r)
+		}
 	}
 	var ones int
 	for _, w := range seen {
@@ -139,10 +161,10 @@ func TestPublicSequenceAboveStart(t *testing.T) {
 	if uint64(ones) != taken {
 		t.Fatalf("%d distinct values of %d taken", ones, taken)
 	}
-	if after := listed(t, mp, "pstart"); after.Total != 0 {
+	if after := listedOn(t, seqCfg, "pstart"); after.Total != 0 {
 		t.Errorf("sequence list after the last value: %d left, want 0", after.Total)
 	}
-	t.Logf("%d values, all above %d, none twice (list said %d)", taken, uint64(start), l.Total)
+	t.Logf("%d servers: %d values, all above %d, none twice (list said %d)", n, taken, start, l.Total)
 }
 
 // rowBelowStart is the row of counters `ticketd sequence create -start`
