@@ -92,23 +92,8 @@ func TestPublicStartBesideRelease3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := randomHex(32)
-	for _, name := range []string{"ticketd-a", "ticketd-b"} {
-		h := &host{t: t, name: name, addr: proctest.FreeAddr(t), dir: dir}
-		hdir := filepath.Join(dir, name)
-		if err := os.Mkdir(hdir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		var useToken bool
-		h.args, h.env, useToken = hostSettings(t, old, s.mp, h.addr, hdir, token)
-		// The key; and no balancer to drain for: a stop takes no drain delay.
-		h.env = append(h.env, "TICKETD_ID_KEY_FILE="+keyFile, "TICKETD_DRAIN_DELAY=100ms")
-		if useToken {
-			h.token = token
-		}
-		h.start(old.Binary, old.Number)
-		s.hosts = append(s.hosts, h)
-	}
+	// The key; and no balancer to drain for: a stop takes no drain delay.
+	s.startOldHosts(dir, randomHex(32), "TICKETD_ID_KEY_FILE="+keyFile, "TICKETD_DRAIN_DELAY=100ms")
 	a, b := s.hosts[0], s.hosts[1]
 	const start = 1_000_000 // 32 bits: release 3's values are at or below it one time in 4,295
 	if out, code := s.cli(old.Binary, s.sequences(), "sequence", "create", "pold", "-public", "-bits", "32", "-block", "10", "-start", fmt.Sprint(start),
