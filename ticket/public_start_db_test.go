@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/publicid"
 	"ticketd/ticket/dba"
 	"ticketd/ticket/internal/spec"
 )
@@ -21,7 +22,9 @@ func seqAdminOn(servers []*mysqltest.Server, user, password string) spec.Config 
 }
 
 // seqAdmin is seqAdminOn for a pair.
-func seqAdmin(mp *mysqltest.Pair) spec.Config { return seqAdminOn(mp.Servers[:], mp.SeqUser, mp.SeqPassword) }
+func seqAdmin(mp *mysqltest.Pair) spec.Config {
+	return seqAdminOn(mp.Servers[:], mp.SeqUser, mp.SeqPassword)
+}
 
 // recordDeployment records a deployment through p, as a ticketd's first
 // start does: finalized at this release, with p's key.
@@ -55,20 +58,22 @@ func listed(t *testing.T, mp *mysqltest.Pair, name string) dba.SequenceListing {
 // with a start that leaves millions of values, taken to its last value
 // through the Pair against real servers, a pair and four: every value
 // above the start and within 32 bits, none twice, exactly as many as
-// `sequence list` said it could hand out (TOTAL LEFT), then
+// `sequence list` said it could hand out (TOTAL LEFT; less the blocks of
+// statements the Pair gave up on, each accounted for), then
 // ErrSequenceExhausted. Each value decodes under the key to a counter value
 // above the start, from every server's tickets (each its residue); the
 // catalog rows and pins of every server carry the start with the key
-// check. (Release 3 permuted over [1, 2^32-1]: about 70 in 100 values of
-// the pair's sequence would have been at or below its start.)
+// check. (Release 3 permuted over [1, 2^32-1]: all but about 1 in 2,000 of
+// these values would have been at or below the start.)
 func TestPublicSequenceAboveStart(t *testing.T) {
 	t.Run("a pair", func(t *testing.T) {
 		mp := mysqltest.StartPair(t)
-		takeAllAbove(t, mp.Servers[:], mp.User, mp.Password, seqAdmin(mp), 1<<32-1-3_000_000)
+		takeAllAbove(t, mp.Servers[:], mp.User, mp.Password, seqAdmin(mp), 1<<32-1-2_000_000)
 	})
 	t.Run("four servers", func(t *testing.T) {
+		// The fewest values a public sequence may have: FF1 over 20 bits.
 		ms := mysqltest.StartSet(t, 4)
-		takeAllAbove(t, ms.Servers, ms.User, ms.Password, seqAdminOn(ms.Servers, ms.SeqUser, ms.SeqPassword), 1<<32-1-1_500_000)
+		takeAllAbove(t, ms.Servers, ms.User, ms.Password, seqAdminOn(ms.Servers, ms.SeqUser, ms.SeqPassword), 1<<32-1-publicid.MinSequenceValues)
 	})
 }
 
@@ -115,8 +120,7 @@ func takeAllAbove(t *testing.T, servers []*mysqltest.Server, user, password stri
 	}
 	n := uint64(len(servers))
 	seen := make([]uint64, (top-start)/64+1) // bit v-start-1
-	var taken uint64
-	residues := make([]uint64, n) // counter values by their ticket's residue: every server served
+	var values []uint64
 	buf := make([]uint64, 1000)
 	for {
 		got, err := p.NextN(ctx, "pstart", buf)
@@ -129,37 +133,84 @@ func takeAllAbove(t *testing.T, servers []*mysqltest.Server, user, password stri
 				t.Fatalf("value %d handed out twice", v)
 			}
 			seen[i/64] |= 1 << (i % 64)
-			c, err := perm.Counter(v)
-			if err != nil || c <= start {
-				t.Fatalf("value %d decodes to counter value %d, %v: not one above the start", v, c, err)
-			}
-			residues[(c/block)%n]++
 		}
-		taken += uint64(got)
+		values = append(values, buf[:got]...)
 		if err != nil {
 			if !errors.Is(err, spec.ErrSequenceExhausted) {
-				t.Fatalf("after %d values: %v", taken, err)
+				t.Fatalf("after %d values: %v", len(values), err)
 			}
 			break
 		}
-		if taken > l.Total {
-			t.Fatalf("%d values handed out, more than the %d sequence list said", taken, l.Total)
+		if uint64(len(values)) > l.Total {
+			t.Fatalf("%d values handed out, more than the %d sequence list said", len(values), l.Total)
 		}
 	}
-	if taken != l.Total {
-		t.Fatalf("%d values handed out before ErrSequenceExhausted, sequence list said %d", taken, l.Total)
-	}
-	for r, c := range residues {
-		if c == 0 {
-			t.Errorf("counter values by their ticket's residue mod %d: %v; want every server's tickets (residue %d has none)", n, residues, r)
-		}
-	}
+	taken := uint64(len(values))
 	var ones int
 	for _, w := range seen {
 		ones += bits.OnesCount64(w)
 	}
 	if uint64(ones) != taken {
 		t.Fatalf("%d distinct values of %d taken", ones, taken)
+	}
+	// Each value decodes under the key to a counter value above the start
+	// (one in 16 of them when they are as many as sequence list said; all
+	// of them when not, to account for each block below).
+	every := 16
+	if taken != l.Total {
+		every = 1
+	}
+	residues := make([]uint64, n)    // counter values by their ticket's residue: every server served
+	perTicket := map[uint64]uint64{} // values handed out of each ticket's block
+	for k := 0; k < len(values); k += every {
+		c, err := perm.Counter(values[k])
+		if err != nil || c <= start {
+			t.Fatalf("value %d decodes to counter value %d, %v: not one above the start", values[k], c, err)
+		}
+		residues[(c/block)%n]++
+		perTicket[c/block]++
+	}
+	for r, c := range residues {
+		if c == 0 {
+			t.Errorf("counter values by their ticket's residue mod %d: %v; want every server's tickets (residue %d has none)", n, residues, r)
+		}
+	}
+	if taken != l.Total {
+		// Fewer: every ticket of every server, from the first above the
+		// start to the last, was taken, its block handed out whole or, if
+		// the Pair gave up on a statement that took it (a timeout on a
+		// loaded machine), not at all (a block burnt: density, never
+		// uniqueness). The values handed out and the blocks burnt must make
+		// what sequence list said.
+		var burnt, burntValues uint64
+		for _, s := range servers {
+			for tk := rowBelowStart(start, block, s.Offset, s.Increment) + n; tk <= top/block; tk += n {
+				full := min(block, top+1-tk*block)
+				switch got := perTicket[tk]; got {
+				case full:
+				case 0:
+					burnt++
+					burntValues += full
+				default:
+					t.Fatalf("ticket %d of server %d: %d of its %d values handed out", tk, s.Offset, got, full)
+				}
+				delete(perTicket, tk)
+			}
+		}
+		if len(perTicket) != 0 {
+			t.Fatalf("values of %d tickets no server hands out above the start", len(perTicket))
+		}
+		if taken+burntValues != l.Total {
+			t.Fatalf("%d values handed out before ErrSequenceExhausted and %d burnt, sequence list said %d", taken, burntValues, l.Total)
+		}
+		var failures uint64
+		for _, h := range p.Health() {
+			failures += h.Failures + h.BackgroundFailures
+		}
+		if failures == 0 {
+			t.Fatalf("%d blocks taken and never handed out, with no statement failed", burnt)
+		}
+		t.Logf("%d blocks burnt after %d failed statements (a loaded machine)", burnt, failures)
 	}
 	if after := listedOn(t, seqCfg, "pstart"); after.Total != 0 {
 		t.Errorf("sequence list after the last value: %d left, want 0", after.Total)
