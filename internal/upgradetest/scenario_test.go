@@ -221,7 +221,7 @@ func (s *scenario) deploy(first string) {
 
 	token := randomHex(32) // the load's, in every host's tokens file
 	s.startOldHosts(t.TempDir(), token)
-	s.lb = startBalancer(t, s.hosts, s.cf)
+	s.lb = startBalancer(t, s.hosts, s.cf, s.old.Number)
 	// Every ticketd serves every sequence before the load asks for it.
 	probed := map[string][]uint64{}
 	for _, h := range s.hosts {
