@@ -153,6 +153,12 @@ fuzz:
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/internal/spec -run '^$$' -fuzz '^FuzzParseKeyColumn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseDefs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticateToken$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzParseRoutes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzUnescape$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzBatchSize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzLongestRun$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzPeerRequest$$' -fuzztime $(FUZZTIME)
 
 # The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
 # stops it, releasing its worker ID); `make db-down` stops the servers afterwards.

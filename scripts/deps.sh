@@ -33,6 +33,8 @@ promtool prometheus metrics lint and alert-rule tests (frontend, deploy/promethe
 prometheus prometheus a real Prometheus scraping ticketd (cmd/ticketd TestE2EMetrics)
 mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
 ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
+javac openjdk-17-jdk-headless the tinyid-style Java client of cmd/ticketd TestE2EPeers
+java openjdk-17-jdk-headless the tinyid-style Java client of cmd/ticketd TestE2EPeers
 EOF
 )
 
