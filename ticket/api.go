@@ -58,6 +58,7 @@ const (
 	ProblemSharedTable = sequence.ProblemSharedTable
 	ProblemMissing     = sequence.ProblemMissing
 	ProblemNoKey       = sequence.ProblemNoKey
+	ProblemBelowStart  = sequence.ProblemBelowStart
 )
 
 // ProblemKinds lists every kind of SequenceProblem.

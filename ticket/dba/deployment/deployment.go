@@ -122,8 +122,10 @@ func readDeployments(ctx context.Context, cfg spec.Config, servers []*conn.Serve
 				KeyCheck string `db:"key_check"`
 				N        int    `db:"n"`
 			}
+			// By key: a sequence above a start holds "CHECK>START" (the
+			// check value is its first 32 characters).
 			if err := q.Select(ctx, "counting the public sequences", &keys,
-				"SELECT key_check, COUNT(*) AS n FROM sequences WHERE key_check <> '' GROUP BY key_check"); err != nil {
+				"SELECT LEFT(key_check, 32) AS key_check, COUNT(*) AS n FROM sequences WHERE key_check <> '' GROUP BY LEFT(key_check, 32)"); err != nil {
 				return err
 			}
 			for _, k := range keys {
