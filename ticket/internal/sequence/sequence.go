@@ -86,7 +86,7 @@ func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *ti
 	warn.Declare(slog.LevelError, warnSeqRefused, warnSeqNoKey)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt, schemas: schemas,
 		catalogGate: life.NewGate(), unreadable: make([]atomic.Bool, len(servers))}
-	sq.claims = claim.New(tk, lt, func(ctx context.Context, c *tickets.Counter, list []*conn.Server) ([]*conn.Server, error) {
+	sq.claims = claim.New(cfg, len(servers), tk, lt, func(ctx context.Context, c *tickets.Counter, list []*conn.Server) ([]*conn.Server, error) {
 		return sq.ensurePins(ctx, sq.cat.get(c.Info.Name), list)
 	})
 	sq.cat.init(len(servers))
@@ -231,5 +231,20 @@ func (sq *Sequences) Pinner(q *Sequence) tickets.PinFunc {
 	}
 }
 
-// Prefetched reports whether q holds a prefetched block.
+// Prefetched reports whether q holds claimed tickets beyond its current
+// block.
 func (q *Sequence) Prefetched() bool { return q.hold.Prefetched() }
+
+// Settled reports whether q has no claim in flight and holds enough that
+// its next n values begin none (for tests).
+func (sq *Sequences) Settled(q *Sequence, n uint64) bool {
+	return sq.claims.Settled(&q.hold, &q.Counter, n)
+}
+
+// Held is the values every sequence holds in memory: what a restart, or a
+// kill, would lose now (no I/O).
+func (sq *Sequences) Held() uint64 { return sq.claims.Held() }
+
+// ClaimsLoop gives up, every claim.TrimEvery, what idle sequences hold
+// beyond a block, until the Pair's lifetime ends.
+func (sq *Sequences) ClaimsLoop() { sq.claims.Loop() }
