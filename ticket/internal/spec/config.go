@@ -410,8 +410,9 @@ func (c Config) String() string {
 	for i, s := range c.Servers {
 		addrs[i] = s.Addr
 	}
-	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s PasswordSource:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d TLS:%s IDKeys:%s}",
-		addrs, c.User, redacted(c.Password), isSet(c.PasswordSource != nil), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin, tlsSummary(c.TLS), isSet(c.IDKeys != nil))
+	return fmt.Sprintf("ticket.Config{Servers:%v User:%q Password:%s PasswordSource:%s Database:%q CallTimeout:%v ConnectTimeout:%v ProbeInterval:%v MaxOpenConns:%d WarmConns:%d FlushInterval:%v CheckInterval:%v Margin:%d ClaimMaxValues:%d ClaimMaxShare:%v ClaimLimits:%v TLS:%s IDKeys:%s}",
+		addrs, c.User, redacted(c.Password), isSet(c.PasswordSource != nil), c.Database, c.CallTimeout, c.ConnectTimeout, c.ProbeInterval, c.MaxOpenConns, c.WarmConns, c.FlushInterval, c.CheckInterval, c.Margin,
+		c.ClaimMaxValues, c.ClaimMaxShare, c.ClaimLimits, tlsSummary(c.TLS), isSet(c.IDKeys != nil))
 }
 
 // GoString implements fmt.GoStringer (%#v).
@@ -437,6 +438,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("flush_interval", c.FlushInterval),
 		slog.Duration("check_interval", c.CheckInterval),
 		slog.Uint64("margin", c.Margin),
+		slog.Int64("claim_max_values", c.ClaimMaxValues),
+		slog.Float64("claim_max_share", c.ClaimMaxShare),
+		slog.Any("claim_limits", c.ClaimLimits),
 		slog.String("tls", tlsSummary(c.TLS)),
 	)
 }
