@@ -152,6 +152,7 @@ fuzz:
 	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseDefs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseClaimLimits$$' -fuzztime $(FUZZTIME)
 
 # The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
 # stops it, releasing its worker ID); `make db-down` stops the servers afterwards.
