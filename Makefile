@@ -21,7 +21,7 @@
 #   make toxiproxy install the fault proxy the network tests use (bin/)
 #   make db-rotate-passwords  a new password for every account on the running
 #                  pair (files first, then hashes), then purge the binary logs
-#                  that held the old ones (docs/dba.md, "Rotating the password")
+#                  that held the old ones (docs/dba.md, "Rotating every password")
 #
 # Ports, paths, the number of servers and the address ticketd listens on can be
 # overridden:
@@ -185,7 +185,8 @@ db-rotate-passwords:
 # What ticketd's presence costs an application taking tickets from the same
 # tables, measured (TestE2ELegacyContention in its long form): windows of
 # 45 s with innodb_autoinc_lock_mode 1, then 0, the application alone and
-# beside ticketd, and beside REPLACEs of a stub of their own; about 5 minutes.
+# beside ticketd, and beside REPLACEs of a stub of their own (README.md says
+# how long it takes).
 .PHONY: legacy-contention
 legacy-contention:
 	TICKETD_CONTENTION_WINDOW=$${TICKETD_CONTENTION_WINDOW:-45s} TICKETD_CONTENTION_OWN_STUB=1 \
@@ -193,7 +194,8 @@ legacy-contention:
 
 # docs/dba.md's "Adopting a running pair" on a pair set up the old way, under
 # an application's load, with 45 s windows (TestE2EAdoptRunningPair in its
-# long form; make test runs it with 5 s windows); about 5 minutes.
+# long form; make test runs it with 5 s windows; README.md says how long it
+# takes).
 .PHONY: adopt-soak
 adopt-soak:
 	TICKETD_ADOPT_WINDOW=$${TICKETD_ADOPT_WINDOW:-45s} \
@@ -201,7 +203,8 @@ adopt-soak:
 
 # ticketd against bwmarrin/snowflake and sony/sonyflake in process, against a
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
-# own ticket servers, ticketd and the bare server on free ports; about 5 minutes.
+# own ticket servers, ticketd and the bare server on free ports (how long it
+# takes: docs/performance.md, "Reproducing it").
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
 .PHONY: bench bench-sequences
@@ -250,8 +253,8 @@ chaos: build db-install toxiproxy
 # each; a shallow clone fails, saying git fetch --unshallow) and upgrades a
 # live deployment from each to this one under load through HAProxy, binaries
 # first and schema first, with a rollback and the finalize; then restarts
-# release 1's ticketd ten times behind two HAProxy configurations. About 12
-# minutes; one figure table per path.
+# release 1's ticketd ten times behind two HAProxy configurations; one figure
+# table per path (how long it takes: docs/upgrade-test.md, "Latest figures").
 # A short version (release 1, binaries first, about a minute) runs in make test.
 UPGRADE_TIMEOUT ?= 30m
 .PHONY: upgrade-test

@@ -41,7 +41,13 @@ func (d *ticketd) url() string { return "http://" + d.addr }
 // flags, and waits until /readyz is 200.
 func startTicketd(t *testing.T, p *mysqltest.Pair, args ...string) *ticketd {
 	t.Helper()
-	d := &ticketd{t: t, addr: proctest.FreeAddr(t), logs: &proctest.Buffer{}, done: make(chan struct{})}
+	return startTicketdAt(t, p, proctest.FreeAddr(t), args...)
+}
+
+// startTicketdAt is startTicketd listening on addr.
+func startTicketdAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *ticketd {
+	t.Helper()
+	d := &ticketd{t: t, addr: addr, logs: &proctest.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(proctest.Ticketd(t), append([]string{"serve", "-listen", d.addr,
 		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr(), "-log-level", "warn"}, args...)...)
 	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)

@@ -6,6 +6,7 @@ package client_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"ticketd/client"
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 	"ticketd/snowflake"
 )
 
@@ -239,5 +241,88 @@ func TestE2EStrictKillUnderLoad(t *testing.T) {
 		case !r.strict && bad == 0:
 			t.Errorf("plain: no call out of order across a switch to a ticketd 5 s behind: the test shows nothing")
 		}
+	}
+}
+
+// TestE2EStrictTakeover: a client in strictly increasing mode through a
+// takeover of a worker ID reserved ahead. A deployment of two worker IDs
+// (41/0/1/21), both held; the client takes IDs from the holder of one,
+// which is killed (its reservation, 30 s ahead, stays); the next endpoint,
+// started in its place with -max-wait 30s, takes that worker ID over and
+// counts up from the reservation, 27 s ahead of its clock at first. Every
+// refill from it asks after= the largest ID so far, which it issued itself
+// more than the bound of after= (1 s) ahead of its clock: no call fails (a ticketd that refused its own IDs
+// would answer 400, and every call would fail with ErrRejected), no ID
+// repeats, each phase's calls are in order and every ID after the takeover
+// is above every ID before.
+func TestE2EStrictTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MariaDB and ticketd")
+	}
+	p := mysqltest.StartPair(t)
+	args := []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
+		"-reserve", "30s", "-switch-headroom", "2s", "-max-wait", "30s"}
+	l, err := snowflake.ParseLayout("41/0/1/21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.EpochMs = snowflake.TwitterEpochMs
+	partsOf := func(id int64) snowflake.Parts {
+		pt, err := l.Decompose(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pt
+	}
+	first := startTicketd(t, p, args...)
+	startTicketd(t, p, args...) // holds the other worker ID
+	nextAddr := proctest.FreeAddr(t)
+	strict := newClient(t, client.Config{Endpoints: []string{first.url(), "http://" + nextAddr}, StrictlyIncreasing: true})
+	served := func() uint64 { return strict.Stats().IDs.Served }
+
+	run := func(phase string, n uint64) (calls []timedCall, all []int64) {
+		t.Helper()
+		ld := startOrderLoad(strict, 4)
+		s0 := served()
+		waitFor(t, fmt.Sprintf("%d IDs %s", n, phase), func() bool { return served() >= s0+n })
+		calls, per := ld.finish()
+		if f := ld.failed.Load(); f != 0 {
+			t.Errorf("%s: %d calls failed, want 0; first: %v", phase, f, ld.errs)
+		}
+		if bad, example := outOfOrder(calls); bad != 0 {
+			t.Errorf("%s: %d calls out of order; the first: %s", phase, bad, example)
+		}
+		for _, ids := range per {
+			all = append(all, ids...)
+		}
+		return calls, all
+	}
+	_, before := run("before the takeover", 20_000)
+	w := partsOf(before[0]).Worker
+	first.kill()
+	startTicketdAt(t, p, nextAddr, args...) // leases w once the killed one's lease expires
+	_, after := run("after the takeover", 50_000)
+
+	seen := map[int64]bool{}
+	for _, id := range slices.Concat(before, after) {
+		if seen[id] {
+			t.Fatalf("ID %d handed out twice", id)
+		}
+		seen[id] = true
+	}
+	hi, lo := slices.Max(before), slices.Min(after)
+	last := partsOf(slices.Max(after))
+	ahead := time.Until(time.UnixMilli(last.UnixMs))
+	t.Logf("%d IDs before the takeover, %d after; the largest before %d, the smallest after %d; the last is %s ahead of the clock; stats %+v",
+		len(before), len(after), hi, lo, ahead, strict.Stats().IDs)
+	if lo <= hi {
+		t.Errorf("an ID after the takeover, %d, is at or below one before it, %d", lo, hi)
+	}
+	// The generator stays at its floor's millisecond (2^21 IDs each) while
+	// the clock catches up: every refill before the last ID's asked after=
+	// an ID at least as far ahead as it is now.
+	if last.Worker != w || ahead < 2*time.Second {
+		t.Fatalf("the last ID is of worker %d, %s ahead of the clock; want worker %d over 2 s ahead (after='s bound is 1 s): the takeover did not happen as the test needs, and it shows nothing",
+			last.Worker, ahead, w)
 	}
 }

@@ -108,7 +108,7 @@ func TestHAProxyConfig(t *testing.T) {
 		t.Error("/v1/tickets/ is not routed to a backend checked on GET /readyz/tickets")
 	}
 	// Releases 1 and 2 answer /readyz/tickets 404: an upgrade's old fleet
-	// must still get tickets (make upgrade-test runs one, with docs/deploy.md's).
+	// must still get tickets (make upgrade-test runs one behind this file, as docs/deploy.md installs it).
 	if !regexp.MustCompile(`backend tickets
 (?:[^
 ]*

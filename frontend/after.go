@@ -9,12 +9,16 @@ import (
 	"ticketd/snowflake"
 )
 
-// MaxAfterAhead bounds how far ahead of this ticketd's clock the time of an
-// after= ID may be. A caller's last ID comes from a ticketd whose clock is
-// at most this much ahead of this one's (hosts kept by NTP are milliseconds
-// apart); anything further is not an ID of this deployment, or a clock to
-// fix, and moving the generator's time that far forward would spend its
-// fence's headroom.
+// MaxAfterAhead bounds how far the time of an after= ID may be past this
+// ticketd's time: the later of its wall clock and its generator's (IDs.Time).
+// A caller's last ID comes from this ticketd, whose IDs are never past its
+// generator's time (which may run ahead of the wall clock: after taking
+// over a worker ID its previous holder reserved ahead, or when the wall
+// clock was stepped back), or from another ticketd whose time is at most
+// this much ahead of this one's (hosts kept by NTP are milliseconds apart);
+// anything further is not an ID of this deployment, or a clock to fix, and
+// moving the generator's time that far forward would spend its fence's
+// headroom.
 const MaxAfterAhead = time.Second
 
 // readAfter reads ?after=X for /v1/id and /v1/ids: 0 when absent, else an
@@ -24,9 +28,9 @@ const MaxAfterAhead = time.Second
 // X must be a positive decimal below 2^63, at least the smallest snowflake
 // ID of the deployment (FallbackCeiling: its time is at or after the
 // deployment's first start; a fallback ID is below it), and its time at
-// most MaxAfterAhead past this ticketd's clock. That is all an ID of another
-// layout or epoch can be caught by, since every 63-bit number decomposes
-// under every layout: its time lands outside that window.
+// most MaxAfterAhead past this ticketd's time (aheadBy). That is all an ID
+// of another layout or epoch can be caught by, since every 63-bit number
+// decomposes under every layout: its time lands outside that window.
 func (s *Server) readAfter(ctx *fasthttp.RequestCtx, q query) (int64, string) {
 	if q.hasAfter == 0 {
 		return 0, ""
@@ -40,11 +44,29 @@ func (s *Server) readAfter(ctx *fasthttp.RequestCtx, q query) (int64, string) {
 			x, s.cfg.FallbackCeiling)
 	}
 	ms := x>>s.timeShift + s.cfg.Layout.EpochMs
-	if now := s.nowMs(ctx); ms > now+MaxAfterAhead.Milliseconds() {
-		return 0, fmt.Sprintf("after %d is not an ID of this deployment's layout %s and epoch %d, or its ticketd's clock is far ahead: its time %s is %s past this ticketd's clock (at most %s)",
-			x, s.cfg.Layout, s.cfg.Layout.EpochMs, time.UnixMilli(ms).UTC().Format(snowflake.TimeFormat), time.Duration(ms-now)*time.Millisecond, MaxAfterAhead)
+	if wall, gen, past := s.aheadBy(ctx, ms); past {
+		past := fmt.Sprintf("%s past this ticketd's clock", time.Duration(ms-wall)*time.Millisecond)
+		if gen > wall {
+			past += fmt.Sprintf(" and %s past its generator's", time.Duration(ms-gen)*time.Millisecond)
+		}
+		return 0, fmt.Sprintf("after %d is not an ID of this deployment's layout %s and epoch %d, or its ticketd's clock is far ahead: its time %s is %s (at most %s)",
+			x, s.cfg.Layout, s.cfg.Layout.EpochMs, time.UnixMilli(ms).UTC().Format(snowflake.TimeFormat), past, MaxAfterAhead)
 	}
 	return x, ""
+}
+
+// aheadBy reports whether time ms (Unix ms) is more than MaxAfterAhead past
+// this ticketd's time, the later of its wall clock and its generator's
+// time, and the two it was compared with. The generator's time is read only
+// when ms is past the wall clock's bound: the usual after= ID, a moment
+// old, costs no more than the wall clock (a reading fasthttp took anyway).
+func (s *Server) aheadBy(ctx *fasthttp.RequestCtx, ms int64) (wall, gen int64, past bool) {
+	wall = s.nowMs(ctx)
+	if ms <= wall+MaxAfterAhead.Milliseconds() {
+		return wall, 0, false
+	}
+	gen = s.ids.Time()
+	return wall, gen, ms > max(wall, gen)+MaxAfterAhead.Milliseconds()
 }
 
 // nowMs is this ticketd's clock in Unix ms: the time fasthttp read for the

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,103 @@ func TestAfterBad(t *testing.T) {
 	}
 }
 
+// TestAfterGeneratorAhead: the bound of after= is MaxAfterAhead past the
+// later of the wall clock and the generator's time (IDs.Time), which runs
+// ahead of the wall clock after a takeover of a worker ID reserved ahead:
+// an ID at the generator's time is answered, one more than MaxAfterAhead
+// past it is not, and an ID within the wall clock's bound does not ask for
+// the generator's time at all.
+func TestAfterGeneratorAhead(t *testing.T) {
+	ids := newFakeIDs()
+	ids.timeMs = time.Now().Add(30 * time.Second).UnixMilli()
+	h := start(t, testConfig(), ids, nil)
+	for _, tt := range []struct {
+		name  string
+		ahead time.Duration
+		want  int
+		asks  bool // the generator's time is read
+	}{
+		{"a moment old", -time.Millisecond, 200, false},
+		{"within the wall clock's bound", 500 * time.Millisecond, 200, false},
+		{"at the generator's time", 30 * time.Second, 200, true},
+		{"within the generator's bound", 30*time.Second + 500*time.Millisecond, 200, true},
+		{"past the generator's bound", 32 * time.Second, 400, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ids.set(func(f *fakeIDs) { f.timeCalls = 0 })
+			x := idAhead(t, tt.ahead)
+			for _, path := range []string{"/v1/id?after=", "/v1/ids?n=2&after="} {
+				r := h.get(t, path+strconv.FormatInt(x, 10))
+				if r.status != tt.want {
+					t.Fatalf("%s%d (%s ahead): got %d %s, want %d", path, x, tt.ahead, r.status, r.body, tt.want)
+				}
+				if r.status == 400 {
+					if msg := r.errorMessage(t); !strings.Contains(msg, "past its generator's") {
+						t.Errorf("message %q does not say how far past the generator's time", msg)
+					}
+					continue
+				}
+				for _, f := range strings.Fields(r.body) {
+					if id, _ := strconv.ParseInt(f, 10, 64); id <= x {
+						t.Errorf("%s%d: ID %d is not above it", path, x, id)
+					}
+				}
+			}
+			ids.set(func(f *fakeIDs) {
+				if asked := f.timeCalls > 0; asked != tt.asks {
+					t.Errorf("the generator's time was read %d times; want read: %v", f.timeCalls, tt.asks)
+				}
+			})
+		})
+	}
+}
+
+// steppedClock is the system clock with a wall clock a test steps.
+type steppedClock struct{ offset atomic.Int64 }
+
+func (c *steppedClock) Now() (int64, time.Duration) {
+	wall, mono := snowflake.SystemClock{}.Now()
+	return wall + c.offset.Load(), mono
+}
+func (c *steppedClock) Mono() time.Duration  { return snowflake.SystemClock{}.Mono() }
+func (c *steppedClock) Wait(d time.Duration) { snowflake.SystemClock{}.Wait(d) }
+
+// TestAfterClockSteppedBack: a real generator keeps its time when the
+// wall clock is stepped back 10 s under it (this ticketd's clock, the same
+// injected one): after= with the last ID it issued before the step, and
+// from=public with that ID's public form, are answered, not refused as
+// 10 s ahead of the clock. Each later ID is above the one before.
+func TestAfterClockSteppedBack(t *testing.T) {
+	clk := &steppedClock{}
+	gen, err := snowflake.New(snowflake.Settings{Clock: clk, Unfenced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := publicConfig(t, testKeyHex)
+	cfg.Clock = clk
+	h := startWith(t, cfg, generatorIDs{gen}, newFakeTickets(), nil, nil)
+	last, err := strconv.ParseInt(strings.TrimSpace(h.get(t, "/v1/id").body), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.offset.Store(int64(-10 * time.Second))
+	form, _ := testRing(t, testKeyHex).Public(last)
+	r := h.get(t, fmt.Sprintf("/v1/ids/%d?from=public", form))
+	var back struct{ ID string }
+	r.json(t, &back)
+	if r.status != 200 || back.ID != strconv.FormatInt(last, 10) {
+		t.Fatalf("from=public of %d, 10 s past the wall clock: got %d %s, want ID %d", last, r.status, r.body, last)
+	}
+	for i := range 3 {
+		r := h.get(t, "/v1/id?after="+strconv.FormatInt(last, 10))
+		id, _ := strconv.ParseInt(strings.TrimSpace(r.body), 10, 64)
+		if r.status != 200 || id <= last {
+			t.Fatalf("step %d: after=%d, 10 s past the wall clock: got %d %q, want 200 and an ID above it", i, last, r.status, r.body)
+		}
+		last = id
+	}
+}
+
 // TestAfterNotFromFallback: with after=, no lease means 503, never a
 // fallback ticket (which could be below X).
 func TestAfterNotFromFallback(t *testing.T) {
@@ -122,7 +220,8 @@ func TestAfterNotFromFallback(t *testing.T) {
 	}
 }
 
-// TestAfterAllocs: /v1/id?after=X allocates nothing, as /v1/id does.
+// TestAfterAllocs: /v1/id?after=X allocates nothing, as /v1/id does, also
+// when X is past the wall clock and the generator's time is read.
 func TestAfterAllocs(t *testing.T) {
 	s, err := New(testConfig(), newFakeIDs(), newFakeTickets())
 	if err != nil {
@@ -134,6 +233,20 @@ func TestAfterAllocs(t *testing.T) {
 		if got := allocsPerRequest(t, s.Handler(), ctx); got != 0 {
 			t.Errorf("%s: %v allocations per request, want 0", uri, got)
 		}
+	}
+	// A generator counting up from a floor 30 s ahead (a takeover), and an
+	// after= ID 20 s ahead of the wall clock: the generator's time is read.
+	gen, err := snowflake.New(snowflake.Settings{FloorMs: time.Now().Add(30 * time.Second).UnixMilli(), Unfenced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(testConfig(), generatorIDs{gen}, newFakeTickets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := fmt.Sprintf("/v1/id?after=%d", idAhead(t, 20*time.Second))
+	if got := allocsPerRequest(t, s.Handler(), newRequestCtx(uri)); got != 0 {
+		t.Errorf("%s, 20 s past the wall clock, within the generator's time: %v allocations per request, want 0", uri, got)
 	}
 }
 

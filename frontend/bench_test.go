@@ -45,6 +45,7 @@ func (c *counterIDs) NextNAfterWait(dst []int64, after int64, d time.Time) (int,
 	}
 	return c.NextNWait(dst, d)
 }
+func (c *counterIDs) Time() int64           { return 0 }
 func (c *counterIDs) Status() worker.Status { return worker.Status{} }
 
 // generatorIDs is a real, unfenced snowflake generator behind IDs.
@@ -116,6 +117,25 @@ func oneMsOld(b *testing.B) int64 {
 	return id
 }
 
+// msAhead is an ID of another worker, d past now.
+func msAhead(b *testing.B, d time.Duration) int64 {
+	id, err := snowflake.DefaultLayout().Compose(snowflake.Parts{UnixMs: time.Now().Add(d).UnixMilli(), Worker: 9})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// aheadGen is a generator counting up from a floor d ahead of its clock, as
+// after a takeover of a worker ID reserved ahead.
+func aheadGen(b *testing.B, d time.Duration) *snowflake.Generator {
+	g, err := snowflake.New(snowflake.Settings{FloorMs: time.Now().Add(d).UnixMilli(), Unfenced: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
 func balancedGen(b *testing.B) *snowflake.Generator {
 	g, err := snowflake.New(snowflake.Settings{Unfenced: true, BalancedBits: 4})
 	if err != nil {
@@ -159,6 +179,11 @@ func BenchmarkHandler(b *testing.B) {
 		// after= an ID one millisecond old (issue 28: ÷ id-snowflake ≥ 0.95),
 		// balanced low bits (÷ id-snowflake ≥ 0.95), and public forms.
 		{"id-snowflake-after", benchServer(b, generatorIDs{gen}).Handler(), fmt.Sprintf("/v1/id?after=%d", oneMsOld(b)), ""},
+		// after= an ID 20 s past the wall clock, from a generator counting
+		// up from a floor 30 s ahead (a takeover): the generator's time is
+		// read (÷ id-snowflake-after).
+		{"id-snowflake-after-ahead", benchServer(b, generatorIDs{aheadGen(b, 30*time.Second)}).Handler(),
+			fmt.Sprintf("/v1/id?after=%d", msAhead(b, 20*time.Second)), ""},
 		{"id-snowflake-balanced", benchServer(b, generatorIDs{balancedGen(b)}).Handler(), "/v1/id", ""},
 		{"id-snowflake-public", publicBenchServer(b, generatorIDs{gen}).Handler(), "/v1/id?with=public", ""},
 		{"ids-100", benchServer(b, &counterIDs{}).Handler(), "/v1/ids?n=100", ""},

@@ -111,6 +111,7 @@ func (l *listIDs) NextNAfterWait(dst []int64, _ int64, d time.Time) (int, error)
 	return l.NextNWait(dst, d)
 }
 
+func (l *listIDs) Time() int64           { return 0 }
 func (l *listIDs) Status() worker.Status { return worker.Status{} }
 
 // TestBinaryExtremes: the smallest and largest values of each kind, and

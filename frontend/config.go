@@ -53,6 +53,14 @@ const (
 	// A load balancer is one address: its connections to one ticketd must
 	// stay below this (deploy/haproxy/haproxy.cfg sets maxconn 500).
 	DefaultMaxConnsPerIP = 1_000
+	// DefaultConnsPerIPv6Prefix: an IPv6 client counts against
+	// MaxConnsPerIP by its /64, the block a single host or site is given
+	// (RFC 6177); one with a /64 has 2^64 addresses to open connections
+	// from. Between MinConnsPerIPv6Prefix (a /32, a whole provider's
+	// allocation) and MaxConnsPerIPv6Prefix (every address alone).
+	DefaultConnsPerIPv6Prefix = 64
+	MinConnsPerIPv6Prefix     = 32
+	MaxConnsPerIPv6Prefix     = 128
 
 	// DefaultDrainDelay is how long ticketd serve keeps serving after Drain
 	// before Shutdown: longer than HAProxy's default checks take to see
@@ -110,10 +118,16 @@ type Config struct {
 	// already open are not disturbed. Zero: DefaultMaxConns.
 	MaxConns int
 	// MaxConnsPerIP bounds the connections open at once from one client
-	// address (TCP listeners only); beyond it a new connection gets a JSON
-	// 429 and is closed. Values above MaxConns act as MaxConns, which turns
-	// the per-address limit off. Zero: DefaultMaxConnsPerIP.
+	// (TCP listeners only): an IPv4 address, or an IPv6 prefix of
+	// ConnsPerIPv6Prefix bits (IPv4-mapped IPv6 addresses count as IPv4);
+	// beyond it a new connection gets a JSON 429 and is closed. Values
+	// above MaxConns act as MaxConns, which turns the per-client limit off.
+	// Zero: DefaultMaxConnsPerIP.
 	MaxConnsPerIP int
+	// ConnsPerIPv6Prefix is the length of the IPv6 prefix that counts as
+	// one client for MaxConnsPerIP, in [MinConnsPerIPv6Prefix,
+	// MaxConnsPerIPv6Prefix]. Zero: DefaultConnsPerIPv6Prefix (a /64).
+	ConnsPerIPv6Prefix int
 	// Admin moves /metrics and /v1/status off the API: they are served only
 	// by ServeAdmin, with the profiling endpoints, and the API answers 404
 	// for them. Zero: both on the API, and no profiling endpoints anywhere.
@@ -145,9 +159,10 @@ type Config struct {
 	// "public" field in /v1/ids/{id}. Never shown in /v1/status or
 	// /metrics. Zero: public forms are off (those requests get a 400).
 	IDKeys *publicid.Store
-	// Clock is this ticketd's clock, which bounds how far ahead an after=
-	// ID or a decoded public form may be (MaxAfterAhead). Zero: the system
-	// clock (the time fasthttp read for the request).
+	// Clock is this ticketd's clock, which bounds, with the generator's
+	// time (IDs.Time), how far ahead an after= ID or a decoded public form
+	// may be (MaxAfterAhead). Zero: the system clock (the time fasthttp read
+	// for the request).
 	Clock snowflake.Clock
 }
 
@@ -182,6 +197,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&c.MaxConns, DefaultMaxConns)
 	setInt(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	setInt(&c.ConnsPerIPv6Prefix, DefaultConnsPerIPv6Prefix)
 	return c
 }
 
@@ -223,6 +239,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerIP < MinMaxConns || c.MaxConnsPerIP > MaxMaxConns {
 		bad("MaxConnsPerIP %d outside [%d, %d]", c.MaxConnsPerIP, MinMaxConns, MaxMaxConns)
+	}
+	if c.ConnsPerIPv6Prefix < MinConnsPerIPv6Prefix || c.ConnsPerIPv6Prefix > MaxConnsPerIPv6Prefix {
+		bad("ConnsPerIPv6Prefix %d outside [%d, %d]", c.ConnsPerIPv6Prefix, MinConnsPerIPv6Prefix, MaxConnsPerIPv6Prefix)
 	}
 	if t := c.TLS; t != nil {
 		switch {

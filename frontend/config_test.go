@@ -23,7 +23,7 @@ func TestDefaultConfigValid(t *testing.T) {
 		Layout: snowflake.DefaultLayout(), MaxBatch: DefaultMaxBatch, MaxTicketBatch: DefaultMaxTicketBatch,
 		RequestTimeout: DefaultRequestTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
 		IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConns: DefaultMaxConns,
-		MaxConnsPerIP: DefaultMaxConnsPerIP,
+		MaxConnsPerIP: DefaultMaxConnsPerIP, ConnsPerIPv6Prefix: DefaultConnsPerIPv6Prefix,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)
@@ -81,6 +81,11 @@ func TestConfigValidate(t *testing.T) {
 		{"MaxConnsPerIP 0: the default", func(c *Config) { c.MaxConnsPerIP = 0 }, ""},
 		{"MaxConnsPerIP above MaxConns", func(c *Config) { c.MaxConns, c.MaxConnsPerIP = 10, 20 }, ""},
 		{"MaxConnsPerIP -1", func(c *Config) { c.MaxConnsPerIP = -1 }, "MaxConnsPerIP -1 outside"},
+		{"ConnsPerIPv6Prefix 32", func(c *Config) { c.ConnsPerIPv6Prefix = 32 }, ""},
+		{"ConnsPerIPv6Prefix 128", func(c *Config) { c.ConnsPerIPv6Prefix = 128 }, ""},
+		{"ConnsPerIPv6Prefix 31", func(c *Config) { c.ConnsPerIPv6Prefix = 31 }, "ConnsPerIPv6Prefix 31 outside [32, 128]"},
+		{"ConnsPerIPv6Prefix 129", func(c *Config) { c.ConnsPerIPv6Prefix = 129 }, "ConnsPerIPv6Prefix 129 outside [32, 128]"},
+		{"ConnsPerIPv6Prefix -64", func(c *Config) { c.ConnsPerIPv6Prefix = -64 }, "ConnsPerIPv6Prefix -64 outside"},
 		{"negative ceiling", func(c *Config) { c.FallbackCeiling = -1 }, "FallbackCeiling -1 is negative"},
 		{"fallback without ceiling", func(c *Config) { c.Fallback = true }, "FallbackCeiling is 0"},
 		{"fallback, ceiling of yesterday", func(c *Config) { c.Fallback, c.FallbackCeiling = true, yesterday }, ""},

@@ -16,7 +16,10 @@ import (
 //
 // Every connection Serve accepts passes limitListener.Accept, which admits it
 // only while fewer than Config.MaxConns connections are open in all, and
-// fewer than Config.MaxConnsPerIP from its address. An admitted connection
+// fewer than Config.MaxConnsPerIP from its client: its IPv4 address, or its
+// IPv6 address's first Config.ConnsPerIPv6Prefix bits (a /64 by default:
+// one host or site holds a whole /64, and could otherwise open
+// MaxConnsPerIP connections from each of 2^64 addresses). An admitted connection
 // is counted until it is closed (trackedConn.Close, by fasthttp or by a
 // forced Shutdown). A refused one never reaches fasthttp: it gets a complete
 // JSON answer with Connection: close (503 and Retry-After over MaxConns, 429
@@ -126,18 +129,29 @@ func temporaryAcceptError(err error) bool {
 	return false
 }
 
-// remoteIP is the client address of a TCP connection, IPv4-mapped IPv6
-// addresses unmapped; ok is false for other connections.
-func remoteIP(c net.Conn) (ip netip.Addr, ok bool) {
-	if a, isTCP := c.RemoteAddr().(*net.TCPAddr); isTCP {
-		return a.AddrPort().Addr().Unmap(), true
+// client is what a TCP connection counts against MaxConnsPerIP: its IPv4
+// address (IPv4-mapped IPv6 addresses unmapped), or its IPv6 address with
+// all but the first v6Prefix bits zero (and no zone); ok is false for
+// other connections.
+func client(c net.Conn, v6Prefix int) (ip netip.Addr, ok bool) {
+	a, isTCP := c.RemoteAddr().(*net.TCPAddr)
+	if !isTCP {
+		return netip.Addr{}, false
 	}
-	return netip.Addr{}, false
+	ip = a.AddrPort().Addr().Unmap()
+	if ip.Is6() {
+		p, err := ip.Prefix(v6Prefix)
+		if err != nil { // v6Prefix outside [0, 128]: Config.Validate refuses it
+			return ip.WithZone(""), true
+		}
+		ip = p.Addr()
+	}
+	return ip, true
 }
 
 // admit counts c in, or names the limit it is over.
 func (s *Server) admit(c net.Conn) (net.Conn, string) {
-	ip, hasIP := remoteIP(c)
+	ip, hasIP := client(c, s.cfg.ConnsPerIPv6Prefix)
 	perIP := hasIP && s.cfg.MaxConnsPerIP < s.cfg.MaxConns
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
@@ -176,7 +190,7 @@ func (s *Server) release(c *trackedConn) {
 }
 
 // openConns returns how many connections are open, and from how many
-// addresses.
+// clients (addresses, or IPv6 prefixes).
 func (s *Server) openConns() (open, addrs int) {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -68,7 +69,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	over := ts.dial(t, "127.0.0.1")
 	over.send(t, "GET /v1/id HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, body := over.read(t)
-	if resp.StatusCode != 429 || !strings.Contains(body, "too many open connections from your address (limit 2)") || !resp.Close {
+	if resp.StatusCode != 429 || !strings.Contains(body, "too many open connections from your address (limit 2; an IPv6 address counts with its /64)") || !resp.Close {
 		t.Fatalf("third from 127.0.0.1: got %d %q (close %v), want a JSON 429 naming the limit", resp.StatusCode, body, resp.Close)
 	}
 	over.closedByServer(t)
@@ -81,6 +82,43 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	}
 	if got := m["ticketd_connection_addresses"]; got != "2" {
 		t.Errorf("ticketd_connection_addresses: got %s, want 2", got)
+	}
+}
+
+// addrConn is a net.Conn with a remote address and nothing else.
+type addrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+// TestClient: what a connection counts against MaxConnsPerIP. IPv4 and
+// IPv4-mapped IPv6 by the address, IPv6 by its prefix (its zone dropped),
+// other connections not at all.
+func TestClient(t *testing.T) {
+	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+	for _, tt := range []struct {
+		remote net.Addr
+		prefix int
+		want   string // "": not counted
+	}{
+		{tcp("192.0.2.7:5000"), 64, "192.0.2.7"},
+		{tcp("[::ffff:192.0.2.7]:5000"), 64, "192.0.2.7"},
+		{tcp("[::ffff:192.0.2.7]:5000"), 32, "192.0.2.7"},
+		{tcp("[2001:db8:1:2:3:4:5:6]:5000"), 64, "2001:db8:1:2::"},
+		{tcp("[2001:db8:1:2:ffff:ffff:ffff:ffff]:5000"), 64, "2001:db8:1:2::"},
+		{tcp("[2001:db8:1:2:3:4:5:6]:5000"), 48, "2001:db8:1::"},
+		{tcp("[2001:db8:1:2:3:4:5:6]:5000"), 128, "2001:db8:1:2:3:4:5:6"},
+		{tcp("[fe80::1:2:3:4%eth0]:5000"), 64, "fe80::"},
+		{tcp("[fe80::1:2:3:4%eth0]:5000"), 128, "fe80::1:2:3:4"},
+		{tcp("[::1]:5000"), 64, "::"},
+		{&net.UnixAddr{Name: "/run/ticketd.sock", Net: "unix"}, 64, ""},
+	} {
+		ip, ok := client(addrConn{remote: tt.remote}, tt.prefix)
+		if got := ip.String(); (tt.want == "" && ok) || (tt.want != "" && (!ok || got != tt.want)) {
+			t.Errorf("%s, /%d: got %s (counted %v), want %q", tt.remote, tt.prefix, got, ok, tt.want)
+		}
 	}
 }
 

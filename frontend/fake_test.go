@@ -26,6 +26,9 @@ type fakeIDs struct {
 	deadline time.Time
 	// afters counts the calls with an after= ID.
 	afters int
+	// timeMs is what Time answers; timeCalls counts its calls.
+	timeMs    int64
+	timeCalls int
 }
 
 func newFakeIDs() *fakeIDs {
@@ -104,6 +107,15 @@ func (f *fakeIDs) lastDeadline() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.deadline
+}
+
+// Time is the time set by a test (0: none, the wall clock alone bounds
+// after=); timeCalls counts the calls.
+func (f *fakeIDs) Time() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeCalls++
+	return f.timeMs
 }
 
 func (f *fakeIDs) Status() worker.Status {

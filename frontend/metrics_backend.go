@@ -122,7 +122,7 @@ var (
 // The connections of the API port (collectConns).
 var (
 	famConnectionsOpen     = gaugeFamily("ticketd_connections_open", "HTTP connections open on the API port.")
-	famConnectionAddresses = gaugeFamily("ticketd_connection_addresses", "Client addresses the open connections come from (counted while -max-conns-per-ip is below -max-conns).")
+	famConnectionAddresses = gaugeFamily("ticketd_connection_addresses", "Client addresses the open connections come from, an IPv6 address by its prefix of -conns-per-ip-v6-prefix bits (counted while -max-conns-per-ip is below -max-conns).")
 	famConnectionsRefused  = counterFamily("ticketd_connections_refused_total", "Connections refused and closed at a limit: max_conns (answered 503) or max_conns_per_ip (429).", "reason")
 	famAcceptErrors        = counterFamily("ticketd_accept_errors_total", "Connections the listener failed to accept (out of file descriptors), tried again.")
 	famConnectionErrors    = counterFamily("ticketd_connection_errors_total", "Connections that ended in an error, by kind.", "kind")

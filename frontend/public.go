@@ -56,7 +56,7 @@ type alsoDecod struct {
 // handleFromPublic decodes a public form. A form that no key of the ring
 // turns into an ID this deployment could have issued (at or above its
 // smallest snowflake ID, its time at most MaxAfterAhead past this ticketd's
-// clock) is a 400: nothing this deployment issued has it.
+// time, as for after=) is a 400: nothing this deployment issued has it.
 func (s *Server) handleFromPublic(ctx *fasthttp.RequestCtx, seg []byte) {
 	if s.cfg.IDKeys == nil {
 		fail(ctx, fasthttp.StatusBadRequest, errNoKeys)
@@ -68,9 +68,12 @@ func (s *Server) handleFromPublic(ctx *fasthttp.RequestCtx, seg []byte) {
 		return
 	}
 	ring := s.cfg.IDKeys.Load()
-	latest := s.nowMs(ctx) + MaxAfterAhead.Milliseconds()
 	found, err := ring.Decode(form, func(id int64) bool {
-		return id >= s.cfg.FallbackCeiling && id>>s.timeShift+s.cfg.Layout.EpochMs <= latest
+		if id < s.cfg.FallbackCeiling {
+			return false
+		}
+		_, _, past := s.aheadBy(ctx, id>>s.timeShift+s.cfg.Layout.EpochMs)
+		return !past
 	})
 	if err != nil {
 		fail(ctx, fasthttp.StatusBadRequest, "bad public form: "+err.Error())

@@ -27,12 +27,20 @@ import (
 // RequestTimeout after the handler was called). Status is called off the hot
 // path.
 // NextAfterWait and NextNAfterWait are the same for IDs greater than after
-// (?after=).
+// (?after=). Time is the time the IDs have reached, in Unix ms
+// (worker.Keeper.Time): no ID issued so far is later, and it runs ahead of
+// the wall clock while the generator does (counting up from a previous
+// holder's reservation, or past a wall clock stepped back). An after= ID or
+// a decoded public form may be up to MaxAfterAhead past the later of Time
+// and the wall clock. Time is asked only of an ID past the wall clock's
+// bound; it must not wait and should not allocate (0: the wall clock alone
+// bounds them).
 type IDs interface {
 	NextWait(deadline time.Time) (int64, error)
 	NextNWait(dst []int64, deadline time.Time) (int, error)
 	NextAfterWait(after int64, deadline time.Time) (int64, error)
 	NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error)
+	Time() int64
 	Status() worker.Status
 }
 
@@ -85,12 +93,12 @@ type Server struct {
 	stopped    chan struct{}
 	reclaiming bool // the reclaimer goroutine was started
 
-	connMu    sync.Mutex // guards the connection accounting below
-	open      int        // connections admitted and not yet closed
-	peak      int        // most open since the last memory reclaim
-	perIP     map[netip.Addr]int
-	refusals  chan struct{}  // a slot per refusal being answered
-	refusing  sync.WaitGroup // refusals being answered
+	connMu    sync.Mutex         // guards the connection accounting below
+	open      int                // connections admitted and not yet closed
+	peak      int                // most open since the last memory reclaim
+	perIP     map[netip.Addr]int // by client (conns.go)
+	refusals  chan struct{}      // a slot per refusal being answered
+	refusing  sync.WaitGroup     // refusals being answered
 	reclaimCh chan struct{}
 	// reclaimAfter: how many connections must have closed since the peak
 	// before memory is given back (reclaimBurst, lowered by tests).
@@ -141,7 +149,8 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.refuseTotal = refusalAnswer(fasthttp.StatusServiceUnavailable,
 		fmt.Sprintf("too many open connections (limit %d): try another instance, or again in a second", cfg.MaxConns))
 	s.refusePerIP = refusalAnswer(fasthttp.StatusTooManyRequests,
-		fmt.Sprintf("too many open connections from your address (limit %d)", min(cfg.MaxConnsPerIP, cfg.MaxConns)))
+		fmt.Sprintf("too many open connections from your address (limit %d; an IPv6 address counts with its /%d)",
+			min(cfg.MaxConnsPerIP, cfg.MaxConns), cfg.ConnsPerIPv6Prefix))
 	s.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)

@@ -25,6 +25,16 @@ type tcpServer struct {
 // test ends, then shuts down and checks that Serve returned nil.
 func startTCP(t *testing.T, cfg Config, adjust ...func(*Server)) *tcpServer {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveTCP(t, cfg, ln, adjust...)
+}
+
+// serveTCP is startTCP on the TCP listener ln.
+func serveTCP(t *testing.T, cfg Config, ln net.Listener, adjust ...func(*Server)) *tcpServer {
+	t.Helper()
 	s, err := New(cfg, newFakeIDs(), newFakeTickets())
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +43,6 @@ func startTCP(t *testing.T, cfg Config, adjust ...func(*Server)) *tcpServer {
 		f(s)
 	}
 	s.SetReady(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ts := &tcpServer{s: s, addr: ln.Addr().String(), served: make(chan error, 1)}
 	go func() { ts.served <- s.Serve(ln) }()
 	t.Cleanup(func() { ts.shutdown(t) })

@@ -35,6 +35,13 @@
 // (ticketd records it to make sure every ticketd of a deployment has the
 // same key) and says nothing about the key itself.
 //
+// In memory, a Ring keeps each key's HKDF pseudo-random key (HKDF-Extract of
+// the key), not the key's bytes: a public sequence's key depends on its name
+// and width, which the ring learns only when the sequence is used, so what
+// derives it must stay. Every other derived key follows from it too: to
+// whoever can read the process's memory, it is as good as the key for
+// everything this package does.
+//
 // # Decoding under a ring
 //
 // A form carries no mark of the key that made it, and every 63-bit number

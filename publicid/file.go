@@ -40,19 +40,32 @@ func ParseKeys(text []byte) (*Ring, error) {
 
 // ReadKeyFile reads the key file at path. It refuses a file that its group
 // or others may read or write (mode bits 0077): it holds keys, not digests.
+// The mode is that of the file it reads: one open, then Stat and read on it,
+// so a path swapped in between (a rename, a symbolic link moved) cannot
+// pass the check with one file and be read from another.
 func ReadKeyFile(path string) (*Ring, error) {
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeyFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeyFile, err)
 	}
 	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o: others than its owner may use it; chmod 600 %s", ErrKeyFile, path, mode, path)
 	}
-	text, err := os.ReadFile(path)
+	// One buffer of the file's size, as os.ReadFile reads, so that no copy
+	// of the keys is left behind by a growing buffer: this one is cleared.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	_, err = buf.ReadFrom(f)
+	text := buf.Bytes()
+	defer clear(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeyFile, err)
 	}
-	defer clear(text)
 	r, err := ParseKeys(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -43,12 +43,27 @@ const (
 	labelCheck    = "ticketd v1 key check value"
 )
 
-// key is one operator's key, ready to use. The key itself is not kept:
-// only what was derived from it.
+// key is one operator's key, ready to use. The operator's 32 bytes are not
+// kept (ParseKeys clears them), but prk stands in for them: it is their
+// HKDF-Extract (RFC 5869), and every key of this package is HKDF-Expand of
+// prk with a label, the forms' key and the check value as well as each
+// public sequence's. So whoever reads prk from the process's memory can
+// make every public form and public sequence value the operator's key
+// makes; only the 32 bytes themselves, and other uses of them, stay out of
+// reach.
+//
+// prk cannot be dropped for narrower keys derived at load: a public
+// sequence's key is HKDF-Expand of prk with the sequence's name and width,
+// and sequences are created (under any name) while ticketd runs. Nor can it
+// be narrowed: HKDF-Expand is HMAC keyed with prk, and the most one could
+// keep instead, SHA-256's states after HMAC's two key blocks, computes HMAC
+// for every message alike, since the sequences' label is shorter than a
+// block and cannot be folded into them. The forms' key is kept only as its
+// AES key schedule (in forms).
 type key struct {
 	check string     // CheckValue of the key
 	forms *ff1.Range // public forms: [1, 2^63-1]
-	seq   []byte     // HKDF pseudo-random key for public sequences' keys
+	prk   []byte     // HKDF-Extract of the key: public sequences' keys, and every other, follow from it
 }
 
 func newKey(raw []byte) (*key, error) {
@@ -67,11 +82,11 @@ func newKey(raw []byte) (*key, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq, err := hkdf.Extract(sha256.New, raw, nil)
+	prk, err := hkdf.Extract(sha256.New, raw, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &key{check: CheckValue(raw), forms: forms, seq: seq}, nil
+	return &key{check: CheckValue(raw), forms: forms, prk: prk}, nil
 }
 
 func derive(raw []byte, label string, n int) ([]byte, error) {
@@ -95,5 +110,5 @@ func CheckValue(raw []byte) string {
 
 // sequenceKey derives the AES-128 key of one public sequence.
 func (k *key) sequenceKey(name string, bits int) ([]byte, error) {
-	return hkdf.Expand(sha256.New, k.seq, labelSequence+"\x00"+name+"\x00"+strconv.Itoa(bits), 16)
+	return hkdf.Expand(sha256.New, k.prk, labelSequence+"\x00"+name+"\x00"+strconv.Itoa(bits), 16)
 }

@@ -15,7 +15,7 @@
 #                          hash for ALTER USER … IDENTIFIED BY PASSWORD '<hash>'
 #   scripts/db.sh rotate   a new password for every account, on every server, then
 #                          purge the binary logs that held the old ones (make
-#                          db-rotate-passwords; docs/dba.md, "Rotating the password")
+#                          db-rotate-passwords; docs/dba.md, "Rotating every password")
 #
 # Environment (the Makefile sets these):
 #   VAR       folder for data, sockets, logs and passwords   (default: <repo>/var)
@@ -179,7 +179,7 @@ native_hash() {
 # then its hash on server 1, then on server 2. A running ticketd keeps its open
 # sessions; a new connection refused with the old password makes it read the file
 # again (1045), and one to a server not changed yet gets in with the password it had
-# before (docs/dba.md, "Rotating the password"). Then, on each server, FLUSH BINARY
+# before (docs/dba.md, "Rotating every password"). Then, on each server, FLUSH BINARY
 # LOGS and PURGE BINARY LOGS TO the new log, unless a connected replica may still
 # need an older one.
 
@@ -222,7 +222,7 @@ login_works() {
 }
 
 # replica_socket N ID prints the socket of the replica in $VAR (var/replicaN, as
-# docs/dba.md sets them up) with server-id ID that replicates from server N; fails
+# docs/backups.md sets them up) with server-id ID that replicates from server N; fails
 # when there is none: a replica on another host.
 replica_socket() {
 	local s
@@ -441,7 +441,7 @@ configure() {
 		ALTER USER 'ticketd_seq'@'127.0.0.1' IDENTIFIED BY PASSWORD '$seq' ACCOUNT UNLOCK;
 		GRANT ticketd_sequences TO 'ticketd_seq'@'127.0.0.1';
 		SET DEFAULT ROLE ticketd_sequences FOR 'ticketd_seq'@'127.0.0.1';
-		-- The account a replica of this server connects with (docs/dba.md, "Replicas").
+		-- The account a replica of this server connects with (docs/backups.md, "Replicas").
 		CREATE USER IF NOT EXISTS 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl';
 		ALTER USER 'ticketd_repl'@'127.0.0.1' IDENTIFIED BY PASSWORD '$repl' ACCOUNT UNLOCK;
 		GRANT REPLICATION SLAVE ON *.* TO 'ticketd_repl'@'127.0.0.1';

@@ -32,6 +32,7 @@ nft nftables docs/deploy.md's firewall ruleset (internal/deploycheck)
 promtool prometheus metrics lint and alert-rule tests (frontend, deploy/prometheus)
 prometheus prometheus a real Prometheus scraping ticketd (cmd/ticketd TestE2EMetrics)
 mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
+ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
 EOF
 )
 

@@ -20,24 +20,30 @@ import (
 	"ticketd/internal/proctest"
 )
 
-// guideMarkerRE marks the shell blocks of docs/dba.md that
+// guideMarkerRE marks the shell blocks of docs/backups.md that
 // TestReplicaGuide runs, in the order a DBA would.
 var guideMarkerRE = regexp.MustCompile(`^\s*<!-- replica guide: (.+?) -->$`)
 
-// guideBlocks returns docs/dba.md's replica guide blocks by step name.
+// guideBlocks returns docs/backups.md's replica guide blocks by step name.
 func guideBlocks(t *testing.T) map[string]string {
+	return markedBlocks(t, "docs/backups.md", guideMarkerRE)
+}
+
+// markedBlocks returns the sh blocks of doc that a line matching marker
+// precedes, by the name marker captures.
+func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("../docs/dba.md")
+	b, err := os.ReadFile(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := doccheck.Parse("docs/dba.md", string(b))
+	d, err := doccheck.Parse(doc, string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := map[string]string{}
 	for i, line := range d.Lines {
-		m := guideMarkerRE.FindStringSubmatch(line)
+		m := marker.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -45,7 +51,7 @@ func guideBlocks(t *testing.T) map[string]string {
 		for _, blk := range d.Blocks {
 			if blk.Line > i+1 {
 				if blk.Lang != "sh" {
-					t.Fatalf("docs/dba.md:%d: the block after %q is %q, want sh", blk.Line, m[1], blk.Lang)
+					t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, blk.Line, m[1], blk.Lang)
 				}
 				steps[m[1]] = strings.Join(blk.Body, "\n")
 				found = true
@@ -53,13 +59,13 @@ func guideBlocks(t *testing.T) map[string]string {
 			}
 		}
 		if !found {
-			t.Fatalf("docs/dba.md:%d: marker %q precedes no block", i+1, m[1])
+			t.Fatalf("%s:%d: marker %q precedes no block", doc, i+1, m[1])
 		}
 	}
 	return steps
 }
 
-// TestReplicaGuide follows docs/dba.md's "Setting up a replica" and
+// TestReplicaGuide follows docs/backups.md's "Setting up a replica" and
 // "Promote a replica" as written, on a pair made by scripts/db.sh in a copy
 // of the repository's files (my.cnf's ports moved to free ones): server 1
 // issues tickets, gets a replica, issues more (which the replica gets only by
@@ -73,7 +79,7 @@ func TestReplicaGuide(t *testing.T) {
 	steps := guideBlocks(t)
 	for _, name := range []string{"set up", "apply the relay log", "compare", "take over"} {
 		if steps[name] == "" {
-			t.Fatalf("docs/dba.md has no replica guide step %q", name)
+			t.Fatalf("docs/backups.md has no replica guide step %q", name)
 		}
 	}
 
@@ -188,7 +194,7 @@ func TestReplicaGuide(t *testing.T) {
 }
 
 // guideWork is a copy of the repository's files (my.cnf, schema.sql,
-// scripts/db.sh) in a temporary folder, with every port docs/dba.md's
+// scripts/db.sh) in a temporary folder, with every port docs/backups.md's
 // replica guide names (3307, 3308, 3317, 3318) moved to a free one in
 // my.cnf, and VAR in its var/: the guide's steps run there as written.
 type guideWork struct {

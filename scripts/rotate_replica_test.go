@@ -45,7 +45,7 @@ var (
 
 // TestDBRotateReplica: `db.sh rotate` on a pair left as release 1 left it
 // (every password in clear in the binary logs), server 1 with a replica
-// set up as docs/dba.md says, in var/replica1.
+// set up as docs/backups.md says, in var/replica1.
 //
 //  1. The replica's applier is stopped: it still needs server 1's logs.
 //     rotate changes every password, purges server 2's logs, keeps server
@@ -68,7 +68,7 @@ func TestDBRotateReplica(t *testing.T) {
 	needsMariaDB(t)
 	steps := guideBlocks(t)
 	if steps["set up"] == "" {
-		t.Fatal(`docs/dba.md has no replica guide step "set up"`)
+		t.Fatal(`docs/backups.md has no replica guide step "set up"`)
 	}
 	g := newGuideWork(t)
 	g.sh("db.sh up", "scripts/db.sh up")

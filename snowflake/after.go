@@ -23,7 +23,8 @@ import (
 // given one falls in the millisecond right after the generator's own does
 // it wait for that millisecond, as Next does when one is used up. What
 // bounds how far ahead an ID may be is the caller's concern (ticketd
-// refuses one more than a second ahead of its own clock).
+// refuses one more than a second past the later of its wall clock and its
+// generator's Time).
 //
 // A chain, each call passing the ID the one before returned, through
 // generators of different workers moves a millisecond forward at every step

@@ -97,6 +97,9 @@ type Generator struct {
 	// anchor only ever moves forward (when the wall clock is found ahead).
 	anchorNs   int64
 	anchorMono time.Duration
+	// offsetNs is anchorNs - anchorMono, the generator's time less the
+	// monotonic clock, for Time to read without mu. It only moves forward.
+	offsetNs atomic.Int64
 	// nowMs is the generator's time (Unix ms) at the last full reading, and
 	// nextMono the monotonic reading at which that millisecond ends: until
 	// then, the time is nowMs without reading the wall clock.
@@ -163,6 +166,7 @@ func New(s Settings) (*Generator, error) {
 	g.monoClock, _ = s.Clock.(MonotonicClock)
 	_, g.sysClock = s.Clock.(SystemClock)
 	g.anchorNs, g.anchorMono = s.Clock.Now()
+	g.offsetNs.Store(g.anchorNs - int64(g.anchorMono))
 	g.setNowLocked(g.anchorNs)
 	if g.anchorNs/1e6 < s.Layout.EpochMs && s.FloorMs < s.Layout.EpochMs {
 		return nil, fmt.Errorf("%w: the clock reads %s, the epoch is %s", ErrBeforeEpoch,
@@ -252,6 +256,17 @@ func (g *Generator) Now() int64 {
 	return max(g.tickLocked(), g.Last())
 }
 
+// Time is the generator's clock in Unix ms, as Now, read without the
+// generator's lock: the anchored monotonic time, never below the last
+// timestamp issued (floor-1 before the first). Unlike Now it does not read
+// the wall clock, so a wall clock found ahead counts only once a call has
+// moved the anchor: a caller that wants the later of the two reads the wall
+// clock too. An atomic load or two and a monotonic reading; no allocation,
+// no wait. An ID whose time is above it was not issued by this generator.
+func (g *Generator) Time() int64 {
+	return max((g.offsetNs.Load()+int64(g.mono()))/1e6, g.Last())
+}
+
 // Last is the timestamp (Unix ms) of the last ID issued, or floor-1 if none.
 func (g *Generator) Last() int64 {
 	ms, _ := g.decode(g.cursor.Load())
@@ -293,6 +308,7 @@ func (g *Generator) tickLocked() int64 {
 	est := g.anchorNs + int64(mono-g.anchorMono)
 	if wall > est {
 		g.anchorNs, g.anchorMono, est = wall, mono, wall
+		g.offsetNs.Store(wall - int64(mono))
 		// The cursor's millisecond may now be in the past: issue from the
 		// new time, not from the old one until the monotonic clock leaves it.
 		g.fastUntil.Store(0)

@@ -136,6 +136,89 @@ func testClockStep(t *testing.T, wrap func(*fakeClock) Clock, step time.Duration
 	}
 }
 
+// TestTime: Time, read without the lock, is the generator's clock: it
+// follows the monotonic clock when the wall clock steps back, the wall
+// clock once a call found it ahead, and a floor ahead of both; never below
+// an ID issued, and it agrees with Now. It allocates nothing.
+func TestTime(t *testing.T) {
+	tests := []struct {
+		name  string
+		floor time.Duration // ahead of the clock at start
+		step  time.Duration // of the wall clock, after the first IDs
+		want  time.Duration // Time after the step and 3 ms, from the start
+	}{
+		{"no step", 0, 0, 3 * time.Millisecond},
+		{"wall back 10s", 0, -10 * time.Second, 3 * time.Millisecond},
+		{"wall forward 10s", 0, 10 * time.Second, 10*time.Second + 3*time.Millisecond},
+		{"floor 50s ahead", 50 * time.Second, 0, 50 * time.Second},
+		{"floor 50s ahead, wall back 1h", 50 * time.Second, -time.Hour, 50 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock(t2026)
+			s := Settings{Clock: clk, Unfenced: true}
+			if tt.floor != 0 {
+				s.FloorMs = t2026.Add(tt.floor).UnixMilli()
+			}
+			g := mustNew(t, s)
+			if got, want := g.Time(), max(t2026.UnixMilli(), s.FloorMs-1); got != want {
+				t.Fatalf("Time before any ID = %d, want %d", got, want)
+			}
+			first, err := g.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.StepWall(tt.step)
+			clk.Advance(3 * time.Millisecond)
+			now := g.Now() // finds a wall clock ahead, if it is
+			got := g.Time()
+			if want := t2026.Add(tt.want).UnixMilli(); got != want || now != got {
+				t.Errorf("Time = %d, Now = %d, want both %d (%+d ms from the start)", got, now, want, tt.want.Milliseconds())
+			}
+			id, err := g.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = g.Time()
+			for _, x := range []int64{first, id} {
+				if p, _ := g.Layout().Decompose(x); p.UnixMs > got {
+					t.Errorf("ID %d at %d ms is above Time %d", x, p.UnixMs, got)
+				}
+			}
+			if a := testing.AllocsPerRun(100, func() { g.Time() }); a != 0 {
+				t.Errorf("Time allocates %v times per call, want 0", a)
+			}
+		})
+	}
+}
+
+// TestTimeConcurrent: Time read while other goroutines issue IDs (and move
+// the anchor) is never below an ID issued before it was read (and, under
+// -race, reads nothing unsynchronised).
+func TestTimeConcurrent(t *testing.T) {
+	g := mustNew(t, Settings{Unfenced: true})
+	var wg sync.WaitGroup
+	var below atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for range 20_000 {
+				id, err := g.Next()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if p, _ := g.Layout().Decompose(id); p.UnixMs > g.Time() {
+					below.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := below.Load(); n != 0 {
+		t.Fatalf("Time was below an ID issued before it %d times, want 0", n)
+	}
+}
+
 func TestSequenceExhaustionWaits(t *testing.T) {
 	clk := newFakeClock(t2026)
 	g := mustNew(t, Settings{Clock: clk, Unfenced: true})

@@ -71,7 +71,7 @@ func leaseOn(t testing.TB, p *Pair, holder string) int {
 func TestFourServers(t *testing.T) {
 	ms := mysqltest.StartSet(t, 4)
 	// Two of the four are no pair: their increment is 4 (docs/dba.md, "Growing
-	// a pair": a deployment keeps its number of servers).
+	// a pair to four": a deployment keeps its number of servers).
 	cfg := spec.DefaultConfig()
 	cfg.Servers = []spec.ServerConfig{{Addr: ms.Servers[0].Addr()}, {Addr: ms.Servers[1].Addr()}}
 	cfg.User, cfg.Password = ms.User, ms.Password

@@ -117,10 +117,13 @@ type Keeper struct {
 	snap     atomic.Pointer[snapshot] // published copy of the fields above
 	closing  atomic.Bool              // Close has begun
 	closedMs atomic.Int64             // last timestamp of the generator Close stopped
-	once     sync.Once
-	started  atomic.Bool // Run has started the loops
-	loops    sync.WaitGroup
-	kick     chan struct{} // capacity loop → renewal loop: a worker ID may have freed up
+	// stoppedMs: the last timestamp of every generator stopped (FloorMs-1
+	// before any), for Time to answer while no generator is held.
+	stoppedMs atomic.Int64
+	once      sync.Once
+	started   atomic.Bool // Run has started the loops
+	loops     sync.WaitGroup
+	kick      chan struct{} // capacity loop → renewal loop: a worker ID may have freed up
 
 	capMu sync.Mutex // guards capState (capacity.go)
 	capState
@@ -157,6 +160,7 @@ func New(cfg Config, leaser Leaser) (*Keeper, error) {
 	k.rot, _ = leaser.(Rotation)
 	k.rewinds, _ = leaser.(RewindWatcher)
 	k.counter, _ = leaser.(HeldCounter)
+	k.stoppedMs.Store(cfg.FloorMs - 1)
 	k.life, k.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
 	k.wake.Store(&ch)
@@ -218,6 +222,27 @@ func (k *Keeper) NextN(dst []int64) (int, error) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// Time is the time the Keeper's IDs have reached, in Unix ms, read without
+// waiting: the current generator's Time (snowflake.Generator.Time: its
+// clock, never below an ID it issued, ahead of the wall clock while it
+// counts up from a floor or past a wall clock stepped back), or, while none
+// is held, the last timestamp of the generators it stopped. No ID this
+// Keeper issued has a later time. The API bounds after= with it: an atomic
+// load or two and a monotonic clock reading, no allocation.
+func (k *Keeper) Time() int64 {
+	if g := k.gen.Load(); g != nil {
+		return g.Time()
+	}
+	return k.stoppedMs.Load()
+}
+
+// stop stops g and returns its last timestamp, recording it for Time.
+func (k *Keeper) stop(g *snowflake.Generator) int64 {
+	ms := g.Stop()
+	atomicMax(&k.stoppedMs, ms)
+	return ms
 }
 
 // nowMs is the time reservations are computed from: the running generator's
@@ -336,7 +361,7 @@ func (k *Keeper) installLocked(l ticket.Lease) error {
 		k.broadcast()
 	}()
 	if old := k.gen.Load(); old != nil {
-		k.lastMs = max(k.lastMs, old.Stop())
+		k.lastMs = max(k.lastMs, k.stop(old))
 	}
 	k.lastMs = max(k.lastMs, k.closedMs.Load())
 	g, err := snowflake.New(snowflake.Settings{
@@ -362,7 +387,7 @@ func (k *Keeper) installLocked(l ticket.Lease) error {
 	// sequentially consistent: either Close's Swap sees g, or this Load sees
 	// closing.)
 	if k.closing.Load() && k.gen.CompareAndSwap(g, nil) {
-		k.lastMs = max(k.lastMs, g.Stop())
+		k.lastMs = max(k.lastMs, k.stop(g))
 	}
 	return nil
 }
@@ -424,7 +449,7 @@ func (k *Keeper) Close(ctx context.Context) error {
 		k.closing.Store(true)
 		k.cancel()
 		if g := k.gen.Swap(nil); g != nil {
-			atomicMax(&k.closedMs, g.Stop())
+			atomicMax(&k.closedMs, k.stop(g))
 		}
 		k.broadcast()
 	})
@@ -443,7 +468,7 @@ func (k *Keeper) Close(ctx context.Context) error {
 	defer k.unlock()
 	defer k.publishLocked()
 	if g := k.gen.Swap(nil); g != nil { // installed while Close began
-		k.lastMs = max(k.lastMs, g.Stop())
+		k.lastMs = max(k.lastMs, k.stop(g))
 	}
 	k.lastMs = max(k.lastMs, k.closedMs.Load())
 	// The lease first: its release records the last timestamp issued, which

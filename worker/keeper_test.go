@@ -387,6 +387,67 @@ func TestWallClockStepBack(t *testing.T) {
 	}
 }
 
+// TestTime: Keeper.Time is the time its IDs have reached, without waiting:
+// after taking over a worker ID reserved ahead of its clock, the previous
+// holder's reservation; after the wall clock steps back, the generator's
+// clock; while no lease is held, the last ID's time. No ID it issued is
+// later, and reading it allocates nothing.
+func TestTime(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano(), mono: time.Hour}
+	m := newMemLeaser(1) // two worker IDs, both reserved 40 s ahead by a holder gone
+	floor := start.UnixMilli() + 40_000
+	for w := range uint32(2) {
+		m.rows[w] = &memRow{holder: "gone", reserved: floor, expired: true}
+	}
+	cfg := testConfig(clk)
+	cfg.MaxWait = time.Minute
+	k, err := New(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := k.Time(); got != -1 {
+		t.Errorf("Time before any lease = %d, want -1 (FloorMs-1)", got)
+	}
+	if err := k.Acquire(context.Background(), -1); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	if got := k.Time(); got != floor-1 {
+		t.Errorf("Time after the takeover = %d, want the floor-1 %d", got, floor-1)
+	}
+	timeOf := func(id int64) int64 { p, _ := cfg.Layout.Decompose(id); return p.UnixMs }
+	id, err := k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := k.Time(); got != floor || timeOf(id) != floor {
+		t.Errorf("after an ID at %d ms: Time = %d, want the floor %d", timeOf(id), got, floor)
+	}
+	clk.StepWall(-time.Hour)
+	clk.Advance(50 * time.Second) // past the floor on the monotonic clock
+	id, err = k.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := start.UnixMilli() + 50_000
+	if got := k.Time(); got != want || timeOf(id) != want {
+		t.Errorf("50 s later, the wall clock an hour back: ID at %d ms, Time = %d; want both %d", timeOf(id), got, want)
+	}
+	if a := testing.AllocsPerRun(100, func() { k.Time() }); a != 0 {
+		t.Errorf("Time allocates %v per call, want 0", a)
+	}
+	m.steal(0)
+	m.steal(1) // nothing left to re-acquire
+	clk.Advance(2 * time.Second)
+	k.tick()
+	if _, err := k.Next(); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("Next after a lost lease: %v, want ErrNoWorker", err)
+	}
+	if got := k.Time(); got != timeOf(id) {
+		t.Errorf("Time with no lease = %d, want the last ID's time %d", got, timeOf(id))
+	}
+}
+
 func TestDeploymentFloor(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano()}
 	cfg := testConfig(clk)

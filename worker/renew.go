@@ -75,7 +75,7 @@ func (k *Keeper) lostLocked(g *snowflake.Generator, err error) {
 		k.pending.Store(false)
 		k.broadcast()
 	}()
-	k.lastMs = max(k.lastMs, g.Stop())
+	k.lastMs = max(k.lastMs, k.stop(g))
 	k.gen.CompareAndSwap(g, nil) // unless Close has swapped it out already
 	k.held, k.failing = false, false
 	k.losses.Add(1)

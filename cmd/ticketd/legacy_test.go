@@ -216,7 +216,7 @@ func contentionWindow(t *testing.T, short time.Duration) time.Duration {
 // setting helps: ticketd taking its tickets with a stub of its own (a row of
 // its own in the table) was measured too (TICKETD_CONTENTION_OWN_STUB=1,
 // make legacy-contention) and deadlocks the application as well, and itself
-// far more. Figures in the log; docs/dba.md gives them.
+// far more. Figures in the log; docs/performance.md gives them.
 func TestE2ELegacyContention(t *testing.T) {
 	window := contentionWindow(t, 3*time.Second)
 	mp := mysqltest.StartPair(t, "--innodb-autoinc-lock-mode=1")

@@ -2,7 +2,7 @@ package main
 
 // Replica promotion, end to end: the real ticketd under concurrent /v1/id
 // and /v1/tickets load; the ticket server that holds its worker lease gets an
-// asynchronous replica (set up as docs/dba.md tells a DBA), is killed with
+// asynchronous replica (set up as docs/backups.md tells a DBA), is killed with
 // kill -9, and the replica is promoted onto its address — once lagging, once
 // caught up.
 

@@ -316,6 +316,11 @@ func (c *serveConfig) frontendConfig(o serveOptions, calls *frontend.CallDuratio
 	c.frontend.FallbackCeiling = 1 // set for real once the deployment's first start is known
 	c.frontend.Logger = c.logger
 	c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout = o.maxConns, o.maxConnsPerIP, o.idleTimeout
+	if p := o.connsPerV6Prefix; p < frontend.MinConnsPerIPv6Prefix || p > frontend.MaxConnsPerIPv6Prefix {
+		return usagef("-conns-per-ip-v6-prefix %d: want a prefix length from %d to %d (64: a /64, the block one IPv6 host or site holds)",
+			p, frontend.MinConnsPerIPv6Prefix, frontend.MaxConnsPerIPv6Prefix)
+	}
+	c.frontend.ConnsPerIPv6Prefix = o.connsPerV6Prefix
 	c.frontend.Admin = o.adminListen != ""
 	// metrics: the statement durations timed above, and the build's version.
 	c.frontend.CallDurations, c.frontend.Version = calls, version

@@ -64,6 +64,7 @@ type serveOptions struct {
 	drainDelay       time.Duration
 	maxConns         int
 	maxConnsPerIP    int
+	connsPerV6Prefix int
 	idleTimeout      time.Duration
 	adminListen      string
 	adminAllowRemote bool
@@ -142,7 +143,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	// Behind a load balancer: draining, connection limits, the admin listener.
 	fs.DurationVar(&o.drainDelay, "drain-delay", frontend.DefaultDrainDelay, "on SIGTERM, serve on this long with /readyz answering 503 before closing the listener; longer than the balancer's check interval × fall count; a second SIGTERM cuts it short")
 	fs.IntVar(&o.maxConns, "max-conns", frontend.DefaultMaxConns, "most HTTP connections open at once; beyond it a new one gets 503 and is closed")
-	fs.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", frontend.DefaultMaxConnsPerIP, "most HTTP connections open at once from one client address (a balancer is one); beyond it 429")
+	fs.IntVar(&o.maxConnsPerIP, "max-conns-per-ip", frontend.DefaultMaxConnsPerIP, "most HTTP connections open at once from one client address (a balancer is one), an IPv6 client counted by its prefix (-conns-per-ip-v6-prefix); beyond it 429")
+	fs.IntVar(&o.connsPerV6Prefix, "conns-per-ip-v6-prefix", frontend.DefaultConnsPerIPv6Prefix, fmt.Sprintf("IPv6 addresses that share their first N bits count as one client address for -max-conns-per-ip (%d to %d; 64: a /64, the block one host or site holds; 128: each address alone); IPv4 counts each address", frontend.MinConnsPerIPv6Prefix, frontend.MaxConnsPerIPv6Prefix))
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", frontend.DefaultIdleTimeout, "close a keep-alive connection idle this long; longer than the balancer's idle timeout towards ticketd")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "serve /metrics, /v1/status and /debug/pprof/ on this address (loopback), and /metrics and /v1/status no longer on -listen; empty: no admin listener, no pprof")
 	fs.BoolVar(&o.adminAllowRemote, "admin-allow-remote", false, "allow an -admin-listen address other than loopback without -tokens-file (then it has no authentication; -insecure-listen allows it too)")

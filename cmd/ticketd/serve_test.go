@@ -166,19 +166,28 @@ func TestServeOptions(t *testing.T) {
 		{name: "negative max wait", args: []string{"-max-wait", "-1s"}, env: withPW, wantErr: "-max-wait -1s"},
 		{name: "balancer defaults", env: withPW, check: func(t *testing.T, c serveConfig) {
 			if c.drainDelay != 10*time.Second || c.shutdownTimeout != 20*time.Second || c.adminListen != "" || c.frontend.Admin ||
-				c.frontend.MaxConns != 10_000 || c.frontend.MaxConnsPerIP != 1_000 || c.frontend.IdleTimeout != time.Minute {
-				t.Fatalf("got drain %s, shutdown %s, admin %q/%v, conns %d/%d, idle %s", c.drainDelay, c.shutdownTimeout,
-					c.adminListen, c.frontend.Admin, c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout)
+				c.frontend.MaxConns != 10_000 || c.frontend.MaxConnsPerIP != 1_000 || c.frontend.ConnsPerIPv6Prefix != 64 || c.frontend.IdleTimeout != time.Minute {
+				t.Fatalf("got drain %s, shutdown %s, admin %q/%v, conns %d/%d (IPv6 /%d), idle %s", c.drainDelay, c.shutdownTimeout,
+					c.adminListen, c.frontend.Admin, c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.ConnsPerIPv6Prefix, c.frontend.IdleTimeout)
 			}
 		}},
 		{name: "balancer flags", env: withPW, args: []string{"-drain-delay", "0", "-max-conns", "50", "-max-conns-per-ip", "5",
-			"-idle-timeout", "90s", "-admin-listen", "127.0.0.1:9090"}, check: func(t *testing.T, c serveConfig) {
+			"-conns-per-ip-v6-prefix", "56", "-idle-timeout", "90s", "-admin-listen", "127.0.0.1:9090"}, check: func(t *testing.T, c serveConfig) {
 			if c.drainDelay != 0 || c.adminListen != "127.0.0.1:9090" || !c.frontend.Admin ||
-				c.frontend.MaxConns != 50 || c.frontend.MaxConnsPerIP != 5 || c.frontend.IdleTimeout != 90*time.Second {
-				t.Fatalf("got drain %s, admin %q/%v, conns %d/%d, idle %s", c.drainDelay, c.adminListen, c.frontend.Admin,
-					c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.IdleTimeout)
+				c.frontend.MaxConns != 50 || c.frontend.MaxConnsPerIP != 5 || c.frontend.ConnsPerIPv6Prefix != 56 || c.frontend.IdleTimeout != 90*time.Second {
+				t.Fatalf("got drain %s, admin %q/%v, conns %d/%d (IPv6 /%d), idle %s", c.drainDelay, c.adminListen, c.frontend.Admin,
+					c.frontend.MaxConns, c.frontend.MaxConnsPerIP, c.frontend.ConnsPerIPv6Prefix, c.frontend.IdleTimeout)
 			}
 		}},
+		{name: "IPv6 prefix from the environment", env: map[string]string{"TICKETD_PASSWORD": "x", "TICKETD_CONNS_PER_IP_V6_PREFIX": "128"},
+			check: func(t *testing.T, c serveConfig) {
+				if c.frontend.ConnsPerIPv6Prefix != 128 {
+					t.Fatalf("got IPv6 /%d, want /128", c.frontend.ConnsPerIPv6Prefix)
+				}
+			}},
+		{name: "IPv6 prefix too short", args: []string{"-conns-per-ip-v6-prefix", "31"}, env: withPW, wantErr: "-conns-per-ip-v6-prefix 31: want a prefix length from 32 to 128"},
+		{name: "IPv6 prefix too long", args: []string{"-conns-per-ip-v6-prefix", "129"}, env: withPW, wantErr: "-conns-per-ip-v6-prefix 129"},
+		{name: "IPv6 prefix 0", args: []string{"-conns-per-ip-v6-prefix", "0"}, env: withPW, wantErr: "-conns-per-ip-v6-prefix 0"},
 		{name: "drain delay as long as the stop", args: []string{"-drain-delay", "20s"}, env: withPW, wantErr: "shorter than -shutdown-timeout 20s"},
 		{name: "negative drain delay", args: []string{"-drain-delay", "-1s"}, env: withPW, wantErr: "-drain-delay -1s"},
 		// Release 1's default, spelled out in unit files, starts this one.

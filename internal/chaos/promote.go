@@ -16,7 +16,7 @@ import (
 )
 
 // stepPromote: the ticket server holding most leases gets an asynchronous
-// replica (seeded from a dump taken under load, as docs/dba.md tells a DBA),
+// replica (seeded from a dump taken under load, as docs/backups.md tells a DBA),
 // is killed with kill -9, and the replica is promoted onto its address
 // (mariadb.Pair.Promote), as a DBA replaces a lost ticket server.
 //
@@ -138,7 +138,7 @@ type replicaSet struct {
 }
 
 // prepareReplicas starts a replica of each ticket server in the
-// background, seeded from a dump taken under load as docs/dba.md tells a
+// background, seeded from a dump taken under load as docs/backups.md tells a
 // DBA. Call it only while no step stops or promotes a server.
 func (r *run) prepareReplicas() {
 	r.closeReplicas()
@@ -255,7 +255,7 @@ func (r *run) makeLag(rep, owner, other *mariadb.Server) (string, error) {
 // expiry (at most a lease TTL after the kill), and `ticketd repair` leaves
 // held rows alone; their holders find them rewound and move on. So once the
 // server is taken back and a TTL has passed since the kill, the check runs
-// `ticketd repair` again, as docs/dba.md tells a DBA to when the replica
+// `ticketd repair` again, as docs/backups.md tells a DBA to when the replica
 // lagged less than a TTL: it raises those rows to their copies, and the
 // pair needs nothing more (what the caught-up promotion checks).
 func (r *run) repairLagging(fault string, i int, killAt time.Time) ([]string, func()) {

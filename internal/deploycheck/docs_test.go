@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -116,27 +117,55 @@ func tool(t *testing.T, name, pkg string) string {
 	return p
 }
 
-// TestDocsHAProxyConfig: HAProxy accepts the guide's configuration (haproxy
-// -c), with a certificate made here in place of the operator's.
+// TestDocsHAProxyConfig: the docs' HAProxy is the shipped file with the
+// lines they tell an operator to change (the TLS bind line of docs/deploy.md;
+// the retry-on line of docs/operations.md for an upgrade from release 1), and
+// HAProxy accepts it so changed (haproxy -c), with a certificate made here in
+// place of the operator's, both with and without the retry-on line.
 func TestDocsHAProxyConfig(t *testing.T) {
 	haproxy := tool(t, "haproxy", "haproxy")
-	cfgs := blocks(t, func(b doccheck.Block) bool { return b.Lang == "haproxy" })
-	if len(cfgs) != 1 {
-		t.Fatalf("found %d haproxy blocks in docs/deploy.md, want 1", len(cfgs))
+	root := repoRoot(t)
+	edits, err := ReadHAProxyEdits(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(edits.Bind, "ssl crt /etc/haproxy/ticketd.pem") {
+		t.Fatalf("docs/deploy.md's bind line %q terminates no TLS with /etc/haproxy/ticketd.pem", edits.Bind)
 	}
 	dir := t.TempDir()
 	pemPath := filepath.Join(dir, "ticketd.pem")
 	selfSigned(t, pemPath)
-	cfg := strings.ReplaceAll(strings.Join(cfgs[0].Body, "\n")+"\n", "/etc/haproxy/ticketd.pem", pemPath)
-	if !strings.Contains(cfg, pemPath) || !strings.Contains(cfg, "option httpchk GET /readyz") {
-		t.Fatal("the haproxy block names no /etc/haproxy/ticketd.pem or does not check /readyz")
+	shipped := readRepoFile(t, "deploy/haproxy/haproxy.cfg")
+	for _, retryOn := range []string{"", edits.RetryOn} {
+		cfg, err := EditHAProxy(shipped, strings.ReplaceAll(edits.Bind, "/etc/haproxy/ticketd.pem", pemPath), retryOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(haproxy, "-c", "-f", path).CombinedOutput()
+		if err != nil || strings.Contains(string(out), "WARNING") {
+			t.Fatalf("haproxy -c on deploy/haproxy/haproxy.cfg with %q and %q: %v\n%s", edits.Bind, retryOn, err, out)
+		}
 	}
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+}
+
+// TestEditHAProxy: an edit applies exactly once or not at all.
+func TestEditHAProxy(t *testing.T) {
+	cfg := "defaults\n    retries 2\n    option redispatch 1\nfrontend ticketd\n    bind :8080\n"
+	got, err := EditHAProxy(cfg, "bind 10.0.3.10:443 ssl crt /x.pem", "retry-on conn-failure")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(haproxy, "-c", "-f", path).CombinedOutput(); err != nil {
-		t.Fatalf("docs/deploy.md:%d: haproxy -c: %v\n%s", cfgs[0].Line, err, out)
+	if want := "defaults\n    retries 2\n    option redispatch 1\n    retry-on conn-failure\nfrontend ticketd\n    bind 10.0.3.10:443 ssl crt /x.pem\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, bad := range []string{strings.Replace(cfg, "bind :8080", "bind :9090", 1), cfg + "    bind :8080\n", strings.Replace(cfg, "option redispatch 1", "option redispatch", 1)} {
+		if _, err := EditHAProxy(bad, "bind :443", "retry-on conn-failure"); !errors.Is(err, ErrHAProxyEdit) {
+			t.Errorf("EditHAProxy(%q) = %v, want ErrHAProxyEdit", bad, err)
+		}
 	}
 }
 

@@ -1,14 +1,19 @@
 // Package doccheck keeps ticketd's documentation honest: its tests read
-// README.md and docs/*.md and fail when a link, a path, a flag, a metric or a
-// runnable example no longer matches the repository and the running program.
+// README.md and every .md file under docs/ and fail when a link, a path, a
+// flag, a metric or a runnable example no longer matches the repository and
+// the running program, and where one fact is written twice and can
+// disagree: a make target's duration, a figure of bench/results, a default
+// quoted beside its flag, a section the code names.
 //
 // The package holds the Markdown reading and the output comparison; the
 // checks themselves are its tests (go test ./internal/doccheck). Under
 // go test -short only the checks that need neither MariaDB nor a build run
-// (links, paths, block syntax, the README's length); the full run builds
-// ticketd, starts a real pair of ticket servers and runs every example marked
-// runnable. docs/design.md ("Keeping the docs honest") describes the
-// conventions a doc follows.
+// (links, paths, block syntax, the README's length, the troubleshooting
+// page's messages against the code, the glossary, durations, figures, the
+// code's references to sections); the full run builds ticketd, checks every
+// command's flags against the docs, starts a real pair of ticket servers and
+// runs every example marked runnable. docs/design.md ("Keeping the docs
+// honest") describes the conventions a doc follows.
 //
 // # Runnable blocks
 //

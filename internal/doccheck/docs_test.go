@@ -1,6 +1,7 @@
 package doccheck
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,12 +31,19 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// docs reads README.md and docs/*.md, in the order runnable blocks run:
-// README.md first, then docs/ by name.
+// docs reads README.md and every .md file under docs/ (its folders too:
+// docs/clients/ …), in the order runnable blocks run: README.md first,
+// then docs/ by path.
 func docs(t *testing.T) (root string, all []*Doc) {
 	t.Helper()
 	root = repoRoot(t)
-	names, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	var names []string
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".md") {
+			names = append(names, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

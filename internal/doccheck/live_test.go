@@ -21,10 +21,10 @@ import (
 	"ticketd/internal/proctest"
 )
 
-// TestDocsAgainstTicketd checks the docs against the real program: the flags
-// of the binary built from this repository, and, on a real pair of ticket
-// servers with ticketd running as `make run` runs it, the metrics it exports,
-// the status it answers, and every runnable example.
+// TestDocsAgainstTicketd checks the docs against the real program, on a real
+// pair of ticket servers with ticketd running as `make run` runs it: the
+// metrics it exports, the status it answers, and every runnable example
+// (TestDocFlags checks the flags).
 func TestDocsAgainstTicketd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds ticketd and starts MariaDB: runs in make test, not under -short")
@@ -44,35 +44,6 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/ticketd: %v\n%s", err, out)
 	}
-	usage := map[string]map[string]Flag{}
-	for _, cmd := range []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check", "upgrade status", "pair check",
-		"deployment show", "deployment set"} {
-		out, err := exec.Command(bin, append(strings.Fields(cmd), "-h")...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ticketd %s -h: %v\n%s", cmd, err, out)
-		}
-		if usage[cmd], err = ParseUsage(string(out)); err != nil {
-			t.Fatalf("ticketd %s -h: %v", cmd, err)
-		}
-	}
-	// `ticketd sequence …` in the docs: a flag of any of its commands.
-	usage["sequence"] = map[string]Flag{}
-	for _, cmd := range []string{"sequence create", "sequence adopt", "sequence list", "sequence check"} {
-		for name, f := range usage[cmd] {
-			usage["sequence"][name] = f
-		}
-		delete(usage, cmd)
-	}
-	usage["upgrade"] = usage["upgrade status"] // finalize has the same flags
-	delete(usage, "upgrade status")
-	usage["pair"] = usage["pair check"]
-	delete(usage, "pair check")
-	usage["deployment"] = usage["deployment set"] // show's flags and set's own
-	delete(usage, "deployment set")
-	delete(usage, "deployment show")
-	t.Run("flags", func(t *testing.T) { checkFlagTable(t, byPath(all, "docs/operations.md"), usage["serve"]) })
-	t.Run("flag mentions", func(t *testing.T) { checkFlagMentions(t, all, usage) })
-
 	pair := mysqltest.StartPair(t)
 	if err := os.MkdirAll(filepath.Join(work, "var"), 0o700); err != nil {
 		t.Fatal(err)
@@ -106,7 +77,7 @@ func TestDocsAgainstTicketd(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		checkMetrics(t, root, all, []scrape{{addr: addr}, {addr: withTokens, token: docToken}})
 	})
-	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, "docs/api.md"), addr) })
+	t.Run("status fields", func(t *testing.T) { checkStatusFields(t, byPath(all, referenceDoc), addr) })
 	t.Run("runnable", func(t *testing.T) {
 		rewrite := strings.NewReplacer("127.0.0.1:8080", addr, "127.0.0.1:3307", servers[0], "127.0.0.1:3308", servers[1])
 		env := append(cleanEnv(), "TICKETD_REPAIR_SERVERS="+servers[0]+","+servers[1],
@@ -250,156 +221,9 @@ func runConsole(t *testing.T, doc string, b Block, work string, env []string, re
 	}
 }
 
-// flagTableRE is a row of the configuration table: | `-name` | `default` | …
-var flagTableRE = regexp.MustCompile("^\\|\\s*`-([a-z][a-z0-9-]*)`\\s*\\|\\s*`([^`]*)`\\s*\\|")
-
-// checkFlagTable: the configuration table lists every flag of `ticketd
-// serve -h`, no other, each with the default the binary has.
-func checkFlagTable(t *testing.T, ops *Doc, serve map[string]Flag) {
-	if ops == nil {
-		t.Fatal("docs/operations.md is missing")
-	}
-	seen := map[string]bool{}
-	for i, line := range ops.Lines {
-		m := flagTableRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		name, doc := m[1], m[2]
-		if seen[name] {
-			t.Errorf("docs/operations.md:%d: -%s is in the table twice", i+1, name)
-		}
-		seen[name] = true
-		f, ok := serve[name]
-		if !ok {
-			t.Errorf("docs/operations.md:%d: -%s is not a flag of ticketd serve", i+1, name)
-			continue
-		}
-		if err := sameDefault(f, doc); err != nil {
-			t.Errorf("docs/operations.md:%d: -%s: %v", i+1, name, err)
-		}
-	}
-	var missing []string
-	for name := range serve {
-		if !seen[name] {
-			missing = append(missing, "-"+name)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("docs/operations.md: the configuration table lacks %s (ticketd serve -h has them)", strings.Join(missing, ", "))
-	}
-}
-
-// sameDefault compares a documented default with the one -h printed, as
-// values of the flag's type (1m is 1m0s).
-func sameDefault(f Flag, doc string) error {
-	printed := f.Default
-	var same bool
-	switch f.Type {
-	case "duration":
-		if printed == "" {
-			printed = "0s"
-		}
-		a, err1 := time.ParseDuration(doc)
-		b, err2 := time.ParseDuration(printed)
-		same = err1 == nil && err2 == nil && a == b
-	case "int", "uint":
-		if printed == "" {
-			printed = "0"
-		}
-		a, err1 := strconv.ParseInt(doc, 10, 64)
-		b, err2 := strconv.ParseInt(printed, 10, 64)
-		same = err1 == nil && err2 == nil && a == b
-	case "bool":
-		if printed == "" {
-			printed = "false"
-		}
-		same = doc == printed
-	default:
-		// flag prints no default for an empty string; the docs write `""`.
-		same = doc == printed || (printed == "" && doc == `""`)
-	}
-	if !same {
-		return fmt.Errorf("documented default %q, ticketd's is %q", doc, printed)
-	}
-	return nil
-}
-
-var (
-	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|deployment)\b([^|;&#\x60]*)`)
-	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
-	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
-)
-
-// checkFlagMentions: a flag written alone as code is a flag of some ticketd
-// command; a flag after `ticketd serve|inspect|repair|sequence|pair` is one of that
-// command; a TICKETD_ variable is one ticketd reads.
-func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Flag) {
-	known := map[string]bool{"h": true}
-	for _, flags := range usage {
-		for name := range flags {
-			known[name] = true
-		}
-	}
-	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_REPAIR_PASSWORD": true, "TICKETD_SEQUENCE_PASSWORD": true, "TICKETD_UPGRADE_PASSWORD": true,
-		"TICKETD_PAIR_PASSWORD": true, "TICKETD_DEPLOYMENT_PASSWORD": true}
-	for name := range usage["serve"] {
-		env["TICKETD_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	for name := range usage["repair"] {
-		env["TICKETD_REPAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	for name := range usage["sequence"] {
-		env["TICKETD_SEQUENCE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	for name := range usage["upgrade"] {
-		env["TICKETD_UPGRADE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	for name := range usage["pair"] {
-		env["TICKETD_PAIR_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	for name := range usage["deployment"] {
-		env["TICKETD_DEPLOYMENT_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
-	}
-	mentions := 0
-	for _, d := range all {
-		for _, s := range d.Spans {
-			if !spanFlagRE.MatchString(s.Text) {
-				continue
-			}
-			for _, m := range flagTokenRE.FindAllStringSubmatch(s.Text, -1) {
-				mentions++
-				if !known[m[1]] {
-					t.Errorf("%s:%d: `%s`: -%s is no flag of ticketd serve, inspect, repair or sequence", d.Path, s.Line, s.Text, m[1])
-				}
-			}
-		}
-		for i, line := range d.Lines {
-			for _, m := range cmdLineRE.FindAllStringSubmatch(line, -1) {
-				for _, f := range flagTokenRE.FindAllStringSubmatch(m[2], -1) {
-					mentions++
-					if _, ok := usage[m[1]][f[1]]; !ok && f[1] != "h" {
-						t.Errorf("%s:%d: ticketd %s has no flag -%s", d.Path, i+1, m[1], f[1])
-					}
-				}
-			}
-			for _, v := range envRE.FindAllString(line, -1) {
-				if strings.HasSuffix(v, "_") { // a prefix: TICKETD_ and the flag's name
-					continue
-				}
-				mentions++
-				if !env[v] {
-					t.Errorf("%s:%d: ticketd reads no variable %s", d.Path, i+1, v)
-				}
-			}
-		}
-	}
-	if mentions == 0 {
-		t.Error("no flag found in the docs: the check is reading nothing")
-	}
-}
+// referenceDoc holds the tables the binary is checked against: the flags of
+// ticketd serve, the fields of /v1/status, the families of /metrics.
+const referenceDoc = "docs/reference.md"
 
 var metricRE = regexp.MustCompile(`\bticketd_[a-z0-9_]+`)
 
@@ -410,7 +234,7 @@ const docToken = "doccheck-0123456789abcdef0123456789abcdef"
 type scrape struct{ addr, token string }
 
 // checkMetrics: every ticketd_ metric the docs name is one ticketd exports,
-// and the table of docs/api.md lists every family it exports, over every
+// and the table of docs/reference.md lists every family it exports, over every
 // ticketd scraped. Names defined in schema.sql and scripts/db.sh (roles and
 // accounts) are not metrics.
 func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
@@ -441,9 +265,9 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 			}
 		}
 	}
-	api := byPath(all, "docs/api.md")
+	api := byPath(all, referenceDoc)
 	if api == nil {
-		t.Fatal("docs/api.md is missing")
+		t.Fatal(referenceDoc + " is missing")
 	}
 	tableRE := regexp.MustCompile("^\\|\\s*`((?:ticketd|go|process)_[a-z0-9_]+)")
 	listed := map[string]bool{}
@@ -460,7 +284,7 @@ func checkMetrics(t *testing.T, root string, all []*Doc, scrapes []scrape) {
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		t.Errorf("docs/api.md: the metrics table lacks %s (GET /metrics has them)", strings.Join(missing, ", "))
+		t.Errorf("%s: the metrics table lacks %s (GET /metrics has them)", referenceDoc, strings.Join(missing, ", "))
 	}
 }
 
@@ -507,10 +331,10 @@ func readMetricNames(t *testing.T, sc scrape, exported, families map[string]bool
 }
 
 // checkStatusFields: every field of the live /v1/status answer is explained
-// in docs/api.md, as `name` or `….name`.
+// in docs/reference.md, as `name` or `….name`.
 func checkStatusFields(t *testing.T, api *Doc, addr string) {
 	if api == nil {
-		t.Fatal("docs/api.md is missing")
+		t.Fatal(referenceDoc + " is missing")
 	}
 	resp, err := http.Get("http://" + addr + "/v1/status")
 	if err != nil {
@@ -541,7 +365,7 @@ func checkStatusFields(t *testing.T, api *Doc, addr string) {
 		}
 	}
 	if len(documented) == 0 {
-		t.Fatal(`docs/api.md: no field table under "## Status"`)
+		t.Fatal(referenceDoc + `: no field table under "## Status"`)
 	}
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
@@ -549,7 +373,7 @@ func checkStatusFields(t *testing.T, api *Doc, addr string) {
 		case map[string]any:
 			for k, e := range v {
 				if !documented[k] {
-					t.Errorf("docs/api.md: /v1/status field %s%s is not explained", path, k)
+					t.Errorf("%s: /v1/status field %s%s is not explained", referenceDoc, path, k)
 				}
 				walk(path+k+".", e)
 			}

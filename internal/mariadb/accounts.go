@@ -18,7 +18,7 @@ const (
 	// (role ticketd_sequences); Boot creates it too.
 	SeqUser = "ticketd_seq"
 	// ReplUser is the replication account (REPLICATION SLAVE only) a replica
-	// connects to its primary with, as docs/dba.md ("Replicas") sets it up.
+	// connects to its primary with, as docs/backups.md ("Replicas") sets it up.
 	// Boot creates it on every server, so any server can get a replica.
 	ReplUser = "ticketd_repl"
 )

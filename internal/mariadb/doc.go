@@ -34,7 +34,7 @@
 // dump.go (backup and restore as a DBA does them), set.go (the N ticket
 // servers of a deployment: offsets 1 to N, increment N, each server started
 // with its own group of my.cnf), pair.go (the Set of two), replica.go (a replica of a server, made lagging or caught up,
-// promoted onto its dead primary's port, as docs/dba.md tells a DBA),
+// promoted onto its dead primary's port, as docs/backups.md tells a DBA),
 // certs.go (TLS certificates made by scripts/certs.sh) and sweep.go (folders
 // of dead programs).
 //

@@ -1,7 +1,7 @@
 package mariadb
 
 // Replicas, and their promotion onto a dead primary's address, done the way
-// docs/dba.md ("Replicas", "Promote a replica") tells a DBA to:
+// docs/backups.md ("Replicas", "Promote a replica") tells a DBA to:
 //
 //  1. The replica runs my.cnf's [mariadbd.replicaN] group: the primary's
 //     auto_increment_offset (and the shared increment), its own server-id,
@@ -244,7 +244,7 @@ func (r *Server) waitApplied(pos string, timeout time.Duration) error {
 }
 
 // Promote makes the replica the primary it replicated from, on that
-// server's address, the way docs/dba.md ("Promote a replica") does it: onto
+// server's address, the way docs/backups.md ("Promote a replica") does it: onto
 // (normally r's primary) must be dead (killed, or stopped); the replica
 // stops receiving, applies what it has received if its applier runs (a
 // replica whose applier was stopped, or whose replication was stopped, is

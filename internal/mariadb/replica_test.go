@@ -50,7 +50,7 @@ func query(t *testing.T, s *Server, q string) string {
 	return out
 }
 
-// TestReplicaPromotion walks through docs/dba.md's replica: seeded under
+// TestReplicaPromotion walks through docs/backups.md's replica: seeded under
 // way, with the accounts and the primary's offset, read-only for ticketd,
 // caught up; then held back while the primary issues more; the primary
 // killed and the replica promoted onto its port. The promoted server is

@@ -6,7 +6,7 @@ import (
 )
 
 // StartReplica starts an asynchronous replica of primary, set up the way
-// docs/dba.md tells a DBA to (the primary's offset and increment, a
+// docs/backups.md tells a DBA to (the primary's offset and increment, a
 // server-id of its own, read-only, seeded from a dump of the primary that
 // carries the accounts, replicating by GTID with the replication account),
 // stopped and removed by t.Cleanup. It returns once the replica replicates;

@@ -2,10 +2,10 @@
 // repository's own history, for the test of upgrades between releases
 // (internal/upgradetest, make upgrade-test). Only tests import it.
 //
-// CHANGELOG.md names every release and the commit it was cut from: a
-// section "## Release N" holds a line "commit: <40 hex digits>". The release
-// being built has no such line yet (its commit is recorded when the next
-// one is cut). Build checks a recorded commit out into a temporary git
+// CHANGELOG.md names every release, the commit it was cut from and the day:
+// a section "## Release N" holds a line "commit: <40 hex digits>" and, under
+// it, "date: YYYY-MM-DD". The release being built has neither yet (both are
+// recorded when the next one is cut). Build checks a recorded commit out into a temporary git
 // worktree, builds its cmd/ticketd with the Go toolchain on PATH, keeps the
 // files of that tree a test needs (schema.sql, the systemd environment
 // file), and removes the worktree. A shallow clone lacks those commits:
@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Release is one release named in CHANGELOG.md.
@@ -30,6 +31,9 @@ type Release struct {
 	// Commit is the full hash of the commit the release was cut from; ""
 	// for the release being built (no commit recorded yet).
 	Commit string
+	// Date is the day the release was cut, YYYY-MM-DD (the commit's, in
+	// UTC); "" for the release being built.
+	Date string
 }
 
 func (r Release) String() string { return "release " + strconv.Itoa(r.Number) }
@@ -40,6 +44,7 @@ var ErrChangelog = errors.New("releases: CHANGELOG.md")
 var (
 	headingRe = regexp.MustCompile(`^## Release (\d+)\s*$`)
 	commitRe  = regexp.MustCompile(`^commit:\s*(\S.*?)\s*$`)
+	dateRe    = regexp.MustCompile(`^date:\s*(\S.*?)\s*$`)
 	hashRe    = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
@@ -47,18 +52,29 @@ var (
 // file lists them. Each "## Release N" section must hold exactly one
 // "commit:" line; its value is a full commit hash, except in the first
 // (newest) section, where anything that is not a hash ("(this one; …)")
-// means the release being built. Numbers must fall by one from each section
-// to the next, down to release 1.
+// means the release being built. A section with a hash also holds one
+// "date:" line, a day (YYYY-MM-DD) no later than the newer release's; the
+// release being built may have none. Numbers must fall by one from each
+// section to the next, down to release 1.
 func ParseChangelog(r io.Reader) ([]Release, error) {
 	var rels []Release
-	commits := 0 // commit lines in the current section
+	commits, dates := 0, 0 // commit and date lines in the current section
 	line := 0
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w:%d: %s", ErrChangelog, line, fmt.Sprintf(format, args...))
 	}
 	endSection := func() error {
-		if len(rels) > 0 && commits == 0 {
-			return bad("release %d has no \"commit:\" line", rels[len(rels)-1].Number)
+		if len(rels) == 0 {
+			return nil
+		}
+		r := rels[len(rels)-1]
+		switch {
+		case commits == 0:
+			return bad("release %d has no \"commit:\" line", r.Number)
+		case r.Commit != "" && r.Date == "":
+			return bad("release %d has a commit and no \"date:\" line (the day it was cut, YYYY-MM-DD)", r.Number)
+		case len(rels) > 1 && r.Date != "" && rels[len(rels)-2].Date != "" && r.Date > rels[len(rels)-2].Date:
+			return bad("release %d is dated %s, after release %d (%s)", r.Number, r.Date, rels[len(rels)-2].Number, rels[len(rels)-2].Date)
 		}
 		return nil
 	}
@@ -78,7 +94,17 @@ func ParseChangelog(r io.Reader) ([]Release, error) {
 				return nil, bad("release %d follows release %d, want %d", n, rels[len(rels)-1].Number, rels[len(rels)-1].Number-1)
 			}
 			rels = append(rels, Release{Number: n})
-			commits = 0
+			commits, dates = 0, 0
+			continue
+		}
+		if m := dateRe.FindStringSubmatch(text); m != nil && len(rels) > 0 {
+			if dates++; dates > 1 {
+				return nil, bad("release %d has a second \"date:\" line", rels[len(rels)-1].Number)
+			}
+			if _, err := time.Parse(time.DateOnly, m[1]); err != nil {
+				return nil, bad("release %d: date %q is not a day YYYY-MM-DD", rels[len(rels)-1].Number, m[1])
+			}
+			rels[len(rels)-1].Date = m[1]
 			continue
 		}
 		m := commitRe.FindStringSubmatch(text)

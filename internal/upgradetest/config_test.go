@@ -7,39 +7,44 @@ import (
 	"strings"
 	"testing"
 
-	"ticketd/internal/doccheck"
+	"ticketd/internal/deploycheck"
 	"ticketd/internal/mariadb"
 )
 
-// configFile is an HAProxy configuration the project documents.
+// configFile is the HAProxy configuration a test runs: the project ships
+// one, deploy/haproxy/haproxy.cfg, and its docs say how an operator changes
+// it (internal/deploycheck reads those changes from them).
 type configFile int
 
 const (
-	// docsDeploy is the haproxy block of docs/deploy.md ("The load
-	// balancer"): TLS in front, retry-on conn-failure empty-response
-	// response-timeout.
-	docsDeploy configFile = iota
-	// shippedRetrying is deploy/haproxy/haproxy.cfg, which does without
-	// retry-on (rolling restarts of a ticketd with a drain delay need
-	// none), with the one line docs/upgrade-test.md tells an operator
-	// upgrading from release 1 to add: retry-on conn-failure
-	// empty-response response-timeout.
+	// deployed is deploy/haproxy/haproxy.cfg as docs/deploy.md ("The load
+	// balancer") installs it: TLS in front. For an upgrade from a release
+	// without a drain delay it carries the retry-on line docs/operations.md
+	// ("From release 1 behind HAProxy") adds for that upgrade; otherwise
+	// none, as shipped.
+	deployed configFile = iota
+	// shippedRetrying is deploy/haproxy/haproxy.cfg as shipped, plain HTTP
+	// in front, with the same retry-on line.
 	shippedRetrying
 )
+
+// drainDelaySince is the first release with a drain delay: stopping an older
+// one fails requests behind HAProxy without docs/operations.md's retry-on line.
+const drainDelaySince = 2
 
 // slug names the configuration in a subtest's name.
 func (c configFile) slug() string {
 	if c == shippedRetrying {
 		return "shipped-with-retry-on"
 	}
-	return "docs-deploy"
+	return "deployed"
 }
 
 func (c configFile) String() string {
 	if c == shippedRetrying {
-		return "deploy/haproxy/haproxy.cfg with retry-on"
+		return "deploy/haproxy/haproxy.cfg with the retry-on line"
 	}
-	return "docs/deploy.md's configuration"
+	return "deploy/haproxy/haproxy.cfg as docs/deploy.md installs it"
 }
 
 // editor makes changes to a configuration, each of which must apply
@@ -60,44 +65,36 @@ func (e *editor) replace(re, with string) {
 	e.text = r.ReplaceAllLiteralString(e.text, with)
 }
 
-// docsConfig is the haproxy block of docs/deploy.md, its frontend on
-// front with the certificate and key in pem.
-func docsConfig(t *testing.T, front, pem string) string {
+// config is cf for an upgrade from release old: deploy/haproxy/haproxy.cfg
+// with the docs' edits, its frontend on front (with TLS, the certificate
+// and key in pem, for deployed).
+func config(t *testing.T, cf configFile, old int, front, pem string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "docs", "deploy.md"))
+	root := mariadb.RepoRoot()
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "haproxy", "haproxy.cfg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := doccheck.Parse("docs/deploy.md", string(b))
+	edits, err := deploycheck.ReadHAProxyEdits(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var blocks []doccheck.Block
-	for _, bl := range doc.Blocks {
-		if bl.Lang == "haproxy" {
-			blocks = append(blocks, bl)
+	bind, retryOn := "bind "+front, edits.RetryOn
+	if cf == deployed {
+		addr := regexp.MustCompile(`^bind\s+(\S+)\s+ssl crt /etc/haproxy/ticketd\.pem(\s|$)`).FindStringSubmatch(edits.Bind)
+		if addr == nil {
+			t.Fatalf("docs/deploy.md's bind line %q: want bind ADDR ssl crt /etc/haproxy/ticketd.pem …", edits.Bind)
+		}
+		bind = strings.Replace(strings.Replace(edits.Bind, addr[1], front, 1), "/etc/haproxy/ticketd.pem", pem, 1)
+		if old >= drainDelaySince {
+			retryOn = ""
 		}
 	}
-	if len(blocks) != 1 {
-		t.Fatalf("docs/deploy.md: %d haproxy blocks, want 1", len(blocks))
-	}
-	e := &editor{t: t, cf: docsDeploy, text: strings.Join(blocks[0].Body, "\n") + "\n"}
-	e.replace(`(?m)^\s*bind \S+ ssl crt /etc/haproxy/ticketd\.pem`, "    bind "+front+" ssl crt "+pem)
-	return e.text
-}
-
-// shippedConfig is deploy/haproxy/haproxy.cfg, its frontend on front, with
-// the retry-on line added to its defaults.
-func shippedConfig(t *testing.T, front string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "deploy", "haproxy", "haproxy.cfg"))
+	cfg, err := deploycheck.EditHAProxy(string(b), bind, retryOn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &editor{t: t, cf: shippedRetrying, text: string(b)}
-	e.replace(`(?m)^\s*bind :8080\n`, "    bind "+front+"\n")
-	e.replace(`(?m)^    option redispatch 1\n`, "    option redispatch 1\n    retry-on conn-failure empty-response response-timeout\n")
-	return e.text
+	return cfg
 }
 
 // forTest adds a stats socket to read the servers' state, and puts the

@@ -17,8 +17,8 @@ import (
 	"ticketd/internal/testcert"
 )
 
-// balancer is HAProxy running the configuration docs/deploy.md shows ("The
-// load balancer"), TLS in front.
+// balancer is HAProxy running deploy/haproxy/haproxy.cfg with the docs'
+// edits (config_test.go): TLS in front, or plain HTTP (tls nil).
 type balancer struct {
 	t       *testing.T
 	addr    string      // its TLS frontend
@@ -42,19 +42,19 @@ func haproxyBinary(t *testing.T) string {
 }
 
 // startBalancer runs HAProxy in front of the hosts with the configuration
-// cf names, in the foreground, its log (one line per request: option
-// httplog) in a file; stopped by PID when the test ends. It waits until
-// HAProxy sees every host up in every backend.
-func startBalancer(t *testing.T, hosts []*host, cf configFile) *balancer {
+// cf names for an upgrade from release old, in the foreground, its log (one
+// line per request: option httplog) in a file; stopped by PID when the test
+// ends. It waits until HAProxy sees every host up in every backend.
+func startBalancer(t *testing.T, hosts []*host, cf configFile, old int) *balancer {
 	t.Helper()
 	dir := t.TempDir()
 	b := &balancer{t: t, addr: proctest.FreeAddr(t), sock: filepath.Join(dir, "haproxy.sock"), logPath: filepath.Join(dir, "haproxy.log")}
-	var cfg string
+	var pem string
 	switch cf {
-	case docsDeploy:
+	case deployed:
 		ca := testcert.NewCA(t)
 		leaf := ca.Issue("haproxy", "ticketd.test")
-		pem := filepath.Join(dir, "ticketd.pem")
+		pem = filepath.Join(dir, "ticketd.pem")
 		var both []byte
 		for _, f := range []string{leaf.CertFile, leaf.KeyFile} {
 			b, err := os.ReadFile(f)
@@ -67,12 +67,11 @@ func startBalancer(t *testing.T, hosts []*host, cf configFile) *balancer {
 			t.Fatal(err)
 		}
 		b.tls = &tls.Config{RootCAs: ca.Pool, ServerName: "ticketd.test"}
-		cfg = docsConfig(t, b.addr, pem)
 	case shippedRetrying:
-		cfg = shippedConfig(t, b.addr)
 	default:
 		t.Fatalf("no HAProxy configuration %d", cf)
 	}
+	cfg := config(t, cf, old, b.addr, pem)
 	cfg = forTest(t, cf, cfg, b.sock, hosts)
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

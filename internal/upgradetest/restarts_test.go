@@ -10,10 +10,10 @@ import (
 // on the settings it documented, behind one of the HAProxy configurations.
 // Release 1 has no drain delay: at SIGTERM it closes its idle keep-alive
 // connections at once, and a request HAProxy has just sent on one gets no
-// answer. Both configurations then send it again (retry-on
-// empty-response: docs/deploy.md's has it, and the shipped one gets the
-// line docs/upgrade-test.md tells an operator to add); without it, 1 to 5
-// requests failed per ten restarts at 1,600 requests/s.
+// answer. Both configurations then send it again: each carries the
+// retry-on line (empty-response) docs/operations.md tells an operator to
+// add while release 1 runs; without it, 1 to 5 requests failed per ten
+// restarts at 1,600 requests/s.
 func (s *scenario) restarts(n int) []*phase {
 	s.deploy(fmt.Sprintf("release %d, nothing stopped", s.old.Number))
 	s.hold(s.tm.hold)

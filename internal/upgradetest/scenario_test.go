@@ -235,7 +235,7 @@ func (s *scenario) deploy(first string) {
 		h.start(s.old.Binary, s.old.Number)
 		s.hosts = append(s.hosts, h)
 	}
-	s.lb = startBalancer(t, s.hosts, s.cf)
+	s.lb = startBalancer(t, s.hosts, s.cf, s.old.Number)
 	// Every ticketd serves every sequence before the load asks for it.
 	probed := map[string][]uint64{}
 	for _, h := range s.hosts {

@@ -86,7 +86,7 @@ func TestUpgrade(t *testing.T) {
 		// again and again under four times the load, behind each
 		// configuration an operator may run.
 		r := prev[0]
-		for _, cf := range []configFile{docsDeploy, shippedRetrying} {
+		for _, cf := range []configFile{deployed, shippedRetrying} {
 			t.Run(fmt.Sprintf("release-%d-restarts/%s", r.Number, cf.slug()), func(t *testing.T) {
 				s := &scenario{t: t, old: built[r.Number], newBin: newBin, cf: cf, tm: restartTiming}
 				phases := s.restarts(10)

@@ -323,7 +323,7 @@ func (j *pairJudge) judge(i int, all []pairFacts) {
 				"SET GLOBAL sync_binlog = 1; and in my.cnf, [mariadbd]: sync_binlog = 1")
 		}
 	} else {
-		j.note(i, "no binary log (log_bin off): nothing ticketd needs, but a replica (docs/dba.md, \"Replicas\") does, and turning it on needs a restart")
+		j.note(i, "no binary log (log_bin off): nothing ticketd needs, but a replica (docs/backups.md, \"Replicas\") does, and turning it on needs a restart")
 	}
 	if tz := st.TimeZone; tz != "+00:00" && tz != "UTC" && !(tz == "SYSTEM" && st.SystemTimeZone == "UTC") {
 		j.note(i, fmt.Sprintf("time_zone is %s (system %s): nothing to change for ticketd, which writes every time as UTC_TIMESTAMP; the applications on the pair may rely on it", tz, st.SystemTimeZone))
