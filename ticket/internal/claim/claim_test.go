@@ -75,6 +75,23 @@ func TestDemandFollowsBursts(t *testing.T) {
 	}
 }
 
+// TestRoundTrip: the smoothed round trip and its deviation follow claims
+// as RFC 6298 has TCP's follow segments: a steady 200 ms after a slow first
+// claim (a new connection, a pin) brings the slow trip down to about it.
+func TestRoundTrip(t *testing.T) {
+	var d demand
+	d.took(int64(time.Second))
+	if d.rtt != 1 || d.dev != 0.5 {
+		t.Fatalf("after a first claim of 1 s: rtt %v, dev %v; want 1, 0.5", d.rtt, d.dev)
+	}
+	for range 60 {
+		d.took(int64(200 * time.Millisecond))
+	}
+	if slow := d.rtt + 4*d.dev; slow < 0.2 || slow > 0.21 {
+		t.Fatalf("after 60 claims of 200 ms: rtt %v, dev %v, a slow trip %v; want about 0.2", d.rtt, d.dev, slow)
+	}
+}
+
 // TestWantSizing: when a claim begins and how many tickets it takes, with
 // the bounds.
 func TestWantSizing(t *testing.T) {
@@ -84,35 +101,41 @@ func TestWantSizing(t *testing.T) {
 		bits        int
 		block       uint64
 		rate, rtt   float64 // values/s, s
+		dev         float64 // s
 		held, short uint64
 		wantK       uint64
 		wantOK      bool
 	}{
-		{"nothing known, holding a block", nil, 64, 1000, 0, 0, 600, 0, 0, false},
-		{"nothing known, half a block left", nil, 64, 1000, 0, 0, 500, 0, 1, true},
-		{"next door: release 3's rule", nil, 64, 1000, 60000, 0.0003, 600, 0, 0, false},
-		{"next door, half a block left", nil, 64, 1000, 60000, 0.0003, 400, 0, 1, true},
+		{"nothing known, holding a block", nil, 64, 1000, 0, 0, 0, 600, 0, 0, false},
+		{"nothing known, half a block left", nil, 64, 1000, 0, 0, 0, 500, 0, 1, true},
+		{"next door: release 3's rule", nil, 64, 1000, 60000, 0.0003, 0, 600, 0, 0, false},
+		{"next door, half a block left", nil, 64, 1000, 60000, 0.0003, 0, 400, 0, 1, true},
 		// 60,000/s at 200 ms: 12,000 values a round trip; begin under 24,000, claim 48,000.
-		{"far, covered", nil, 64, 1000, 60000, 0.2, 24001, 0, 0, false},
-		{"far, begin", nil, 64, 1000, 60000, 0.2, 24000, 0, 48, true},
-		{"a batch short of values", nil, 64, 1000, 0, 0, 0, 5500, 6, true},
-		{"bound of the deployment", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 20000, 0, 10, true},
-		{"bound reached: one block", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 24000, 0, 6, true},
-		{"bound under what is held", func(c *spec.Config) { c.ClaimMaxValues = 10000 }, 64, 1000, 60000, 0.2, 20000, 0, 0, false},
-		{"bound under what is held, half a block left", func(c *spec.Config) { c.ClaimMaxValues = 100 }, 64, 1000, 60000, 0.2, 500, 0, 1, true},
-		{"no block fits under the bound", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 29500, 0, 0, false},
-		{"bound of the sequence", func(c *spec.Config) { c.ClaimLimits = map[string]int64{"s": 5000} }, 64, 1000, 60000, 0.2, 0, 0, 5, true},
-		{"off: release 3's rule", func(c *spec.Config) { c.ClaimMaxValues = -1 }, 64, 1000, 60000, 0.2, 600, 0, 0, false},
-		{"off, half a block left", func(c *spec.Config) { c.ClaimMaxValues = -1 }, 64, 1000, 60000, 0.2, 500, 0, 1, true},
-		{"off for this sequence, a batch", func(c *spec.Config) { c.ClaimLimits = map[string]int64{"s": -1} }, 64, 1000, 0, 0, 0, 5500, 1, true},
+		{"far, covered", nil, 64, 1000, 60000, 0.2, 0, 24001, 0, 0, false},
+		{"far, begin", nil, 64, 1000, 60000, 0.2, 0, 24000, 0, 48, true},
+		{"a batch short of values", nil, 64, 1000, 0, 0, 0, 0, 5500, 6, true},
+		// The same 200 ms, deviating by 50 ms: a slow trip is 400 ms, so the
+		// claim begins with 48,000 left, and takes no less.
+		{"far, jittery, covered", nil, 64, 1000, 60000, 0.2, 0.05, 48001, 0, 0, false},
+		{"far, jittery, begin", nil, 64, 1000, 60000, 0.2, 0.05, 48000, 0, 48, true},
+		{"next door, jittery", nil, 64, 1000, 60000, 0.001, 0.005, 2000, 0, 3, true},
+		{"bound of the deployment", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 0, 20000, 0, 10, true},
+		{"bound reached: one block", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 0, 24000, 0, 6, true},
+		{"bound under what is held", func(c *spec.Config) { c.ClaimMaxValues = 10000 }, 64, 1000, 60000, 0.2, 0, 20000, 0, 0, false},
+		{"bound under what is held, half a block left", func(c *spec.Config) { c.ClaimMaxValues = 100 }, 64, 1000, 60000, 0.2, 0, 500, 0, 1, true},
+		{"no block fits under the bound", func(c *spec.Config) { c.ClaimMaxValues = 30000 }, 64, 1000, 60000, 0.2, 0, 29500, 0, 0, false},
+		{"bound of the sequence", func(c *spec.Config) { c.ClaimLimits = map[string]int64{"s": 5000} }, 64, 1000, 60000, 0.2, 0, 0, 0, 5, true},
+		{"off: release 3's rule", func(c *spec.Config) { c.ClaimMaxValues = -1 }, 64, 1000, 60000, 0.2, 0, 600, 0, 0, false},
+		{"off, half a block left", func(c *spec.Config) { c.ClaimMaxValues = -1 }, 64, 1000, 60000, 0.2, 0, 500, 0, 1, true},
+		{"off for this sequence, a batch", func(c *spec.Config) { c.ClaimLimits = map[string]int64{"s": -1} }, 64, 1000, 0, 0, 0, 0, 5500, 1, true},
 		// B = 10 at 6,000,000/s: 480,000 tickets wanted, 100,000 within the
 		// bound, but a claim moves the counter by at most a tenth of the
 		// repair margin (1,000,000; 100,000 for 32 bits), two steps a ticket.
-		{"the repair margin", nil, 64, 10, 6e6, 0.2, 0, 0, spec.DefaultMargin / 20, true},
-		{"the repair margin, 32 bits", func(c *spec.Config) { c.ClaimMaxShare = 1 }, 32, 10, 6e6, 0.2, 0, 0, spec.DefaultMargin32 / 20, true},
+		{"the repair margin", nil, 64, 10, 6e6, 0.2, 0, 0, 0, spec.DefaultMargin / 20, true},
+		{"the repair margin, 32 bits", func(c *spec.Config) { c.ClaimMaxShare = 1 }, 32, 10, 6e6, 0.2, 0, 0, 0, spec.DefaultMargin32 / 20, true},
 		// 32 bits, B = 1000: 4,294,967 tickets, half on each server; 0.001
 		// of those left.
-		{"a share of the range", func(c *spec.Config) { c.ClaimMaxValues = spec.MaxClaimMaxValues }, 32, 1000, 6e6, 0.2, 0, 0, 2147, true},
+		{"a share of the range", func(c *spec.Config) { c.ClaimMaxValues = spec.MaxClaimMaxValues }, 32, 1000, 6e6, 0.2, 0, 0, 0, 2147, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +145,7 @@ func TestWantSizing(t *testing.T) {
 			}
 			f := newFake(cfg)
 			h, q := f.holder("s", tt.bits, tt.block)
-			h.st.rate, h.st.rtt = tt.rate, tt.rtt
+			h.st.rate, h.st.rtt, h.st.dev = tt.rate, tt.rtt, tt.dev
 			k, ok := f.wantLocked(h, q, tt.held, tt.short)
 			if k != tt.wantK || ok != tt.wantOK {
 				t.Fatalf("want(held %d, short %d) = %d, %v; want %d, %v", tt.held, tt.short, k, ok, tt.wantK, tt.wantOK)

@@ -20,8 +20,10 @@ const (
 	// many round trips of demand: one for the claim's own round trip, one
 	// to spare for a slower one.
 	lead = 2
-	// rttWeight: the weight of a claim's round trip in the smoothed one.
-	rttWeight = 0.25
+	// rttGain and devGain: the weights of a claim's round trip in the
+	// smoothed one and in its mean deviation (RFC 6298's, as conn's
+	// deadlines use them).
+	rttGain, devGain = 1.0 / 8, 1.0 / 4
 	// marginShare: one claim moves a counter by at most this share of the
 	// repair margin (Config.MarginFor), which must cover every ticket
 	// handed out between two flushes of the marks.
@@ -37,6 +39,7 @@ type demand struct {
 	last  int64   // when a value was last asked for
 	rate  float64 // values a second: the highest window's, fading
 	rtt   float64 // seconds a claim takes, smoothed; 0 before the first
+	dev   float64 // its mean deviation
 }
 
 // ask counts n values asked for at now. A window that has lasted long
@@ -58,32 +61,37 @@ func (d *demand) ask(now int64, n uint64) {
 // took counts a claim's round trip, in nanoseconds.
 func (d *demand) took(ns int64) {
 	s := float64(ns) / 1e9
-	if d.rtt == 0 {
-		d.rtt = s
+	if d.rtt == 0 && d.dev == 0 {
+		d.rtt, d.dev = s, s/2
 		return
 	}
-	d.rtt += rttWeight * (s - d.rtt)
+	d.dev += devGain * (math.Abs(d.rtt-s) - d.dev)
+	d.rtt += rttGain * (s - d.rtt)
 }
 
-// perTrip is how many values are asked for during one claim's round trip.
-func (d *demand) perTrip() float64 { return d.rate * d.rtt }
+// perTrip is how many values are asked for during a claim's usual round
+// trip; perSlowTrip during a slow one (the smoothed round trip and four
+// deviations: what a statement's deadline allows).
+func (d *demand) perTrip() float64     { return d.rate * d.rtt }
+func (d *demand) perSlowTrip() float64 { return d.rate * (d.rtt + 4*d.dev) }
 
 // wantLocked says whether h, holding held values, should claim now, and
-// how many tickets: when what it holds no longer covers lead round trips of demand (half a block,
-// at least), or when a caller is short values now, it claims cover round
-// trips of demand, and at least what the caller is short of; within the
-// bounds (most), and only when a block fits under the sequence's bound or
-// half a block is left, so that it never holds more than the bound or
-// release 3's block and a half, whichever is more. Without a bound (one block per claim, or a counter in a
-// table) it claims one ticket at half a block left, as release 3 did.
-// Called with h.mu held.
+// how many tickets. It claims when what is held no longer covers lead slow
+// round trips of demand (half a block at least), or when a caller is short
+// of values now: cover usual round trips of demand, no less than it begins
+// at, and at least what the caller is short of; within the bounds (most),
+// and only when a block fits under the sequence's bound or half a block is
+// left, so that it never holds more than the bound or release 3's block and
+// a half, whichever is more. Without a bound (one block per claim, or a
+// counter in a table) it claims one ticket at half a block left, as
+// release 3 did. Called with h.mu held.
 func (c *Claims) wantLocked(h *Holder, q *tickets.Counter, held, short uint64) (uint64, bool) {
 	st := h.st
 	B := q.Info.BlockSize
 	on := st.bound >= 0 && q.Info.RowStored()
 	low := B / 2
 	if on {
-		low = max(low, uint64(lead*st.perTrip()))
+		low = max(low, uint64(lead*st.perSlowTrip()))
 	}
 	switch {
 	case short > 0:
@@ -97,7 +105,7 @@ func (c *Claims) wantLocked(h *Holder, q *tickets.Counter, held, short uint64) (
 	if !on {
 		return 1, true
 	}
-	want := max(uint64(cover*st.perTrip()), short)
+	want := max(uint64(cover*st.perTrip()), low, short)
 	k := max(1, (want+B-1)/B)
 	return min(k, c.most(st, q, held)), true
 }

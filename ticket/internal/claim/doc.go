@@ -25,13 +25,17 @@
 //     held when it is higher; the one held fades by e every 5 s otherwise.
 //     So a burst is followed within a window, and a lull shrinks claims
 //     within seconds.
-//   - Round trip: how long a claim takes (smoothed), measured, whatever
-//     the distance.
-//   - With p the values asked for during one round trip (demand × round
-//     trip), a claim begins while what is held still covers lead = 2
-//     round trips (at least half a block, as release 3 did), and takes
-//     cover = 4 round trips of demand: a claim returns holding some 3
-//     round trips' worth, and the next begins after about 3 round trips.
+//   - Round trip: how long a claim takes, measured whatever the distance,
+//     smoothed with its mean deviation as RFC 6298 has TCP do it (and
+//     conn's deadlines): a slow trip is the smoothed one and four
+//     deviations.
+//   - With p the values asked for during a usual round trip and p' during
+//     a slow one, a claim begins while what is held still covers lead = 2
+//     slow trips, 2p' (at least half a block, as release 3 did), and takes
+//     cover = 4 usual trips, 4p, and no less than 2p': a claim returns
+//     holding some 3 round trips' worth, and the next begins after about
+//     3 round trips. A server whose statements vary (a loaded machine,
+//     fsyncs queueing) gets claims begun earlier, not callers waiting.
 //     A caller short of values (memory dry, or a batch larger than what is
 //     held) gets a claim of at least what it is short of.
 //   - A sequence whose callers are closed-loop (each waits for its answer)
