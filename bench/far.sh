@@ -15,8 +15,9 @@
 # All three run at once, each on a port of its own. Each is warmed up (wrk,
 # BENCH_FAR_WARMUP s), then BENCH_FAR_ROUNDS rounds each run wrk -c16 on
 # /v1/tickets/NAME?n=1 for BENCH_FAR_DURATION s against near, far and base in
-# turn (the machine is shared: a round's ratios compare runs seconds apart,
-# and the medians keep one disturbed run from deciding):
+# turn, each round beginning with the next one (the machine is shared: a
+# round's ratios compare runs seconds apart, and the medians keep one
+# disturbed run from deciding):
 #
 #   far_rps_C, far_p50_us_C, far_p99_us_C   requests/s and latency, the median
 #                                           of the rounds (raw/far/round-*.txt)
@@ -47,8 +48,8 @@
 # Rows go to $OUT/far.txt, a table to $OUT/far.md. Environment (defaults in
 # brackets):
 #   BENCH_OUT              output folder                               [bench/out]
-#   BENCH_FAR_DURATION     seconds of each measured wrk run            [10]
-#   BENCH_FAR_ROUNDS       rounds of near, far and base                [3]
+#   BENCH_FAR_DURATION     seconds of each measured wrk run            [8]
+#   BENCH_FAR_ROUNDS       rounds of near, far and base                [5]
 #   BENCH_FAR_WARMUP       seconds of wrk before the first round       [5]
 #   BENCH_FAR_STEADY, BENCH_FAR_LULL, BENCH_FAR_BURST, BENCH_FAR_IDLE
 #                          seconds of the burst's phases               [10, 30, 5, 60]
@@ -60,8 +61,8 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$REPO/bench
 OUT=${BENCH_OUT:-$BENCH/out}
-DURATION=${BENCH_FAR_DURATION:-10}
-ROUNDS=${BENCH_FAR_ROUNDS:-3}
+DURATION=${BENCH_FAR_DURATION:-8}
+ROUNDS=${BENCH_FAR_ROUNDS:-5}
 WARMUP=${BENCH_FAR_WARMUP:-5}
 STEADY=${BENCH_FAR_STEADY:-10}
 LULL=${BENCH_FAR_LULL:-30}
@@ -221,8 +222,12 @@ for c in near far base; do
 	WAITS0[$c]=$(field "$(seqstat "$c")" waits)
 done
 : >"$RAW/rounds.txt"
+order=(near far base)
 for ((r = 1; r <= ROUNDS; r++)); do
-	for c in near far base; do
+	# Each round begins with the next configuration, so that none always
+	# runs right after another's load.
+	for ((i = 0; i < 3; i++)); do
+		c=${order[(r - 1 + i) % 3]}
 		read -r rps p50 p99 <<<"$(wrk_run "$c-round$r" "$DURATION" "$(url "$c" "$(path "$c")")")"
 		echo "$r $c $rps $p50 $p99" >>"$RAW/rounds.txt"
 	done
@@ -294,7 +299,7 @@ cell() { local v; v=$(val "$1"); echo "${v:-—}"; }
 	echo "# Named sequences across a continent"
 	echo
 	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); a sequence with -block $BLOCK each," \
-		"wrk -t1 -c$CONNS -d${DURATION}s on /v1/tickets/NAME?n=1, $ROUNDS rounds of near, far and base in turn (medians) after ${WARMUP}s of warm-up each;" \
+		"wrk -t1 -c$CONNS -d${DURATION}s on /v1/tickets/NAME?n=1, $ROUNDS rounds of near, far and base in turn each round beginning with the next (medians) after ${WARMUP}s of warm-up each;" \
 		"the pair behind toxiproxy adding 0 ms or 100 ms each way"
 	echo
 	echo "| | near (0 ms) | far (200 ms round trip) | far, release 3's behaviour |"
@@ -309,7 +314,7 @@ cell() { local v; v=$(val "$1"); echo "${v:-—}"; }
 	echo "| the burst after it: requests/s, p99 | | $(cell far_burst_rps_far), $(ms "$(val far_burst_p99_us_far)") | $(cell far_burst_rps_base), $(ms "$(val far_burst_p99_us_base)") |"
 	echo "| calls of the burst that waited for a claim | | $(cell far_burst_waits_far) | $(cell far_burst_waits_base) |"
 	echo "| held after ${IDLE}s idle | | $(cell far_idle_held_far) | $(cell far_idle_held_base) |"
-	echo "| rounds: requests/s near, far, base | $(awk '{printf "%s%s", (NR > 1 && $2 == "near" ? "; " : (NR > 1 ? ", " : "")), $3}' "$RAW/rounds.txt") | | |"
+	echo "| rounds: requests/s and p99 | $(awk '$2 == "near" {printf "%s%s/%s µs", (n++ ? ", " : ""), $3, $5}' "$RAW/rounds.txt") | $(awk '$2 == "far" {printf "%s%s/%s µs", (n++ ? ", " : ""), $3, $5}' "$RAW/rounds.txt") | $(awk '$2 == "base" {printf "%s%s/%s µs", (n++ ? ", " : ""), $3, $5}' "$RAW/rounds.txt") |"
 	echo
 	grep '^far_target_' "$ROWS" | sed 's/^/    /' || true
 } >"$OUT/far.md"
