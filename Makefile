@@ -14,6 +14,8 @@
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make bench-far  a named sequence 200 ms from the servers against next door (bench/out/)
+#   make bench-clients  each client's next() beside its language's UUID and a
+#                  plain HTTP call (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
 #                  faults, replica promotions, junk; figures
 #   make upgrade-test  every earlier release, built from its commit in
@@ -104,10 +106,40 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-test: fmt vet staticcheck tidy test-deps
+test: fmt vet staticcheck tidy test-deps test-clients
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
+
+# The other languages' clients (clients/): their own unit tests, each with
+# its language's own tools against a fake ticketd written in that language
+# (make test-deps installs the toolchains): Python with unittest; Java with
+# the JDK alone (javac, java, jar; clients/java/build.sh); Node with node
+# --test, then tsc over the sources and index.d.ts (typescript, a
+# devDependency pinned in package-lock.json, installed by make test-deps).
+# The conformance suite, which holds every client to docs/client.md against
+# real ticketd, is a Go test (clients/conformance) and runs with the others
+# above.
+.PHONY: test-clients test-python test-java test-node node-deps
+test-clients: test-python test-java test-node
+
+test-python:
+	mypy --strict --python-version 3.8 clients/python/src/ticketd_client
+	cd clients/python && python3 -m unittest discover -s tests
+
+test-java:
+	clients/java/build.sh test
+
+test-node:
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || \
+		{ echo "node $$(node --version): the Node client wants 20 or later" >&2; exit 1; }
+	cd clients/node && node --test test/*.test.js
+	@[ -x clients/node/node_modules/.bin/tsc ] || { echo "no tsc in clients/node/node_modules: make test-deps" >&2; exit 1; }
+	cd clients/node && node_modules/.bin/tsc -p tsconfig.json
+
+# The Node client's devDependencies (typescript), exactly as package-lock.json pins them.
+node-deps: test-packages
+	cd clients/node && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # toxiproxy (Shopify's fault proxy), pinned, built into bin/ on first use
 # through the Go module proxy. internal/toxiproxy finds it there (and
@@ -126,7 +158,7 @@ db-install:
 # Everything make test runs, without running it (a test that finds a tool
 # missing names this target).
 .PHONY: test-deps
-test-deps: test-packages toxiproxy balancers-install
+test-deps: test-packages toxiproxy balancers-install node-deps
 
 # The packages first, so that haproxy comes from here (no service started).
 .PHONY: test-packages
@@ -152,8 +184,15 @@ fuzz:
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/internal/grants -run '^$$' -fuzz '^FuzzGrantLines$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ticket/internal/spec -run '^$$' -fuzz '^FuzzParseKeyColumn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseDefs$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseClaimLimits$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticateToken$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzParseRoutes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzUnescape$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzBatchSize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzLongestRun$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzPeerRequest$$' -fuzztime $(FUZZTIME)
 
 # The ticket servers, then ticketd in the foreground on all of them (Ctrl-C
 # stops it, releasing its worker ID); `make db-down` stops the servers afterwards.
@@ -208,9 +247,16 @@ adopt-soak:
 # takes: docs/performance.md, "Reproducing it").
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences bench-far
+.PHONY: bench bench-sequences bench-far bench-clients
 bench:
 	@GO=$(GO) bench/run.sh
+
+# Each language's client: next() from its buffer beside the language's UUID
+# and a plain HTTP call, one process per language (make bench runs it too):
+# its own pair on free ports; rows in bench/out/clients.txt, a table in
+# bench/out/clients.md; the clients in BENCH_CLIENTS (bench/clients.sh).
+bench-clients:
+	@GO=$(GO) bench/clients.sh
 
 # Named sequences at 100, 10,000 and 100,000 alone (make bench runs it too):
 # its own pair on free ports; rows in bench/out/sequences.txt, a table in

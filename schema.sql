@@ -81,6 +81,11 @@ CREATE TABLE IF NOT EXISTS Tickets32 (
 --               column and would hand out the raw counter values, which can equal
 --               public values already handed out: public sequences are created only
 --               once the upgrade is finalized.
+--               Or the check value, '>' and N ('…0f>1000000', release 4): a public
+--               sequence created with -start N, whose permutation covers only the
+--               values above N (release 3's covered the whole range whatever the
+--               start). Release 3 cannot read this form and ignores the row: it
+--               never serves such a sequence.
 --
 -- Written by: `ticketd sequence create` (or the DBA: INSERT). Read by: ticketd, which
 -- looks names up here and never builds SQL from request text. A sequence's bits,
@@ -105,7 +110,7 @@ CREATE TABLE IF NOT EXISTS sequences (
   block_size  BIGINT UNSIGNED NOT NULL DEFAULT 1,
   created_at  DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   version     BIGINT UNSIGNED NOT NULL DEFAULT 0,
-  key_check   VARCHAR(32)     NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$'),
+  key_check   VARCHAR(64)     NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32}(>[1-9][0-9]{0,19})?)?$'),
   PRIMARY KEY (name),
   UNIQUE KEY table_name (table_name),
   KEY version (version),
@@ -121,7 +126,17 @@ ALTER TABLE sequences MODIFY table_name VARCHAR(64) NULL,
   ADD INDEX IF NOT EXISTS version (version);
 -- Public sequences (release 3): every row made before is plain ('').
 ALTER TABLE sequences
-  ADD COLUMN IF NOT EXISTS key_check VARCHAR(32) NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32})?$');
+  ADD COLUMN IF NOT EXISTS key_check VARCHAR(64) NOT NULL DEFAULT '' CHECK (key_check REGEXP '^([0-9a-f]{32}(>[1-9][0-9]{0,19})?)?$');
+-- Public sequences above a start (release 4): release 3's column, 32 characters
+-- of hexadecimal, takes the start too, once. Every row it holds passes the new check.
+SET @public_above = (SELECT IF(COUNT(*) = 0, 'DO 0',
+    'ALTER TABLE sequences MODIFY key_check VARCHAR(64) NOT NULL DEFAULT '''' CHECK (key_check REGEXP ''^([0-9a-f]{32}(>[1-9][0-9]{0,19})?)?$'')')
+  FROM information_schema.COLUMNS
+  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sequences' AND COLUMN_NAME = 'key_check'
+    AND CHARACTER_MAXIMUM_LENGTH < 64);
+PREPARE public_above FROM @public_above;
+EXECUTE public_above;
+DEALLOCATE PREPARE public_above;
 -- A catalog made by an older schema.sql names only Tickets64, Tickets32 and seq_*
 -- tables: its check becomes the one above (which every such name passes), once.
 SET @relax_table_ok = (SELECT IF(COUNT(*) = 0, 'DO 0',
@@ -230,11 +245,14 @@ CREATE TABLE IF NOT EXISTS sequence_pins (
   block_size  BIGINT UNSIGNED  NOT NULL,
   pinned_by   VARCHAR(255)     NOT NULL DEFAULT '',
   pinned_at   DATETIME(3)      NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-  key_check   VARCHAR(32)      NOT NULL DEFAULT '',
+  key_check   VARCHAR(64)      NOT NULL DEFAULT '',
   PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 -- Public sequences (release 3): the pins made before are of plain ones ('').
-ALTER TABLE sequence_pins ADD COLUMN IF NOT EXISTS key_check VARCHAR(32) NOT NULL DEFAULT '';
+ALTER TABLE sequence_pins ADD COLUMN IF NOT EXISTS key_check VARCHAR(64) NOT NULL DEFAULT '';
+-- Public sequences above a start (release 4): a pin holds the key check as the
+-- catalog row does, the start included (release 3's column was 32 characters).
+ALTER TABLE sequence_pins MODIFY key_check VARCHAR(64) NOT NULL DEFAULT '';
 
 -- ---------------------------------------------------------------------------
 -- Where sequences begin. `ticketd sequence create NAME -start N` makes the rows of

@@ -94,3 +94,32 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAuthenticateToken: any token=… value is refused with one of the three
+// sentinels, or names the one token whose literal or digest it is. Never a
+// panic.
+func FuzzAuthenticateToken(f *testing.F) {
+	set, err := Parse([]byte("a "+tokA+" ids\nb "+sha(tokB)+" status\n"), Config{Clock: &fakeClock{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, tok := range []string{tokA, tokB, "", "x", "Bearer " + tokA, strings.Repeat("z", MaxTokenLen+1)} {
+		f.Add([]byte(tok))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tok, err := set.AuthenticateToken(b)
+		switch err {
+		case ErrNoToken, ErrMalformed, ErrUnknownToken:
+			if tok != nil {
+				t.Fatalf("%q: a token and an error", b)
+			}
+			return
+		case nil:
+		default:
+			t.Fatalf("%q: error %v is no sentinel", b, err)
+		}
+		if want := map[string]string{"a": tokA, "b": tokB}[tok.Name]; string(b) != want {
+			t.Fatalf("%q authenticated as %s", b, tok.Name)
+		}
+	})
+}

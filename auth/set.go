@@ -71,6 +71,28 @@ func (s *Set) Authenticate(authorization []byte) (*Token, error) {
 	return s.tokens[i], nil
 }
 
+// AuthenticateToken finds the token tok itself, where a client sends it
+// without an Authorization header: tinyid's callers put theirs in the query
+// string (token=…), and frontend's tinyid routes check it here. It is
+// Authenticate without the scheme: ErrNoToken when tok is empty,
+// ErrMalformed when it is longer than MaxTokenLen, ErrUnknownToken when no
+// token of the set matches. Any other byte is hashed as it is: tinyid's
+// tokens are free strings, and a tokens file holds any token as its
+// sha256: digest. The same constant-time lookup; it allocates nothing.
+func (s *Set) AuthenticateToken(tok []byte) (*Token, error) {
+	switch {
+	case len(tok) == 0:
+		return nil, ErrNoToken
+	case len(tok) > MaxTokenLen:
+		return nil, ErrMalformed
+	}
+	i := s.find(sha256.Sum256(tok))
+	if i < 0 {
+		return nil, ErrUnknownToken
+	}
+	return s.tokens[i], nil
+}
+
 // find returns the index of the token whose digest is d, or -1, in constant
 // time for a given set.
 func (s *Set) find(d [32]byte) int {

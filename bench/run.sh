@@ -24,10 +24,14 @@
 #   6. ticketd's peak RSS (VmHWM) under that load;
 #   7. stops everything it started and writes $OUT/report.md, summary.txt and
 #      bench.png (raw measurements and logs in $OUT/raw);
-#   8. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
+#   8. each language's client: next() from its buffer beside the language's
+#      UUID and a plain HTTP call (bench/clients.sh, on a pair of its own; also
+#      make bench-clients): rows clients_* appended to summary.txt, its table
+#      to report.md;
+#   9. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
 #      pair of its own; also make bench-sequences): rows seq_* appended to
 #      summary.txt, its table to report.md;
-#   9. a named sequence 200 ms from the servers against next door (bench/far.sh,
+#  10. a named sequence 200 ms from the servers against next door (bench/far.sh,
 #      on a pair of its own behind toxiproxy; also make bench-far): rows far_*
 #      appended to summary.txt, its table to report.md.
 #
@@ -44,8 +48,10 @@
 #   BENCH_THREADS   wrk threads                             [1]
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
 #   BENCH_BALANCED_BITS  -balanced-bits of the second ticketd   [4]
-#   BENCH_SEQUENCES 0 leaves out the named sequences (step 8) [1]
-#   BENCH_FAR       0 leaves out the sequence across a continent (step 9) [1]
+#   BENCH_CLIENTS_RUN 0 leaves out the clients of every language (step 8) [1]
+#   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
+#   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
+#   BENCH_FAR       0 leaves out the sequence across a continent (step 10) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
@@ -421,6 +427,20 @@ sequences_bench() {
 	} >>"$OUT/report.md"
 }
 
+# --- the clients of every language (bench/clients.sh) ------------------------------
+# Its own pair and ticketd, after everything above has stopped; its rows go
+# into summary.txt, its table into report.md.
+clients_bench() {
+	[ "${BENCH_CLIENTS_RUN:-1}" = 1 ] || return 0
+	say "the clients of every language (bench/clients.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/clients.sh" || die "the bench of the clients failed"
+	cat "$OUT/clients.txt" >>"$OUT/summary.txt"
+	{
+		echo
+		sed 's/^# /## /' "$OUT/clients.md"
+	} >>"$OUT/report.md"
+}
+
 # --- a named sequence across a continent (bench/far.sh) --------------------------
 far_bench() {
 	[ "${BENCH_FAR:-1}" = 1 ] || return 0
@@ -449,6 +469,7 @@ rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
+clients_bench
 sequences_bench
 far_bench
 say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"

@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,45 +32,9 @@ func startSecureTicketd(t *testing.T, p *mysqltest.Pair, ca *testcert.CA) string
 		t.Fatal(err)
 	}
 	leaf := ca.Issue("ticketd", "127.0.0.1")
-	addr := proctest.FreeAddr(t)
-	logs := &proctest.Buffer{}
-	cmd := exec.Command(proctest.Ticketd(t), "serve", "-listen", addr, "-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(),
-		"-tokens-file", tokens, "-https-cert", leaf.CertFile, "-https-key", leaf.KeyFile, "-log-level", "warn")
-	cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("ticketd logs:\n%s", logs)
-		}
-	})
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
-	defer hc.CloseIdleConnections()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("ticketd exited at start\n%s", logs)
-		default:
-		}
-		if resp, err := hc.Get("https://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return "https://" + addr
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ticketd not ready over HTTPS after 30 s\n%s", logs)
-		}
-		time.Sleep(50 * time.Millisecond) // polling, bounded by the deadline above
-	}
+	return proctest.StartTicketd(t, []string{"TICKETD_PASSWORD=" + p.Password, "TICKETD_USER=" + p.User},
+		&tls.Config{RootCAs: ca.Pool}, "-servers", p.Servers[0].Addr()+","+p.Servers[1].Addr(),
+		"-tokens-file", tokens, "-https-cert", leaf.CertFile, "-https-key", leaf.KeyFile, "-log-level", "warn").URL
 }
 
 // TestE2ETokenAndTLS: through a real ticketd that wants tokens and speaks

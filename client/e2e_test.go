@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,15 +25,12 @@ import (
 )
 
 // ticketd is one running ticketd process.
-type ticketd struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	addr string
-	logs *proctest.Buffer
-	done chan struct{}
-}
+type ticketd struct{ *proctest.Daemon }
 
-func (d *ticketd) url() string { return "http://" + d.addr }
+func (d *ticketd) url() string { return d.URL }
+
+// kill is kill -9: no drain, no lease release.
+func (d *ticketd) kill() { d.Kill() }
 
 // startTicketd starts ticketd on the pair, with args added to its serve
 // flags, and waits until /readyz is 200.
@@ -47,52 +42,8 @@ func startTicketd(t *testing.T, p *mysqltest.Pair, args ...string) *ticketd {
 // startTicketdAt is startTicketd listening on addr.
 func startTicketdAt(t *testing.T, p *mysqltest.Pair, addr string, args ...string) *ticketd {
 	t.Helper()
-	d := &ticketd{t: t, addr: addr, logs: &proctest.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(proctest.Ticketd(t), append([]string{"serve", "-listen", d.addr,
-		"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr(), "-log-level", "warn"}, args...)...)
-	d.cmd.Env = append(os.Environ(), "TICKETD_PASSWORD="+p.Password, "TICKETD_USER="+p.User)
-	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGCONT) // in case a test froze it
-		d.cmd.Process.Kill()
-		<-d.done
-		if t.Failed() {
-			t.Logf("ticketd %s logs:\n%s", d.addr, d.logs)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-d.done:
-			t.Fatalf("ticketd exited at start\n%s", d.logs)
-		default:
-		}
-		resp, err := http.Get(d.url() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return d
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ticketd not ready after 30 s\n%s", d.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// kill is kill -9: no drain, no lease release.
-func (d *ticketd) kill() {
-	d.t.Helper()
-	if err := d.cmd.Process.Kill(); err != nil {
-		d.t.Fatal(err)
-	}
-	<-d.done
+	return &ticketd{proctest.StartTicketdAt(t, addr, []string{"TICKETD_PASSWORD=" + p.Password, "TICKETD_USER=" + p.User}, nil,
+		append([]string{"-servers", p.Servers[0].Addr() + "," + p.Servers[1].Addr(), "-log-level", "warn"}, args...)...)}
 }
 
 func newClient(t *testing.T, cfg client.Config) *client.Client {
@@ -391,7 +342,7 @@ func TestE2EBothDown(t *testing.T) {
 	if served == 0 {
 		t.Fatalf("no buffered ID was handed out after both ticketd died")
 	}
-	if !errors.Is(lastErr, client.ErrUnavailable) || !strings.Contains(lastErr.Error(), d1.addr) || !strings.Contains(lastErr.Error(), d2.addr) {
+	if !errors.Is(lastErr, client.ErrUnavailable) || !strings.Contains(lastErr.Error(), d1.Addr) || !strings.Contains(lastErr.Error(), d2.Addr) {
 		t.Fatalf("after MaxAge: %v; want ErrUnavailable naming both ticketd", lastErr)
 	}
 	st := c.Stats().IDs
@@ -496,14 +447,14 @@ func TestE2ESlowSkipped(t *testing.T) {
 		t.Logf("first ID %d from worker %d", id, workerOf(id))
 	}
 	t.Run("slow answers", func(t *testing.T) {
-		check(t, "http://"+slowProxy(t, slow.addr, 30*time.Second))
+		check(t, "http://"+slowProxy(t, slow.Addr, 30*time.Second))
 	})
 	t.Run("frozen", func(t *testing.T) {
-		if err := slow.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := slow.Process().Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		defer slow.cmd.Process.Signal(syscall.SIGCONT)
-		waitFor(t, "ticketd stopped", func() bool { return procState(slow.cmd.Process.Pid) == "T" })
+		defer slow.Process().Signal(syscall.SIGCONT)
+		waitFor(t, "ticketd stopped", func() bool { return procState(slow.Process().Pid) == "T" })
 		check(t, slow.url())
 	})
 }

@@ -67,3 +67,37 @@ func TestRangeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeFromOneExhaustive: the ranges a public sequence walks in, [1,
+// D] for every D that makes n = bits.Len(D) the width (2^(n-1) ≤ D <
+// 2^n), are permutations, exhaustively for every such D at small widths:
+// every value lands in the range, none twice, and decrypts back.
+func TestRangeFromOneExhaustive(t *testing.T) {
+	widest := 10
+	if raceEnabled {
+		widest = 8 // ten times slower
+	}
+	for n := 2; n <= widest; n++ {
+		x, err := newBinary(testKey, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := uint64(1) << (n - 1); d < 1<<n; d++ {
+			r, err := NewRange(x, 1, d)
+			if err != nil {
+				t.Fatalf("%d bits, [1, %d]: %v", n, d, err)
+			}
+			seen := make([]bool, d+1)
+			for v := uint64(1); v <= d; v++ {
+				e, err := r.Encrypt(v)
+				if err != nil || e < 1 || e > d || seen[e] {
+					t.Fatalf("%d bits, [1, %d]: Encrypt(%d) = %d, %v: outside the range or taken twice", n, d, v, e, err)
+				}
+				seen[e] = true
+				if back, err := r.Decrypt(e); err != nil || back != v {
+					t.Fatalf("%d bits, [1, %d]: Decrypt(Encrypt(%d)) = %d, %v", n, d, v, back, err)
+				}
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ticketd/auth"
+	"ticketd/peers"
 	"ticketd/publicid"
 	"ticketd/snowflake"
 )
@@ -159,6 +160,11 @@ type Config struct {
 	// "public" field in /v1/ids/{id}. Never shown in /v1/status or
 	// /metrics. Zero: public forms are off (those requests get a 400).
 	IDKeys *publicid.Store
+	// Peers, when not nil, turns on Leaf's and tinyid's routes (peers.go):
+	// their callers take values of the sequences the routes file maps their
+	// keys to, and snowflake IDs, in the answers they parse. Reload it with
+	// its Store's Reload. Zero: those paths are no route of the API (404).
+	Peers *peers.Store
 	// Clock is this ticketd's clock, which bounds, with the generator's
 	// time (IDs.Time), how far ahead an after= ID or a decoded public form
 	// may be (MaxAfterAhead). Zero: the system clock (the time fasthttp read

@@ -26,6 +26,13 @@ const (
 	epReadyz
 	epReadyzTickets
 	epMetrics
+	// Leaf's and tinyid's routes (peers.go), with Config.Peers only.
+	epLeafSegment
+	epLeafSnowflake
+	epTinyNextID
+	epTinyNextIDSimple
+	epTinySegment
+	epTinySegmentSimple
 	epUnknown // no such path
 	epInvalid // fasthttp could not read the request (ErrorHandler)
 	numEndpoints
@@ -43,6 +50,14 @@ var endpointNames = [numEndpoints]string{
 	epMetrics:       "/metrics",
 	epUnknown:       "unknown",
 	epInvalid:       "invalid",
+
+	// Leaf's and tinyid's (peers.go).
+	epLeafSegment:       "/api/segment/get/{key}",
+	epLeafSnowflake:     "/api/snowflake/get/{key}",
+	epTinyNextID:        "/tinyid/id/nextId",
+	epTinyNextIDSimple:  "/tinyid/id/nextIdSimple",
+	epTinySegment:       "/tinyid/id/nextSegmentId",
+	epTinySegmentSimple: "/tinyid/id/nextSegmentIdSimple",
 }
 
 // trackedCodes are the status codes the API answers with. Counters for every
@@ -65,6 +80,15 @@ var endpointCodes = [numEndpoints][]int{
 	epMetrics:       {200, 401, 403, 405, 500},
 	epUnknown:       {404, 500},
 	epInvalid:       {400, 408, 413, 431},
+
+	// Leaf's and tinyid's (peers.go): Leaf's callers get a 5xx for every
+	// failure, tinyid's the way tinyid refuses (200) or a 5xx.
+	epLeafSegment:       {200, 401, 403, 405, 429, 500, 503},
+	epLeafSnowflake:     {200, 401, 403, 405, 429, 500, 503},
+	epTinyNextID:        {200, 400, 405, 429, 500, 503},
+	epTinyNextIDSimple:  {200, 400, 405, 429, 500, 503},
+	epTinySegment:       {200, 400, 405, 429, 500, 503},
+	epTinySegmentSimple: {200, 400, 405, 429, 500, 503},
 }
 
 func codeIndex(code int) int {
@@ -155,8 +179,10 @@ type serverMetrics struct {
 	// (access.go, quotaCounters).
 	quota *prometheus.CounterVec
 	// durations: how long the handler took, per endpoint (not epInvalid,
-	// which never reaches it).
+	// which never reaches it; not Leaf's and tinyid's without Config.Peers).
 	durations [epInvalid]prometheus.Observer
+	// tinyidRefusals: ticketd_tinyid_refusals_total{reason} (peers.go).
+	tinyidRefusals *prometheus.CounterVec
 }
 
 // counter is a Counter of whole things: Add takes the int a batch counts in.
@@ -174,6 +200,9 @@ func newServerMetrics(cfg Config, backend prometheus.Collector) *serverMetrics {
 		Help: "Answered requests, by endpoint (the route; unknown: no such path; invalid: a request that could not be parsed) and status code.",
 	}, []string{"endpoint", "code"})
 	for ep := range numEndpoints {
+		if peerEndpoint(ep) && cfg.Peers == nil {
+			continue // no such route: the series would say nothing
+		}
 		for _, code := range endpointCodes[ep] {
 			m.requests[ep][codeIndex(code)] = m.requestsVec.WithLabelValues(endpointNames[ep], strconv.Itoa(code))
 		}
@@ -209,7 +238,9 @@ func newServerMetrics(cfg Config, backend prometheus.Collector) *serverMetrics {
 		Buckets: durationBuckets,
 	}, []string{"endpoint"})
 	for ep := range epInvalid {
-		m.durations[ep] = durations.WithLabelValues(endpointNames[ep])
+		if !peerEndpoint(ep) || cfg.Peers != nil {
+			m.durations[ep] = durations.WithLabelValues(endpointNames[ep])
+		}
 	}
 	version, revision, goversion := buildInfo(cfg.Version)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -218,7 +249,14 @@ func newServerMetrics(cfg Config, backend prometheus.Collector) *serverMetrics {
 		ConstLabels: prometheus.Labels{"version": version, "release": strconv.Itoa(ticket.Release), "revision": revision, "goversion": goversion},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.requestsVec, ids, m.quota, durations, build, backend,
+	m.tinyidRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_tinyid_refusals_total",
+		Help: "Calls of tinyid's routes (-peer-routes) refused the way tinyid refuses them (200, and an empty answer or code 5 or 6), by reason: token (none, unknown, or without the biz type's tickets: scope) or biz_type (no sequence serves it).",
+	}, []string{"reason"})
+	for _, r := range tinyidRefusalReasons {
+		m.tinyidRefusals.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.requestsVec, ids, m.quota, durations, build, backend, m.tinyidRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.CallDurations != nil {
 		m.reg.MustRegister(cfg.CallDurations)
@@ -244,7 +282,7 @@ func (m *serverMetrics) count(ep endpoint, code int) {
 
 // observe records how long a request to ep took.
 func (m *serverMetrics) observe(ep endpoint, d time.Duration) {
-	if ep < epInvalid {
+	if ep < epInvalid && m.durations[ep] != nil {
 		m.durations[ep].Observe(seconds(d))
 	}
 }

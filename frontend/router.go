@@ -97,6 +97,8 @@ func (s *Server) serveHTTP(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Header.SetContentTypeBytes(ctPrometheus)
 			s.writeMetrics(ctx)
 		}
+	case epLeafSegment, epLeafSnowflake, epTinyNextID, epTinyNextIDSimple, epTinySegment, epTinySegmentSimple:
+		s.servePeer(ctx, ep, rest) // their own access step (peers.go)
 	default:
 		if s.cfg.Admin && (string(path) == "/metrics" || string(path) == "/v1/status") {
 			fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("%s is served on the admin listener only", path))
@@ -132,6 +134,11 @@ func (s *Server) route(path []byte) (endpoint, []byte) {
 			return epUnknown, nil
 		}
 		return epMetrics, nil
+	}
+	if s.cfg.Peers != nil {
+		if ep, rest := peerRoute(path); ep != epUnknown {
+			return ep, rest
+		}
 	}
 	// One path segment after the prefix; anything deeper is no resource.
 	if rest, ok := bytes.CutPrefix(path, prefixDecode); ok && bytes.IndexByte(rest, '/') < 0 {

@@ -154,7 +154,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn = logsum.New(cfg.Logger, logsum.DefaultPeriod)
 	s.warn.Declare(slog.LevelWarn, warnKinds...)
 	s.warn.Declare(slog.LevelError, errorKinds...)
-	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota)
+	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota, kindTinyidRefused)
 	s.timeShift = cfg.Layout.SequenceBits + cfg.Layout.WorkerBits + cfg.Layout.DatacenterBits
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(cfg, backendCollector{s})

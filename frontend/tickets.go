@@ -94,27 +94,38 @@ var (
 	errorKinds = []string{errTicketExhausted, errTicketMisconf, errTicketNoKey, errTicketShort, errFallbackRefused, errSnowflakeLow}
 )
 
-// ticketError answers a failed /v1/tickets call. The client gets a message of
-// ours, never the ticket package's, which names servers and addresses; the
-// full error goes to the log, aggregated (Server.warn) so that a flood of
-// failures cannot flood the log.
+// ticketError answers a failed /v1/tickets call (ticketFailure says how).
+func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
+	status, msg := s.ticketFailure(name, err)
+	if status == fasthttp.StatusServiceUnavailable {
+		unavailable(ctx, msg)
+		return
+	}
+	fail(ctx, status, msg)
+}
+
+// ticketFailure is the status and message of a failed call for values of
+// sequence name. The client gets a message of ours, never the ticket
+// package's, which names servers and addresses; the full error goes to the
+// log, aggregated (Server.warn) so that a flood of failures cannot flood
+// the log. 503 means the caller answers with Retry-After (unavailable).
 //
 // The order matters: an error can wrap several sentinels (no server left to
 // ask, one of them exhausted), and "retry later" wins over "gone for good".
-func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
+func (s *Server) ticketFailure(name string, err error) (int, string) {
 	switch {
 	case errors.Is(err, ticket.ErrBadName):
-		fail(ctx, fasthttp.StatusBadRequest, fmt.Sprintf(
-			"bad sequence name %.64q: want a lowercase letter, then up to 47 lowercase letters, digits or underscores", name))
+		return fasthttp.StatusBadRequest, fmt.Sprintf(
+			"bad sequence name %.64q: want a lowercase letter, then up to 47 lowercase letters, digits or underscores", name)
 	case errors.Is(err, ticket.ErrUnknownSequence):
-		fail(ctx, fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name))
+		return fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
-		unavailable(ctx, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout))
+		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout)
 	case errors.Is(err, ticket.ErrNoServer), errors.Is(err, ticket.ErrServerDown),
 		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
 		s.warn.Note(warnTicketNoServer, "sequence", name, "err", err)
-		unavailable(ctx, "no ticket server is available")
+		return fasthttp.StatusServiceUnavailable, "no ticket server is available"
 	case errors.Is(err, ticket.ErrNoKey):
 		// A public sequence this ticketd holds no key for: never its raw
 		// values. 503: another ticketd of the deployment may hold it, and
@@ -125,22 +136,22 @@ func (s *Server) ticketError(ctx *fasthttp.RequestCtx, name string, err error) {
 		if errors.As(err, &ke) {
 			msg = fmt.Sprintf("sequence %q is public and this ticketd does not hold its key (check value %s): the ticketd log says how", name, ke.KeyCheck)
 		}
-		unavailable(ctx, msg)
+		return fasthttp.StatusServiceUnavailable, msg
 	case errors.Is(err, ticket.ErrSequenceExhausted):
 		// 410 Gone: permanent, so clients stop retrying. Cache-Control:
 		// no-store (set already) keeps caches from remembering it.
 		s.warn.Note(errTicketExhausted, "sequence", name, "err", err)
-		fail(ctx, fasthttp.StatusGone, fmt.Sprintf("sequence %q is exhausted: no value left within its bit width", name))
+		return fasthttp.StatusGone, fmt.Sprintf("sequence %q is exhausted: no value left within its bit width", name)
 	case errors.Is(err, ticket.ErrMisconfigured):
 		s.warn.Note(errTicketMisconf, "sequence", name, "err", err)
-		fail(ctx, fasthttp.StatusInternalServerError, fmt.Sprintf("sequence %q is misconfigured on the ticket servers; the ticketd log says how", name))
+		return fasthttp.StatusInternalServerError, fmt.Sprintf("sequence %q is misconfigured on the ticket servers; the ticketd log says how", name)
 	case errors.Is(err, errShort):
 		s.warn.Note(errTicketShort, "sequence", name, "err", err)
-		fail(ctx, fasthttp.StatusInternalServerError, "internal error")
+		return fasthttp.StatusInternalServerError, "internal error"
 	default:
 		// Anything else from the servers (a driver error, a parity
 		// violation) is theirs and passing: the next call may go elsewhere.
 		s.warn.Note(warnTicketFailed, "sequence", name, "err", err)
-		unavailable(ctx, "no ticket could be issued; retry")
+		return fasthttp.StatusServiceUnavailable, "no ticket could be issued; retry"
 	}
 }

@@ -30,17 +30,25 @@
 //
 // Each use gets a key of its own, derived from the operator's key with
 // HKDF-SHA-256 (RFC 5869) and a label: the public forms of snowflake IDs,
-// each public sequence (by name and width), and the key's check value. A
-// check value is 16 bytes of HKDF output in hexadecimal: it names a key
+// each public sequence (by name, width and start), and the key's check
+// value. A check value is 16 bytes of HKDF output in hexadecimal: it names a key
 // (ticketd records it to make sure every ticketd of a deployment has the
 // same key) and says nothing about the key itself.
 //
 // In memory, a Ring keeps each key's HKDF pseudo-random key (HKDF-Extract of
-// the key), not the key's bytes: a public sequence's key depends on its name
-// and width, which the ring learns only when the sequence is used, so what
-// derives it must stay. Every other derived key follows from it too: to
+// the key), not the key's bytes: a public sequence's key depends on its name,
+// width and start, which the ring learns only when the sequence is used, so
+// what derives it must stay. Every other derived key follows from it too: to
 // whoever can read the process's memory, it is as good as the key for
 // everything this package does.
+//
+// # Public sequences
+//
+// A public sequence's values are a keyed permutation of its counter's
+// values over exactly the values above its start: (start, 2^bits-1], 32 or
+// 63 bits (Ring.SequenceAbove; sequence.go walks through it). A sequence
+// without a start covers [1, 2^bits-1]. A start must leave at least
+// MinSequenceValues values, FF1's smallest domain.
 //
 // # Decoding under a ring
 //

@@ -24,7 +24,7 @@ var (
 	// others than its owner, malformed, empty, a key twice, too many).
 	ErrKeyFile = errors.New("publicid: key file")
 	// ErrNotPositive: a value that is not a positive int64 (or, for a
-	// sequence, not in [1, 2^bits-1]).
+	// sequence, not in (start, 2^bits-1]).
 	ErrNotPositive = errors.New("publicid: not in range")
 	// ErrNoKey: no key of the ring has the check value asked for.
 	ErrNoKey = errors.New("publicid: no such key in the ring")
@@ -33,6 +33,9 @@ var (
 	ErrReload = errors.New("publicid: reload refused")
 	// ErrWidth: a sequence width other than 32 or 63 bits.
 	ErrWidth = errors.New("publicid: sequence width must be 32 or 63 bits")
+	// ErrFewValues: a sequence whose start leaves fewer than
+	// MinSequenceValues values within its width.
+	ErrFewValues = errors.New("publicid: too few values above the sequence's start")
 )
 
 // The HKDF labels of the keys derived from an operator's key. Changing one
@@ -108,7 +111,13 @@ func CheckValue(raw []byte) string {
 	return hex.EncodeToString(b)
 }
 
-// sequenceKey derives the AES-128 key of one public sequence.
-func (k *key) sequenceKey(name string, bits int) ([]byte, error) {
-	return hkdf.Expand(sha256.New, k.prk, labelSequence+"\x00"+name+"\x00"+strconv.Itoa(bits), 16)
+// sequenceKey derives the AES-128 key of one public sequence. A sequence
+// without a start (start 0) has the key release 3 gave it; a start is
+// part of the label otherwise.
+func (k *key) sequenceKey(name string, bits int, start uint64) ([]byte, error) {
+	info := labelSequence + "\x00" + name + "\x00" + strconv.Itoa(bits)
+	if start > 0 {
+		info += "\x00above\x00" + strconv.FormatUint(start, 10)
+	}
+	return hkdf.Expand(sha256.New, k.prk, info, 16)
 }

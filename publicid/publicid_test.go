@@ -260,14 +260,17 @@ func TestPublicAllocs(t *testing.T) {
 	if got := testing.AllocsPerRun(1000, func() { _, _ = r.Public(id) }); got != 0 && !raceEnabled {
 		t.Errorf("Public: %v allocations, want 0", got)
 	}
-	// A public sequence's value, as ticketd permutes each one it hands out.
+	// A public sequence's value, as ticketd permutes each one it hands out,
+	// without a start and above one.
 	for _, bits := range []int{32, 63} {
-		s, err := r.Sequence(r.Check(), "orders", bits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := testing.AllocsPerRun(1000, func() { _, _ = s.Public(123456) }); got != 0 && !raceEnabled {
-			t.Errorf("Sequence.Public, %d bits: %v allocations, want 0", bits, got)
+		for _, start := range []uint64{0, 100_000} {
+			s, err := r.SequenceAbove(r.Check(), "orders", bits, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := testing.AllocsPerRun(1000, func() { _, _ = s.Public(123456) }); got != 0 && !raceEnabled {
+				t.Errorf("Sequence.Public, %d bits above %d: %v allocations, want 0", bits, start, got)
+			}
 		}
 	}
 }

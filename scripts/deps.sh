@@ -33,6 +33,13 @@ promtool prometheus metrics lint and alert-rule tests (frontend, deploy/promethe
 prometheus prometheus a real Prometheus scraping ticketd (cmd/ticketd TestE2EMetrics)
 mariadb-binlog mariadb-client binary logs read by scripts/db_test.go
 ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
+javac default-jdk-headless the Java client (clients/java) and the tinyid-style Java client of cmd/ticketd TestE2EPeers
+java default-jdk-headless the same programs run
+python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
+pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
+mypy mypy the Python client's type check, strict, for Python 3.8 on (make test-python)
+node nodejs the Node client's tests and conformance adapter (clients/node; Node 20 or later)
+npm npm the Node client's type check (typescript, pinned in clients/node/package-lock.json)
 EOF
 )
 

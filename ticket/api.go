@@ -34,6 +34,10 @@ type (
 	AcquireRequest = lease.AcquireRequest
 	// Lease is a worker ID held in the database.
 	Lease = lease.Lease
+	// SpreadRequest asks whether a lease should move to even out the
+	// leases (SpreadWorker), and SpreadAdvice is the answer.
+	SpreadRequest = lease.SpreadRequest
+	SpreadAdvice  = lease.SpreadAdvice
 	// SequenceProblem is a sequence the servers' catalogs disagree on, or
 	// that was redefined since ticketd served it.
 	SequenceProblem = sequence.Problem
@@ -54,6 +58,7 @@ const (
 	ProblemSharedTable = sequence.ProblemSharedTable
 	ProblemMissing     = sequence.ProblemMissing
 	ProblemNoKey       = sequence.ProblemNoKey
+	ProblemBelowStart  = sequence.ProblemBelowStart
 )
 
 // ProblemKinds lists every kind of SequenceProblem.
@@ -66,6 +71,9 @@ const (
 	MinLeaseTTL   = lease.MinLeaseTTL
 	MaxLeaseTTL   = lease.MaxLeaseTTL
 	MaxReserveMs  = lease.MaxReserveMs
+	// Bounds of SpreadRequest.Window.
+	MinSpreadWindow = lease.MinSpreadWindow
+	MaxSpreadWindow = lease.MaxSpreadWindow
 )
 
 // Defaults and bounds of Config (internal/spec documents each).

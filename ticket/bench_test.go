@@ -49,8 +49,9 @@ func BenchmarkNext(b *testing.B) {
 // side by side in one run, on a real pair: the same block size, so large
 // (a million) that every value comes from memory (TryNextN, the HTTP hot
 // path), and what differs is the keyed permutation of each value (FF1 over
-// 63 bits). ns/value of public ÷ plain is the cost; one value a call and a
-// hundred.
+// 63 bits; publicabove: over the values above a start, as sequence create
+// -public -start makes it). ns/value of public ÷ plain is the cost; one
+// value a call and a hundred.
 //
 //	go test ./ticket -run '^$' -bench BenchmarkPublicSequence -benchtime 2s -count 3
 func BenchmarkPublicSequence(b *testing.B) {
@@ -58,9 +59,10 @@ func BenchmarkPublicSequence(b *testing.B) {
 	keys := keyFile(b, b.TempDir()+"/keys", newKeyHex(b))
 	createSequence(b, mp.Servers[:], "plain", 64, 1_000_000)
 	createPublicSequence(b, mp.Servers[:], "public", 64, 1_000_000, keys.Load().Check())
+	createRelease3Public(b, mp, "publicabove", 64, 1_000_000, 81234571890, keys.Load().Check()+">81234571890")
 	p := openPair(b, mp, func(c *spec.Config) { c.IDKeys = keys; c.CallTimeout = 5 * time.Second })
 	for _, n := range []int{1, 100} {
-		for _, seq := range []string{"plain", "public"} {
+		for _, seq := range []string{"plain", "public", "publicabove"} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, seq), func(b *testing.B) {
 				dst := make([]uint64, n)
 				b.ReportAllocs()

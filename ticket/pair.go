@@ -358,6 +358,16 @@ func (p *Pair) ReleaseWorker(ctx context.Context, l lease.Lease, lastIssuedMs in
 	return p.leases.Release(ctx, l, lastIssuedMs)
 }
 
+// SpreadWorker says whether a lease should move to another server of its
+// class to even out the leases of ticketd started together, and where
+// (Leases.Spread: one SELECT per server of the class).
+func (p *Pair) SpreadWorker(ctx context.Context, req lease.SpreadRequest) (lease.SpreadAdvice, error) {
+	if p.lt.Closed() {
+		return lease.SpreadAdvice{Move: -1}, spec.ErrClosed
+	}
+	return p.leases.Spread(ctx, req)
+}
+
 // HeldWorkers counts, on every server, the worker IDs of one datacenter
 // whose lease is alive (Leases.HeldWorkers).
 func (p *Pair) HeldWorkers(ctx context.Context, datacenter uint32, workerBits uint) ([]int, error) {

@@ -38,6 +38,12 @@
 // servers put it where it evens out the fleet, so with four servers the
 // ticketd of a stopped server spread over the other three.
 //
+// ticketd started at the same instant all see the same lease counts, and
+// the ticket servers' first choice cannot part them: once per lease it
+// adopts, a Keeper whose Leaser is a Spreader (*ticket.Pair is) asks, a
+// SpreadWindow later, whether the lease should move to even them out, and
+// moves it at most once, through the same switch (spread.go).
+//
 // # Capacity
 //
 // Each of the N servers owns 1/N of the worker IDs of a datacenter (half of

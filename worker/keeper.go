@@ -75,12 +75,13 @@ var (
 // while a call to a frozen ticket server is in flight: every such call runs
 // under the Keeper's lifetime context, which Close cancels first.
 type Keeper struct {
-	cfg     Config
-	leaser  Leaser
-	rot     Rotation      // nil: the Leaser does not say
-	rewinds RewindWatcher // nil: the Leaser does not say
-	counter HeldCounter   // nil: the Leaser cannot count
-	log     *slog.Logger
+	cfg      Config
+	leaser   Leaser
+	rot      Rotation      // nil: the Leaser does not say
+	rewinds  RewindWatcher // nil: the Leaser does not say
+	counter  HeldCounter   // nil: the Leaser cannot count
+	spreader Spreader      // nil: the Leaser cannot spread (spread.go)
+	log      *slog.Logger
 
 	gen atomic.Pointer[snowflake.Generator] // nil while no lease is held
 
@@ -110,9 +111,11 @@ type Keeper struct {
 	lastMs       int64     // last timestamp issued by any generator this keeper stopped
 	lastErr      string
 	renewAt      time.Time
-	failing      bool   // the last renewal failed
-	short        string // why this keeper is short of worker IDs; "" when it is not
-	shortFrom    int    // the server it needs to leave (-1: it holds nothing)
+	failing      bool      // the last renewal failed
+	short        string    // why this keeper is short of worker IDs; "" when it is not
+	shortFrom    int       // the server it needs to leave (-1: it holds nothing)
+	spreadDue    time.Time // the spread check of the lease is due (zero: none pending; spread.go)
+	spreadBy     time.Time // and given up after this
 
 	snap     atomic.Pointer[snapshot] // published copy of the fields above
 	closing  atomic.Bool              // Close has begun
@@ -129,7 +132,7 @@ type Keeper struct {
 	capState
 
 	renewals, renewFailures, switches, losses, acquires atomic.Uint64
-	standbys, waits, waitTimeouts                       atomic.Uint64
+	standbys, waits, waitTimeouts, spreads              atomic.Uint64
 }
 
 // New returns a Keeper that holds no lease yet: call Acquire, then Run. Zero
@@ -160,6 +163,7 @@ func New(cfg Config, leaser Leaser) (*Keeper, error) {
 	k.rot, _ = leaser.(Rotation)
 	k.rewinds, _ = leaser.(RewindWatcher)
 	k.counter, _ = leaser.(HeldCounter)
+	k.spreader, _ = leaser.(Spreader)
 	k.stoppedMs.Store(cfg.FloorMs - 1)
 	k.life, k.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -336,9 +340,14 @@ func (k *Keeper) adoptLocked(l ticket.Lease, how string) error {
 		return err
 	}
 	k.short, k.shortFrom, k.failing = "", -1, false
+	k.scheduleSpreadLocked(how)
 	if hadOld {
 		k.switches.Add(1)
-		k.log.Warn("switched worker ID", "from_worker", oldLease.Worker, "from_server", oldLease.Server+1,
+		level := slog.LevelWarn
+		if how == howSpread {
+			level = slog.LevelInfo // planned, not forced by a server
+		}
+		k.log.Log(context.Background(), level, "switched worker ID", "from_worker", oldLease.Worker, "from_server", oldLease.Server+1,
 			"to_worker", l.Worker, "to_server", l.Server+1, "fence_ms", l.ReservedUntilMs, "lease", how)
 		// The old server is most likely unreachable: release best-effort. If it
 		// fails, the lease expires by itself and its reservation stays honoured.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,70 +231,26 @@ func TestSwitchUnderLoad(t *testing.T) {
 	k := newKeeper(t, m, clk)
 	first := k.Status()
 
-	var (
-		wg     sync.WaitGroup
-		stop   atomic.Bool
-		failed atomic.Int64
-		issued atomic.Int64
-		mu     sync.Mutex
-		all    = map[int64]bool{}
-	)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prev := int64(-1)
-			for !stop.Load() {
-				id, err := k.Next()
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				if id <= prev {
-					t.Errorf("ID %d after %d", id, prev)
-				}
-				prev = id
-				mu.Lock()
-				if all[id] {
-					t.Errorf("duplicate %d", id)
-				}
-				all[id] = true
-				mu.Unlock()
-				issued.Add(1)
-			}
-		}()
-	}
-	// waitIssued polls until the goroutines have issued n more IDs, so every
-	// step of the outage (the switch among them) happens under load.
-	waitIssued := func(n int64) {
-		t.Helper()
-		target, deadline := issued.Load()+n, time.Now().Add(10*time.Second)
-		for issued.Load() < target {
-			if time.Now().After(deadline) {
-				t.Fatalf("issued %d IDs, want %d within 10 s", issued.Load(), target)
-			}
-			time.Sleep(100 * time.Microsecond) // polling, with the deadline above
-		}
-	}
+	// Every step of the outage (the switch among them) happens under load.
+	is := startIssuers(t, k, 4)
 	m.setDown(first.Server, true)
 	for range 25 { // 50 s of failed renewals: headroom falls below 20 s
-		waitIssued(20)
+		is.waitIssued(20)
 		clk.Advance(2 * time.Second)
 		k.tick()
 	}
-	waitIssued(20)
-	stop.Store(true)
-	wg.Wait()
+	is.waitIssued(20)
+	failed, ids := is.finish()
 
 	st := k.Status()
 	if st.Switches != 1 || st.Server == first.Server || st.Worker%2 == first.Worker%2 {
 		t.Fatalf("after the outage: %d switches, server %d worker %d; want 1 switch to the other server (was server %d worker %d)",
 			st.Switches, st.Server, st.Worker, first.Server, first.Worker)
 	}
-	if f := failed.Load(); f != 0 {
-		t.Fatalf("%d requests failed during the switch, want 0", f)
+	if failed != 0 {
+		t.Fatalf("%d requests failed during the switch, want 0", failed)
 	}
-	if len(all) == 0 {
+	if ids == 0 {
 		t.Fatal("no ID issued")
 	}
 	if st.Headroom < 50*time.Second {

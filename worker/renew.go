@@ -46,6 +46,7 @@ func (k *Keeper) tick() {
 			k.short, k.shortFrom = "", -1
 		}
 		k.tendStandbyLocked(false)
+		k.spreadLocked()
 		return
 	case k.life.Err() != nil:
 		return // Close cut the call short: no verdict on the server

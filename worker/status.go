@@ -36,6 +36,9 @@ type Status struct {
 	Acquires      uint64
 	// Standbys counts standby leases taken.
 	Standbys uint64
+	// Spreads counts the moves to even out the leases of ticketd started
+	// together (each is a switch too).
+	Spreads uint64
 	// Waits counts requests (NextWait, NextNWait) that waited for a
 	// replacement generator; WaitTimeouts those whose deadline came first.
 	Waits, WaitTimeouts uint64
@@ -67,6 +70,7 @@ func (k *Keeper) Status() Status {
 	s.Renewals, s.RenewFailures = k.renewals.Load(), k.renewFailures.Load()
 	s.Switches, s.Losses, s.Acquires = k.switches.Load(), k.losses.Load(), k.acquires.Load()
 	s.Standbys, s.Waits, s.WaitTimeouts = k.standbys.Load(), k.waits.Load(), k.waitTimeouts.Load()
+	s.Spreads = k.spreads.Load()
 	if g := k.gen.Load(); g != nil {
 		s.FenceMs, s.NowMs = g.Fence(), g.Now()
 		s.Headroom = time.Duration(s.FenceMs-s.NowMs) * time.Millisecond

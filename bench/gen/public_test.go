@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"fmt"
 	"testing"
 
 	"ticketd/publicid"
@@ -56,14 +55,28 @@ func BenchmarkPublic(b *testing.B) {
 // and 32 for a 32-bit one (publicid.Sequence.Public). A plain sequence's
 // value from memory costs a few nanoseconds (BenchmarkPublicSequence in
 // package ticket sets the two side by side on a real pair).
+//
+// bitsN is a sequence without a start; bitsN-above-S one created with
+// -start S, whose permutation covers (S, 2^N-1] only: a typical start, and
+// the dearest kind, one that leaves 2^(N-2)+1 values, where FF1 runs over
+// N-1 bits and a value takes two FF1 calls on average (cycle-walking).
 func BenchmarkPublicSequence(b *testing.B) {
-	for _, bits := range []int{63, 32} {
-		b.Run(fmt.Sprintf("bits%d", bits), func(b *testing.B) {
-			s, err := newRing(b).Sequence(newRing(b).Check(), "orders", bits)
+	for _, tt := range []struct {
+		bits  int
+		start uint64
+		name  string
+	}{
+		{63, 0, "bits63"}, {32, 0, "bits32"},
+		{63, 81234571890, "bits63-above-81234571890"}, {32, 1_000_000, "bits32-above-1000000"},
+		{63, 1<<63 - 1 - (1<<61 + 1), "bits63-above-dearest"}, {32, 1<<32 - 1 - (1<<30 + 1), "bits32-above-dearest"},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			r := newRing(b)
+			s, err := r.SequenceAbove(r.Check(), "orders", tt.bits, tt.start)
 			if err != nil {
 				b.Fatal(err)
 			}
-			v := uint64(1)
+			v := tt.start + 1
 			b.ReportAllocs()
 			for b.Loop() {
 				if v, err = s.Public(v); err != nil {

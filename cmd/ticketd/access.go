@@ -169,7 +169,7 @@ func (a access) reload(api *frontend.Server) {
 		what = append(what, "the database password file")
 	}
 	if len(what) == 0 {
-		a.log.Info("SIGHUP: nothing to reload (no -tokens-file, no -https-cert, and the password is not from -password-file)")
+		a.log.Info("SIGHUP: no tokens, certificate or password to reload (no -tokens-file, no -https-cert, and the password is not from -password-file)")
 		return
 	}
 	a.log.Info("SIGHUP: reloading " + strings.Join(what, ", "))

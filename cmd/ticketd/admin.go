@@ -37,11 +37,18 @@ type adminDefaults struct {
 	passwordFile    string
 	passwordEnv     string // TICKETD_<CMD>_PASSWORD
 	callTimeoutHelp string
+	// optionalServers: -servers defaults to none (inspect reads the
+	// servers only when told to), not to make run's pair.
+	optionalServers bool
 }
 
 // register defines the shared flags on fs.
 func (a *adminOptions) register(fs *flag.FlagSet, d adminDefaults) {
-	fs.StringVar(&a.servers, "servers", "127.0.0.1:3307,127.0.0.1:3308", serversHelp)
+	servers, help := "127.0.0.1:3307,127.0.0.1:3308", serversHelp
+	if d.optionalServers {
+		servers, help = "", serversHelp+"; none: the servers are not asked"
+	}
+	fs.StringVar(&a.servers, "servers", servers, help)
 	fs.StringVar(&a.database, "database", ticket.DefaultDatabase, databaseHelp)
 	fs.StringVar(&a.user, "user", d.user, d.userHelp)
 	fs.StringVar(&a.passwordFile, "password-file", d.passwordFile, "file holding the password (ignored when "+d.passwordEnv+" is set)")

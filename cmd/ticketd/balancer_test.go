@@ -90,19 +90,34 @@ func testHAProxyConfig(t *testing.T, front, sock string, servers []string) strin
 // foreground (-db), and waits until it sees every server UP.
 func startBalancer(t *testing.T, servers []string) *balancer {
 	t.Helper()
+	return startBalancerWith(t, servers, nil, nil)
+}
+
+// startBalancerWith is startBalancer with the configuration changed by
+// edit (given its frontend's address), when not nil, and env added to
+// HAProxy's environment.
+func startBalancerWith(t *testing.T, servers []string, edit func(cfg, front string) string, env []string) *balancer {
+	t.Helper()
 	dir := t.TempDir()
 	b := &balancer{t: t, addr: fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), sock: filepath.Join(dir, "haproxy.sock"), logs: &proctest.Buffer{}}
 	for i := range servers {
 		b.names = append(b.names, fmt.Sprintf("ticketd%d", i+1))
 	}
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfgPath, []byte(testHAProxyConfig(t, b.addr, b.sock, servers)), 0o600); err != nil {
+	cfg := testHAProxyConfig(t, b.addr, b.sock, servers)
+	if edit != nil {
+		cfg = edit(cfg, b.addr)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(haproxyBinary(t), "-c", "-f", cfgPath).CombinedOutput(); err != nil {
+	check := exec.Command(haproxyBinary(t), "-c", "-f", cfgPath)
+	check.Env = append(os.Environ(), env...)
+	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c on the test's configuration: %v\n%s", err, out)
 	}
 	b.cmd = exec.Command(haproxyBinary(t), "-f", cfgPath, "-db")
+	b.cmd.Env = append(os.Environ(), env...)
 	b.cmd.Stdout, b.cmd.Stderr = b.logs, b.logs
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := b.cmd.Start(); err != nil {

@@ -1,32 +1,60 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"ticketd/publicid"
 	"ticketd/snowflake"
+	"ticketd/ticket/dba/deployment"
 )
 
 // runInspect decodes IDs for DBAs and on-call engineers who find them in logs.
 // Every good ID is printed even when others are bad; any bad one makes the
-// exit status 2.
+// exit status 2. The layout and epoch: -layout and -epoch when given, else
+// the deployment's, read from the ticket servers when -servers is given,
+// else those a new deployment records; stderr says which it took when
+// -layout was not given.
 func runInspect(args []string, stdout, stderr io.Writer) error {
+	return inspect(args, stdout, stderr, os.Getenv)
+}
+
+const inspectUsage = `usage: ticketd inspect [-layout L] [-epoch MS] [-servers A,B [-user U] [-password-file F] …] [-id-key-file F [-from-public]] ID...
+
+Prints one JSON object per ID: id, time (UTC), unix_ms, datacenter, worker, node, sequence;
+with -id-key-file, its public form too; with -from-public, the arguments are public forms.
+
+The layout and epoch are -layout's and -epoch's when given; else the deployment's, read
+from the ticket servers with -servers (an account that may read table deployment:
+ticketd's own; the password from TICKETD_INSPECT_PASSWORD or -password-file); else what a
+new deployment records (` + "`ticketd serve`" + ` without -layout and -datacenter). When -layout is
+not given, stderr says which it took. Every flag can also be set by TICKETD_INSPECT_ and
+its name in upper case, dashes as underscores.
+
+`
+
+func inspect(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: ticketd inspect [-layout L] [-epoch MS] [-id-key-file F [-from-public]] ID...\n\n"+
-			"Prints one JSON object per ID: id, time (UTC), unix_ms, datacenter, worker, node, sequence;\n"+
-			"with -id-key-file, its public form too; with -from-public, the arguments are public forms.\n\n")
+		fmt.Fprint(stderr, inspectUsage)
 		fs.PrintDefaults()
 	}
-	layoutText := fs.String("layout", "twitter", "bit layout: a preset (twitter, flat) or time/datacenter/worker/sequence widths like 41/5/5/12")
-	epoch := fs.Int64("epoch", snowflake.TwitterEpochMs, "epoch in Unix milliseconds")
+	def := newDeploymentLayout(false)
+	layoutText := fs.String("layout", "", fmt.Sprintf("bit layout: a preset (twitter, flat) or time/datacenter/worker/sequence widths like 41/5/5/12; when not given, the deployment's (with -servers), else %s (what a new deployment records)", def))
+	epoch := fs.Int64("epoch", def.EpochMs, "epoch in Unix milliseconds; when not given, the deployment's (with -servers), else this")
+	var admin adminOptions
+	admin.register(fs, adminDefaults{user: "ticketd", userHelp: "database user that may read table deployment (ticketd's own)", passwordFile: "var/ticketd.password",
+		passwordEnv: "TICKETD_INSPECT_PASSWORD", callTimeoutHelp: "deadline of one statement on one server", optionalServers: true})
 	keyFile := fs.String("id-key-file", "", "the deployment's key file (ticketd serve -id-key-file): print each ID's public form; the key is never given on the command line")
 	fromPublic := fs.Bool("from-public", false, "the arguments are public forms: print the ID each stands for (needs -id-key-file)")
 	if err := fs.Parse(args); err != nil {
@@ -35,17 +63,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		return errReported{2} // flag already printed the message and usage
 	}
-	layout, err := snowflake.ParseLayout(*layoutText)
-	if err != nil {
-		return usageError{err}
+	if err := applyEnvWith(fs, "TICKETD_INSPECT_", getenv); err != nil {
+		return err
 	}
-	layout.EpochMs = *epoch
-	if err := layout.Validate(); err != nil {
-		return usageError{err}
-	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return usagef("inspect: no ID given")
+	}
+	layout, how, err := inspectLayout(*layoutText, *epoch, given["epoch"], admin, getenv)
+	if err != nil {
+		return err
+	}
+	if *layoutText == "" {
+		fmt.Fprintf(stderr, "ticketd: inspect: layout %s, epoch %d: %s\n", layout, layout.EpochMs, how)
 	}
 	var ring *publicid.Ring
 	switch {
@@ -147,4 +179,48 @@ func describe(l snowflake.Layout, s string) (snowflake.Decoded, error) {
 		return snowflake.Decoded{}, err
 	}
 	return l.Describe(id)
+}
+
+// inspectLayout is the layout and epoch inspect decodes with, and where
+// they come from (for stderr): layoutText and epoch when given; else the
+// deployment's, read from the servers of admin when its -servers is given;
+// else newDeploymentLayout's.
+func inspectLayout(layoutText string, epoch int64, epochGiven bool, admin adminOptions, getenv func(string) string) (snowflake.Layout, string, error) {
+	how := "what a new deployment records (ticketd serve without -layout and -datacenter); give -layout, or -servers to read the deployment's"
+	layoutGiven := layoutText != ""
+	if !layoutGiven {
+		layoutText = newDeploymentLayout(false).String()
+	}
+	if admin.servers != "" {
+		var err error
+		admin.password, err = adminPassword("inspect", "TICKETD_INSPECT_PASSWORD", admin.passwordFile, getenv)
+		if err != nil {
+			return snowflake.Layout{}, "", err
+		}
+		cfg := adminConfig(admin)
+		if err := validateAdmin(&cfg, admin.tls, "inspect: -servers/-database/-user/-call-timeout"); err != nil {
+			return snowflake.Layout{}, "", err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		rec, err := deployment.ReadLayout(ctx, cfg)
+		if err != nil {
+			return snowflake.Layout{}, "", fmt.Errorf("inspect: reading the deployment's layout: %w", err)
+		}
+		if !layoutGiven {
+			layoutText, how = rec.Layout, "recorded on the ticket servers"
+		}
+		if !epochGiven {
+			epoch = rec.EpochMs
+		}
+	}
+	layout, err := snowflake.ParseLayout(layoutText)
+	if err != nil {
+		return snowflake.Layout{}, "", usageError{err}
+	}
+	layout.EpochMs = epoch
+	if err := layout.Validate(); err != nil {
+		return snowflake.Layout{}, "", usageError{err}
+	}
+	return layout, how, nil
 }

@@ -23,8 +23,14 @@ func TestInspect(t *testing.T) {
 		wantStatus int
 	}{
 		{
-			name:    "twitter",
+			name:    "default: what a new deployment records",
 			args:    []string{"inspect", "727360458012860416"},
+			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":0,"worker":90,"node":90,"sequence":0}`},
+			wantErr: "ticketd: inspect: layout 41/0/10/12, epoch 1288834974657: what a new deployment records",
+		},
+		{
+			name:    "twitter",
+			args:    []string{"inspect", "-layout", "twitter", "727360458012860416"},
 			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":2,"worker":26,"node":90,"sequence":0}`},
 		},
 		{
@@ -36,6 +42,7 @@ func TestInspect(t *testing.T) {
 			name:    "epoch",
 			args:    []string{"inspect", "-epoch", "0", "4194305"},
 			wantOut: []string{`{"id":"4194305","time":"1970-01-01T00:00:00.001Z","unix_ms":1,"datacenter":0,"worker":0,"node":0,"sequence":1}`},
+			wantErr: "layout 41/0/10/12, epoch 0: what a new deployment records",
 		},
 		{
 			name:       "good and bad",
@@ -61,8 +68,8 @@ func TestInspect(t *testing.T) {
 			if got, want := strings.TrimSuffix(out, "\n"), strings.Join(tt.wantOut, "\n"); got != want {
 				t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
 			}
-			if !strings.Contains(errOut, tt.wantErr) {
-				t.Errorf("stderr %q does not contain %q", errOut, tt.wantErr)
+			if !strings.Contains(errOut, tt.wantErr) || (tt.wantErr == "" && errOut != "") {
+				t.Errorf("stderr %q, want %q in it (nothing when -layout is given and every ID is good)", errOut, tt.wantErr)
 			}
 			for _, line := range tt.wantOut {
 				var v map[string]any

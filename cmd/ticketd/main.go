@@ -8,6 +8,7 @@
 //	ticketd pair check [flags]                      what a pair lacks for ticketd, and the fixes
 //	ticketd upgrade status|finalize [flags]         the releases a deployment runs; closing an upgrade
 //	ticketd deployment show|set [flags]             the deployment record: its key check, its balanced bits
+//	ticketd import leaf|tinyid [flags]              Leaf's or tinyid's keys as sequences, routes and tokens
 //	ticketd version                                 this binary's version and release
 //
 // main only wires: every subcommand lives in its own file and returns an
@@ -76,6 +77,7 @@ commands:
   pair check [flags]                      what a pair of ticket servers lacks for ticketd, in the order to fix it
   upgrade status|finalize [flags]         the releases a deployment runs; close an upgrade's rollback window
   deployment show|set [flags]             the deployment record; change its key (a key change) or balanced bits
+  import leaf|tinyid [flags]              Leaf's or tinyid's keys as sequences, their routes and tokens (docs/migrating.md)
   version                                 this binary's version and release
 
 Run 'ticketd <command> -h' for a command's flags.
@@ -101,6 +103,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runDeployment(args[1:], stdout, stderr)
 	case "pair":
 		return runPair(args[1:], stdout, stderr)
+	case "import":
+		return runImport(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, versionLine())
 		return nil

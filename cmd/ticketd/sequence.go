@@ -65,13 +65,14 @@ sequence").
           (photos, TicketsPhotos) is refused, naming the table and sequence
           adopt, unless -beside-tables.
           -public: ticketd hands out a keyed permutation of the counter's
-          values over the sequence's range (63 or 32 bits): unique, but
-          saying nothing of how many came before, nor of their order
-          (docs/dba.md, "Public sequences"). Under the key the deployment
-          records (the first ticketd started with -id-key-file records its
-          check value; no key is given here); for good. Only once the
-          upgrade is finalized at release 3 (older ticketd would hand out
-          the raw values).
+          values over the sequence's range (63 or 32 bits; with -start N,
+          over the values above N alone, at least 1,000,000 of them):
+          unique, but saying nothing of how many came before, nor of their
+          order (docs/dba.md, "Public sequences"). Under the key the
+          deployment records (the first ticketd started with -id-key-file
+          records its check value; no key is given here); for good. Only
+          once the upgrade is finalized (older ticketd would hand out other
+          values).
           -file F: one sequence per line, "NAME [BITS [BLOCK [START]]]
           [public|plain]" (missing fields: -bits, -block, -start and
           -public), '#' starts a comment.
@@ -85,8 +86,9 @@ sequence").
           A table not named Tickets64, Tickets32 or seq_* only once the
           upgrade is finalized (ticketd upgrade finalize).
   list    every sequence, in name order: its definition, each server's
-          counter (a row's value: the last ticket it handed out) and the
-          values left on the fuller server.
+          counter (a row's value: the last ticket it handed out), the
+          values left on the fuller server, and the values it can still
+          hand out on all servers together (TOTAL LEFT).
   check   compares the servers: catalog rows missing or different, rows
           redefined since ticketd served them, rows of counters missing or
           rewound. Prints each difference; exits 1 if there is one.
@@ -314,6 +316,9 @@ func createSequences(ctx context.Context, cfg ticket.Config, defs []dba.NewSeque
 			fmt.Fprintf(stdout, "%s: %d created, %d already there\n", s.Name, s.Created, s.Existing)
 		}
 	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
 	return adminErr("sequence create", err)
 }
 
@@ -341,7 +346,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 	for i := range n {
 		header += fmt.Sprintf("\tCOUNTER%d", i+1)
 	}
-	fmt.Fprintln(tw, header+"\tLEFT\tLEFT%\tNOTE")
+	fmt.Fprintln(tw, header+"\tLEFT\tLEFT%\tTOTAL LEFT\tNOTE")
 	rows := 0
 	down, err := dba.ListSequences(ctx, cfg, opt, func(l dba.SequenceListing) error {
 		fmt.Fprintln(tw, listLine(l))
@@ -389,10 +394,17 @@ func listLine(l dba.SequenceListing) string {
 	if def.Table != "" {
 		storage = "table " + def.Table
 	}
-	// A public sequence shows the check value of its key, never the key.
+	// A public sequence shows the check value of its key, never the key,
+	// and the start its permutation begins above.
 	public := "-"
-	if def.Public() {
+	switch {
+	case def.Public() && def.Above != 0:
+		public = fmt.Sprintf("key %s above %d", def.KeyCheck, def.Above)
+	case def.Public():
 		public = "key " + def.KeyCheck
+	}
+	if l.BelowStart {
+		notes = append(notes, fmt.Sprintf("made by release 3: values at or below -start %d too, see check", l.Start))
 	}
 	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%s", l.Name, def.Bits, def.BlockSize, storage, public)
 	if def.Bits == 0 {
@@ -406,7 +418,11 @@ func listLine(l dba.SequenceListing) string {
 			line += "\t-"
 		}
 	}
-	return line + fmt.Sprintf("\t%d\t%.1f%%\t%s", l.Left, 100*l.LeftShare, strings.Join(notes, "; "))
+	total := strconv.FormatUint(l.Total, 10)
+	if l.Total == math.MaxUint64 {
+		total = "more than " + total
+	}
+	return line + fmt.Sprintf("\t%d\t%.1f%%\t%s\t%s", l.Left, 100*l.LeftShare, total, strings.Join(notes, "; "))
 }
 
 // checkSequences prints each difference and exits non-zero if there is one.

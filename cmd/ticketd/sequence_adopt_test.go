@@ -12,6 +12,7 @@ import (
 
 	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
+	"ticketd/ticket"
 )
 
 // addDBA makes, on every server of mp, the DBA's own account as
@@ -87,7 +88,7 @@ CREATE TABLE TicketsMyisam (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, stub 
 	before := state()
 
 	out, errOut, code := dbaCmd(t, mp, user, pw, "adopt", "photos", "-table", "TicketsPhotos")
-	if code != 1 || !strings.Contains(errOut, "adopting a table needs a deployment finalized at release 3") {
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("adopting a table needs a deployment finalized at release %d", ticket.Release)) {
 		t.Fatalf("adopt before finalize: exit %d, want 1 and the upgrade named\n%s%s", code, out, errOut)
 	}
 	for _, tt := range []struct {
@@ -122,7 +123,7 @@ CREATE TABLE TicketsMyisam (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, stub 
 	}
 
 	for _, s := range mp.Servers {
-		s.Exec(t, "UPDATE deployment SET finalized_release = 3")
+		s.Exec(t, fmt.Sprintf("UPDATE deployment SET finalized_release = %d", ticket.Release))
 	}
 	before = state()
 	for _, tt := range []struct {

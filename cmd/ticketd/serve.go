@@ -98,6 +98,13 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	// Released before the pair closes: no request is in flight any more by
 	// then, so no ID is issued after the lease is released.
 	defer closeBackends()
+	if st := c.frontend.Peers; st != nil {
+		if err := checkPeerRoutes(c.layout, c.datacenter)(st.Load()); err != nil {
+			return err
+		}
+		w, declared := st.Load().LeafWorkers()
+		log.Info("Leaf's and tinyid's routes on (-peer-routes)", "routes", st.Load().Len(), "leaf_workers_declared", declared, "leaf_workers", w.String(), "file", st.Path())
+	}
 
 	api, err := frontend.New(c.frontend, keeper, pair)
 	if err != nil {
@@ -113,6 +120,7 @@ func serve(ctx context.Context, hurry <-chan struct{}, hups <-chan os.Signal, c 
 	go reloadLoop(hups, stopReload, func() {
 		c.access.reload(api)
 		reloadIDKeys(log, c.idKeys)
+		reloadPeerRoutes(log, c)
 	})
 	served, listeners := make(chan error, 2), 1
 	go func() { served <- api.Serve(ln) }()

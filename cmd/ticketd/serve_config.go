@@ -81,6 +81,9 @@ func buildServe(o serveOptions, stderr io.Writer) (serveConfig, error) {
 	if err := c.frontendConfig(o, calls); err != nil {
 		return c, err
 	}
+	if err := c.peerRoutes(o); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

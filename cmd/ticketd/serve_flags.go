@@ -78,6 +78,8 @@ type serveOptions struct {
 	// IDs for callers: the keys of public forms, balanced low bits.
 	idKeyFile    string
 	balancedBits uint
+	// peerRoutes: Leaf's and tinyid's routes (peers.go), "" for off.
+	peerRoutes string
 	// balancedBitsGiven: -balanced-bits was set (flag or environment);
 	// otherwise the deployment's record is adopted.
 	balancedBitsGiven bool
@@ -153,6 +155,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	// IDs for callers: public forms, balanced low bits.
 	fs.StringVar(&o.idKeyFile, "id-key-file", "", "keys of the public forms of IDs (with=public, from=public) and of public sequences, one per line as 64 hex digits, the first encodes, the others only decode; mode 0600; the deployment records the first such file's encoding key (its check value) and refuses a file without it; SIGHUP adds keys (a new encoding key or a dropped key needs a restart); empty: public forms off, public sequences refused")
 	fs.UintVar(&o.balancedBits, "balanced-bits", 0, "start each millisecond's sequence at a random value below 2^N, so that id % N spreads evenly at low rates; costs 2^(N-1) IDs per millisecond at saturation on average; the deployment's: when not given, the one recorded on the ticket servers (a new deployment records this default), and another than recorded is refused; 0: off")
+	fs.StringVar(&o.peerRoutes, "peer-routes", "", "serve Leaf's (/api/segment/get/{key}, /api/snowflake/get/{key}) and tinyid's (/tinyid/id/…) routes, their keys mapped to sequences by this routes file (ticketd import writes it; docs/migrating.md); SIGHUP reads it again; empty: those routes are off")
 	registerRetired(fs, &o.retiredUsed)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

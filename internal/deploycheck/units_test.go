@@ -2,14 +2,21 @@ package deploycheck
 
 import (
 	"fmt"
+	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"ticketd/internal/mysqltest"
+	"ticketd/internal/proctest"
 )
 
 // The units of deploy/systemd and what stands for what systemd-analyze
@@ -247,5 +254,90 @@ func TestTicketServerUnit(t *testing.T) {
 	}
 	if len(words) < 3 || words[0] != "/usr/sbin/mariadbd" || words[1] != "--defaults-file=/etc/ticketd-db/my.cnf" || words[2] != "--defaults-group-suffix=.%i" {
 		t.Errorf("ExecStart=%q: want mariadbd --defaults-file=… first, then --defaults-group-suffix=.%%i", svc("ExecStart"))
+	}
+}
+
+// envLayoutRecord starts ticketd serve with env (ticketd.env's settings,
+// the files and addresses swapped for this machine's and the pair's), waits
+// until it is ready, stops it and returns the layout the pair records.
+func envLayoutRecord(t *testing.T, bin string, mp *mysqltest.Pair, env map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(proctest.FreePort(t)))
+	swap := map[string]string{
+		"TICKETD_SERVERS":       mp.Servers[0].Addr() + "," + mp.Servers[1].Addr(),
+		"TICKETD_USER":          mp.User,
+		"TICKETD_PASSWORD_FILE": dir + "/db.password",
+		"TICKETD_TOKENS_FILE":   dir + "/tokens",
+		"TICKETD_LISTEN":        addr,
+	}
+	for path, text := range map[string]string{swap["TICKETD_PASSWORD_FILE"]: mp.Password + "\n",
+		swap["TICKETD_TOKENS_FILE"]: "lb 0123456789abcdef0123456789abcdef ids,status\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"TICKETD_DRAIN_DELAY=100ms"}
+	for k, v := range env {
+		if s, ok := swap[k]; ok {
+			v = s
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	d := startDaemon(t, cmd)
+	d.waitFor(t, "/readyz 200", func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/readyz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	d.stop(t, 30*time.Second)
+	return mp.Servers[0].Query(t, "SELECT layout FROM tickets.deployment WHERE id = 1")
+}
+
+// TestDeployEnvLayout is issue 36's: ticketd.env leaves the layout to the
+// deployment. Started with it, a new deployment records the layout ticketd
+// serve records by default, the one ticketd inspect decodes with by default
+// (it names it on stderr); and a deployment that release 3's settings
+// started (TICKETD_LAYOUT=twitter, TICKETD_DATACENTER=0) keeps its layout
+// under this file's: ticketd starts on it and serves with it.
+func TestDeployEnvLayout(t *testing.T) {
+	env := envSettings(t, envFile)
+	if l, ok := env["TICKETD_LAYOUT"]; ok && l != "auto" {
+		t.Fatalf("%s sets TICKETD_LAYOUT=%s: the layout is the deployment's (auto)", envFile, l)
+	}
+	bin := proctest.Ticketd(t)
+	out, err := exec.Command(bin, "inspect", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ticketd inspect 1: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`inspect: layout (\S+), epoch \d+: what a new deployment records`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("ticketd inspect 1 does not name the layout it assumes:\n%s", out)
+	}
+
+	fresh := mysqltest.StartPair(t)
+	if got := envLayoutRecord(t, bin, fresh, env); got != m[1] {
+		t.Errorf("a new deployment started with %s records layout %s; ticketd inspect assumes %s", envFile, got, m[1])
+	}
+	plain := mysqltest.StartPair(t)
+	if got := envLayoutRecord(t, bin, plain, map[string]string{"TICKETD_SERVERS": "", "TICKETD_USER": "", "TICKETD_PASSWORD_FILE": "", "TICKETD_LISTEN": "", "TICKETD_TOKENS_FILE": ""}); got != m[1] {
+		t.Errorf("a new deployment started with no settings records layout %s; ticketd inspect assumes %s", got, m[1])
+	}
+
+	upgraded := mysqltest.StartPair(t)
+	r3 := maps.Clone(env)
+	r3["TICKETD_LAYOUT"], r3["TICKETD_DATACENTER"] = "twitter", "0"
+	if got := envLayoutRecord(t, bin, upgraded, r3); got != "41/5/5/12" {
+		t.Fatalf("release 3's layout settings recorded %s, want 41/5/5/12", got)
+	}
+	if got := envLayoutRecord(t, bin, upgraded, env); got != "41/5/5/12" {
+		t.Errorf("after a restart with %s the deployment records %s, want 41/5/5/12 kept", envFile, got)
 	}
 }

@@ -15,13 +15,14 @@ import (
 // commands are ticketd's commands that take flags, each as the docs name
 // it: `ticketd serve`, `ticketd sequence create`, …
 var commands = []string{"serve", "inspect", "repair", "sequence create", "sequence adopt", "sequence list", "sequence check",
-	"pair check", "upgrade status", "upgrade finalize", "deployment show", "deployment set"}
+	"pair check", "upgrade status", "upgrade finalize", "deployment show", "deployment set", "import leaf", "import tinyid"}
 
 // envPrefixes are the environment variables each command family reads:
 // the prefix and the flag's name in upper case (serve's: TICKETD_ alone),
 // and the password variable, which is no flag.
 var envPrefixes = map[string]string{"serve": "TICKETD_", "repair": "TICKETD_REPAIR_", "sequence": "TICKETD_SEQUENCE_",
-	"pair": "TICKETD_PAIR_", "upgrade": "TICKETD_UPGRADE_", "deployment": "TICKETD_DEPLOYMENT_"}
+	"pair": "TICKETD_PAIR_", "upgrade": "TICKETD_UPGRADE_", "deployment": "TICKETD_DEPLOYMENT_", "inspect": "TICKETD_INSPECT_",
+	"import": "TICKETD_IMPORT_"}
 
 // TestDocFlags checks the docs against the flags of the binary built from
 // this repository: every command's table in docs/reference.md lists exactly
@@ -213,7 +214,7 @@ func sameDefault(f Flag, doc string) error {
 
 var (
 	spanFlagRE  = regexp.MustCompile(`^-[a-z]`)
-	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|upgrade|deployment)\b(?: (create|adopt|list|check|status|finalize|show|set)\b)?([^|;&#\x60]*)`)
+	cmdLineRE   = regexp.MustCompile(`\bticketd (serve|inspect|repair|sequence|pair|upgrade|deployment|import)\b(?: (create|adopt|list|check|status|finalize|show|set|leaf|tinyid)\b)?([^|;&#\x60]*)`)
 	flagTokenRE = regexp.MustCompile(`(?:^|\s)-([a-z][a-z0-9-]*)`)
 	envRE       = regexp.MustCompile(`\bTICKETD_[A-Z0-9_]+`)
 )
@@ -244,7 +245,9 @@ func checkFlagMentions(t *testing.T, all []*Doc, usage map[string]map[string]Fla
 			known[name] = true
 		}
 	}
-	env := map[string]bool{"TICKETD_PASSWORD": true}
+	// TICKETD_IMPORT_FROM_PASSWORD: the peer's password of ticketd import,
+	// no flag either.
+	env := map[string]bool{"TICKETD_PASSWORD": true, "TICKETD_IMPORT_FROM_PASSWORD": true}
 	for cmd, flags := range usage {
 		prefix, ok := envPrefixes[family(cmd)]
 		if !ok {

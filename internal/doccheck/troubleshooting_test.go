@@ -21,7 +21,7 @@ const troubleshootingDoc = "docs/troubleshooting.md"
 // is a refusal to start, printed as ticketd's last line.
 var startFiles = []string{
 	"cmd/ticketd/serve.go", "cmd/ticketd/serve_config.go", "cmd/ticketd/serve_flags.go", "cmd/ticketd/access.go",
-	"cmd/ticketd/layout.go", "cmd/ticketd/tls.go", "cmd/ticketd/flags.go",
+	"cmd/ticketd/layout.go", "cmd/ticketd/tls.go", "cmd/ticketd/flags.go", "cmd/ticketd/peers.go",
 }
 
 // notRefusals are errors of startFiles that never reach the operator as a

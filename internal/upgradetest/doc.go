@@ -45,6 +45,13 @@
 // process to exit (with status 0), start the other binary with the same
 // settings on the same address, wait until HAProxy has it up again.
 //
+// TestPublicStartBesideRelease3 (in make test) builds release 3 and runs
+// it beside this release on one deployment, without a balancer: a public
+// sequence with a start keeps release 3's permutation on both releases,
+// one of this release's kind (whose permutation covers the values above
+// its start alone) is never served by release 3, and it is created only
+// once the upgrade is finalized, after which release 3 no longer starts.
+//
 // Without flags TestUpgrade runs one path with short phases (the oldest
 // release, binaries first: about a minute); -upgrade.full runs every
 // earlier release in both orders, with longer phases, then restarts the

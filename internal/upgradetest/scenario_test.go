@@ -219,22 +219,8 @@ func (s *scenario) deploy(first string) {
 		targets = append(targets, ticketTarget("payments", 5))
 	}
 
-	dir := t.TempDir()
 	token := randomHex(32) // the load's, in every host's tokens file
-	for _, name := range []string{"ticketd-a", "ticketd-b"} {
-		h := &host{t: t, name: name, addr: proctest.FreeAddr(t), dir: dir}
-		hdir := filepath.Join(dir, name)
-		if err := os.Mkdir(hdir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		var useToken bool
-		h.args, h.env, useToken = hostSettings(t, s.old, s.mp, h.addr, hdir, token)
-		if useToken {
-			h.token = token
-		}
-		h.start(s.old.Binary, s.old.Number)
-		s.hosts = append(s.hosts, h)
-	}
+	s.startOldHosts(t.TempDir(), token)
 	s.lb = startBalancer(t, s.hosts, s.cf, s.old.Number)
 	// Every ticketd serves every sequence before the load asks for it.
 	probed := map[string][]uint64{}
@@ -261,6 +247,29 @@ func (s *scenario) deploy(first string) {
 	})
 	for seq, vals := range probed {
 		s.load.record(seq, vals)
+	}
+}
+
+// startOldHosts places the two ticketd hosts, ticketd-a and ticketd-b, in
+// dir with the settings the old release documented (their tokens files
+// holding token) and extra settings after them, and starts the old
+// release on each.
+func (s *scenario) startOldHosts(dir, token string, extra ...string) {
+	s.t.Helper()
+	for _, name := range []string{"ticketd-a", "ticketd-b"} {
+		h := &host{t: s.t, name: name, addr: proctest.FreeAddr(s.t), dir: dir}
+		hdir := filepath.Join(dir, name)
+		if err := os.Mkdir(hdir, 0o700); err != nil {
+			s.t.Fatal(err)
+		}
+		var useToken bool
+		h.args, h.env, useToken = hostSettings(s.t, s.old, s.mp, h.addr, hdir, token)
+		h.env = append(h.env, extra...)
+		if useToken {
+			h.token = token
+		}
+		h.start(s.old.Binary, s.old.Number)
+		s.hosts = append(s.hosts, h)
 	}
 }
 

@@ -37,8 +37,9 @@ type NewSequence struct {
 	// one, which a create repeated without it keeps.
 	Start uint64
 	// Public: ticketd hands out a keyed permutation of the counter's values
-	// (public.go). The key is the one the deployment records; KeyCheck is
-	// left empty: the create sets it.
+	// (public.go), over the values above Start. The key is the one the
+	// deployment records; KeyCheck and Above are left empty: the create
+	// sets them.
 	Public bool
 }
 
@@ -85,7 +86,13 @@ type CreateServer struct {
 }
 
 // CreateReport is what CreateSequences did, per server (Config.Servers order).
-type CreateReport struct{ Servers []CreateServer }
+type CreateReport struct {
+	Servers []CreateServer
+	// Notes: what the DBA should know of sequences that exist already (a
+	// public one release 3 made with a start, whose values may fall at or
+	// below it: public.go), one line each.
+	Notes []string
+}
 
 // createBatch is how many sequences one transaction creates.
 const createBatch = 1000
@@ -117,7 +124,15 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 	// this release can run beside it. A deployment no ticketd has started
 	// yet is new: nothing older runs on it.
 	what := "creating a sequence"
-	if anyPublic(defs) {
+	switch {
+	case anyPublicAbove(defs):
+		// Release 3 permutes a public sequence over its whole range: a
+		// ticketd of release 3 must never serve one whose permutation
+		// begins above its start (public.go). Release 3 ignores such a
+		// catalog row on its own; the gate keeps release 3 off the
+		// deployment altogether (it refuses to start once finalized here).
+		what = "creating a public sequence with a start"
+	case anyPublic(defs):
 		// Releases 1 and 2 would hand out a public sequence's raw counter
 		// values: the same gate, and a deployment record on every server
 		// (with the key), so that no older ticketd can start it afresh.
@@ -149,6 +164,10 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 		for k, d := range batch {
 			conflicts = append(conflicts, inv.conflicts(d, per[k])...)
 			conflicts = append(conflicts, besideTables(d.Name, per[k], shapes)...)
+			conflicts = append(conflicts, fewPublicValues(d)...)
+			if start, _ := recordedStart(per[k]); spec.PublicBelowStart(d.SequenceInfo, start) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", d.Name, belowStartNote(d.SequenceInfo, start)))
+			}
 		}
 	}
 	if len(conflicts) > 0 {
@@ -189,8 +208,9 @@ func normalizeDefs(defs []NewSequence, n int) ([]NewSequence, error) {
 	for k, d := range out {
 		if d.Table != "" {
 			errs = append(errs, fmt.Errorf("%w: %q: new sequences are rows of counters, not tables (Table %q): a table is adopted (sequence adopt)", spec.ErrInvalidArgument, d.Name, d.Table))
-		} else if d.KeyCheck != "" {
-			errs = append(errs, fmt.Errorf("%w: %q names key check %q: a public sequence asks for Public, and takes the key the deployment records", spec.ErrInvalidArgument, d.Name, d.KeyCheck))
+		} else if d.KeyCheck != "" || d.Above != 0 {
+			errs = append(errs, fmt.Errorf("%w: %q names key check %q (above %d): a public sequence asks for Public, and takes the key the deployment records and its start",
+				spec.ErrInvalidArgument, d.Name, d.KeyCheck, d.Above))
 		} else if err := spec.CheckInfo(d.SequenceInfo); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", spec.ErrInvalidArgument, err))
 		} else {
@@ -214,6 +234,15 @@ func normalizeDefs(defs []NewSequence, n int) ([]NewSequence, error) {
 func anyPublic(defs []NewSequence) bool {
 	for _, d := range defs {
 		if d.Public {
+			return true
+		}
+	}
+	return false
+}
+
+func anyPublicAbove(defs []NewSequence) bool {
+	for _, d := range defs {
+		if d.Public && d.Start > 0 {
 			return true
 		}
 	}
@@ -480,11 +509,13 @@ func insertDefs(ctx context.Context, s *conn.Server, todo []NewSequence, values 
 	}
 	// key_check: every server that is up holds this release's schema
 	// (offline.RequireFinalized).
-	vals, args = rows("(?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, si.KeyCheck} })
+	vals, args = rows("(?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, si.KeyColumn()} })
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequences (name, bits, block_size, key_check) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: creating catalog rows: %w", s.Name, err)
 	}
-	vals, args = rows("(?, NULL, ?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any { return []any{si.Name, si.Bits, si.BlockSize, by, si.KeyCheck} })
+	vals, args = rows("(?, NULL, ?, ?, ?, ?)", func(_ int, si spec.SequenceInfo) []any {
+		return []any{si.Name, si.Bits, si.BlockSize, by, si.KeyColumn()}
+	})
 	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by, key_check) VALUES "+vals, args...); err != nil {
 		return fmt.Errorf("%s: pinning: %w", s.Name, err)
 	}

@@ -155,7 +155,7 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 			}
 		}
 		for _, p := range pins {
-			out[index[p.Name]][s.Idx].pin = spec.SequenceInfo{Name: p.Name, Table: p.Table.String, Bits: int(p.Bits), BlockSize: p.Block, KeyCheck: p.KeyCheck}
+			out[index[p.Name]][s.Idx].pin = spec.SequenceInfo{Name: p.Name, Table: p.Table.String, Bits: int(p.Bits), BlockSize: p.Block}.WithKeyColumn(p.KeyCheck)
 		}
 		for _, r := range rows {
 			out[index[r.Name]][s.Idx].row = &r

@@ -29,6 +29,18 @@ type SequenceListing struct {
 	// LeftShare that as a share of the sequence's range, in [0, 1].
 	Left      uint64
 	LeftShare float64
+	// Total is how many values the sequence can still hand out, on every
+	// server whose counter was read (a server's last block cut at the
+	// sequence's top as ticketd cuts it): exactly as many as ticketd hands
+	// out before it answers that the sequence is exhausted everywhere,
+	// blocks in memory included (they were taken from the counters).
+	// math.MaxUint64 when more than fits.
+	Total uint64
+	// Start is the start the sequence was created with (sequence_starts;
+	// 0: none). BelowStart: it is public, made by release 3 with that
+	// start, and its values may fall at or below it (spec/public.go).
+	Start      uint64
+	BelowStart bool
 }
 
 // ListOptions narrows a listing or a check.
@@ -166,9 +178,11 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 			l.Counters[i], l.Known[i] = h.row.Value, true
 		}
 	}
+	l.Start, _ = recordedStart(per)
 	if !def.Defined() {
 		return l
 	}
+	l.BelowStart = spec.PublicBelowStart(def, l.Start)
 	maxT := def.MaxTicket()
 	span := maxT / uint64(n)
 	leftT := uint64(math.MaxUint64)
@@ -185,6 +199,7 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 			left = (maxT-next)/uint64(n) + 1
 		}
 		leftT = min(leftT, left)
+		l.Total = addSat(l.Total, valuesOf(def, next, left, uint64(n)))
 	}
 	if leftT == math.MaxUint64 {
 		return l // no counter read
@@ -197,6 +212,33 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 		l.LeftShare = min(float64(leftT)/float64(span), 1)
 	}
 	return l
+}
+
+// valuesOf is how many values the tickets next, next+step, … (left of
+// them) stand for: left blocks of the sequence's block size, the one of
+// its last usable ticket cut at its top (Limit), as ticketd cuts it.
+func valuesOf(def spec.SequenceInfo, next, left, step uint64) uint64 {
+	if left == 0 {
+		return 0
+	}
+	b := max(def.BlockSize, 1)
+	total := left * b
+	if total/left != b {
+		return math.MaxUint64
+	}
+	last := next + (left-1)*step // within MaxTicket: last·b ≤ Limit
+	if end := last*b + (b - 1); end > def.Limit() {
+		total -= end - def.Limit()
+	}
+	return total
+}
+
+// addSat adds without wrapping: math.MaxUint64 stands for "more".
+func addSat(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // Difference is one thing `ticketd sequence check` found wrong with a
@@ -335,6 +377,12 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
 				i+1, h.def.Table, h.table, mk))
 		}
+	}
+	if rec, _ := recordedStart(per); spec.PublicBelowStart(def, rec) {
+		out = append(out, belowStartNote(def, rec))
+	} else if def.Public() && def.Above != 0 && rec != def.Above {
+		out = append(out, fmt.Sprintf("its permutation covers the values above %d (its definition, pinned), but sequence_starts records %s: put that row back as it was created (-start %d)",
+			def.Above, startText(rec), def.Above))
 	}
 	if rec, differ := recordedStart(per); differ {
 		var parts []string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"ticketd/publicid"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
@@ -21,8 +22,18 @@ import (
 //
 // Releases 1 and 2 ignore sequences.key_check and would hand out the
 // counter's raw values, which can equal public values already handed out:
-// a public sequence is created only on a deployment finalized at release 3
-// (offline.RequireFinalized) whose record exists on every server that answers.
+// a public sequence is created only on a deployment finalized at this
+// release (offline.RequireFinalized) whose record exists on every server
+// that answers.
+//
+// With a start N (-start), the sequence's permutation covers the values
+// above N alone (spec/public.go): its definition records N with the key
+// check ("CHECK>N"), which release 3 cannot read, and it needs a
+// deployment finalized at release 4, so that no ticketd of release 3
+// runs on it. The start must leave at least publicid.MinSequenceValues
+// values. A public sequence release 3 made with a start keeps its
+// permutation, over the whole range: a create repeated on it completes it
+// as it is, and says what that means (belowStartNote).
 
 // recordedKey reads the key check every server that is up records for the
 // deployment, and refuses, saying what to do, unless they all record the
@@ -64,23 +75,58 @@ func (inv *inventory) recordedKey(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w: no server answered for the deployment's key", spec.ErrNoServer)
 }
 
-// publicKeys sets the key check of every public sequence of defs: the one
-// its name was created with, where a server holds it public already (a
-// create repeated after a key change completes it under its own key), and
-// the deployment's otherwise. per holds what each server holds of each
-// name.
+// publicKeys sets the key check and the permutation's start (Above) of
+// every public sequence of defs: those its name was created with, where a
+// server holds it public already (a create repeated after a key change
+// completes it under its own key; one repeated on a sequence release 3
+// made with a start completes it as release 3 made it, Above 0, since its
+// values came from that permutation), and otherwise the deployment's key
+// and the start asked for, or recorded. per holds what each server holds
+// of each name.
 func publicKeys(defs []NewSequence, per [][]held, recorded string) {
 	for k := range defs {
 		if !defs[k].Public {
 			continue
 		}
-		defs[k].KeyCheck = recorded
+		start, _ := recordedStart(per[k])
+		if defs[k].Start != 0 {
+			start = defs[k].Start
+		}
+		defs[k].KeyCheck, defs[k].Above = recorded, start
 		for _, h := range per[k] {
 			for _, d := range []spec.SequenceInfo{h.def, h.pin} {
 				if d.Defined() && d.Public() {
-					defs[k].KeyCheck = d.KeyCheck
+					defs[k].KeyCheck, defs[k].Above = d.KeyCheck, d.Above
 				}
 			}
 		}
 	}
+}
+
+// fewPublicValues refuses a public sequence whose start leaves fewer
+// values than FF1's smallest domain (publicid.MinSequenceValues): its
+// permutation covers the values above the start alone.
+func fewPublicValues(d NewSequence) []string {
+	if !d.SequenceInfo.Public() || d.Above == 0 {
+		return nil
+	}
+	if left := d.Limit() - min(d.Above, d.Limit()); left < publicid.MinSequenceValues {
+		wider := ""
+		if d.Bits == 32 {
+			wider = ", or -bits 64"
+		}
+		return []string{fmt.Sprintf("%q: -public with -start %d leaves %d values within %d bits, fewer than a public sequence needs (%d, the smallest domain of FF1, NIST SP 800-38G): give a lower start%s",
+			d.Name, d.Above, left, d.Bits, publicid.MinSequenceValues, wider)}
+	}
+	return nil
+}
+
+// belowStartNote says what a public sequence release 3 made with a start
+// does, and what to do (spec/public.go): the same advice as ticketd's
+// report (sequence.ProblemBelowStart).
+func belowStartNote(si spec.SequenceInfo, start uint64) string {
+	return fmt.Sprintf("public, made by release 3 with -start %d: its permutation covers [1, %d], so about one value in %d is at or below %d "+
+		"(never one twice); it keeps that permutation, since another could repeat a value it handed out. "+
+		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/dba.md, \"Public sequences release 3 made with a start\")",
+		start, si.Limit(), max(si.Limit()/max(start, 1), 1), start, start)
 }

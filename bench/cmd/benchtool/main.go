@@ -5,6 +5,7 @@
 //	benchtool check -url URL -lines N         wait until URL answers 200 with N lines (or times out)
 //	benchtool raw -servers A,B -table T ...   Flickr baseline: REPLACE INTO + LastInsertId straight to the pair
 //	benchtool client -url URL [-d D] [-rate R] ticketd's Go client against one ticketd, and uuid.NewV7 beside it
+//	benchtool clientsgo -url URL              the Go client's Next beside UUIDs and a plain HTTP call (bench/clients.sh)
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
 //	benchtool seqready|seqfirst|seqwarm …     the named-sequence bench (seq.go)
 //	benchtool rate|seqstat …                  the far bench (far.go)
@@ -15,7 +16,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | report -dir DIR | seqready|seqfirst|seqwarm [flags] | rate|seqstat [flags]`
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | clientsgo -url URL | report -dir DIR | seqready|seqfirst|seqwarm [flags] | rate|seqstat [flags]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -34,6 +35,8 @@ func main() {
 		err = runRaw(os.Args[2:])
 	case "client":
 		err = runClient(os.Args[2:])
+	case "clientsgo":
+		err = runClientsGo(os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
 	case "seqready":

@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -121,8 +122,10 @@ func readDeployments(ctx context.Context, cfg spec.Config, servers []*conn.Serve
 				KeyCheck string `db:"key_check"`
 				N        int    `db:"n"`
 			}
+			// By key: a sequence above a start holds "CHECK>START" (the
+			// check value is its first 32 characters).
 			if err := q.Select(ctx, "counting the public sequences", &keys,
-				"SELECT key_check, COUNT(*) AS n FROM sequences WHERE key_check <> '' GROUP BY key_check"); err != nil {
+				"SELECT LEFT(key_check, 32) AS key_check, COUNT(*) AS n FROM sequences WHERE key_check <> '' GROUP BY LEFT(key_check, 32)"); err != nil {
 				return err
 			}
 			for _, k := range keys {
@@ -201,4 +204,62 @@ func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([
 		return err
 	})
 	return before, err
+}
+
+// RecordedLayout is the layout and epoch a deployment recorded: what its
+// IDs are composed with (ticketd inspect decodes with them).
+type RecordedLayout struct {
+	Layout  string // widths, time/datacenter/worker/sequence
+	EpochMs int64
+}
+
+// ErrNoRecord: no server holds a deployment record (no ticketd has started
+// on them yet).
+var ErrNoRecord = errors.New("deployment: no deployment recorded on the ticket servers (no ticketd has started on them)")
+
+// ReadLayout reads the layout and epoch every server recorded: one SELECT
+// each, on an account that may read table deployment (ticketd's own does).
+// Every server must answer; those with no record yet are passed over, and
+// those with one must agree (ticketd refuses to start otherwise).
+func ReadLayout(ctx context.Context, cfg spec.Config) (RecordedLayout, error) {
+	cfg, servers, err := offline.OpenAll(ctx, cfg)
+	if err != nil {
+		return RecordedLayout{}, err
+	}
+	defer offline.CloseServers(servers)
+	recs := make([][]RecordedLayout, len(servers))
+	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+		var rows []struct {
+			Layout  string `db:"layout"`
+			EpochMs int64  `db:"epoch_ms"`
+		}
+		if err := (conn.PoolQuerier{Server: s}).Select(ctx, "reading the deployment's layout", &rows,
+			"SELECT layout, epoch_ms FROM deployment WHERE id = 1"); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			recs[s.Idx] = append(recs[s.Idx], RecordedLayout{r.Layout, r.EpochMs})
+		}
+		return nil
+	})
+	if err != nil {
+		return RecordedLayout{}, err
+	}
+	var got RecordedLayout
+	from := ""
+	for i, rs := range recs {
+		for _, r := range rs {
+			switch {
+			case from == "":
+				got, from = r, servers[i].Name
+			case r != got:
+				return RecordedLayout{}, fmt.Errorf("deployment: %s records layout %s, epoch %d, and %s layout %s, epoch %d: the servers disagree",
+					from, got.Layout, got.EpochMs, servers[i].Name, r.Layout, r.EpochMs)
+			}
+		}
+	}
+	if from == "" {
+		return RecordedLayout{}, ErrNoRecord
+	}
+	return got, nil
 }

@@ -48,6 +48,11 @@ const (
 	// Keys: deployment.key_check and deployment.balanced_bits, the
 	// deployment's record of its key and its balanced low bits (release 3).
 	Keys
+	// PublicAbove: sequences.key_check and sequence_pins.key_check of 64
+	// characters, which hold a public sequence's start beside its key
+	// check ("…>N": its permutation covers the values above N alone;
+	// release 4). Release 3's hold 32.
+	PublicAbove
 )
 
 // The features of each release's schema.sql.
@@ -55,36 +60,49 @@ const (
 	Release1 Feature = 0
 	Release2         = Catalog | Counters | Pins | Writer
 	Release3         = Release2 | Finalize | Starts | Probes | Public | Keys
+	Release4         = Release3 | PublicAbove
 	// Current is what this release's schema.sql holds.
-	Current = Release3
+	Current = Release4
 )
 
+// keyColumnWidth is what the key_check columns of PublicAbove hold: 32
+// hexadecimal digits, '>' and a start of up to 20 digits fit.
+const keyColumnWidth = 64
+
+// names lists, for each feature, the columns it adds; width, when not 0,
+// is the least number of characters the column must hold (a feature that
+// widens a column).
 var names = []struct {
 	f           Feature
 	table, col  string
 	description string
+	width       int
 }{
-	{Catalog, "catalog_version", "version", "table catalog_version (the catalog read by version)"},
-	{Catalog, "sequences", "version", "column sequences.version"},
-	{Counters, "counters", "name", "table counters (named sequences as rows)"},
-	{Pins, "sequence_pins", "name", "table sequence_pins (the definitions served)"},
-	{Writer, "high_water", "writer", "column high_water.writer"},
-	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)"},
-	{Probes, "commit_probes", "probes", "table commit_probes (the write that tells a server commits)"},
-	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)"},
-	{Public, "sequences", "key_check", "column sequences.key_check (public sequences)"},
-	{Public, "sequence_pins", "key_check", "column sequence_pins.key_check (public sequences' pins)"},
-	{Keys, "deployment", "key_check", "column deployment.key_check (the deployment's key, checked at start)"},
-	{Keys, "deployment", "balanced_bits", "column deployment.balanced_bits (the deployment's balanced low bits)"},
+	{Catalog, "catalog_version", "version", "table catalog_version (the catalog read by version)", 0},
+	{Catalog, "sequences", "version", "column sequences.version", 0},
+	{Counters, "counters", "name", "table counters (named sequences as rows)", 0},
+	{Pins, "sequence_pins", "name", "table sequence_pins (the definitions served)", 0},
+	{Writer, "high_water", "writer", "column high_water.writer", 0},
+	{Finalize, "deployment", "finalized_release", "column deployment.finalized_release (ticketd upgrade finalize)", 0},
+	{Probes, "commit_probes", "probes", "table commit_probes (the write that tells a server commits)", 0},
+	{Starts, "sequence_starts", "start_after", "table sequence_starts (sequence create -start; with it, catalog rows may name any table: sequence adopt)", 0},
+	{Public, "sequences", "key_check", "column sequences.key_check (public sequences)", 0},
+	{Public, "sequence_pins", "key_check", "column sequence_pins.key_check (public sequences' pins)", 0},
+	{Keys, "deployment", "key_check", "column deployment.key_check (the deployment's key, checked at start)", 0},
+	{Keys, "deployment", "balanced_bits", "column deployment.balanced_bits (the deployment's balanced low bits)", 0},
+	{PublicAbove, "sequences", "key_check", "sequences.key_check of 64 characters (public sequences above a start)", keyColumnWidth},
+	{PublicAbove, "sequence_pins", "key_check", "sequence_pins.key_check of 64 characters (their pins)", keyColumnWidth},
 }
 
 // Has reports whether f holds every feature of want.
 func (f Feature) Has(want Feature) bool { return f&want == want }
 
-// Release is the release whose schema.sql f holds (1, 2 or 3): the newest
+// Release is the release whose schema.sql f holds (1 to 4): the newest
 // release every feature of which it has.
 func (f Feature) Release() int {
 	switch {
+	case f.Has(Release4):
+		return 4
 	case f.Has(Release3):
 		return 3
 	case f.Has(Release2):
@@ -113,27 +131,32 @@ func Detect(ctx context.Context, q conn.Querier, database string) (Feature, erro
 		cond = append(cond, "(TABLE_NAME = ? AND COLUMN_NAME = ?)")
 		args = append(args, n.table, n.col)
 	}
-	found := map[string]bool{}
+	found := map[string]int{} // table.column: its width in characters (0: not a string)
 	err := q.Each(ctx, "reading its schema", func(rows *sql.Rows) error {
 		var t, c string
-		if err := rows.Scan(&t, &c); err != nil {
+		var width int
+		if err := rows.Scan(&t, &c, &width); err != nil {
 			return err
 		}
-		found[t+"."+c] = true
+		found[t+"."+c] = width
 		return nil
-	}, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND ("+strings.Join(cond, " OR ")+")", args...)
+	}, "SELECT TABLE_NAME, COLUMN_NAME, IFNULL(CHARACTER_MAXIMUM_LENGTH, 0) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND ("+strings.Join(cond, " OR ")+")", args...)
 	if err != nil {
 		return 0, err
 	}
+	has := func(i int) bool {
+		width, ok := found[names[i].table+"."+names[i].col]
+		return ok && width >= names[i].width
+	}
 	var f Feature
-	for _, n := range names {
-		if found[n.table+"."+n.col] {
+	for i, n := range names {
+		if has(i) {
 			f |= n.f
 		}
 	}
 	// A feature of two parts counts only when both are there.
-	for _, n := range names {
-		if !found[n.table+"."+n.col] {
+	for i, n := range names {
+		if !has(i) {
 			f &^= n.f
 		}
 	}

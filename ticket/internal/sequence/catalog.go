@@ -67,6 +67,7 @@ type seqDef struct {
 // unpack): no name, the table and the key check as numbers, no pointer.
 type packedDef struct {
 	block uint64
+	above uint64 // a public sequence's Above
 	table uint32 // index in catalog.tables; 0: a row of counters
 	key   uint16 // index in catalog.keys; 0: a plain sequence
 	bits  uint8
@@ -92,7 +93,7 @@ func (c *catalog) pack(d spec.SequenceInfo) packedDef {
 		c.tableIDs[c.tables[t]] = t
 	}
 	k, _ := c.keyID(d.KeyCheck)
-	return packedDef{block: d.BlockSize, table: t, key: k, bits: uint8(d.Bits), ok: true}
+	return packedDef{block: d.BlockSize, above: d.Above, table: t, key: k, bits: uint8(d.Bits), ok: true}
 }
 
 // keyID numbers a key check ("" is 0); ok is false past the last number
@@ -120,7 +121,7 @@ func (c *catalog) unpack(d packedDef, name string) spec.SequenceInfo {
 	if d.key != keyOverflow {
 		key = c.keys[d.key]
 	}
-	return spec.SequenceInfo{Name: name, Table: c.tables[d.table], BlockSize: d.block, Bits: int(d.bits), KeyCheck: key}
+	return spec.SequenceInfo{Name: name, Table: c.tables[d.table], BlockSize: d.block, Bits: int(d.bits), KeyCheck: key, Above: d.above}
 }
 
 type catShard struct {
@@ -154,6 +155,9 @@ type catalog struct {
 	// ring is the key ring the problems of public sequences were last
 	// judged against (settleCatalog judges them again when it changes).
 	ring *publicid.Ring
+	// belowStart: the public sequences release 3 made with a start, and
+	// that start (public.go): served as they were, and reported.
+	belowStart map[*Sequence]uint64
 	// touched: names whose rows changed since the last settle; all: every
 	// name (a whole catalog was read). Whether a name is missing somewhere
 	// is judged only once every server of a poll has been read (settle):
@@ -186,6 +190,7 @@ func (c *catalog) init(n int) {
 	c.fresh = map[string]*Sequence{}
 	c.missPoll = make(chan struct{}, 1)
 	c.problems.init()
+	c.belowStart = map[*Sequence]uint64{}
 	for i := range c.shards {
 		m := map[string]*Sequence{}
 		c.shards[i].m.Store(&m)
@@ -249,6 +254,9 @@ type CatRow struct {
 	PinBits     sql.NullInt64  `db:"pin_bits"`
 	PinBlock    sql.NullInt64  `db:"pin_block"`
 	PinKeyCheck sql.NullString `db:"pin_key_check"`
+	// Start: where the sequence was created to begin (sequence_starts; 0:
+	// none, or a schema without the table).
+	Start uint64 `db:"start_after"`
 }
 
 // CatalogSelect reads catalog rows with their pins from a server holding
@@ -257,9 +265,9 @@ var CatalogSelect = CatalogSelectFor(schema.Current)
 
 // CatalogSelectFor is CatalogSelect for a server holding f: an older
 // release's schema has no pins (release 1: no sequence_pins), no versions
-// (no sequences.version) or no public sequences (no key_check columns,
-// before release 3); their columns then read NULL, 0 and an empty key
-// check (plain).
+// (no sequences.version), no public sequences (no key_check columns,
+// before release 3) or no starts (no sequence_starts); their columns then
+// read NULL, 0, an empty key check (plain) and 0.
 func CatalogSelectFor(f schema.Feature) string {
 	version := "s.version"
 	if !f.Has(schema.Catalog) {
@@ -269,20 +277,24 @@ func CatalogSelectFor(f schema.Feature) string {
 	if !f.Has(schema.Public) {
 		key, pinKey = "'' AS key_check", "'' AS pin_key_check"
 	}
+	start, startJoin := "0 AS start_after", ""
+	if f.Has(schema.Starts) {
+		start, startJoin = "IFNULL(st.start_after, 0) AS start_after", "LEFT JOIN sequence_starts st ON st.name = s.name "
+	}
 	if !f.Has(schema.Pins) {
 		return "SELECT s.name, s.table_name, s.bits, s.block_size, " + version + ", " + key +
-			", NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block, NULL AS pin_key_check FROM sequences s "
+			", NULL AS pin_table, NULL AS pin_bits, NULL AS pin_block, NULL AS pin_key_check, " + start + " FROM sequences s " + startJoin
 	}
 	return "SELECT s.name, s.table_name, s.bits, s.block_size, " + version + ", " + key +
-		",\n       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block, " + pinKey +
-		"\n  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name "
+		",\n       p.table_name AS pin_table, p.bits AS pin_bits, p.block_size AS pin_block, " + pinKey + ", " + start +
+		"\n  FROM sequences s LEFT JOIN sequence_pins p ON p.name = s.name " + startJoin
 }
 
 // scanCatRows reads CatalogSelect's rows into *out, without reflection.
 func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 	return func(rows *sql.Rows) error {
 		var r CatRow
-		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.KeyCheck, &r.PinTable, &r.PinBits, &r.PinBlock, &r.PinKeyCheck); err != nil {
+		if err := rows.Scan(&r.Name, &r.Table, &r.Bits, &r.BlockSize, &r.Version, &r.KeyCheck, &r.PinTable, &r.PinBits, &r.PinBlock, &r.PinKeyCheck, &r.Start); err != nil {
 			return err
 		}
 		*out = append(*out, r)
@@ -290,16 +302,18 @@ func scanCatRows(out *[]CatRow) func(*sql.Rows) error {
 	}
 }
 
+// Info is the row's definition, its key_check column read (a column of no
+// known form is kept whole, for CheckInfo to refuse).
 func (r CatRow) Info() spec.SequenceInfo {
-	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize, KeyCheck: r.KeyCheck}
+	return spec.SequenceInfo{Name: r.Name, Table: r.Table.String, Bits: r.Bits, BlockSize: r.BlockSize}.WithKeyColumn(r.KeyCheck)
 }
 
+// Pin is the definition the server's pin holds (none: not Defined).
 func (r CatRow) Pin() spec.SequenceInfo {
 	if !r.PinBits.Valid {
 		return spec.SequenceInfo{}
 	}
-	return spec.SequenceInfo{Name: r.Name, Table: r.PinTable.String, Bits: int(r.PinBits.Int64), BlockSize: uint64(r.PinBlock.Int64),
-		KeyCheck: r.PinKeyCheck.String}
+	return spec.SequenceInfo{Name: r.Name, Table: r.PinTable.String, Bits: int(r.PinBits.Int64), BlockSize: uint64(r.PinBlock.Int64)}.WithKeyColumn(r.PinKeyCheck.String)
 }
 
 // loadCatalogs brings the catalog of each server of list up to date (see the
@@ -506,6 +520,9 @@ func (sq *Sequences) applyCatalog(i int, rows []CatRow, whole bool) {
 		}
 		q.defs[i].row = c.pack(si)
 		q.defs[i].pin = c.pack(r.Pin())
+		if spec.PublicBelowStart(si, r.Start) {
+			c.belowStart[q] = max(c.belowStart[q], r.Start)
+		}
 		sq.recomputeLocked(q)
 		if whole {
 			q.defs[i].gen = c.gen[i]

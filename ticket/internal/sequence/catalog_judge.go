@@ -118,6 +118,10 @@ func (sq *Sequences) judgeMissingLocked(q *Sequence) {
 			name, strings.Join(have, ", "), strings.Join(lack, ", ")))
 		return
 	}
+	if start, ok := c.belowStart[q]; ok && mask != 0 {
+		sq.reportLocked(q, ProblemBelowStart, belowStartError(q.Info, start))
+		return
+	}
 	c.problems.clear(name)
 }
 
@@ -159,12 +163,16 @@ func (c *catalog) listDefs(q *Sequence, pick func(seqDef) packedDef, label strin
 
 // reportLocked records a problem of q and logs it (aggregated).
 func (sq *Sequences) reportLocked(q *Sequence, kind string, err error) {
-	if !sq.cat.problems.set(Problem{Name: q.Info.Name, Kind: kind, Refused: kind != ProblemMissing, Detail: err.Error()}) {
+	refused := kind != ProblemMissing && kind != ProblemBelowStart
+	if !sq.cat.problems.set(Problem{Name: q.Info.Name, Kind: kind, Refused: refused, Detail: err.Error()}) {
 		return // already known
 	}
 	switch kind {
 	case ProblemMissing:
 		sq.warn.Note(warnSeqMissing, "sequence", q.Info.Name, "err", err)
+		return
+	case ProblemBelowStart:
+		sq.warn.Note(warnSeqBelowStart, "sequence", q.Info.Name, "err", err)
 		return
 	case ProblemNoKey:
 		sq.warn.Note(warnSeqNoKey, "sequence", q.Info.Name, "err", err)

@@ -88,7 +88,7 @@ func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *Sequence) error
 	args := []any{q.Info.Name, table, q.Info.Bits, q.Info.BlockSize, pinnedBy()}
 	if sq.schemas.Has(s.Idx, schema.Public) {
 		insert, key = "INSERT IGNORE INTO sequence_pins (name, table_name, bits, block_size, pinned_by, key_check) VALUES (?, ?, ?, ?, ?, ?)", "key_check"
-		args = append(args, q.Info.KeyCheck)
+		args = append(args, q.Info.KeyColumn())
 	}
 	if _, err := ss.Exec(ctx, what, insert, args...); err != nil {
 		return err
@@ -106,8 +106,8 @@ func (sq *Sequences) pin(ctx context.Context, s *conn.Server, q *Sequence) error
 		return fmt.Errorf("%w: %s: %s: the pin was written but cannot be read back", spec.ErrMisconfigured, s.Name, what)
 	}
 	sq.cat.mu.Lock()
-	q.defs[s.Idx].pin = sq.cat.pack(spec.SequenceInfo{Name: q.Info.Name, Table: rows[0].Table.String, Bits: int(rows[0].Bits), BlockSize: rows[0].Block,
-		KeyCheck: rows[0].KeyCheck})
+	q.defs[s.Idx].pin = sq.cat.pack(spec.SequenceInfo{Name: q.Info.Name, Table: rows[0].Table.String, Bits: int(rows[0].Bits), BlockSize: rows[0].Block}.
+		WithKeyColumn(rows[0].KeyCheck))
 	sq.recomputeLocked(q)
 	sq.cat.mu.Unlock()
 	return q.err()

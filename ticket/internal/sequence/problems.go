@@ -18,10 +18,17 @@ const (
 	// the sequence names). Refused until the key is added (SIGHUP), never
 	// served with its counter's raw values.
 	ProblemNoKey = "no_key"
+	// ProblemBelowStart: a public sequence that release 3 made with a start
+	// (sequence create -public -start N): its permutation covers the whole
+	// range, so about N/2^bits of its values fall at or below N, where
+	// the numbers it replaced are. Served, with the permutation it always
+	// had (another could repeat a value it handed out); reported with what
+	// to do (public.go).
+	ProblemBelowStart = "below_start"
 )
 
 // ProblemKinds lists every kind of SequenceProblem.
-var ProblemKinds = []string{ProblemRedefined, ProblemDiffers, ProblemSharedTable, ProblemMissing, ProblemNoKey}
+var ProblemKinds = []string{ProblemRedefined, ProblemDiffers, ProblemSharedTable, ProblemMissing, ProblemNoKey, ProblemBelowStart}
 
 // Problem is a sequence the servers' catalogs disagree on, or that
 // was redefined since ticketd served it.
@@ -29,7 +36,8 @@ type Problem struct {
 	Name string
 	Kind string // one of ProblemKinds
 	// Refused: no value of it is handed out until the catalog is fixed and
-	// ticketd restarted (until the key is added, for ProblemNoKey).
+	// ticketd restarted (until the key is added, for ProblemNoKey). Not for
+	// ProblemMissing and ProblemBelowStart, which are served.
 	Refused bool
 	Detail  string // what is wrong, naming both definitions; what to do
 }

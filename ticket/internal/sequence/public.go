@@ -9,10 +9,25 @@ import (
 
 // Public sequences: a sequence whose definition names a key check
 // (spec.SequenceInfo.KeyCheck) hands out, for each value of its counter v,
-// the keyed permutation P(v) over the sequence's range (package publicid:
-// FF1 over 32 or 63 bits, [1, 2^bits-1]). P is a bijection, so the values
-// are unique because the counter values are, and without the key they say
-// nothing of how many came before, nor of their order.
+// the keyed permutation P(v) over the sequence's values (package publicid:
+// FF1 over 32 or 63 bits, cycle-walked): (Above, 2^bits-1], Above being
+// the start it was created with (0: none, [1, 2^bits-1]). P is a bijection
+// of that range, and every counter value is in it (the start holds for
+// the counter: sequence create puts each server's first ticket above it),
+// so the values are unique because the counter values are, on every
+// server, all above the start, and without the key they say nothing of how
+// many came before, nor of their order. A counter value outside it (a row
+// made by hand below its start) has no public value: nothing is handed
+// out (permute).
+//
+// Release 3 gave a public sequence with a start Above 0: its permutation
+// covers [1, 2^bits-1], and it handed out values at or below the start.
+// Such a sequence keeps that permutation here: values it handed out came
+// from it, and another (the one over (start, 2^bits-1]) could give one of
+// them again for another counter value. It is reported instead
+// (ProblemBelowStart, belowStartError), served; spec/public.go says how
+// its definition tells it apart, and how release 3 is kept from serving a
+// sequence of the new kind.
 //
 // The permutation is applied here, in the Pair, as the values leave it
 // (NextN, TryNextN), not by the HTTP front end: every caller of the Pair
@@ -56,7 +71,7 @@ func (sq *Sequences) permutation(q *Sequence) (*publicid.Sequence, error) {
 	if err := keyProblem(q.Info, r); err != nil {
 		return nil, err
 	}
-	s, err := r.Sequence(q.Info.KeyCheck, q.Info.Name, q.Info.PermBits())
+	s, err := r.SequenceAbove(q.Info.KeyCheck, q.Info.Name, q.Info.PermBits(), q.Info.Above)
 	if err != nil {
 		return nil, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoKey, q.Info.Name, err)
 	}
@@ -96,4 +111,13 @@ func permute(q *Sequence, perm *publicid.Sequence, vals []uint64) error {
 		vals[i] = p
 	}
 	return nil
+}
+
+// belowStartError is the report of a public sequence release 3 made with
+// a start (ProblemBelowStart): what happens, and what to do.
+func belowStartError(si spec.SequenceInfo, start uint64) error {
+	return fmt.Errorf("public sequence %q was made by release 3 with -start %d: its permutation covers [1, %d], so about one value in %d is at or below %d, "+
+		"where the numbers it replaced are (never one twice); it keeps that permutation, since another could repeat a value it handed out. "+
+		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/dba.md, \"Public sequences release 3 made with a start\")",
+		si.Name, start, si.Limit(), max(si.Limit()/max(start, 1), 1), start, start)
 }

@@ -53,6 +53,8 @@ const (
 	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
 	warnSeqMissing = "sequence missing on a ticket server"
 	warnSeqNoKey   = "public sequence refused: this ticketd does not hold its key"
+	// warnSeqBelowStart: ProblemBelowStart.
+	warnSeqBelowStart = "public sequence made by release 3 with a start: some of its values fall at or below the start"
 )
 
 // Sequences is the named sequences of a pair: the catalog of their
@@ -82,7 +84,7 @@ type Sequences struct {
 // New returns the named sequences of servers, none known yet
 // (Load reads the catalogs).
 func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary, lt *life.Life, schemas *schema.Book) *Sequences {
-	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing)
+	warn.Declare(slog.LevelWarn, warnSeqRow, warnSeqMissing, warnSeqBelowStart)
 	warn.Declare(slog.LevelError, warnSeqRefused, warnSeqNoKey)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt, schemas: schemas,
 		catalogGate: life.NewGate(), unreadable: make([]atomic.Bool, len(servers))}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"ticketd/publicid"
 	"ticketd/ticket/seqname"
 )
 
@@ -23,10 +24,19 @@ type SequenceInfo struct {
 	// KeyCheck is "" for a plain sequence, whose values are its counter's.
 	// Otherwise the sequence is public: every value handed out is the
 	// keyed permutation of the counter's value over the sequence's range
-	// (package publicid: 32 bits, or 63 for a 64-bit sequence), under the
-	// operator's key whose check value this is (32 hexadecimal digits). It
-	// names the key; the key itself is never in a definition.
+	// (package publicid: 32 bits, or 63 for a 64-bit sequence; above
+	// Above), under the operator's key whose check value this is (32
+	// hexadecimal digits). It names the key; the key itself is never in a
+	// definition.
 	KeyCheck string
+	// Above: the permutation of a public sequence covers (Above, Limit],
+	// the values above the start it was created with (sequence create
+	// -public -start N, from release 4 on). 0 for one without a start, for
+	// one release 3 made, whose permutation covers [1, Limit] whatever its
+	// start (PublicBelowStart), and for every plain sequence. Stored with
+	// the key check, in key_check (KeyColumn): what decides the
+	// permutation is in the definition and its pin, and never changes.
+	Above uint64
 }
 
 // Public reports whether the sequence hands out permuted values.
@@ -49,6 +59,9 @@ func (si SequenceInfo) String() string {
 	where := "a row of counters"
 	if !si.RowStored() {
 		where = "table " + si.Table
+	}
+	if si.Public() && si.Above != 0 {
+		return fmt.Sprintf("%d bits, block size %d, %s, public above %d (key check %s)", si.Bits, si.BlockSize, where, si.Above, si.KeyCheck)
 	}
 	if si.Public() {
 		return fmt.Sprintf("%d bits, block size %d, %s, public (key check %s)", si.Bits, si.BlockSize, where, si.KeyCheck)
@@ -140,7 +153,12 @@ func CheckInfo(si SequenceInfo) error {
 	case si.BlockSize < 1 || si.BlockSize > MaxBlockSize:
 		return fmt.Errorf("block_size %d outside [1, %d]", si.BlockSize, MaxBlockSize)
 	case si.KeyCheck != "" && !ValidKeyCheck(si.KeyCheck):
-		return fmt.Errorf("key_check %.40q: want '' or 32 lowercase hexadecimal digits", si.KeyCheck)
+		return fmt.Errorf("key_check %.60q: want '', 32 lowercase hexadecimal digits, or those, '>' and a start", si.KeyCheck)
+	case si.Above != 0 && si.KeyCheck == "":
+		return fmt.Errorf("above %d without a key check: only a public sequence's permutation begins above a start", si.Above)
+	case si.Above != 0 && publicValues(si) < publicid.MinSequenceValues:
+		return fmt.Errorf("key_check %s: %d bits above %d leave %d values, fewer than a public sequence needs (%d)",
+			si.KeyColumn(), si.Bits, si.Above, publicValues(si), publicid.MinSequenceValues)
 	}
 	return nil
 }

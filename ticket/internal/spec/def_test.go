@@ -30,6 +30,21 @@ func TestCheckInfo(t *testing.T) {
 		{"key check in upper case", func(s *SequenceInfo) { s.KeyCheck = "0123456789ABCDEF0123456789abcdef" }, "key_check"},
 		{"key check too short", func(s *SequenceInfo) { s.KeyCheck = "0123456789abcdef" }, "key_check"},
 		{"key check not hexadecimal", func(s *SequenceInfo) { s.KeyCheck = "0123456789abcdef0123456789abcdeg" }, "key_check"},
+		{"public above a start", func(s *SequenceInfo) { s.KeyCheck, s.Above = "0123456789abcdef0123456789abcdef", 1_000_000 }, ""},
+		{"public, 32 bits, a million values left", func(s *SequenceInfo) {
+			s.KeyCheck, s.Bits, s.Above = "0123456789abcdef0123456789abcdef", 32, 1<<32-1-1_000_000
+		}, ""},
+		{"public, 32 bits, fewer than a million values left", func(s *SequenceInfo) {
+			s.KeyCheck, s.Bits, s.Above = "0123456789abcdef0123456789abcdef", 32, 1<<32-1-999_999
+		}, "fewer than a public sequence needs"},
+		{"public, 32 bits, above the top", func(s *SequenceInfo) {
+			s.KeyCheck, s.Bits, s.Above = "0123456789abcdef0123456789abcdef", 32, 1<<40
+		}, "leave 0 values"},
+		{"public, 64 bits, fewer than a million values left", func(s *SequenceInfo) {
+			s.KeyCheck, s.Above = "0123456789abcdef0123456789abcdef", 1<<63-1-999_999
+		}, "fewer than a public sequence needs"},
+		{"above without a key", func(s *SequenceInfo) { s.Above = 5 }, "without a key check"},
+		{"a key column read whole", func(s *SequenceInfo) { *s = s.WithKeyColumn("0123456789abcdef0123456789abcdef>0") }, "key_check"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,20 +7,21 @@ import (
 
 // Release is the release of this ticketd and of its schema.sql. Release 1
 // was commit 8ef7b0e (named sequences as tables of their own), release 2
-// commit 6eac19e (named sequences as rows of counters); CHANGELOG.md says
+// commit 6eac19e (named sequences as rows of counters), release 3 commit
+// d142544 (public sequences, upgrades as a contract); CHANGELOG.md says
 // what each changed and how to upgrade.
 //
 // The contract between releases: release N runs on release N-1's schema
 // (and on every older one still supported), and N-1 keeps running beside N
 // on N's schema, until the operator finalizes the upgrade (ticketd upgrade
 // finalize). What an older release cannot read stays off until then.
-const Release = 3
+const Release = 4
 
 // holderMark separates a lease holder's name from the release it carries.
 const holderMark = "/r"
 
 // HolderSuffix is what the name of a lease holder of this release ends
-// with: "/r3". Releases 1 and 2 put no release in their holders' names.
+// with: "/r4". Releases 1 and 2 put no release in their holders' names.
 func HolderSuffix() string { return holderMark + strconv.Itoa(Release) }
 
 // HolderRelease returns the release a lease holder's name carries (its
