@@ -13,6 +13,7 @@
 #   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
+#   make bench-far  a named sequence 200 ms from the servers against next door (bench/out/)
 #   make bench-clients  each client's next() beside its language's UUID and a
 #                  plain HTTP call (bench/out/)
 #   make chaos     the failure suite: kills, clocks behind, outages, network
@@ -185,6 +186,7 @@ fuzz:
 	$(GO) test ./ticket/seqname -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ticket/internal/spec -run '^$$' -fuzz '^FuzzParseKeyColumn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseDefs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/ticketd -run '^$$' -fuzz '^FuzzParseClaimLimits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./auth -run '^$$' -fuzz '^FuzzAuthenticateToken$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./peers -run '^$$' -fuzz '^FuzzParseRoutes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./peers -run '^$$' -fuzz '^FuzzUnescape$$' -fuzztime $(FUZZTIME)
@@ -245,7 +247,7 @@ adopt-soak:
 # takes: docs/performance.md, "Reproducing it").
 # The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
 # bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences bench-clients
+.PHONY: bench bench-sequences bench-far bench-clients
 bench:
 	@GO=$(GO) bench/run.sh
 
@@ -261,6 +263,13 @@ bench-clients:
 # bench/out/sequences.md; knobs in bench/sequences.sh (BENCH_SEQ_COUNTS, …).
 bench-sequences:
 	@GO=$(GO) bench/sequences.sh
+
+# A named sequence with the pair next door and 200 ms away (toxiproxy), side
+# by side in one run, with release 3's behaviour beside them; a burst after a
+# lull, and what is held after an idle minute (make bench runs it too): rows
+# in bench/out/far.txt, a table in bench/out/far.md; knobs in bench/far.sh.
+bench-far:
+	@GO=$(GO) bench/far.sh
 
 # The failure suite (internal/chaos): a fresh pair of ticket servers on free
 # ports behind toxiproxy, three ticketd under load, kill -9, clean stops, clocks

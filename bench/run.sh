@@ -30,7 +30,10 @@
 #      to report.md;
 #   9. named sequences at 100, 10,000 and 100,000 (bench/sequences.sh, on a
 #      pair of its own; also make bench-sequences): rows seq_* appended to
-#      summary.txt, its table to report.md.
+#      summary.txt, its table to report.md;
+#  10. a named sequence 200 ms from the servers against next door (bench/far.sh,
+#      on a pair of its own behind toxiproxy; also make bench-far): rows far_*
+#      appended to summary.txt, its table to report.md.
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT       output folder                          [bench/out]
@@ -48,11 +51,11 @@
 #   BENCH_CLIENTS_RUN 0 leaves out the clients of every language (step 8) [1]
 #   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
 #   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
+#   BENCH_FAR       0 leaves out the sequence across a continent (step 10) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
-# With the defaults the whole run takes about 40 minutes on a 2-core machine
-# (16 without step 9, the named sequences).
+# How long the whole run takes: docs/performance.md, "Reproducing it"
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -438,6 +441,18 @@ clients_bench() {
 	} >>"$OUT/report.md"
 }
 
+# --- a named sequence across a continent (bench/far.sh) --------------------------
+far_bench() {
+	[ "${BENCH_FAR:-1}" = 1 ] || return 0
+	say "a named sequence across a continent (bench/far.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/far.sh" || die "the bench far failed"
+	cat "$OUT/far.txt" >>"$OUT/summary.txt"
+	{
+		echo
+		sed 's/^# /## /' "$OUT/far.md"
+	} >>"$OUT/report.md"
+}
+
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"
 stop_pid ticketd "$TICKETD_PID"
@@ -456,6 +471,7 @@ rm -rf "$DBVAR"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
 clients_bench
 sequences_bench
+far_bench
 say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
 echo
 cat "$OUT/summary.txt"

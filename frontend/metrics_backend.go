@@ -108,6 +108,17 @@ var (
 	famSequenceRemainingRatio = gaugeFamily("ticketd_sequence_remaining_ratio", "Share of a 32-bit sequence's range not yet used on the fullest ticket server, from 1 to 0 (exhausted).", "sequence")
 )
 
+// What this ticketd holds of each named sequence and how its claims go
+// (the maxSequenceSeries most used, as above), and the total held.
+var (
+	famSequenceHeld        = gaugeFamily("ticketd_sequence_held_values", "Values of each named sequence held in memory, the current block and the blocks claimed: what a restart or a kill would lose of it now (the 100 most used sequences).", "sequence")
+	famSequenceClaimBlocks = gaugeFamily("ticketd_sequence_claim_blocks", "Tickets (blocks) the last claim of each named sequence took: claims follow demand times the round trip (the 100 most used sequences).", "sequence")
+	famSequenceClaims      = counterFamily("ticketd_sequence_claims_total", "Claims of tickets of each named sequence, a statement and a round trip each (the 100 most used sequences).", "sequence")
+	famSequenceWaits       = counterFamily("ticketd_sequence_waits_total", "Calls for values of each named sequence that found none in memory and waited for a claim: a round trip on the request path (the 100 most used sequences).", "sequence")
+	famSequenceDropped     = counterFamily("ticketd_sequence_dropped_values_total", "Values of each named sequence given up unused after 45 s without a request, beyond one block (the 100 most used sequences).", "sequence")
+	famSequencesHeld       = gaugeFamily("ticketd_sequences_held_values", "Values of every named sequence held in memory: what a restart or a kill would lose now.")
+)
+
 // The connections of the API port (collectConns).
 var (
 	famConnectionsOpen     = gaugeFamily("ticketd_connections_open", "HTTP connections open on the API port.")
@@ -249,6 +260,14 @@ func (s *Server) collectSequences(ch chan<- prometheus.Metric) {
 		if st.Bits == 32 {
 			famSequenceRemainingRatio.emit(ch, st.Remaining, st.Name)
 		}
+		famSequenceHeld.emit(ch, float64(st.Held), st.Name)
+		famSequenceClaimBlocks.emit(ch, float64(st.ClaimBlocks), st.Name)
+		famSequenceClaims.emit(ch, float64(st.Claims), st.Name)
+		famSequenceWaits.emit(ch, float64(st.Waits), st.Name)
+		famSequenceDropped.emit(ch, float64(st.Dropped), st.Name)
+	}
+	if h, ok := s.tickets.(SequenceHeldReporter); ok {
+		famSequencesHeld.emit(ch, float64(h.SequencesHeld()))
 	}
 }
 

@@ -28,13 +28,15 @@ var (
 	_ WarningCounter        = allTickets{}
 	_ SequenceReporter      = allTickets{}
 	_ SequenceStatsReporter = allTickets{}
+	_ SequenceHeldReporter  = allTickets{}
 )
 
 func (allTickets) PanicCalls() uint64 { return 3 }
 func (allTickets) Warnings() map[string]uint64 {
 	return map[string]uint64{"tickets: a server broke parity": 2}
 }
-func (allTickets) SequenceCount() int { return 2 }
+func (allTickets) SequenceCount() int    { return 2 }
+func (allTickets) SequencesHeld() uint64 { return 1500 }
 func (allTickets) SequenceProblems(int) (map[string]int, []ticket.SequenceProblem) {
 	return map[string]int{"missing": 1}, []ticket.SequenceProblem{{Name: "orders", Kind: "missing"}}
 }

@@ -32,10 +32,17 @@ type SequenceReporter interface {
 }
 
 // SequenceStatsReporter tells what this ticketd handed out of its most used
-// named sequences, at most limit of them (ticketd_sequence_values_total,
-// ticketd_sequence_remaining_ratio).
+// named sequences, at most limit of them, what it holds of each and how its
+// claims go (ticketd_sequence_values_total, ticketd_sequence_remaining_ratio,
+// ticketd_sequence_held_values, …; /v1/status).
 type SequenceStatsReporter interface {
 	SequenceStats(limit int) []ticket.SequenceStat
+}
+
+// SequenceHeldReporter tells how many values of every named sequence this
+// ticketd holds in memory (ticketd_sequences_held_values, /v1/status).
+type SequenceHeldReporter interface {
+	SequencesHeld() uint64
 }
 
 // TicketReadiness tells whether tickets can be served now, and if not why
@@ -58,6 +65,7 @@ var (
 	_ WarningCounter        = (*ticket.Pair)(nil)
 	_ SequenceReporter      = (*ticket.Pair)(nil)
 	_ SequenceStatsReporter = (*ticket.Pair)(nil)
+	_ SequenceHeldReporter  = (*ticket.Pair)(nil)
 	_ UpgradeReporter       = (*ticket.Pair)(nil)
 	_ TicketReadiness       = (*ticket.Pair)(nil)
 )

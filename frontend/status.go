@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -160,7 +161,30 @@ type sequencesAnswer struct {
 	Defined     int             `json:"defined"`
 	Problems    map[string]int  `json:"problems"`
 	ProblemList []problemAnswer `json:"problem_list"`
+	// HeldValues: every sequence's values in memory (null when the ticket
+	// side does not say); InUse the statusInUse most used sequences.
+	HeldValues *uint64       `json:"held_values"`
+	InUse      []inUseAnswer `json:"in_use"`
 }
+
+// inUseAnswer is one named sequence this ticketd handed values from: what
+// it holds of it and how its claims go.
+type inUseAnswer struct {
+	Name        string  `json:"name"`
+	Block       uint64  `json:"block"`
+	Issued      uint64  `json:"issued"`
+	Held        uint64  `json:"held"`
+	Claiming    bool    `json:"claiming"`
+	ClaimBlocks uint64  `json:"claim_blocks"`
+	Demand      float64 `json:"demand_per_s"`
+	RoundTripMs float64 `json:"round_trip_ms"`
+	Claims      uint64  `json:"claims"`
+	Waits       uint64  `json:"waits"`
+	Dropped     uint64  `json:"dropped"`
+}
+
+// statusInUse bounds the sequences in use /v1/status lists.
+const statusInUse = 20
 
 type problemAnswer struct {
 	Name    string `json:"name"`
@@ -393,6 +417,18 @@ func (s *Server) status() statusAnswer {
 		a.Sequences = &sequencesAnswer{Defined: sr.SequenceCount(), Problems: counts, ProblemList: make([]problemAnswer, len(list))}
 		for k, pr := range list {
 			a.Sequences.ProblemList[k] = problemAnswer{Name: pr.Name, Kind: pr.Kind, Refused: pr.Refused, Detail: pr.Detail}
+		}
+		a.Sequences.InUse = []inUseAnswer{}
+		if h, ok := s.tickets.(SequenceHeldReporter); ok {
+			held := h.SequencesHeld()
+			a.Sequences.HeldValues = &held
+		}
+		if sr, ok := s.tickets.(SequenceStatsReporter); ok {
+			for _, st := range sr.SequenceStats(statusInUse) {
+				a.Sequences.InUse = append(a.Sequences.InUse, inUseAnswer{Name: st.Name, Block: st.Block, Issued: st.Issued,
+					Held: st.Held, Claiming: st.Claiming, ClaimBlocks: st.ClaimBlocks, Demand: math.Round(st.Demand),
+					RoundTripMs: float64(st.RoundTrip.Microseconds()) / 1000, Claims: st.Claims, Waits: st.Waits, Dropped: st.Dropped})
+			}
 		}
 	}
 	return a

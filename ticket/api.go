@@ -105,6 +105,10 @@ const (
 	MaxMargin            = spec.MaxMargin
 	MaxServers           = spec.MaxServers
 	MinTLSVersion        = spec.MinTLSVersion
+	// The bounds of claims (Config.ClaimMaxValues, ClaimMaxShare).
+	DefaultClaimMaxValues = spec.DefaultClaimMaxValues
+	MaxClaimMaxValues     = spec.MaxClaimMaxValues
+	DefaultClaimMaxShare  = spec.DefaultClaimMaxShare
 	// MaxBlockSize is the largest block size of a sequence.
 	MaxBlockSize = spec.MaxBlockSize
 )

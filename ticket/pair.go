@@ -205,6 +205,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 	p.lt.Go(p.rot.ProbeLoop)
 	p.lt.Go(p.marksLoop)
 	p.lt.Go(p.rot.WarmLoop)
+	p.lt.Go(p.seqs.ClaimsLoop)
 	return p, nil
 }
 
@@ -249,11 +250,11 @@ func (p *Pair) Warnings() map[string]uint64 { return p.warn.Counts() }
 // 2 × CallTimeout, and everything else Close waits for is cancelled first.
 func (p *Pair) Close() error { return p.Shutdown(context.Background()) }
 
-// Shutdown stops the prober, the marks loop and any block prefetch (their
+// Shutdown stops the prober, the marks loop and any claim of tickets (their
 // calls in flight are cancelled), writes the high-water marks that grew one
 // last time, bounded by ctx and by 2 × CallTimeout, and closes the pools.
-// Values fetched into memory and never handed out are burned, which costs
-// density, never uniqueness. Calls after Shutdown fail with ErrClosed; a
+// Values of named sequences held in memory and never handed out are burned
+// (logged, with how many), which costs density, never uniqueness. Calls after Shutdown fail with ErrClosed; a
 // second Shutdown or Close returns nil at once.
 //
 // If ctx ends first, Shutdown returns ctx's error: by then everything it
@@ -266,6 +267,9 @@ func (p *Pair) Shutdown(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() {
 		p.lt.Wait()
+		if n := p.seqs.Held(); n > 0 {
+			p.log.Info("named sequences: values held in memory are given up (gaps, never repeats)", "values", n)
+		}
 		// p.lt.Ctx is over: the last flush runs under ctx, bounded like any
 		// call, so a clean shutdown leaves every mark it knows on the servers.
 		fctx, cancel := context.WithTimeout(ctx, 2*p.cfg.CallTimeout)
@@ -408,8 +412,14 @@ func (p *Pair) SequenceProblems(limit int) (counts map[string]int, list []sequen
 }
 
 // SequenceStats returns the sequences this Pair has handed values from, at
-// most limit of them, the most used first (no I/O).
+// most limit of them, the most used first, with what it holds of each and
+// how its claims went (no I/O).
 func (p *Pair) SequenceStats(limit int) []sequence.Stat { return p.seqs.Stats(limit) }
+
+// SequencesHeld returns the values of every named sequence this Pair holds
+// in memory: what a restart, or a kill, would lose now (no I/O; its cost
+// follows the sequences in use).
+func (p *Pair) SequencesHeld() uint64 { return p.seqs.Held() }
 
 // SetPassword makes pw the password of every new connection to the ticket
 // servers, from now on; connections already open stay as they are until

@@ -145,7 +145,14 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	takeValues(t, p1, legacy, "legacy", 100, "legacy before the backup")
 	dump := s1.Dump(t)
 	before, _ := takeTickets(t, p1, tickets, 1000, "after the backup")
-	takeValues(t, p1, orders, "orders", 500, "orders after the backup")
+	// A claim takes its blocks from one server: values of orders until
+	// server 1 has issued some since the backup, so that the restore
+	// rewinds them.
+	ordersAtBackup := p1.marks.Get("counters.orders").Known(0)
+	waitFor(t, 30*time.Second, "a block of orders from server 1 after the backup", func() bool {
+		takeValues(t, p1, orders, "orders", 100, "orders after the backup")
+		return p1.marks.Get("counters.orders").Known(0) > ordersAtBackup
+	})
 	takeValues(t, p1, legacy, "legacy", 500, "legacy after the backup")
 	max1 := p1.marks.Get("Tickets64").Known(0)
 	if max1 != before[0] {

@@ -23,6 +23,7 @@ var rooms = []string{
 	"ticketd/ticket/internal/rotation",
 	"ticketd/ticket/internal/marks",
 	"ticketd/ticket/internal/tickets",
+	"ticketd/ticket/internal/claim",
 	"ticketd/ticket/internal/sequence",
 	"ticketd/ticket/internal/lease",
 	"ticketd/ticket",

@@ -168,10 +168,13 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	p1 := openPair(t, mp, fastMarks)
 	take(p1, victim, 100, "before the backup")
 	dump := s1.Dump(t)
-	take(p1, victim, 500, "after the backup") // 50 blocks: both servers
-	if p1.seqs.Get(victim).MarksIn(p1.marks).Known(0) == 0 {
-		t.Fatal("no block of the victim from server 1 after the backup: nothing to rewind")
-	}
+	// A claim takes its blocks from one server: values until server 1 has
+	// issued some since the backup, so that the restore rewinds them.
+	atBackup := p1.seqs.Get(victim).MarksIn(p1.marks).Known(0)
+	waitFor(t, 30*time.Second, "a block of the victim from server 1 after the backup", func() bool {
+		take(p1, victim, 50, "after the backup")
+		return p1.seqs.Get(victim).MarksIn(p1.marks).Known(0) > atBackup
+	})
 	if err := p1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +185,10 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	p2 := openPair(t, mp, fastMarks)
 	rewound := func() (map[string]marks.Rewind, int) { h := p2.Health()[0]; return rewoundTables(h), h.RewoundTotal }
 	// Found at Open (if the first scan round reached it), by the scan, or at
-	// the first ticket: in any case before a value of it repeats.
-	take(p2, victim, 300, "after the restore")
+	// the first ticket: in any case before a value of it repeats. Values are
+	// taken until then, so that a claim reaches server 1.
 	waitFor(t, time.Minute, "the victim refused on server 1", func() bool {
+		take(p2, victim, 30, "after the restore")
 		rw, _ := rewound()
 		_, ok := rw[spec.RowKeyPrefix+victim]
 		return ok
@@ -210,10 +214,12 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 		_, total := rewound()
 		return total == 0
 	})
-	take(p2, victim, 500, "after the repair")
-	if v := p2.seqs.Get(victim).MarksIn(p2.marks).Known(0); v < rep.Changes[0].To {
-		t.Errorf("server 1's highest ticket of the victim %d, want past the repair's %d: it serves it again", v, rep.Changes[0].To)
-	}
+	// Values until a claim reaches server 1 (a claim takes its blocks from
+	// one server): it serves the victim again, past the repair.
+	waitFor(t, 30*time.Second, "server 1's tickets of the victim past the repair", func() bool {
+		take(p2, victim, 50, "after the repair")
+		return p2.seqs.Get(victim).MarksIn(p2.marks).Known(0) >= rep.Changes[0].To
+	})
 
 	// Redefined behind ticketd's back, among many: the triggers do not see
 	// a TRUNCATE; the catalog comes back with one block size smaller.

@@ -72,9 +72,16 @@ func TestSequenceBlocksUnique(t *testing.T) {
 		addUnique(t, single, collect(t, p, "single", 8, 1, 25), fmt.Sprintf("round %d single", round))
 		h := p.Health()
 		taken := h[0].Tickets + h[1].Tickets
-		// 11,200 values: 12 blocks, at most one prefetched ahead; 200 single values.
-		if max := uint64(200 + 11200/1000 + 2); taken > max {
-			t.Errorf("round %d: %d tickets taken, want at most %d: blocks are not being served from memory", round, taken, max)
+		// 200 single values are 200 tickets; every other ticket is a block
+		// of orders, either handed out or held: 11,200 values and what the
+		// Pair says it holds, to the value.
+		st := p.SequenceStats(2)
+		if len(st) != 2 || st[0].Name != "orders" {
+			t.Fatalf("round %d: SequenceStats = %+v, want orders first", round, st)
+		}
+		if got, want := (taken-200)*1000, uint64(11200)+st[0].Held; got != want {
+			t.Errorf("round %d: %d tickets of orders stand for %d values, want 11,200 handed out + %d held = %d: blocks are not being served from memory, or held values are miscounted",
+				round, taken-200, got, st[0].Held, want)
 		}
 		if err := p.Close(); err != nil {
 			t.Fatal(err)

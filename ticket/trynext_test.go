@@ -69,15 +69,15 @@ func TestTryNextN(t *testing.T) {
 	}
 
 	// The hot path allocates nothing, catalog lookup included. With the next
-	// block already fetched, the 21 values below start no fetch: whichever
-	// block they end in holds more than half of its values.
+	// block already claimed and no claim in flight, the 21 values below
+	// begin no claim: what is held after them still covers the demand.
 	one := make([]uint64, 1)
 	q := p.seqs.Get("blocks")
-	waitFor(t, 10*time.Second, "the next block prefetched", func() bool {
+	waitFor(t, 10*time.Second, "the next block claimed", func() bool {
 		if _, err := p.NextN(ctx, "blocks", one); err != nil {
 			t.Fatal(err)
 		}
-		return q.Prefetched()
+		return q.Prefetched() && p.seqs.Settled(q, 21)
 	})
 	if a := testing.AllocsPerRun(20, func() { p.TryNextN("blocks", one) }); a != 0 {
 		t.Errorf("TryNextN allocates %.1f times a call, want 0", a)

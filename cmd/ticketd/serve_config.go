@@ -245,6 +245,9 @@ func (c *serveConfig) pairConfig(o serveOptions, calls *frontend.CallDurations) 
 	if c.idKeys != nil {
 		c.pair.IDKeys = c.idKeys
 	}
+	if err := c.claimsConfig(o); err != nil {
+		return err
+	}
 	if err := c.pair.Validate(); err != nil {
 		return usagef("-servers/-database/-user/-call-timeout/-connect-timeout/-max-db-conns: %v", err)
 	}

@@ -16,25 +16,29 @@ import (
 // serveOptions is everything `ticketd serve` can be told, by flag or by
 // TICKETD_* environment variable.
 type serveOptions struct {
-	listen          string
-	servers         string
-	database        string
-	user            string
-	passwordFile    string
-	password        string // from TICKETD_PASSWORD or the file; never a flag
-	datacenter      uint
-	layout          string
-	epoch           int64
-	callTimeout     time.Duration
-	leaseOpTimeout  time.Duration
-	requestTimeout  time.Duration
-	leaseTTL        time.Duration
-	renewEvery      time.Duration
-	reserve         time.Duration
-	switchHeadroom  time.Duration
-	maxWait         time.Duration
-	maxBatch        int
-	maxTicketBatch  int
+	listen         string
+	servers        string
+	database       string
+	user           string
+	passwordFile   string
+	password       string // from TICKETD_PASSWORD or the file; never a flag
+	datacenter     uint
+	layout         string
+	epoch          int64
+	callTimeout    time.Duration
+	leaseOpTimeout time.Duration
+	requestTimeout time.Duration
+	leaseTTL       time.Duration
+	renewEvery     time.Duration
+	reserve        time.Duration
+	switchHeadroom time.Duration
+	maxWait        time.Duration
+	maxBatch       int
+	maxTicketBatch int
+	// claims of named sequences (claims.go).
+	claimMaxValues  int64
+	claimMaxShare   float64
+	claimLimits     string
 	fallback        bool
 	startupTimeout  time.Duration
 	shutdownTimeout time.Duration
@@ -124,6 +128,9 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.DurationVar(&o.maxWait, "max-wait", def.MaxWait, "accept a worker ID reserved this far ahead of our clock (0: only IDs whose reservation has passed)")
 	fs.IntVar(&o.maxBatch, "max-batch", frontend.DefaultMaxBatch, "largest n for /v1/ids")
 	fs.IntVar(&o.maxTicketBatch, "max-ticket-batch", frontend.DefaultMaxTicketBatch, "largest n for /v1/tickets (a block-size-1 sequence costs one REPLACE per value)")
+	fs.Int64Var(&o.claimMaxValues, "claim-max-values", ticket.DefaultClaimMaxValues, "the most values of one named sequence this ticketd holds in memory, the claim in flight included: what a restart or a kill may lose of it (a block and a half at least); claims of tickets follow demand and the round trip up to it; 0: one block at a time, as release 3 did")
+	fs.Float64Var(&o.claimMaxShare, "claim-max-share", ticket.DefaultClaimMaxShare, "one claim of a 32-bit named sequence takes at most this share of the tickets left on its fullest ticket server (at least one)")
+	fs.StringVar(&o.claimLimits, "claim-limits", "", "-claim-max-values for the named sequences it lists: NAME=VALUES,… (0: one block at a time)")
 	fs.BoolVar(&o.fallback, "fallback", false, "answer /v1/id from the Tickets64 sequence when no worker lease is held")
 	fs.DurationVar(&o.startupTimeout, "startup-timeout", 10*time.Second, "how long to try to reach the ticket servers and lease a worker ID at start")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long a stop may take from SIGTERM until the requests in flight have ended: the -drain-delay, then draining (the lease release has its own -lease-op-timeout)")

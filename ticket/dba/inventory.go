@@ -11,7 +11,6 @@ import (
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
-	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -124,8 +123,8 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 	}
 	in := "(" + marks.Placeholders(len(names)) + ")"
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
-		var cat []sequence.CatRow
-		if err := s.Pool().SelectContext(ctx, &cat, sequence.CatalogSelectFor(inv.schemas[s.Idx])+"WHERE s.name IN "+in, args...); err != nil {
+		var cat []schema.CatRow
+		if err := s.Pool().SelectContext(ctx, &cat, schema.CatalogSelectFor(inv.schemas[s.Idx])+"WHERE s.name IN "+in, args...); err != nil {
 			return fmt.Errorf("%s: reading the catalog: %w", s.Name, err)
 		}
 		var pins []struct {

@@ -8,6 +8,7 @@
 //	benchtool clientsgo -url URL              the Go client's Next beside UUIDs and a plain HTTP call (bench/clients.sh)
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
 //	benchtool seqready|seqfirst|seqwarm …     the named-sequence bench (seq.go)
+//	benchtool rate|seqstat …                  the far bench (far.go)
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | clientsgo -url URL | report -dir DIR | seqready|seqfirst|seqwarm [flags]`
+const usage = `usage: benchtool freeport N | bare -listen ADDR | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | clientsgo -url URL | report -dir DIR | seqready|seqfirst|seqwarm [flags] | rate|seqstat [flags]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -44,6 +45,10 @@ func main() {
 		err = runSeqFirst(os.Args[2:])
 	case "seqwarm":
 		err = runSeqWarm(os.Args[2:])
+	case "rate":
+		err = runRate(os.Args[2:])
+	case "seqstat":
+		err = runSeqStat(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -12,7 +12,6 @@ import (
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
-	"ticketd/ticket/internal/sequence"
 	"ticketd/ticket/internal/spec"
 )
 
@@ -140,7 +139,7 @@ func takeSurvey(ctx context.Context, cfg spec.Config, servers []*conn.Server, le
 // readCatalog reads a server's whole catalog, in pages by name.
 func readCatalog(ctx context.Context, q conn.Querier, f schema.Feature) ([]spec.SequenceInfo, error) {
 	var list []spec.SequenceInfo
-	err := sequence.ReadAll(ctx, q, f, func(rows []sequence.CatRow) {
+	err := schema.ReadAll(ctx, q, f, func(rows []schema.CatRow) {
 		for _, r := range rows {
 			list = append(list, r.Info())
 		}

@@ -6,6 +6,8 @@
 // A server's schema is read from information_schema (Detect): a handful of
 // tables and columns, each added by one release. Book keeps what was found
 // per server, read again at every catalog poll and when a server rejoins.
+// The catalog's rows are read as each release's schema holds them
+// (catalog.go: CatRow, CatalogSelectFor, ReadAll).
 package schema
 
 import (

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
 )
 
 // BenchmarkCatalogGC measures what one garbage collection costs with a
@@ -53,11 +54,11 @@ func catalogInMemory(n int) *memCatalog {
 	// Only the catalog and the marks: no server, no rotation.
 	p := &memCatalog{marks: marks.NewBook(2), seqs: &Sequences{}}
 	p.seqs.cat.init(2)
-	rows := make([]CatRow, 0, CatalogPage)
+	rows := make([]schema.CatRow, 0, schema.CatalogPage)
 	for k := 0; k < n; {
 		rows = rows[:0]
-		for ; k < n && len(rows) < CatalogPage; k++ {
-			rows = append(rows, CatRow{Name: fmt.Sprintf("s%06d", k), Bits: 64, BlockSize: 1000, Version: uint64(k + 1),
+		for ; k < n && len(rows) < schema.CatalogPage; k++ {
+			rows = append(rows, schema.CatRow{Name: fmt.Sprintf("s%06d", k), Bits: 64, BlockSize: 1000, Version: uint64(k + 1),
 				PinBits: sql.NullInt64{Int64: 64, Valid: true}, PinBlock: sql.NullInt64{Int64: 1000, Valid: true}})
 		}
 		for i := range 2 {

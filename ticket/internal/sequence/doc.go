@@ -22,15 +22,9 @@
 // overlapping values. Problems reports them, and sequences some servers
 // lack.
 //
-// With block size B, one ticket t stands for the B values [t·B, t·B+B). Tickets
-// are unique across the pair, so blocks are disjoint, and the values are served
-// from memory under a mutex. When the current block is down to B/2 values, the
-// next block is fetched in the background (one fetch in flight per sequence), so
-// in steady state no caller waits for MySQL. B = 1 is pure Flickr: one REPLACE
-// per value, nothing prefetched. Values in memory when the Pair closes are lost:
-// uniqueness matters, not density. A 32-bit sequence never returns a value above
-// 2^32-1 and a 64-bit one none above 2^63-1; past that, ErrSequenceExhausted
-// (the product t·B is computed without wrapping).
+// With block size B, one ticket t stands for the B values [t·B, t·B+B),
+// served from memory by package claim; B = 1 is pure Flickr: one ticket per
+// value, nothing held.
 //
 // A public sequence (a definition naming a key check) hands out the keyed
 // permutation of each of those values over its range instead (public.go).

@@ -3,14 +3,19 @@ package sequence
 import (
 	"container/heap"
 	"sync"
+
+	"ticketd/ticket/internal/claim"
 )
 
 // Stat is one named sequence as this Pair has used it.
 type Stat struct {
 	Name      string
 	Bits      int     // 32 or 64
+	Block     uint64  // its block size
 	Issued    uint64  // values this Pair handed out
 	Remaining float64 // share of the sequence's range not yet used on the fullest server, in [0, 1]
+	// What this Pair holds of it and how its claims went (package claim).
+	claim.Figures
 }
 
 // inUse lists the sequences a value was asked for, in the order of first use.
@@ -57,7 +62,8 @@ func (sq *Sequences) Stats(limit int) []Stat {
 	out := make([]Stat, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
 		e := heap.Pop(&h).(statEntry)
-		out[i] = Stat{Name: e.q.Info.Name, Bits: e.q.Info.Bits, Issued: e.issued, Remaining: sq.remaining(e.q)}
+		out[i] = Stat{Name: e.q.Info.Name, Bits: e.q.Info.Bits, Block: e.q.Info.BlockSize, Issued: e.issued, Remaining: sq.remaining(e.q),
+			Figures: sq.claims.Figures(&e.q.hold)}
 	}
 	return out
 }

@@ -2,15 +2,12 @@ package sequence
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"math/bits"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"ticketd/internal/logsum"
+	"ticketd/ticket/internal/claim"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/life"
 	"ticketd/ticket/internal/rotation"
@@ -26,27 +23,6 @@ const (
 	CatalogRetry = 100 * time.Millisecond
 )
 
-// block is the values [next, end) still to hand out.
-type block struct{ next, end uint64 }
-
-func (b block) remaining() uint64 { return b.end - b.next }
-
-// blockFor returns the values ticket t stands for with block size size, cut at
-// limit (limit < 2^64-1). ok is false when not even the first value fits: the
-// sequence is exhausted on the server that issued t, and the product t·size is
-// never allowed to wrap into a small, already issued value.
-func blockFor(t, size, limit uint64) (b block, ok bool) {
-	hi, lo := bits.Mul64(t, size)
-	if hi != 0 || lo > limit {
-		return block{}, false
-	}
-	end, carry := bits.Add64(lo, size, 0)
-	if carry != 0 || end-1 > limit {
-		end = limit + 1
-	}
-	return block{next: lo, end: end}, true
-}
-
 // sequence is one named sequence: its definition, what each server's catalog
 // says of it, where it may be taken, and the block of values in memory. One
 // exists for every name in the catalog; what only a sequence in use needs
@@ -58,18 +34,13 @@ type Sequence struct {
 	broken atomic.Pointer[error]
 	issued atomic.Uint64 // values handed out (SequenceStats)
 	used   atomic.Bool   // a value was asked for: it is in use
-	// hasNext: next holds a prefetched block. Guarded by mu; kept here, by
-	// used, where it takes no room of its own (a catalog holds 100,000).
-	hasNext bool
 
 	// defs: what each server's catalog and pins say (catalog.go), guarded by
 	// the catalog's mutex.
 	defs []seqDef
 
-	mu    sync.Mutex
-	cur   block
-	next  block    // prefetched, valid when hasNext
-	fetch *fetchOp // the one fetch in flight, if any
+	// hold: the values in memory and the fetch in flight (package claim).
+	hold claim.Holder
 
 	// perm: a public sequence's permutation, made from the ring it holds
 	// (public.go); made again when the ring changes.
@@ -93,6 +64,7 @@ type Sequences struct {
 	servers []*conn.Server
 	rot     *rotation.Rotation
 	tk      *tickets.Taker
+	claims  *claim.Claims
 	warn    *logsum.Summary
 	lt      *life.Life
 	cat     catalog
@@ -116,6 +88,9 @@ func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *ti
 	warn.Declare(slog.LevelError, warnSeqRefused, warnSeqNoKey)
 	sq := &Sequences{cfg: cfg, servers: servers, rot: rot, tk: tk, warn: warn, lt: lt, schemas: schemas,
 		catalogGate: life.NewGate(), unreadable: make([]atomic.Bool, len(servers))}
+	sq.claims = claim.New(cfg, len(servers), tk, lt, func(ctx context.Context, c *tickets.Counter, list []*conn.Server) ([]*conn.Server, error) {
+		return sq.ensurePins(ctx, sq.cat.get(c.Info.Name), list)
+	})
 	sq.cat.init(len(servers))
 	return sq
 }
@@ -136,13 +111,6 @@ func (sq *Sequences) FixFor(row bool, name string) (spec.SequenceInfo, bool) {
 		return q.Info, true
 	}
 	return spec.SequenceInfo{}, false
-}
-
-// fetchOp is a block fetch in flight. done is closed once err is set and, on
-// success, the block installed as the sequence's next.
-type fetchOp struct {
-	done chan struct{}
-	err  error
 }
 
 func newSequence(info spec.SequenceInfo) *Sequence {
@@ -221,65 +189,11 @@ func (sq *Sequences) take(ctx context.Context, q *Sequence, dst []uint64) (int, 
 	return sq.fill(ctx, q, dst)
 }
 
-// fill hands out values from the block in memory, spanning blocks as needed.
-// When the current block is down to half, the next one is fetched in the
-// background, so in steady state no caller waits for MySQL.
+// fill hands out values from the blocks in memory (package claim).
 func (sq *Sequences) fill(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
-	n := 0
-	for {
-		q.mu.Lock()
-		n += sq.drainLocked(q, dst[n:])
-		if n == len(dst) {
-			q.mu.Unlock()
-			return n, nil
-		}
-		f := q.fetch
-		q.mu.Unlock()
-		if f == nil {
-			return n, spec.ErrClosed // startFetch refused: Shutdown has begun
-		}
-		select {
-		case <-f.done:
-			if f.err == nil {
-				continue
-			}
-			if !retryable(f.err) || ctx.Err() != nil {
-				return n, f.err
-			}
-			// The background fetch gave up, but this caller still has time:
-			// fetch in the foreground, bounded by the caller's deadline.
-			if err := sq.fetchNow(ctx, q); err != nil {
-				return n, err
-			}
-		case <-ctx.Done():
-			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.Info.Name, ctx.Err())
-		}
-	}
-}
-
-// drainLocked moves values from the blocks in memory into dst, switching to
-// the prefetched block when the current one runs out, and starts the next
-// fetch once the current block is down to half. Called with q.mu held.
-func (sq *Sequences) drainLocked(q *Sequence, dst []uint64) int {
-	n := 0
-	for n < len(dst) {
-		if q.cur.remaining() == 0 {
-			if !q.hasNext {
-				break
-			}
-			q.cur, q.hasNext = q.next, false
-		}
-		for n < len(dst) && q.cur.next < q.cur.end {
-			dst[n] = q.cur.next
-			q.cur.next++
-			n++
-		}
-	}
-	if !q.hasNext && q.fetch == nil && q.cur.remaining() <= q.Info.BlockSize/2 {
-		sq.startFetch(q)
-	}
+	n, err := sq.claims.Fill(ctx, &q.hold, &q.Counter, dst)
 	q.issued.Add(uint64(n))
-	return n
+	return n, err
 }
 
 // TryNextN fills dst from the blocks already in memory, without I/O, and
@@ -300,90 +214,16 @@ func (sq *Sequences) TryNextN(name string, dst []uint64) (int, bool) {
 	if err != nil {
 		return 0, false // NextN says why
 	}
-	q.mu.Lock()
-	avail := q.cur.remaining()
-	if q.hasNext {
-		avail += q.next.remaining()
-	}
-	if avail < uint64(len(dst)) {
-		q.mu.Unlock()
+	n, ok := sq.claims.TryFill(&q.hold, &q.Counter, dst)
+	if !ok {
 		return 0, false
 	}
-	n := sq.drainLocked(q, dst)
-	q.mu.Unlock()
+	q.issued.Add(uint64(n))
 	// Permuted outside the lock: the values are this caller's alone now.
 	if permute(q, perm, dst[:n]) != nil {
 		return 0, false // cannot happen (values are in range); NextN would say
 	}
 	return n, true
-}
-
-// startFetch starts the sequence's one block fetch. Called with q.mu held. The
-// fetch runs under the Pair's lifetime, not the caller's context: the caller that
-// triggered it may be long gone when the block arrives, and others need it.
-func (sq *Sequences) startFetch(q *Sequence) {
-	f := &fetchOp{done: make(chan struct{})}
-	if !sq.lt.Go(func() { sq.fetchBlock(q, f) }) {
-		return
-	}
-	q.fetch = f
-}
-
-// fetchBlock is the background fetch: one pass over the servers (the fetch
-// has no caller's deadline to spend; a waiting caller retries in the
-// foreground with its own, see fill).
-func (sq *Sequences) fetchBlock(q *Sequence, f *fetchOp) {
-	t, err := sq.tk.Take(sq.lt.Ctx, &q.Counter, sq.Pinner(q))
-	if err != nil && sq.lt.Ctx.Err() != nil {
-		err = spec.ErrClosed // the waiters should hear why, not "context canceled"
-	}
-	var b block
-	if err == nil {
-		var ok bool
-		if b, ok = blockFor(t.Value, q.Info.BlockSize, q.Limit()); !ok {
-			// take checks maxTicket, so this is a bug, not a state of the server.
-			err = fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.Info.Name, t.Value, q.Info.Bits)
-		}
-	}
-	q.mu.Lock()
-	q.fetch = nil
-	if err == nil {
-		q.next, q.hasNext = b, true
-	}
-	f.err = err
-	q.mu.Unlock()
-	close(f.done)
-}
-
-// retryable: a failed fetch that another try, within the caller's deadline,
-// may get past (a server that was slow or down), unlike a sequence that is
-// exhausted or misconfigured, or a closed Pair.
-func retryable(err error) bool {
-	return (errors.Is(err, spec.ErrNoServer) || errors.Is(err, spec.ErrServerDown)) &&
-		!errors.Is(err, spec.ErrSequenceExhausted) && !errors.Is(err, spec.ErrClosed)
-}
-
-// fetchNow takes a block in the caller's goroutine and installs it where
-// there is room (the current block when it is empty, else the next); a block
-// with no room left is burnt, which costs density, never uniqueness.
-func (sq *Sequences) fetchNow(ctx context.Context, q *Sequence) error {
-	t, err := sq.tk.Take(ctx, &q.Counter, sq.Pinner(q))
-	if err != nil {
-		return err
-	}
-	b, ok := blockFor(t.Value, q.Info.BlockSize, q.Limit())
-	if !ok {
-		return fmt.Errorf("%w: sequence %q: ticket %d has no value within %d bits", spec.ErrSequenceExhausted, q.Info.Name, t.Value, q.Info.Bits)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch {
-	case q.cur.remaining() == 0:
-		q.cur = b
-	case !q.hasNext:
-		q.next, q.hasNext = b, true
-	}
-	return nil
 }
 
 // pinner is q's PinFunc.
@@ -393,9 +233,20 @@ func (sq *Sequences) Pinner(q *Sequence) tickets.PinFunc {
 	}
 }
 
-// Prefetched reports whether q holds a prefetched block.
-func (q *Sequence) Prefetched() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.hasNext
+// Prefetched reports whether q holds claimed tickets beyond its current
+// block.
+func (q *Sequence) Prefetched() bool { return q.hold.Prefetched() }
+
+// Settled reports whether q has no claim in flight and holds enough that
+// its next n values begin none (for tests).
+func (sq *Sequences) Settled(q *Sequence, n uint64) bool {
+	return sq.claims.Settled(&q.hold, &q.Counter, n)
 }
+
+// Held is the values every sequence holds in memory: what a restart, or a
+// kill, would lose now (no I/O).
+func (sq *Sequences) Held() uint64 { return sq.claims.Held() }
+
+// ClaimsLoop gives up, every claim.TrimEvery, what idle sequences hold
+// beyond a block, until the Pair's lifetime ends.
+func (sq *Sequences) ClaimsLoop() { sq.claims.Loop() }

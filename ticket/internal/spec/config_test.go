@@ -79,6 +79,15 @@ func TestConfigValidate(t *testing.T) {
 		{"MaxOpenConns at max", func(c *Config) { c.MaxOpenConns = MaxOpenConnsLimit }, ""},
 		{"MaxOpenConns negative", func(c *Config) { c.MaxOpenConns = -1 }, "MaxOpenConns"},
 		{"MaxOpenConns above max", func(c *Config) { c.MaxOpenConns = MaxOpenConnsLimit + 1 }, "MaxOpenConns"},
+		{"ClaimMaxValues: one block a claim", func(c *Config) { c.ClaimMaxValues = -1 }, ""},
+		{"ClaimMaxValues at max", func(c *Config) { c.ClaimMaxValues = MaxClaimMaxValues }, ""},
+		{"ClaimMaxValues above max", func(c *Config) { c.ClaimMaxValues = MaxClaimMaxValues + 1 }, "ClaimMaxValues"},
+		{"ClaimMaxShare all", func(c *Config) { c.ClaimMaxShare = 1 }, ""},
+		{"ClaimMaxShare above 1", func(c *Config) { c.ClaimMaxShare = 1.5 }, "ClaimMaxShare"},
+		{"ClaimMaxShare negative", func(c *Config) { c.ClaimMaxShare = -0.1 }, "ClaimMaxShare"},
+		{"ClaimLimits", func(c *Config) { c.ClaimLimits = map[string]int64{"orders": 5000, "invoices": -1} }, ""},
+		{"ClaimLimits bad name", func(c *Config) { c.ClaimLimits = map[string]int64{"Orders": 5000} }, "ClaimLimits"},
+		{"ClaimLimits above max", func(c *Config) { c.ClaimLimits = map[string]int64{"orders": MaxClaimMaxValues + 1} }, "ClaimLimits[orders]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +141,21 @@ func TestConfigNeverPrintsPassword(t *testing.T) {
 	}
 	if got, want := c.RedactedDSN(1), "ticketd:***@tcp(127.0.0.1:3308)/tickets"; got != want {
 		t.Errorf("RedactedDSN(1) = %q, want %q", got, want)
+	}
+}
+
+// TestClaimBound: a sequence's own limit, else the deployment's, else the
+// default.
+func TestClaimBound(t *testing.T) {
+	c := Config{ClaimLimits: map[string]int64{"orders": 5000, "invoices": -1}}
+	for name, want := range map[string]int64{"orders": 5000, "invoices": -1, "other": DefaultClaimMaxValues} {
+		if got := c.ClaimBound(name); got != want {
+			t.Errorf("ClaimBound(%q) = %d, want %d", name, got, want)
+		}
+	}
+	c.ClaimMaxValues = -1
+	if got := c.ClaimBound("other"); got != -1 {
+		t.Errorf("ClaimBound with ClaimMaxValues -1 = %d, want -1", got)
 	}
 }
 

@@ -17,6 +17,18 @@
 // LAST_INSERT_ID() is ever sent: through a pool it may run on another
 // connection and return another session's number.
 //
+// A claim (TakeN, package claim) takes k tickets of a row in one
+// statement:
+//
+//	UPDATE counters SET value = LAST_INSERT_ID(value + 8 * step) WHERE start = 1 AND step = 2 AND name = 'orders'
+//
+// returns the last of eight tickets; the seven before it, a step apart,
+// are the claim's too, since the statement moved the row past them all at
+// once. Each stands for the block its definition gives it, as a single
+// ticket does, so a server, and a ticketd of an older release taking one
+// ticket at a time beside it, sees nothing new: the row only moves further
+// per statement. A table's REPLACE returns one ticket: k is 1 there.
+//
 // Take asks the servers in the order package rotation gives (nearest
 // first, panic mode when none is in rotation). A server that fails is
 // passed over and the same call goes on to the next one, so one server out
@@ -38,10 +50,12 @@
 //     statement is sent, and a ticket at or below it is refused, the server
 //     refused for the counter; a ticket is raised into the mark only once
 //     its statement has returned (marks.TicketRepeats says why that ordering
-//     makes the check sound).
+//     makes the check sound). For a claim, the lowest of its tickets must
+//     be above the mark, and the highest is raised into it.
 //   - Exhaustion: a ticket whose block would start past the sequence's
 //     last value (2^32-1 or 2^63-1) is never handed out; the server is not
-//     asked for that counter again.
+//     asked for that counter again. A claim that reaches past it is cut
+//     at the last usable ticket.
 //
 // Lease candidates (package lease) are taken unguarded: a repeated
 // candidate only proposes a worker ID again, which the lease's

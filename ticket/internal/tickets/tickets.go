@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,17 @@ type Ticket struct {
 	Value  uint64
 	Server int // index in Config.Servers
 }
+
+// Run is K tickets of one counter that one statement took on one server:
+// Last and the K-1 before it, Step apart (the counter's step, the number
+// of servers), every one checked like a single ticket.
+type Run struct {
+	Last, K, Step uint64
+	Server        int // index in Config.Servers
+}
+
+// First is the run's lowest ticket.
+func (r Run) First() uint64 { return r.Last - (r.K-1)*r.Step }
 
 // Counter is where tickets come from: a ticket table (Tickets64, a seq_*
 // table), or a sequence's row of counters, on every server. A named
@@ -69,13 +81,14 @@ type Taker struct {
 	// schema without commit_probes, and the candidates of worker leases.
 	raw64 *Counter
 	// rowPrefix[i] is the UPDATE that takes a ticket of a row of counters
-	// on server i, up to the quoted name (rowStatement).
-	rowPrefix []string
+	// on server i, up to the quoted name (rowStatement); rowTail[i] is its
+	// part after the step's factor (rowStatementN).
+	rowPrefix, rowTail []string
 }
 
 // New returns the taker of tickets on servers.
 func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, marks *marks.Book, lt *life.Life) *Taker {
-	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, rowPrefix: make([]string, len(servers))}
+	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, rowPrefix: make([]string, len(servers)), rowTail: make([]string, len(servers))}
 	tk.raw64 = NewCounter(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	tk.marksOf(tk.raw64)
 	tk.raw64.Servers.Store(rot.All())
@@ -83,8 +96,8 @@ func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, marks 
 	for i, s := range servers {
 		// The row's own step advances it, so a Session's auto_increment_* has no
 		// say; start and step in the WHERE refuse a row made for another place.
-		tk.rowPrefix[i] = fmt.Sprintf("UPDATE counters SET value = LAST_INSERT_ID(value + step) WHERE start = %d AND step = %d AND name = '",
-			s.Offset, s.Inc)
+		tk.rowTail[i] = fmt.Sprintf("step) WHERE start = %d AND step = %d AND name = '", s.Offset, s.Inc)
+		tk.rowPrefix[i] = rowHead + tk.rowTail[i]
 	}
 	return tk
 }
@@ -114,10 +127,23 @@ func (tk *Taker) Probe(ctx context.Context, s *conn.Server) error {
 	return err
 }
 
+// rowHead begins the statement that takes tickets of a row of counters.
+const rowHead = "UPDATE counters SET value = LAST_INSERT_ID(value + "
+
 // rowStatement is the statement that takes a ticket of sequence name (which
 // has passed NameRE: it needs no escaping) on s.
 func (tk *Taker) rowStatement(s *conn.Server, name string) string {
 	return tk.rowPrefix[s.Idx] + name + "'"
+}
+
+// rowStatementN takes k tickets at once: the row moves k steps and the
+// statement's OK packet carries the last of them. k is this Pair's own
+// number, never request text.
+func (tk *Taker) rowStatementN(s *conn.Server, name string, k uint64) string {
+	if k == 1 {
+		return tk.rowStatement(s, name)
+	}
+	return rowHead + strconv.FormatUint(k, 10) + " * " + tk.rowTail[s.Idx] + name + "'"
 }
 
 // marksOf returns q's marks, creating them at q's first use.
@@ -146,6 +172,20 @@ const maxDeadlockRetries = 16
 // server is in rotation the call tries the others anyway, least recently
 // failed first (panic mode).
 func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, error) {
+	r, err := tk.TakeN(ctx, q, pin, 1)
+	return Ticket{Value: r.Last, Server: r.Server}, err
+}
+
+// TakeN is Take for k tickets in one statement (a claim): the row of
+// counters moves k steps at once, and every ticket of the run passes the
+// checks a single one does. The run may hold fewer than k tickets when the
+// counter's last usable ticket is among them (the server is then exhausted
+// for the counter, as Take would find). A counter stored in a table of its
+// own (REPLACE) gives one ticket a statement: k is 1 there.
+func (tk *Taker) TakeN(ctx context.Context, q *Counter, pin PinFunc, k uint64) (Run, error) {
+	if k < 1 || !q.Info.RowStored() {
+		k = 1
+	}
 	var bufA, bufB [spec.MaxServers]*conn.Server
 	m := tk.marksOf(q)
 	// A server refused for this counter (rewound) is not even asked: its next
@@ -162,7 +202,7 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 		// A server serves a sequence only once its definition is pinned there.
 		var err error
 		if list, err = pin(ctx, list); err != nil {
-			return Ticket{}, err
+			return Run{}, err
 		}
 	}
 	statementOnly := true
@@ -174,18 +214,18 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 		for i, s := range list {
 			ss := tk.rot.Session(s, conn.OpTicket)
 			ss.Share = share(ctx, len(list)-i)
-			v, err := tk.takeOn(ctx, ss, q, true)
+			r, err := tk.takeOn(ctx, ss, q, true, k)
 			if err == nil {
-				return Ticket{Value: v, Server: s.Idx}, nil
+				return r, nil
 			}
 			if cerr := ctx.Err(); cerr != nil {
 				if !errors.Is(err, cerr) {
 					err = fmt.Errorf("%w: %w", cerr, err)
 				}
-				return Ticket{}, err
+				return Run{}, err
 			}
 			if tk.lt.Closed() {
-				return Ticket{}, spec.ErrClosed
+				return Run{}, spec.ErrClosed
 			}
 			last = err
 			statementOnly = statementOnly && errors.Is(err, spec.ErrMisconfigured)
@@ -199,18 +239,18 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 	rewound := m.Rewound() & mask
 	switch {
 	case mask != 0 && q.Exhausted.Load()&mask == mask:
-		return Ticket{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", spec.ErrSequenceExhausted, q.Info.Name, q.Info.Bits)
+		return Run{}, fmt.Errorf("%w: sequence %q has no value left within %d bits on any server", spec.ErrSequenceExhausted, q.Info.Name, q.Info.Bits)
 	case last == nil && rewound != 0:
 		// The servers that could serve are refused for this table: to the
 		// caller, an outage (retry later); to the DBA, a restore to fix.
-		return Ticket{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.Info.Name, tk.marks.RewoundErr(m, rewound))
+		return Run{}, fmt.Errorf("%w: sequence %q: %w", spec.ErrNoServer, q.Info.Name, tk.marks.RewoundErr(m, rewound))
 	case last == nil:
-		return Ticket{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.Info.Name)
+		return Run{}, fmt.Errorf("%w: no server in rotation defines sequence %q", spec.ErrNoServer, q.Info.Name)
 	case statementOnly:
 		// Every server is up but refuses this table: a DBA matter, not an outage.
-		return Ticket{}, last
+		return Run{}, last
 	default:
-		return Ticket{}, fmt.Errorf("%w: %w", spec.ErrNoServer, last)
+		return Run{}, fmt.Errorf("%w: %w", spec.ErrNoServer, last)
 	}
 }
 
@@ -241,11 +281,13 @@ func (tk *Taker) TakeOn(ctx context.Context, s *conn.Server, q *Counter, guard b
 // before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
 func (tk *Taker) TakeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
-	return tk.takeOn(ctx, tk.rot.Session(s, o), q, guard)
+	r, err := tk.takeOn(ctx, tk.rot.Session(s, o), q, guard, 1)
+	return r.Last, err
 }
 
-// takeOn is TakeOnAs in the session ss, which it closes.
-func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard bool) (uint64, error) {
+// takeOn is TakeOnAs in the session ss, which it closes, for k tickets in
+// one statement (k is 1 for a counter stored in a table).
+func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard bool, k uint64) (Run, error) {
 	defer ss.Close()
 	s := ss.Server
 	m := tk.marksOf(q)
@@ -256,7 +298,7 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 	before := m.Known(s.Idx)
 	var what, query string
 	if q.Info.RowStored() {
-		what, query = "taking a ticket of "+q.Info.Name, tk.rowStatement(s, q.Info.Name)
+		what, query = "taking a ticket of "+q.Info.Name, tk.rowStatementN(s, q.Info.Name, k)
 	} else {
 		what, query = "REPLACE INTO "+q.Info.Table, tableStatement(q.Info.Table)
 	}
@@ -270,7 +312,7 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 					"create it there (ticketd sequence create) or check it (ticketd sequence check)",
 					spec.ErrMisconfigured, s.Name, q.Info.Name, s.Offset, s.Inc)
 				s.Note(err, false)
-				return 0, err
+				return Run{}, err
 			}
 		}
 		if err == nil {
@@ -286,18 +328,18 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 					continue
 				}
 				// Contention, not ill health: the server stays in rotation.
-				return 0, fmt.Errorf("deadlocked %d times: %w", attempt+1, err)
+				return Run{}, fmt.Errorf("deadlocked %d times: %w", attempt+1, err)
 			case conn.KindStatement:
-				return 0, fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
+				return Run{}, fmt.Errorf("%w: %w", spec.ErrMisconfigured, err)
 			case conn.KindExhausted:
 				if conn.IsMySQLError(err, conn.ErAutoincReadFailed) && !tk.counterExhausted(ctx, ss, q) {
 					// Not the column's end: the lock wait was cut short.
-					return 0, fmt.Errorf("%w: %w: %w", spec.ErrServerDown, conn.ErrInterrupted, err)
+					return Run{}, fmt.Errorf("%w: %w: %w", spec.ErrServerDown, conn.ErrInterrupted, err)
 				}
-				return 0, tk.exhaust(s, q, err)
+				return Run{}, tk.exhaust(s, q, err)
 			default:
 				// The Session has judged the server (Session.go, outcome).
-				return 0, fmt.Errorf("%w: %w", spec.ErrServerDown, err)
+				return Run{}, fmt.Errorf("%w: %w", spec.ErrServerDown, err)
 			}
 		}
 		t := uint64(id) // BIGINT UNSIGNED: the driver hands it over as int64 bits
@@ -305,23 +347,44 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 			// No AUTO_INCREMENT on the table: nothing was issued.
 			err := fmt.Errorf("%w: %s: REPLACE INTO %s returned no ticket; is its id AUTO_INCREMENT?", spec.ErrMisconfigured, s.Name, q.Info.Table)
 			s.Note(err, false)
-			return 0, err
+			return Run{}, err
 		}
 		if t%s.Inc != s.Offset%s.Inc {
-			return 0, tk.parityViolation(s, q, t)
+			return Run{}, tk.parityViolation(s, q, t)
 		}
-		if guard && marks.TicketRepeats(t, before) {
-			return 0, tk.marks.RewoundTicket(s, q.Info.RowStored(), m, t, before)
+		// The k tickets of a claim are t and the k-1 before it, a step
+		// apart: every one of them has t's parity, and the lowest must be
+		// above the mark, like a single ticket (TicketRepeats).
+		r := Run{Last: t, K: k, Step: s.Inc, Server: s.Idx}
+		if span := (k - 1) * s.Inc; t <= span {
+			// Not k steps above the row's start: the row's step is not
+			// the pair's (the WHERE should have refused it).
+			err := fmt.Errorf("%w: %s: ticket %d of sequence %q cannot end a run of %d steps of %d",
+				spec.ErrMisconfigured, s.Name, t, q.Info.Name, k, s.Inc)
+			s.Note(err, false)
+			return Run{}, err
+		}
+		if guard && marks.TicketRepeats(r.First(), before) {
+			return Run{}, tk.marks.RewoundTicket(s, q.Info.RowStored(), m, r.First(), before)
 		}
 		// Recorded only now that the statement has returned: a ticket still
 		// in flight must never count as issued (see TicketRepeats).
 		m.Raise(s.Idx, t)
 		if t > q.MaxTicket() {
-			return 0, tk.exhaust(s, q, fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
-				s.Name, t, q.Info.Table, q.Info.Bits, q.Info.BlockSize))
+			cause := fmt.Errorf("%s: ticket %d of %s is beyond %d-bit values with block size %d",
+				s.Name, t, q.Info.Table, q.Info.Bits, q.Info.BlockSize)
+			if r.First() > q.MaxTicket() {
+				return Run{}, tk.exhaust(s, q, cause)
+			}
+			// The claim reached past the last usable ticket: the tickets
+			// up to it are served, and the server is not asked again.
+			first := r.First()
+			r.K = (q.MaxTicket()-first)/s.Inc + 1
+			r.Last = first + (r.K-1)*s.Inc
+			_ = tk.exhaust(s, q, cause)
 		}
-		s.Tickets.Add(1)
-		return t, nil
+		s.Tickets.Add(r.K)
+		return r, nil
 	}
 }
 

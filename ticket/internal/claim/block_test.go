@@ -1,4 +1,4 @@
-package sequence
+package claim
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ticketd/ticket/internal/spec"
+	"ticketd/ticket/internal/tickets"
 )
 
 func TestBlockFor(t *testing.T) {
@@ -61,7 +62,7 @@ func TestMaxTicket(t *testing.T) {
 	}{{32, 1}, {32, 1000}, {32, spec.MaxBlockSize}, {64, 1}, {64, 1000}, {64, spec.MaxBlockSize}}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d bits B=%d", tt.bits, tt.size), func(t *testing.T) {
-			q := newSequence(spec.SequenceInfo{Name: "x", Table: "seq_x", Bits: tt.bits, BlockSize: tt.size})
+			q := tickets.NewCounter(spec.SequenceInfo{Name: "x", Table: "seq_x", Bits: tt.bits, BlockSize: tt.size})
 			if _, ok := blockFor(q.MaxTicket(), tt.size, q.Limit()); !ok {
 				t.Fatalf("maxTicket %d has no block, want one", q.MaxTicket())
 			}
