@@ -15,7 +15,7 @@ import (
 func shortOfWorkers(ids *fakeIDs) {
 	ids.status.Headroom = 0
 	ids.status.Short = "short of worker IDs: every worker ID it could switch to (of ticket server 2) is held; retrying as soon as one frees up"
-	ids.status.Standbys, ids.status.Waits, ids.status.WaitTimeouts = 2, 5, 1
+	ids.status.Standbys, ids.status.Spreads, ids.status.Waits, ids.status.WaitTimeouts = 2, 3, 5, 1
 	ids.status.Capacity = worker.Capacity{
 		Total: 8, PerServer: 4, Held: []int{3, 3}, Known: true, HeldTotal: 6,
 		CountedAt:   []time.Time{time.UnixMilli(1_700_000_029_500), time.UnixMilli(1_700_000_029_600)},
@@ -35,7 +35,7 @@ func TestStatusCapacity(t *testing.T) {
 	for _, want := range []string{
 		`"standby":{"worker":4,"server":2,"fence_ms":1700000090000}`,
 		`"short":"short of worker IDs: every worker ID it could switch to (of ticket server 2) is held; retrying as soon as one frees up"`,
-		`"standbys":2,"waits":5,"wait_timeouts":1`,
+		`"standbys":2,"spreads":3,"waits":5,"wait_timeouts":1`,
 		`"worker_ids":{"capacity":8,"per_server":4,"held_total":6,"outage_headroom":-2,"spread":0,"last_error":""}`,
 		`"worker_ids_held":3,"worker_ids_counted_at":"2023-11-14T22:13:49.500Z","short_if_down":2`,
 		`"worker_ids_held":3,"worker_ids_counted_at":"2023-11-14T22:13:49.600Z","short_if_down":2`,
@@ -87,6 +87,7 @@ func TestMetricsCapacity(t *testing.T) {
 		`ticketd_worker_short`:                                        "1",
 		`ticketd_lease_standby`:                                       "1",
 		`ticketd_lease_standbys_total`:                                "2",
+		`ticketd_lease_spreads_total`:                                 "3",
 		`ticketd_id_waits_total`:                                      "5",
 		`ticketd_id_wait_timeouts_total`:                              "1",
 	} {

@@ -57,6 +57,7 @@ var (
 	famLeaseLosses        = counterFamily("ticketd_lease_losses_total", "Leases found held by another process, or their row rewound by a restore.")
 	famLeaseAcquires      = counterFamily("ticketd_lease_acquires_total", "Worker leases taken.")
 	famLeaseStandbys      = counterFamily("ticketd_lease_standbys_total", "Standby leases taken: a worker ID of the other server, ready for a switch.")
+	famLeaseSpreads       = counterFamily("ticketd_lease_spreads_total", "Moves of the worker lease to even out the leases of ticketd started together (each is a switch too).")
 	famIDWaits            = counterFamily("ticketd_id_waits_total", "/v1/id and /v1/ids requests that waited for a replacement worker lease.")
 	famIDWaitTimeouts     = counterFamily("ticketd_id_wait_timeouts_total", "Requests that waited for a replacement worker lease and whose deadline came first.")
 	famWorkerID           = gaugeFamily("ticketd_worker_id", "The leased worker ID; -1 when none.")
@@ -158,6 +159,7 @@ func (s *Server) collectBackend(ch chan<- prometheus.Metric) {
 	famLeaseLosses.emit(ch, float64(st.Losses))
 	famLeaseAcquires.emit(ch, float64(st.Acquires))
 	famLeaseStandbys.emit(ch, float64(st.Standbys))
+	famLeaseSpreads.emit(ch, float64(st.Spreads))
 	famIDWaits.emit(ch, float64(st.Waits))
 	famIDWaitTimeouts.emit(ch, float64(st.WaitTimeouts))
 	worker, headroom := -1.0, 0.0

@@ -134,6 +134,7 @@ type statusAnswer struct {
 	Standby      *standbyAnswer `json:"standby"`
 	Short        string         `json:"short"`
 	Standbys     uint64         `json:"standbys"`
+	Spreads      uint64         `json:"spreads"`
 	Waits        uint64         `json:"waits"`
 	WaitTimeouts uint64         `json:"wait_timeouts"`
 	WorkerIDs    workerIDs      `json:"worker_ids"`
@@ -322,6 +323,7 @@ func (s *Server) status() statusAnswer {
 		LastError:     st.LastError,
 		Short:         st.Short,
 		Standbys:      st.Standbys,
+		Spreads:       st.Spreads,
 		Waits:         st.Waits,
 		WaitTimeouts:  st.WaitTimeouts,
 		Fallback:      s.cfg.Fallback,
