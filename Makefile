@@ -106,10 +106,17 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-test: fmt vet staticcheck tidy test-deps test-clients
+# The Go tests and the other languages' unit tests run side by side (these
+# mostly wait on their fake servers and the JVM's start; -O keeps each one's
+# output together); the chaos test alone afterwards.
+test: fmt vet staticcheck tidy test-deps
+	$(MAKE) --no-print-directory -O -j2 test-go test-clients
+	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
+
+.PHONY: test-go
+test-go:
 	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
-	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
 
 # The other languages' clients (clients/): their own unit tests, each with
 # its language's own tools against a fake ticketd written in that language
