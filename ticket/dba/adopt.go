@@ -9,6 +9,7 @@ import (
 	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/grants"
+	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
@@ -143,6 +144,18 @@ func (f *adoptFound) read(ctx context.Context, cfg spec.Config, s *conn.Server, 
 		}
 		if len(max) == 1 {
 			f.maxID = max[0]
+		}
+		// The counter again, now after the largest id: the application may
+		// be taking tickets while the DBA adopts (a running pair), and a
+		// counter read before MAX(id) can trail an id taken in between.
+		// Read after it, a counter at or below the largest id is a real
+		// rewind.
+		counters, err := marks.ReadCounters(ctx, q, cfg.Database, []string{table})
+		if err != nil {
+			return err
+		}
+		if c, ok := counters[table]; ok {
+			f.shape.Counter = c
 		}
 	}
 	var names []string
