@@ -44,14 +44,17 @@ DB4_PORT   ?= 3310
 # Empty: what var/ was made with, else 2 (scripts/db.sh).
 SERVERS    ?=
 LISTEN     ?= 127.0.0.1:8080
-# Two packages at a time (most of a MariaDB test is waiting for a lease, a
-# deadline or a restart, and the deadlines the tests assert leave room for a
-# neighbour: measured, ticket and cmd/ticketd side by side take 3.4 min
-# instead of 5.3, and pass: they go first, the small packages fill in beside
-# them); the chaos test alone afterwards, as it loads both
-# cores and counts every failed request.
+# Most of a MariaDB test is waiting for a lease, a deadline or a restart, and
+# the deadlines the tests assert leave room for neighbours; the two packages
+# of MariaDB tests, ticket and cmd/ticketd (the longest by far, as each
+# package's tests run one after the other), run in two halves each, side by
+# side with the other packages (two at a time) and the other languages'
+# tests: test-go's five parts and test-clients' three, TEST_JOBS at a time.
+# The chaos test alone afterwards, as it loads both cores and counts every
+# failed request.
 GOFLAGS_TEST ?= -race -count=1 -timeout 9m
 TEST_PARALLEL ?= 2
+TEST_JOBS ?= 6
 
 export VAR SERVERS DB1_PORT DB2_PORT DB3_PORT DB4_PORT LISTEN
 
@@ -106,16 +109,29 @@ check: fmt vet staticcheck tidy short
 # prometheus), none of their services started; toxiproxy (the network-fault
 # tests) from the Go module proxy; an nginx binary unpacked into bin/nginx/
 # when none is installed.
-# The Go tests and the other languages' unit tests run side by side (these
-# mostly wait on their fake servers and the JVM's start; -O keeps each one's
-# output together); the chaos test alone afterwards.
+# The Go tests and the other languages' unit tests run side by side (-O
+# keeps each one's output together); the chaos test alone afterwards.
 test: fmt vet staticcheck tidy test-deps
-	$(MAKE) --no-print-directory -O -j2 test-go test-clients
+	$(MAKE) --no-print-directory -O -j$(TEST_JOBS) test-go test-clients
 	$(GO) test $(GOFLAGS_TEST) ./internal/chaos
 
-.PHONY: test-go
-test-go:
-	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) ./ticket ./cmd/ticketd \
+# test-go's parts: every test of ticket and cmd/ticketd in exactly one half
+# (-run and -skip of one pattern), every other package but the chaos test
+# in test-go-rest.
+TEST_HALF_ticket  = ^Test[A-M]
+TEST_HALF_ticketd = ^TestE2E[A-L]
+.PHONY: test-go test-go-ticket-1 test-go-ticket-2 test-go-ticketd-1 test-go-ticketd-2 test-go-rest
+test-go: test-go-ticket-1 test-go-ticket-2 test-go-ticketd-1 test-go-ticketd-2 test-go-rest
+test-go-ticket-1:
+	$(GO) test $(GOFLAGS_TEST) -run '$(TEST_HALF_ticket)' ./ticket
+test-go-ticket-2:
+	$(GO) test $(GOFLAGS_TEST) -skip '$(TEST_HALF_ticket)' ./ticket
+test-go-ticketd-1:
+	$(GO) test $(GOFLAGS_TEST) -run '$(TEST_HALF_ticketd)' ./cmd/ticketd
+test-go-ticketd-2:
+	$(GO) test $(GOFLAGS_TEST) -skip '$(TEST_HALF_ticketd)' ./cmd/ticketd
+test-go-rest:
+	$(GO) test $(GOFLAGS_TEST) -p $(TEST_PARALLEL) \
 		$$($(GO) list ./... | grep -vx -e ticketd/ticket -e ticketd/cmd/ticketd -e ticketd/internal/chaos)
 
 # The other languages' clients (clients/): their own unit tests, each with

@@ -259,10 +259,11 @@ func TestE2ELegacyContention(t *testing.T) {
 	}
 	alone1 := measure("mode 1, the application alone", false)
 	with1 := measure("mode 1, beside ticketd", true)
-	if with1.legacy.contention() == 0 {
-		// Deadlocks come by chance: a second window before calling the
-		// control failed.
-		with1 = measure("mode 1, beside ticketd (again)", true)
+	for try := 2; try <= 5 && with1.legacy.contention() == 0; try++ {
+		// Deadlocks come by chance, and more rarely on a loaded machine
+		// (make test runs other packages beside this one): up to five
+		// windows before calling the control failed.
+		with1 = measure(fmt.Sprintf("mode 1, beside ticketd (window %d)", try), true)
 	}
 	if os.Getenv("TICKETD_CONTENTION_OWN_STUB") != "" {
 		stop := ownStubLoad(t, dsns, 8)
