@@ -260,20 +260,8 @@ func TestE2EStrictTakeover(t *testing.T) {
 		t.Skip("starts MariaDB and ticketd")
 	}
 	p := mysqltest.StartPair(t)
-	args := []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
-		"-reserve", "30s", "-switch-headroom", "2s", "-max-wait", "30s"}
-	l, err := snowflake.ParseLayout("41/0/1/21")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.EpochMs = snowflake.TwitterEpochMs
-	partsOf := func(id int64) snowflake.Parts {
-		pt, err := l.Decompose(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pt
-	}
+	args := twoWorkerArgs("30s", "30s")
+	partsOf := twoWorkerParts(t)
 	first := startTicketd(t, p, args...)
 	startTicketd(t, p, args...) // holds the other worker ID
 	nextAddr := proctest.FreeAddr(t)
@@ -346,20 +334,8 @@ func TestE2EStrictFailoverFromAhead(t *testing.T) {
 		t.Skip("starts MariaDB and ticketd")
 	}
 	p := mysqltest.StartPair(t)
-	args := []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
-		"-reserve", "10s", "-switch-headroom", "2s", "-max-wait", "8s"}
-	l, err := snowflake.ParseLayout("41/0/1/21")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.EpochMs = snowflake.TwitterEpochMs
-	partsOf := func(id int64) snowflake.Parts {
-		pt, err := l.Decompose(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pt
-	}
+	args := twoWorkerArgs("10s", "8s")
+	partsOf := twoWorkerParts(t)
 	first := startTicketd(t, p, args...)
 	b := startTicketd(t, p, args...) // holds the other worker ID, on time
 	first.kill()                     // no release: the reservation stays
@@ -412,5 +388,29 @@ func TestE2EStrictFailoverFromAhead(t *testing.T) {
 	// after= before, when B took over.
 	if lead < 3*time.Second {
 		t.Fatalf("A's largest ID is %s past the clock at its kill, want over 3 s: the takeover did not put A ahead, and the test shows nothing", lead)
+	}
+}
+
+// twoWorkerArgs are the serve flags of a deployment of two worker IDs
+// (41/0/1/21) with short leases (a takeover 3 s after a kill), each renewal
+// reserving reserve ahead and a takeover accepted up to maxWait ahead.
+func twoWorkerArgs(reserve, maxWait string) []string {
+	return []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
+		"-reserve", reserve, "-switch-headroom", "2s", "-max-wait", maxWait}
+}
+
+// twoWorkerParts decomposes an ID of twoWorkerArgs' layout.
+func twoWorkerParts(t *testing.T) func(int64) snowflake.Parts {
+	l, err := snowflake.ParseLayout("41/0/1/21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.EpochMs = snowflake.TwitterEpochMs
+	return func(id int64) snowflake.Parts {
+		pt, err := l.Decompose(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pt
 	}
 }
