@@ -260,20 +260,8 @@ func TestE2EStrictTakeover(t *testing.T) {
 		t.Skip("starts MariaDB and ticketd")
 	}
 	p := mysqltest.StartPair(t)
-	args := []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
-		"-reserve", "30s", "-switch-headroom", "2s", "-max-wait", "30s"}
-	l, err := snowflake.ParseLayout("41/0/1/21")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.EpochMs = snowflake.TwitterEpochMs
-	partsOf := func(id int64) snowflake.Parts {
-		pt, err := l.Decompose(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pt
-	}
+	args := twoWorkerArgs("30s", "30s")
+	partsOf := twoWorkerParts(t)
 	first := startTicketd(t, p, args...)
 	startTicketd(t, p, args...) // holds the other worker ID
 	nextAddr := proctest.FreeAddr(t)
@@ -324,5 +312,105 @@ func TestE2EStrictTakeover(t *testing.T) {
 	if last.Worker != w || ahead < 2*time.Second {
 		t.Fatalf("the last ID is of worker %d, %s ahead of the clock; want worker %d over 2 s ahead (after='s bound is 1 s): the takeover did not happen as the test needs, and it shows nothing",
 			last.Worker, ahead, w)
+	}
+}
+
+// TestE2EStrictFailoverFromAhead: a client in strictly increasing mode
+// fails over from a ticketd that counts ahead of its clock to one that does
+// not. A deployment of two worker IDs (41/0/1/21), both held; the holder of
+// one is killed (its reservation, 10 s ahead, stays) and A, started with
+// -max-wait 8s, takes that worker ID over and counts up from the
+// reservation, about 7 s ahead of its clock. The client, endpoints A then B
+// (the holder of the other worker ID, on time), takes IDs from A; A is
+// killed mid-run, and every refill from B asks after= the largest ID of A,
+// seconds past B's clock, which B moves its generator past (its bound on
+// after= is 1 s plus its -max-wait, shared by the fleet): no call fails, no
+// ID repeats across A and B, every phase's calls are in order and every ID
+// from B is above every ID from A. (With a bound of 1 s, B answered 400
+// until its clock caught up with A's IDs, and every call meanwhile failed
+// with ErrRejected.)
+func TestE2EStrictFailoverFromAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MariaDB and ticketd")
+	}
+	p := mysqltest.StartPair(t)
+	args := twoWorkerArgs("10s", "8s")
+	partsOf := twoWorkerParts(t)
+	first := startTicketd(t, p, args...)
+	b := startTicketd(t, p, args...) // holds the other worker ID, on time
+	first.kill()                     // no release: the reservation stays
+	a := startTicketd(t, p, args...) // leases first's worker ID once its lease expires
+	strict := newClient(t, client.Config{Endpoints: []string{a.url(), b.url()}, StrictlyIncreasing: true})
+	served := func() uint64 { return strict.Stats().IDs.Served }
+
+	ld := startOrderLoad(strict, 4)
+	waitFor(t, "20,000 IDs from A", func() bool { return served() >= 20_000 })
+	a.kill()
+	killed := time.Now()
+	s0 := served()
+	waitFor(t, "50,000 IDs after A was killed", func() bool { return served() >= s0+50_000 })
+	calls, per := ld.finish()
+
+	failed := ld.failed.Load()
+	if failed != 0 {
+		t.Errorf("%d calls failed, want 0 (the client fails over within a call); first: %v", failed, ld.errs)
+	}
+	if bad, example := outOfOrder(calls); bad != 0 {
+		t.Errorf("%d calls out of order; the first: %s", bad, example)
+	}
+	var fromA, fromB []int64
+	seen := map[int64]bool{}
+	wa := partsOf(slices.MinFunc(calls, func(a, b timedCall) int { return cmp.Compare(a.start, b.start) }).ids[0]).Worker
+	for _, ids := range per {
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("ID %d handed out twice", id)
+			}
+			seen[id] = true
+			if partsOf(id).Worker == wa {
+				fromA = append(fromA, id)
+			} else {
+				fromB = append(fromB, id)
+			}
+		}
+	}
+	if len(fromA) == 0 || len(fromB) == 0 {
+		t.Fatalf("%d IDs from A's worker %d, %d from B's: want both", len(fromA), wa, len(fromB))
+	}
+	hiA, loB := slices.Max(fromA), slices.Min(fromB)
+	lead := time.UnixMilli(partsOf(hiA).UnixMs).Sub(killed)
+	t.Logf("%d calls, %d failed; %d IDs from A (worker %d), %d from B; A's largest %d is %s past the clock when A was killed, B's smallest %d; stats %+v",
+		len(calls), failed, len(fromA), wa, len(fromB), hiA, lead, loB, strict.Stats().IDs)
+	if loB <= hiA {
+		t.Errorf("an ID from B, %d, is at or below one from A, %d", loB, hiA)
+	}
+	// What makes the test: A's last IDs were well past the 1 s that bounded
+	// after= before, when B took over.
+	if lead < 3*time.Second {
+		t.Fatalf("A's largest ID is %s past the clock at its kill, want over 3 s: the takeover did not put A ahead, and the test shows nothing", lead)
+	}
+}
+
+// twoWorkerArgs are the serve flags of a deployment of two worker IDs
+// (41/0/1/21) with short leases (a takeover 3 s after a kill), each renewal
+// reserving reserve ahead and a takeover accepted up to maxWait ahead.
+func twoWorkerArgs(reserve, maxWait string) []string {
+	return []string{"-layout", "41/0/1/21", "-call-timeout", "200ms", "-lease-ttl", "3s", "-renew-every", "300ms",
+		"-reserve", reserve, "-switch-headroom", "2s", "-max-wait", maxWait}
+}
+
+// twoWorkerParts decomposes an ID of twoWorkerArgs' layout.
+func twoWorkerParts(t *testing.T) func(int64) snowflake.Parts {
+	l, err := snowflake.ParseLayout("41/0/1/21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.EpochMs = snowflake.TwitterEpochMs
+	return func(id int64) snowflake.Parts {
+		pt, err := l.Decompose(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pt
 	}
 }

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -70,14 +71,14 @@ func TestAfter(t *testing.T) {
 }
 
 // TestAfterBad: an after that is not an ID, is below the deployment's
-// smallest ID, or lies more than MaxAfterAhead past the clock is a 400 JSON
-// error at once, and nothing is issued.
+// smallest ID, or lies more than MaxAfterAhead plus the default AfterLead
+// past the clock is a 400 JSON error at once, and nothing is issued.
 func TestAfterBad(t *testing.T) {
 	cfg := testConfig()
 	cfg.FallbackCeiling, _ = cfg.Layout.MinIDAt(time.Now().Add(-time.Hour).UnixMilli())
 	ids := newFakeIDs()
 	h := start(t, cfg, ids, nil)
-	far := idAhead(t, 2*time.Second)
+	far := idAhead(t, MaxAfterAhead+worker.DefaultMaxWait+time.Second)
 	for _, tt := range []struct{ after, want string }{
 		{"", "not an ID"},
 		{"0", "not an ID"},
@@ -113,11 +114,13 @@ func TestAfterBad(t *testing.T) {
 // ahead of the wall clock after a takeover of a worker ID reserved ahead:
 // an ID at the generator's time is answered, one more than MaxAfterAhead
 // past it is not, and an ID within the wall clock's bound does not ask for
-// the generator's time at all.
+// the generator's time at all. (No AfterLead here: TestAfterLead adds it.)
 func TestAfterGeneratorAhead(t *testing.T) {
 	ids := newFakeIDs()
 	ids.timeMs = time.Now().Add(30 * time.Second).UnixMilli()
-	h := start(t, testConfig(), ids, nil)
+	cfg := testConfig()
+	cfg.AfterLead = worker.NoMaxWait
+	h := start(t, cfg, ids, nil)
 	for _, tt := range []struct {
 		name  string
 		ahead time.Duration
@@ -156,6 +159,75 @@ func TestAfterGeneratorAhead(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestAfterLead: an after= ID (or a public form) from another ticketd that
+// counts ahead of its clock after a takeover, up to its -max-wait, is
+// answered by a ticketd at its own clock: the bound is MaxAfterAhead plus
+// AfterLead (the default lead, -max-wait's 5 s, when zero; none with
+// NoMaxWait). Just within: 200 and an ID above it, for /v1/id, /v1/ids and
+// from=public; beyond: 400 saying how far past and what the bound is made of.
+func TestAfterLead(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lead time.Duration // Config.AfterLead
+		want time.Duration // the bound
+		says string
+	}{
+		{"default", 0, 6 * time.Second, "(at most 6s: 1s plus -max-wait 5s)"},
+		{"-max-wait 8s", 8 * time.Second, 9 * time.Second, "(at most 9s: 1s plus -max-wait 8s)"},
+		{"-max-wait 0", worker.NoMaxWait, time.Second, "(at most 1s: 1s plus -max-wait 0s)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := publicConfig(t, testKeyHex)
+			cfg.AfterLead = tt.lead
+			ids := newFakeIDs() // its generator's time (0) is behind the clock
+			h := start(t, cfg, ids, nil)
+			ring := testRing(t, testKeyHex)
+			for _, c := range []struct {
+				ahead time.Duration
+				ok    bool
+			}{{tt.want - 300*time.Millisecond, true}, {tt.want + 500*time.Millisecond, false}} {
+				x := idAhead(t, c.ahead)
+				for _, path := range []string{"/v1/id?after=", "/v1/ids?n=3&after="} {
+					r := h.get(t, path+strconv.FormatInt(x, 10))
+					if !c.ok {
+						if msg := r.errorMessage(t); r.status != 400 || !strings.Contains(msg, "past this ticketd's clock "+tt.says) {
+							t.Errorf("%s%d, %s past the clock: got %d %q, want 400 saying %q", path, x, c.ahead, r.status, r.body, tt.says)
+						}
+						continue
+					}
+					fields := strings.Fields(r.body)
+					if r.status != 200 || len(fields) == 0 {
+						t.Fatalf("%s%d, %s past the clock: got %d %q, want 200", path, x, c.ahead, r.status, r.body)
+					}
+					for _, f := range fields {
+						if id, _ := strconv.ParseInt(f, 10, 64); id <= x {
+							t.Errorf("%s%d: ID %d is not above it", path, x, id)
+						}
+					}
+				}
+				form, _ := ring.Public(x)
+				r := h.get(t, fmt.Sprintf("/v1/ids/%d?from=public", form))
+				if got := r.status == 200; got != c.ok {
+					t.Errorf("from=public of an ID %s past the clock: got %d %q, want 200: %v", c.ahead, r.status, r.body, c.ok)
+				}
+			}
+		})
+	}
+}
+
+// TestAfterLeadBounds: Validate refuses an AfterLead above MaxAfterLead.
+func TestAfterLeadBounds(t *testing.T) {
+	cfg := testConfig()
+	cfg.AfterLead = MaxAfterLead
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("AfterLead %v: %v", cfg.AfterLead, err)
+	}
+	cfg.AfterLead = MaxAfterLead + time.Millisecond
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "AfterLead") {
+		t.Fatalf("AfterLead %v: got %v, want ErrInvalidConfig naming AfterLead", cfg.AfterLead, err)
 	}
 }
 

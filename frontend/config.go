@@ -11,6 +11,7 @@ import (
 	"ticketd/peers"
 	"ticketd/publicid"
 	"ticketd/snowflake"
+	"ticketd/worker"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these, so
@@ -167,9 +168,18 @@ type Config struct {
 	Peers *peers.Store
 	// Clock is this ticketd's clock, which bounds, with the generator's
 	// time (IDs.Time), how far ahead an after= ID or a decoded public form
-	// may be (MaxAfterAhead). Zero: the system clock (the time fasthttp read
+	// may be (MaxAfterAhead, AfterLead). Zero: the system clock (the time fasthttp read
 	// for the request).
 	Clock snowflake.Clock
+	// AfterLead is the lead a ticketd of the deployment may have over its
+	// clock after taking over a worker ID reserved ahead: the keeper's
+	// MaxWait (-max-wait), which every ticketd of a deployment should share.
+	// An after= ID or a decoded public form may be up to MaxAfterAhead plus
+	// AfterLead past this ticketd's time (after.go), so that a caller who
+	// got an ID from such a ticketd is not refused by another. At most
+	// MaxAfterLead. Zero: worker.DefaultMaxWait (5 s), as the keeper's zero
+	// MaxWait; negative (worker.NoMaxWait): no lead.
+	AfterLead time.Duration
 }
 
 // DefaultConfig returns the defaults filled in: Twitter's layout, batches of
@@ -204,6 +214,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxConns, DefaultMaxConns)
 	setInt(&c.MaxConnsPerIP, DefaultMaxConnsPerIP)
 	setInt(&c.ConnsPerIPv6Prefix, DefaultConnsPerIPv6Prefix)
+	setDur(&c.AfterLead, worker.DefaultMaxWait)
 	return c
 }
 
@@ -248,6 +259,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnsPerIPv6Prefix < MinConnsPerIPv6Prefix || c.ConnsPerIPv6Prefix > MaxConnsPerIPv6Prefix {
 		bad("ConnsPerIPv6Prefix %d outside [%d, %d]", c.ConnsPerIPv6Prefix, MinConnsPerIPv6Prefix, MaxConnsPerIPv6Prefix)
+	}
+	if c.AfterLead > MaxAfterLead {
+		bad("AfterLead %v above %v", c.AfterLead, MaxAfterLead)
 	}
 	if t := c.TLS; t != nil {
 		switch {

@@ -24,6 +24,7 @@ func TestDefaultConfigValid(t *testing.T) {
 		RequestTimeout: DefaultRequestTimeout, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
 		IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxConns: DefaultMaxConns,
 		MaxConnsPerIP: DefaultMaxConnsPerIP, ConnsPerIPv6Prefix: DefaultConnsPerIPv6Prefix,
+		AfterLead: worker.DefaultMaxWait,
 	}
 	if got := DefaultConfig(); got != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", got, want)

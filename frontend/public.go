@@ -55,8 +55,9 @@ type alsoDecod struct {
 
 // handleFromPublic decodes a public form. A form that no key of the ring
 // turns into an ID this deployment could have issued (at or above its
-// smallest snowflake ID, its time at most MaxAfterAhead past this ticketd's
-// time, as for after=) is a 400: nothing this deployment issued has it.
+// smallest snowflake ID, its time at most MaxAfterAhead plus AfterLead past
+// this ticketd's time, as for after=) is a 400: nothing this deployment
+// issued has it.
 func (s *Server) handleFromPublic(ctx *fasthttp.RequestCtx, seg []byte) {
 	if s.cfg.IDKeys == nil {
 		fail(ctx, fasthttp.StatusBadRequest, errNoKeys)

@@ -31,8 +31,8 @@ import (
 // (worker.Keeper.Time): no ID issued so far is later, and it runs ahead of
 // the wall clock while the generator does (counting up from a previous
 // holder's reservation, or past a wall clock stepped back). An after= ID or
-// a decoded public form may be up to MaxAfterAhead past the later of Time
-// and the wall clock. Time is asked only of an ID past the wall clock's
+// a decoded public form may be up to MaxAfterAhead plus Config.AfterLead
+// past the later of Time and the wall clock. Time is asked only of an ID past the wall clock's
 // bound; it must not wait and should not allocate (0: the wall clock alone
 // bounds them).
 type IDs interface {
@@ -115,6 +115,11 @@ type Server struct {
 	tokensMu sync.Mutex
 	// timeShift is the layout's: an ID's time is id >> timeShift + epoch.
 	timeShift uint
+	// afterLead is Config.AfterLead (0 for none), afterBound MaxAfterAhead
+	// plus it: how far past this ticketd's time an after= ID may be
+	// (after.go); afterBoundMs the same in ms, for the hot path.
+	afterLead, afterBound time.Duration
+	afterBoundMs          int64
 }
 
 // workerIdle: how long an idle fasthttp worker goroutine lives, and so how
@@ -156,6 +161,9 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.warn.Declare(slog.LevelError, errorKinds...)
 	s.events.Declare(slog.LevelInfo, kindUnauthorized, kindForbidden, kindOverQuota, kindTinyidRefused)
 	s.timeShift = cfg.Layout.SequenceBits + cfg.Layout.WorkerBits + cfg.Layout.DatacenterBits
+	s.afterLead = max(cfg.AfterLead, 0)
+	s.afterBound = MaxAfterAhead + s.afterLead
+	s.afterBoundMs = s.afterBound.Milliseconds()
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(cfg, backendCollector{s})
 	if cfg.Tokens != nil {

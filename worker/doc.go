@@ -7,7 +7,10 @@
 //  1. Renew the lease with a reservation Reserve ahead of the generator's
 //     clock. Only when the owning server confirms it does the generator's fence
 //     move forward to it: the fence is always a reservation the server holds,
-//     so no later holder of the worker ID can issue the same timestamps.
+//     so no later holder of the worker ID can issue the same timestamps. A
+//     request for an ID above one past the fence (NextAfterWait: another
+//     ticketd's, counting ahead after a takeover) renews at once, Reserve
+//     past that ID, and waits for it (extend.go).
 //  2. If the renewal finds another holder, or the row rewound by a restore
 //     (the lease was lost), stop the generator at once: another holder may
 //     exist. Then switch to the standby lease if one is held, or acquire a

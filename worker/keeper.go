@@ -127,6 +127,11 @@ type Keeper struct {
 	started   atomic.Bool // Run has started the loops
 	loops     sync.WaitGroup
 	kick      chan struct{} // capacity loop → renewal loop: a worker ID may have freed up
+	// extend: a request asks the renewal loop for an early renewal, past
+	// wantMs (Unix ms); triedMs is the largest wantMs a renewal ended for
+	// (extend.go).
+	extend          chan struct{}
+	wantMs, triedMs atomic.Int64
 
 	capMu sync.Mutex // guards capState (capacity.go)
 	capState
@@ -159,7 +164,7 @@ func New(cfg Config, leaser Leaser) (*Keeper, error) {
 		return nil, err
 	}
 	k := &Keeper{cfg: cfg, leaser: leaser, log: cfg.Logger, lastMs: cfg.FloorMs - 1, shortFrom: -1,
-		lk: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+		lk: make(chan struct{}, 1), kick: make(chan struct{}, 1), extend: make(chan struct{}, 1)}
 	k.rot, _ = leaser.(Rotation)
 	k.rewinds, _ = leaser.(RewindWatcher)
 	k.counter, _ = leaser.(HeldCounter)
@@ -439,6 +444,8 @@ func (k *Keeper) loop() {
 			k.tick()
 		case <-k.kick:
 			k.retryShort()
+		case <-k.extend:
+			k.extendTick()
 		}
 	}
 }

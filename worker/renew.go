@@ -33,9 +33,18 @@ func (k *Keeper) tick() {
 	if g == nil {
 		return // Close has stopped it
 	}
+	k.renewLocked(g)
+}
+
+// renewLocked renews the lease g issues with, and acts on the verdict: move
+// the fence, or stop at once on a lost lease, or switch when a failing
+// server leaves too little headroom.
+func (k *Keeper) renewLocked(g *snowflake.Generator) {
 	ctx, cancel := context.WithTimeout(k.life, k.cfg.LeaseOpTimeout)
-	l, err := k.leaser.RenewWorker(ctx, k.lease, g.Now()+k.cfg.Reserve.Milliseconds(), k.cfg.TTL)
+	from, want := k.reserveFrom(g)
+	l, err := k.leaser.RenewWorker(ctx, k.lease, from+k.cfg.Reserve.Milliseconds(), k.cfg.TTL)
 	cancel()
+	defer k.triedFor(want) // after SetFence below (extend.go)
 	switch {
 	case err == nil:
 		k.lease, k.renewAt, k.failing = l, time.Now(), false

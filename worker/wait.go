@@ -47,7 +47,7 @@ func (k *Keeper) NextWait(deadline time.Time) (int64, error) {
 		}
 	}
 	var id int64
-	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
+	err := k.await(deadline, 0, func(g *snowflake.Generator) (err error) {
 		id, err = g.Next()
 		return err
 	})
@@ -64,7 +64,7 @@ func (k *Keeper) NextAfterWait(after int64, deadline time.Time) (int64, error) {
 		}
 	}
 	var id int64
-	err := k.await(deadline, func(g *snowflake.Generator) (err error) {
+	err := k.await(deadline, k.needFor(after), func(g *snowflake.Generator) (err error) {
 		id, err = g.NextAfter(after)
 		return err
 	})
@@ -90,7 +90,7 @@ func (k *Keeper) NextNAfterWait(dst []int64, after int64, deadline time.Time) (i
 		}
 	}
 	filled := 0
-	err := k.await(deadline, func(g *snowflake.Generator) error {
+	err := k.await(deadline, k.needFor(after), func(g *snowflake.Generator) error {
 		var n int
 		var err error
 		if filled == 0 {
@@ -123,7 +123,7 @@ func (k *Keeper) NextNWait(dst []int64, deadline time.Time) (int, error) {
 			return filled, err
 		}
 	}
-	err := k.await(deadline, func(g *snowflake.Generator) error {
+	err := k.await(deadline, 0, func(g *snowflake.Generator) error {
 		n, err := g.NextN(dst[filled:])
 		filled += n
 		return err
@@ -132,8 +132,10 @@ func (k *Keeper) NextNWait(dst []int64, deadline time.Time) (int, error) {
 }
 
 // await runs try on the current generator until it succeeds, or no
-// replacement is coming, or deadline passes.
-func (k *Keeper) await(deadline time.Time, try func(*snowflake.Generator) error) error {
+// replacement is coming, or deadline passes. need, when not 0, is the
+// timestamp (Unix ms) an after= call needs the fence past: a generator
+// fenced below it is renewed early, and await waits for that (extend.go).
+func (k *Keeper) await(deadline time.Time, need int64, try func(*snowflake.Generator) error) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -144,18 +146,24 @@ func (k *Keeper) await(deadline time.Time, try func(*snowflake.Generator) error)
 		wake := *k.wake.Load() // before looking: a change after this closes it
 		g := k.gen.Load()
 		err := ErrNoWorker
+		extending := false
 		if g != nil {
+			fence := g.Fence()
 			if err = try(g); err == nil {
 				return nil
 			}
 			if !errors.Is(err, snowflake.ErrStopped) && !errors.Is(err, snowflake.ErrFenced) {
 				return err // the end of the layout's life, a clock before the epoch: no wait helps
 			}
+			var retry bool
+			if retry, extending = k.extendFor(g, err, fence, need); retry {
+				continue
+			}
 		}
 		if k.closing.Load() {
 			return fmt.Errorf("%w: %w", ErrNoWorker, ErrClosed)
 		}
-		if !k.pending.Load() {
+		if !k.pending.Load() && !extending {
 			// A replacement stored just before pending was cleared: use it.
 			if k.gen.Load() != g {
 				continue

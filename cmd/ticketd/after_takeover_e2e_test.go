@@ -21,8 +21,10 @@ import (
 // counts up from the reservation, 27 s ahead of its clock. It answers
 // after= with its own last ID (200, and IDs above it, single and batched),
 // after= an ID 500 ms past its last one, and from=public with the form of
-// its own ID; it still refuses an ID 5 s past its generator's time (a
-// forged ID), and so does the other ticketd, whose generator is not ahead.
+// its own ID; so does the other ticketd, whose generator is not ahead (the
+// bound is 1 s plus -max-wait past a ticketd's time: a client failing over
+// from the new ticketd to it). Both still refuse an ID 5 s past that bound
+// (a forged ID).
 func TestE2EAfterTakeover(t *testing.T) {
 	p := mysqltest.StartPair(t)
 	keys, _, _ := writeKeyFile(t, 1)
@@ -89,7 +91,8 @@ func TestE2EAfterTakeover(t *testing.T) {
 	}
 
 	// IDs of another worker past its last one: 500 ms is within the bound
-	// (the generator moves forward), 5 s is not.
+	// (the generator moves forward), 5 s past the bound (1 s plus
+	// -max-wait 30s) is not.
 	past := func(d time.Duration) int64 {
 		id, err := l.Compose(snowflake.Parts{UnixMs: timeOf(last).Add(d).UnixMilli(), Worker: 1 - w})
 		if err != nil {
@@ -97,7 +100,7 @@ func TestE2EAfterTakeover(t *testing.T) {
 		}
 		return id
 	}
-	near, forged := past(500*time.Millisecond), past(5*time.Second)
+	near, forged := past(500*time.Millisecond), past(36*time.Second)
 	status, body = get(took, "/v1/id?after="+strconv.FormatInt(near, 10))
 	if id, _ := strconv.ParseInt(body, 10, 64); status != 200 || id <= near {
 		t.Fatalf("after= an ID 500 ms past its last: got %d %q, want 200 and an ID above it", status, body)
@@ -105,10 +108,16 @@ func TestE2EAfterTakeover(t *testing.T) {
 	for _, tt := range []struct {
 		d    *daemon
 		says string
-	}{{took, "s past its generator's (at most 1s)"}, {other, "past this ticketd's clock (at most 1s)"}} {
+	}{{took, "s past its generator's (at most 31s: 1s plus -max-wait 30s)"}, {other, "past this ticketd's clock (at most 31s: 1s plus -max-wait 30s)"}} {
 		status, body = get(tt.d, "/v1/id?after="+strconv.FormatInt(forged, 10))
 		if status != 400 || !strings.Contains(body, tt.says) {
-			t.Errorf("ticketd %s, after= an ID 5 s past the new ticketd's last: got %d %q, want 400 saying %q", tt.d.addr, status, body, tt.says)
+			t.Errorf("ticketd %s, after= an ID 36 s past the new ticketd's last: got %d %q, want 400 saying %q", tt.d.addr, status, body, tt.says)
 		}
+	}
+	// The other ticketd, at its clock, answers after= the new ticketd's
+	// last ID, over 20 s past its clock: a client failing over.
+	status, body = get(other, "/v1/id?after="+strconv.FormatInt(last, 10))
+	if id, _ := strconv.ParseInt(body, 10, 64); status != 200 || id <= last {
+		t.Fatalf("the other ticketd, after=%d (%s past its clock): got %d %q, want 200 and an ID above it", last, time.Until(timeOf(last)), status, body)
 	}
 }

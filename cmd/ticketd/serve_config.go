@@ -332,6 +332,9 @@ func (c *serveConfig) frontendConfig(o serveOptions, calls *frontend.CallDuratio
 	// Public forms (keys).
 	c.frontend.IDKeys = c.idKeys
 	c.frontend.Clock = c.clock
+	// after= accepts IDs of a ticketd that took over a worker ID reserved
+	// ahead: up to -max-wait ahead of its clock (docs/api.md).
+	c.frontend.AfterLead = c.keeper.MaxWait
 	if err := c.frontend.Validate(); err != nil {
 		return usagef("-max-batch/-max-ticket-batch/-request-timeout/-max-conns/-max-conns-per-ip/-idle-timeout: %v", err)
 	}
