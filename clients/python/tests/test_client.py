@@ -29,6 +29,10 @@ def wait_until(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> No
         time.sleep(0.005)
 
 
+def client_threads() -> List[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("ticketd-")]
+
+
 class Base(unittest.TestCase):
     def fake(self, **kw: object) -> FakeTicketd:
         f = FakeTicketd(**kw)  # type: ignore[arg-type]
@@ -114,6 +118,43 @@ class TestBuffer(Base):
         self.assertEqual(cm.exception.status, 404)
         self.assertEqual(f.count("/v1/tickets/Orders"), 0)
 
+    def test_many_sequences_share_a_few_threads(self) -> None:
+        f = self.fake()
+        f.set(any_sequence=True)
+        c = self.client([f.url])
+        names = ["s%d" % i for i in range(200)]
+        got: dict = {}
+
+        def work(k: int) -> None:
+            for name in names[k::4]:
+                got[name] = c.tickets(name, 3, timeout=10)
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(sorted(got), sorted(names))
+        for name, vals in got.items():
+            self.assertEqual(len(set(vals)), 3, name)
+        threads = client_threads()
+        # The IDs' refill thread, the prober, and the sequences' shared refill threads.
+        self.assertLessEqual(len(threads), 2 + tc._client.SEQUENCE_REFILLS, threads)
+
+    def test_a_slow_sequence_does_not_hold_up_the_others(self) -> None:
+        f = self.fake()
+        f.set(any_sequence=True, hang=3.0, hang_paths=("/v1/tickets/slow",))
+        c = self.client([f.url], max_age=5.0, call_timeout=4.0)
+        slow = threading.Thread(target=lambda: self.assertRaises(tc.ClosedError, c.ticket, "slow", 10))
+        slow.start()
+        wait_until("the slow request", lambda: f.count("/v1/tickets/slow") > 0)
+        start = time.monotonic()
+        c.ticket("orders", timeout=2)
+        took = time.monotonic() - start
+        c.close()
+        slow.join()
+        self.assertLess(took, 1.0, "a sequence waited behind a slow one")
+
 
 class TestFailover(Base):
     def test_skips_a_failing_endpoint_and_rejoins(self) -> None:
@@ -180,6 +221,19 @@ class TestFailover(Base):
         f.set(status=200)
         self.assertGreater(c.next(timeout=10), 0)
 
+    def test_sequence_over_quota_is_paced(self) -> None:
+        f = self.fake()
+        f.set(seq_status=429, retry_after="1")
+        c = self.client([f.url])
+        with self.assertRaises(tc.DeadlineError):
+            c.ticket("orders", timeout=0.3)
+        n = f.count("/v1/tickets/orders")
+        time.sleep(0.3)
+        self.assertEqual(f.count("/v1/tickets/orders"), n, "asked again before Retry-After")
+        f.set(seq_status=200)
+        self.assertGreater(c.ticket("orders", timeout=10), 0)
+        self.assertGreaterEqual(c.stats()["sequences"]["orders"]["throttled"], 1)
+
     def test_sequence_503_keeps_the_endpoint_for_ids(self) -> None:
         f = self.fake()
         c = self.client([f.url], call_timeout=0.2, max_age=0.5)
@@ -241,8 +295,7 @@ class TestClose(Base):
         self.assertLess(time.monotonic() - start, 1.5, "close waited for a request in flight")
         t.join(5)
         self.assertTrue(waiter and isinstance(waiter[0], tc.ClosedError), waiter)
-        left = [t.name for t in threading.enumerate() if t.name.startswith("ticketd-")]
-        self.assertEqual(left, [], "threads of the client alive after close")
+        self.assertEqual(client_threads(), [], "threads of the client alive after close")
         with self.assertRaises(tc.ClosedError):
             c.next()
         with self.assertRaises(tc.ClosedError):
