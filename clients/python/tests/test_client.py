@@ -106,6 +106,22 @@ class TestBuffer(Base):
             old = max(old, int(age * 1000))
         self.assertGreater(c.stats()["ids"]["dropped_by_age"], 0, "no ID aged out: the test shows nothing")
 
+    def test_max_age_counts_from_the_request(self) -> None:
+        """Age runs from when the refill was sent, not from when its answer
+        arrived: with a slow answer, the two differ by the answer's delay."""
+        f = self.fake()
+        max_age, delay = 0.5, 0.3
+        f.set(hang=delay)
+        c = self.client([f.url], max_age=max_age, call_timeout=max_age, min_batch=1000, max_batch=1000)
+        first = c.next(timeout=10)
+        # Past max_age since the first batch was asked for (the fake saw the
+        # request after the client sent it), not since it arrived.
+        time.sleep(max(0.0, f.issued[first] + max_age + 0.05 - time.monotonic()))
+        v = c.next(timeout=10)
+        age = time.monotonic() - f.issued[v]
+        self.assertLess(age, max_age, "ID %d handed out %.3f s after its request (its answer took %.1f s)" % (v, age, delay))
+        self.assertGreater(c.stats()["ids"]["dropped_by_age"], 0)
+
     def test_sequences(self) -> None:
         f = self.fake()
         c = self.client([f.url])
