@@ -4,6 +4,7 @@ python3 -m unittest discover -s clients/python/tests (with src on the path)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -318,12 +319,63 @@ class TestClose(Base):
             c.ticket("orders")
         c.close()
 
+    def test_close_aborts_a_connect(self) -> None:
+        """An endpoint whose listen queue is full drops the SYN: the refill's
+        connect would wait for its call timeout (10 s); close does not."""
+        if not os.path.exists("/proc/net/tcp"):
+            self.skipTest("needs Linux: a full listen queue drops SYNs, /proc/net/tcp shows them")
+        lst = socket.socket()
+        self.addCleanup(lst.close)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(0)
+        port = lst.getsockname()[1]
+        filler = socket.create_connection(("127.0.0.1", port), timeout=5)  # the queue's only place
+        self.addCleanup(filler.close)
+        c = tc.Client(["http://127.0.0.1:%d" % port], max_age=30.0, call_timeout=10.0)
+        self.addCleanup(c.close)
+        wait_until("the client's SYN", lambda: syn_sent(port))
+        start = time.monotonic()
+        c.close()
+        took = time.monotonic() - start
+        self.assertLess(took, 2.0, "close waited %.1f s for a connect" % took)
+        self.assertEqual(client_threads(), [], "threads of the client alive after close")
+
+    def test_close_aborts_a_tls_handshake(self) -> None:
+        """An endpoint that accepts TCP and never answers the TLS ClientHello."""
+        lst = socket.socket()
+        self.addCleanup(lst.close)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(8)
+        lst.settimeout(10)
+        c = tc.Client(["https://127.0.0.1:%d" % lst.getsockname()[1]], max_age=30.0, call_timeout=10.0)
+        self.addCleanup(c.close)
+        conn, _ = lst.accept()
+        self.addCleanup(conn.close)
+        conn.settimeout(10)
+        self.assertTrue(conn.recv(1), "no ClientHello")  # the client now waits for the server's answer
+        start = time.monotonic()
+        c.close()
+        took = time.monotonic() - start
+        self.assertLess(took, 2.0, "close waited %.1f s for a TLS handshake" % took)
+        self.assertEqual(client_threads(), [], "threads of the client alive after close")
+
     def test_context_manager(self) -> None:
         f = self.fake()
         with tc.Client([f.url]) as c:
             c.next(timeout=10)
         with self.assertRaises(tc.ClosedError):
             c.next()
+
+
+def syn_sent(port: int) -> bool:
+    """Whether a connection to 127.0.0.1:port waits in SYN_SENT."""
+    want = "0100007F:%04X" % port
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[2] == want and fields[3] == "02":
+                return True
+    return False
 
 
 class TestExitWithoutClose(Base):

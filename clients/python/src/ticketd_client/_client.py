@@ -437,6 +437,7 @@ class Client:
             with s.lock:
                 s.segs.clear()
                 s.buffered = 0
+        self._tr.release()
 
     # --- endpoints ---------------------------------------------------------
 
