@@ -97,6 +97,39 @@ test('IDs older than maxAge are dropped', async () => {
   }
 });
 
+test('IDs age from the request that fetched them, not from its answer', async () => {
+  // With a slow answer, the two differ by the answer's delay.
+  const maxAge = 500;
+  const delay = 300;
+  const f = await FakeTicketd.start(A);
+  f.delayMs = delay;
+  const c = new Client({ endpoints: [f.url], maxAge, callTimeout: maxAge, minBatch: 1000, maxBatch: 1000 });
+  try {
+    const first = await c.next();
+    // Past maxAge since the first batch was asked for (the fake saw the
+    // request after the client sent it), not since it arrived.
+    await sleep(Math.max(0, askedAt(f, first) + maxAge + 50 - performance.now()));
+    const v = await c.next();
+    const age = performance.now() - askedAt(f, v);
+    assert.ok(age < maxAge, `ID ${v} handed out ${age.toFixed(0)} ms after its request (its answer took ${delay} ms), want under maxAge ${maxAge} ms`);
+    assert.ok(c.stats().ids.droppedByAge > 0, 'no ID dropped for age');
+  } finally {
+    await c.close();
+    await f.close();
+  }
+});
+
+/** When the fake saw the request that fetched id (its IDs start at A and follow one another). */
+function askedAt(f, id) {
+  let first = A;
+  for (const r of f.valueRequests()) {
+    if (r.path !== '/v1/ids') continue;
+    if (id < first + BigInt(r.n)) return r.at;
+    first += BigInt(r.n);
+  }
+  throw new Error(`no request fetched ${id}`);
+}
+
 test('a client in use is refreshed before its IDs expire', async () => {
   const f = await FakeTicketd.start(A);
   const c = new Client({ endpoints: [f.url], maxAge: 200, minBatch: 1000, maxBatch: 1000 });

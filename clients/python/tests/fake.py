@@ -14,9 +14,12 @@ from urllib.parse import parse_qs, urlsplit
 
 class FakeTicketd:
     """One endpoint. IDs start at first and increase by one; sequences
-    start at seq_first. Faults: status (answer every request for values
-    with it), seq_status (every request for a sequence's values), hang (hold answers that long), ready (/readyz status), token
-    (required), short (answer one value less than asked)."""
+    start at seq_first; any_sequence serves every name, not only "orders".
+    Faults: status (answer every request for values with it), seq_status
+    (every request for a sequence's values), hang (hold answers that long),
+    hang_paths (hold only answers whose path starts with one of these),
+    ready (/readyz status), token (required), short (answer one value less
+    than asked)."""
 
     def __init__(self, first: int = 1 << 40, seq_first: int = 1 << 30) -> None:
         self.lock = threading.Lock()
@@ -25,6 +28,8 @@ class FakeTicketd:
         self.status = 200
         self.seq_status = 200  # the same, for sequences only
         self.hang = 0.0
+        self.hang_paths: Tuple[str, ...] = ()
+        self.any_sequence = False
         self.ready = 200
         self.token = ""
         self.short = False
@@ -77,7 +82,7 @@ class FakeTicketd:
         if u.path == "/readyz":
             self.answer(h, ready, b"ok" if ready == 200 else b'{"error":"not ready"}', "text/plain")
             return
-        if hang:
+        if hang and (not self.hang_paths or u.path.startswith(self.hang_paths)):
             time.sleep(hang)
         if token and h.headers.get("Authorization") != "Bearer " + token:
             self.error(h, 401, "no valid token", {"WWW-Authenticate": 'Bearer realm="ticketd"'})
@@ -100,6 +105,8 @@ class FakeTicketd:
                     self.issued[v] = now
             elif u.path.startswith("/v1/tickets/"):
                 name = u.path[len("/v1/tickets/"):]
+                if name not in self.next_seq and self.any_sequence:
+                    self.next_seq[name] = 1
                 if name not in self.next_seq:
                     self.error(h, 404, "no sequence %s" % name)
                     return

@@ -4,6 +4,7 @@ python3 -m unittest discover -s clients/python/tests (with src on the path)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,10 @@ def wait_until(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError("%s: not within %s s" % (what, timeout))
         time.sleep(0.005)
+
+
+def client_threads() -> List[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("ticketd-")]
 
 
 class Base(unittest.TestCase):
@@ -102,6 +107,22 @@ class TestBuffer(Base):
             old = max(old, int(age * 1000))
         self.assertGreater(c.stats()["ids"]["dropped_by_age"], 0, "no ID aged out: the test shows nothing")
 
+    def test_max_age_counts_from_the_request(self) -> None:
+        """Age runs from when the refill was sent, not from when its answer
+        arrived: with a slow answer, the two differ by the answer's delay."""
+        f = self.fake()
+        max_age, delay = 0.5, 0.3
+        f.set(hang=delay)
+        c = self.client([f.url], max_age=max_age, call_timeout=max_age, min_batch=1000, max_batch=1000)
+        first = c.next(timeout=10)
+        # Past max_age since the first batch was asked for (the fake saw the
+        # request after the client sent it), not since it arrived.
+        time.sleep(max(0.0, f.issued[first] + max_age + 0.05 - time.monotonic()))
+        v = c.next(timeout=10)
+        age = time.monotonic() - f.issued[v]
+        self.assertLess(age, max_age, "ID %d handed out %.3f s after its request (its answer took %.1f s)" % (v, age, delay))
+        self.assertGreater(c.stats()["ids"]["dropped_by_age"], 0)
+
     def test_sequences(self) -> None:
         f = self.fake()
         c = self.client([f.url])
@@ -113,6 +134,43 @@ class TestBuffer(Base):
             c.ticket("nothing_here", timeout=10)
         self.assertEqual(cm.exception.status, 404)
         self.assertEqual(f.count("/v1/tickets/Orders"), 0)
+
+    def test_many_sequences_share_a_few_threads(self) -> None:
+        f = self.fake()
+        f.set(any_sequence=True)
+        c = self.client([f.url])
+        names = ["s%d" % i for i in range(200)]
+        got: dict = {}
+
+        def work(k: int) -> None:
+            for name in names[k::4]:
+                got[name] = c.tickets(name, 3, timeout=10)
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(sorted(got), sorted(names))
+        for name, vals in got.items():
+            self.assertEqual(len(set(vals)), 3, name)
+        threads = client_threads()
+        # The IDs' refill thread, the prober, and the sequences' shared refill threads.
+        self.assertLessEqual(len(threads), 2 + tc._client.SEQUENCE_REFILLS, threads)
+
+    def test_a_slow_sequence_does_not_hold_up_the_others(self) -> None:
+        f = self.fake()
+        f.set(any_sequence=True, hang=3.0, hang_paths=("/v1/tickets/slow",))
+        c = self.client([f.url], max_age=5.0, call_timeout=4.0)
+        slow = threading.Thread(target=lambda: self.assertRaises(tc.ClosedError, c.ticket, "slow", 10))
+        slow.start()
+        wait_until("the slow request", lambda: f.count("/v1/tickets/slow") > 0)
+        start = time.monotonic()
+        c.ticket("orders", timeout=2)
+        took = time.monotonic() - start
+        c.close()
+        slow.join()
+        self.assertLess(took, 1.0, "a sequence waited behind a slow one")
 
 
 class TestFailover(Base):
@@ -180,6 +238,19 @@ class TestFailover(Base):
         f.set(status=200)
         self.assertGreater(c.next(timeout=10), 0)
 
+    def test_sequence_over_quota_is_paced(self) -> None:
+        f = self.fake()
+        f.set(seq_status=429, retry_after="1")
+        c = self.client([f.url])
+        with self.assertRaises(tc.DeadlineError):
+            c.ticket("orders", timeout=0.3)
+        n = f.count("/v1/tickets/orders")
+        time.sleep(0.3)
+        self.assertEqual(f.count("/v1/tickets/orders"), n, "asked again before Retry-After")
+        f.set(seq_status=200)
+        self.assertGreater(c.ticket("orders", timeout=10), 0)
+        self.assertGreaterEqual(c.stats()["sequences"]["orders"]["throttled"], 1)
+
     def test_sequence_503_keeps_the_endpoint_for_ids(self) -> None:
         f = self.fake()
         c = self.client([f.url], call_timeout=0.2, max_age=0.5)
@@ -241,13 +312,53 @@ class TestClose(Base):
         self.assertLess(time.monotonic() - start, 1.5, "close waited for a request in flight")
         t.join(5)
         self.assertTrue(waiter and isinstance(waiter[0], tc.ClosedError), waiter)
-        left = [t.name for t in threading.enumerate() if t.name.startswith("ticketd-")]
-        self.assertEqual(left, [], "threads of the client alive after close")
+        self.assertEqual(client_threads(), [], "threads of the client alive after close")
         with self.assertRaises(tc.ClosedError):
             c.next()
         with self.assertRaises(tc.ClosedError):
             c.ticket("orders")
         c.close()
+
+    def test_close_aborts_a_connect(self) -> None:
+        """An endpoint whose listen queue is full drops the SYN: the refill's
+        connect would wait for its call timeout (10 s); close does not."""
+        if not os.path.exists("/proc/net/tcp"):
+            self.skipTest("needs Linux: a full listen queue drops SYNs, /proc/net/tcp shows them")
+        lst = socket.socket()
+        self.addCleanup(lst.close)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(0)
+        port = lst.getsockname()[1]
+        filler = socket.create_connection(("127.0.0.1", port), timeout=5)  # the queue's only place
+        self.addCleanup(filler.close)
+        c = tc.Client(["http://127.0.0.1:%d" % port], max_age=30.0, call_timeout=10.0)
+        self.addCleanup(c.close)
+        wait_until("the client's SYN", lambda: syn_sent(port))
+        self.close_within(c, 2.0, "a connect")
+
+    def test_close_aborts_a_tls_handshake(self) -> None:
+        """An endpoint that accepts TCP and never answers the TLS ClientHello."""
+        lst = socket.socket()
+        self.addCleanup(lst.close)
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(8)
+        lst.settimeout(10)
+        c = tc.Client(["https://127.0.0.1:%d" % lst.getsockname()[1]], max_age=30.0, call_timeout=10.0)
+        self.addCleanup(c.close)
+        conn, _ = lst.accept()
+        self.addCleanup(conn.close)
+        conn.settimeout(10)
+        self.assertTrue(conn.recv(1), "no ClientHello")  # the client now waits for the server's answer
+        self.close_within(c, 2.0, "a TLS handshake")
+
+    def close_within(self, c: tc.Client, limit: float, what: str) -> None:
+        """Closes c, which must return within limit seconds (its call
+        timeout is 10 s) and leave no thread of its own."""
+        start = time.monotonic()
+        c.close()
+        took = time.monotonic() - start
+        self.assertLess(took, limit, "close waited %.1f s for %s" % (took, what))
+        self.assertEqual(client_threads(), [], "threads of the client alive after close")
 
     def test_context_manager(self) -> None:
         f = self.fake()
@@ -255,6 +366,17 @@ class TestClose(Base):
             c.next(timeout=10)
         with self.assertRaises(tc.ClosedError):
             c.next()
+
+
+def syn_sent(port: int) -> bool:
+    """Whether a connection to 127.0.0.1:port waits in SYN_SENT."""
+    want = "0100007F:%04X" % port
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[2] == want and fields[3] == "02":
+                return True
+    return False
 
 
 class TestExitWithoutClose(Base):

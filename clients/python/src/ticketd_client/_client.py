@@ -14,9 +14,15 @@ from ._config import Config, Settings, settle
 from ._errors import (BadAnswerError, BadNameError, ClosedError, DeadlineError, RejectedError, StatusError,
                       UnavailableError, throttled)
 from ._http import Transport
+from ._pool import Pool
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}\Z")
 _MAX_INT64 = (1 << 63) - 1
+
+# The threads that refill a client's sequences, all of them together: a
+# thread per sequence would grow without bound with the names asked for.
+# More than one, so that a slow sequence holds up no other.
+SEQUENCE_REFILLS = 4
 
 
 class _Endpoint:
@@ -45,7 +51,9 @@ class _Segment:
 
 class _Stream:
     """One buffered source of values (the IDs, or one sequence): a queue of
-    batches under a lock never held across I/O, and one refill thread."""
+    batches under a lock never held across I/O, and one refill in flight at
+    a time: on a thread of its own (the IDs), or on the client's pool of
+    sequence refills."""
 
     def __init__(self, c: "Client", name: str, path: str, ids: bool, min_batch: int, max_batch: int) -> None:
         self.c = c
@@ -73,8 +81,17 @@ class _Stream:
         self.max_fetched = 0
         self.served = self.fetched = self.refills = self.refill_failures = 0
         self.dropped_by_age = self.waits = self.throttled = 0
-        self.thread = threading.Thread(target=self._refill_loop, daemon=True,
-                                       name="ticketd-refill" + ("-" + name if name else ""))
+        self.thread: Optional[threading.Thread] = None
+        if ids:
+            self.thread = threading.Thread(target=self._refill_loop, daemon=True, name="ticketd-refill")
+
+    def kick(self) -> None:
+        """Asks for a refill's turn: it looks at the buffer and refills it
+        if it needs it."""
+        if self.thread is not None:
+            self.wake.set()
+        else:
+            self.c._pool.kick(self)
 
     # --- handing out -------------------------------------------------------
 
@@ -94,7 +111,7 @@ class _Stream:
                             self.segs.popleft()
                         if not self.used or self.buffered < self.batch:
                             self.used = True
-                            self.wake.set()
+                            self.kick()
                         return v
         return self.take(1, deadline)[0]
 
@@ -124,7 +141,7 @@ class _Stream:
                 self.used = self.used or bool(out)
                 if len(out) == n:
                     if wake:
-                        self.wake.set()
+                        self.kick()
                     return out
                 if self.c._closed:
                     raise ClosedError("ticketd_client: closed")
@@ -135,7 +152,7 @@ class _Stream:
                 if not waited:
                     waited, wait_for = True, self.started + 1
                     self.waits += 1
-                self.wake.set()
+                self.kick()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise DeadlineError("ticketd_client: waiting for a refill of %s: timed out" % self.path)
@@ -154,27 +171,33 @@ class _Stream:
     # --- refilling ---------------------------------------------------------
 
     def _refill_loop(self) -> None:
+        """The IDs' refill thread."""
         c = self.c
-        pause = 0.0
         while not c._closed:
-            if pause > 0:
-                # Over a token's quota: asking before Retry-After would only
-                # be refused again.
-                if c._done.wait(pause):
-                    return
-                pause = 0.0
             self.wake.clear()
-            wait, need = self._plan()
-            if need:
-                err = self._refill()
-                if err is None:
-                    continue
-                p = throttled(err)
-                if p is not None:
-                    pause = p
-                    continue
-                wait = None  # failed: again only when asked (a caller, a rejoin)
-            self.wake.wait(wait)
+            wait, paused = self.turn()
+            if paused:
+                if c._done.wait(wait):
+                    return
+            elif wait != 0:
+                self.wake.wait(wait)
+
+    def turn(self) -> Tuple[Optional[float], bool]:
+        """Refills the buffer if it needs it. Returns when to look again:
+        (0.0, False) at once, (None, False) when kicked, (seconds, False)
+        after that or when kicked, (seconds, True) after a pause over a
+        token's quota (asking before Retry-After would only be refused
+        again)."""
+        wait, need = self._plan()
+        if not need:
+            return wait, False
+        err = self._refill()
+        if err is None:
+            return 0.0, False
+        p = throttled(err)
+        if p is not None:
+            return p, True
+        return None, False  # failed: again only when asked (a caller, a rejoin)
 
     def _plan(self) -> Tuple[Optional[float], bool]:
         now = time.monotonic()
@@ -285,7 +308,7 @@ class _Stream:
     def stats(self) -> Dict[str, Any]:
         with self.lock:
             if self._drop_expired(time.monotonic()) and self.buffered < self.batch:
-                self.wake.set()
+                self.kick()
             return {"served": self.served, "fetched": self.fetched, "buffered": self.buffered, "batch": self.batch,
                     "refills": self.refills, "refill_failures": self.refill_failures, "throttled": self.throttled,
                     "dropped_by_age": self.dropped_by_age, "waits": self.waits,
@@ -332,11 +355,15 @@ class Client:
         self._cur = 0
         self._slock = threading.Lock()
         self._seqs: Dict[str, _Stream] = {}
+        self._pool = Pool(SEQUENCE_REFILLS, "ticketd-refill-seq")
         self._ids = _Stream(self, "", "/v1/ids", True, self._s.min_batch, self._s.max_batch)
+        t = self._ids.thread
+        assert t is not None
+        self._ids_thread: threading.Thread = t
         self._prober = threading.Thread(target=self._probe_loop, daemon=True, name="ticketd-probe")
-        self._ids.thread.start()
+        self._ids_thread.start()
         self._prober.start()
-        self._ids.wake.set()
+        self._ids.kick()
 
     def __enter__(self) -> "Client":
         return self
@@ -398,17 +425,19 @@ class Client:
         self._done.set()
         self._probe_now.set()
         self._tr.close()
+        self._ids.wake.set()
         for s in streams:
-            s.wake.set()
             with s.lock:
                 s.arrived.notify_all()
-        for t in [s.thread for s in streams] + [self._prober]:
+        self._pool.close()
+        for t in [self._ids_thread, self._prober]:
             if t is not threading.current_thread() and t.ident is not None:
                 t.join()
         for s in streams:
             with s.lock:
                 s.segs.clear()
                 s.buffered = 0
+        self._tr.release()
 
     # --- endpoints ---------------------------------------------------------
 
@@ -426,7 +455,6 @@ class Client:
             if s is None:
                 s = _Stream(self, name, "/v1/tickets/" + name, False, 1, self._s.max_ticket_batch)
                 self._seqs[name] = s
-                s.thread.start()
             return s
 
     def _pick(self) -> Tuple[List[int], bool]:
@@ -509,7 +537,7 @@ class Client:
                 with self._slock:
                     streams = [self._ids] + list(self._seqs.values())
                 for s in streams:
-                    s.wake.set()
+                    s.kick()
 
 
 def _deadline(timeout: Optional[float]) -> Optional[float]:

@@ -46,6 +46,8 @@ final class HttpTransport implements Transport {
     private final String auth; // the Authorization header of value requests, or null
     private final Map<String, ConcurrentLinkedDeque<Conn>> idle = new ConcurrentHashMap<>();
     private final Set<Conn> open = ConcurrentHashMap.newKeySet();
+    /** Sockets still connecting or shaking hands: close() closes them, which ends a connect or a read at once. */
+    private final Set<Socket> connecting = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     HttpTransport(SSLContext ctx, String token) throws java.security.NoSuchAlgorithmException {
@@ -202,8 +204,13 @@ final class HttpTransport implements Transport {
         String host = u.getHost();
         int port = u.getPort() > 0 ? u.getPort() : https ? 443 : 80;
         Socket s = new Socket();
+        Socket raw = s;
+        connecting.add(raw);
         Conn c = null;
         try {
+            if (closed) { // close() came before the socket was in connecting
+                throw new ClosedException();
+            }
             s.setTcpNoDelay(true);
             s.connect(new InetSocketAddress(host, port), millisLeft(deadline, timeoutNanos));
             if (https) {
@@ -231,7 +238,12 @@ final class HttpTransport implements Transport {
             } else {
                 s.close();
             }
+            if (closed) {
+                throw new ClosedException();
+            }
             throw e;
+        } finally {
+            connecting.remove(raw);
         }
     }
 
@@ -419,10 +431,21 @@ final class HttpTransport implements Transport {
         }
     }
 
-    /** Closes every connection, those in use included: requests in flight fail at once. */
+    /**
+     * Closes every connection, those in use or still connecting included:
+     * requests in flight fail at once, without waiting for a connect or a
+     * TLS handshake to time out.
+     */
     @Override
     public void close() {
         closed = true;
+        for (Socket s : connecting) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing: nothing to do about it
+            }
+        }
         for (Conn c : open) {
             drop(c);
         }

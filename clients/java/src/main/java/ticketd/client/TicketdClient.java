@@ -71,6 +71,8 @@ public final class TicketdClient implements AutoCloseable {
     private final Endpoints endpoints;
     private final ThreadPoolExecutor pool;
     private final ScheduledThreadPoolExecutor scheduler;
+    /** The threads the client started and that may still run: close joins them. */
+    private final java.util.Queue<Thread> threads = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private volatile boolean closed;
     private final Stream ids;
     private final ConcurrentHashMap<String, Sequence> seqs = new ConcurrentHashMap<>();
@@ -85,8 +87,8 @@ public final class TicketdClient implements AutoCloseable {
     TicketdClient(Settings cfg, Transport tr, java.util.function.Function<ScheduledThreadPoolExecutor, Clock> clk) {
         this.cfg = cfg;
         this.pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 30, TimeUnit.SECONDS, new SynchronousQueue<>(),
-                daemons("ticketd-client-refill-"));
-        this.scheduler = new ScheduledThreadPoolExecutor(1, daemons("ticketd-client-timer-"));
+                daemons("ticketd-client-refill-", threads));
+        this.scheduler = new ScheduledThreadPoolExecutor(1, daemons("ticketd-client-timer-", threads));
         scheduler.setRemoveOnCancelPolicy(true);
         this.clock = clk == null ? new SystemClock(scheduler) : clk.apply(scheduler);
         this.transport = tr != null ? tr : httpTransport(cfg);
@@ -104,11 +106,18 @@ public final class TicketdClient implements AutoCloseable {
         }
     }
 
-    private static ThreadFactory daemons(String prefix) {
+    /**
+     * Daemon threads named prefix-N, each kept in started until it has ended
+     * (an executor counts as terminated once its workers are done, which is
+     * a moment before their threads end).
+     */
+    private static ThreadFactory daemons(String prefix, java.util.Queue<Thread> started) {
         AtomicInteger n = new AtomicInteger();
         return r -> {
+            started.removeIf(t -> !t.isAlive());
             Thread t = new Thread(r, prefix + n.incrementAndGet());
             t.setDaemon(true);
+            started.add(t);
             return t;
         };
     }
@@ -251,6 +260,15 @@ public final class TicketdClient implements AutoCloseable {
                 } catch (InterruptedException e) {
                     interrupted = true;
                     break;
+                }
+            }
+        }
+        for (Thread t : threads) {
+            while (!interrupted && t != Thread.currentThread() && t.isAlive()) {
+                try {
+                    t.join();
+                } catch (InterruptedException e) {
+                    interrupted = true;
                 }
             }
         }

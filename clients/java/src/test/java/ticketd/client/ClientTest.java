@@ -116,6 +116,43 @@ class ClientTest {
     }
 
     @Test
+    void maxAgeCountsFromTheRequest() throws Exception {
+        // Age runs from when the refill was sent, not from when its answer
+        // arrived: with a slow answer, the two differ by the answer's delay.
+        long maxAgeMs = 500, delayMs = 300;
+        try (FakeTicketd f = new FakeTicketd(A)) {
+            f.delayMs = delayMs;
+            try (TicketdClient c = TicketdClient.builder().endpoints(f.url).maxAge(Duration.ofMillis(maxAgeMs))
+                    .callTimeout(Duration.ofMillis(maxAgeMs)).minBatch(1000).maxBatch(1000).build()) {
+                long first = c.next();
+                // Past maxAge since the first batch was asked for (the fake saw
+                // the request after the client sent it), not since it arrived.
+                long sleep = askedAt(f, first) + (maxAgeMs + 50) * 1_000_000 - System.nanoTime();
+                Thread.sleep(Math.max(0, sleep / 1_000_000));
+                long v = c.next();
+                long ageMs = (System.nanoTime() - askedAt(f, v)) / 1_000_000;
+                Check.that(ageMs < maxAgeMs, "ID " + v + " handed out " + ageMs + " ms after its request (its answer took "
+                        + delayMs + " ms), want under maxAge " + maxAgeMs + " ms");
+                Check.that(c.stats().ids().droppedByAge() > 0, "no ID dropped for age");
+            }
+        }
+    }
+
+    /** When the fake saw the request that fetched id (its IDs start at A and follow one another). */
+    static long askedAt(FakeTicketd f, long id) {
+        long first = A;
+        for (FakeTicketd.Req r : f.valueRequests()) {
+            if (r.path().equals("/v1/ids")) {
+                if (id < first + r.n()) {
+                    return r.atNanos();
+                }
+                first += r.n();
+            }
+        }
+        throw new AssertionError("no request fetched " + id);
+    }
+
+    @Test
     void freshWhileInUse() throws Exception {
         // A caller that takes an ID every 20 ms from a buffer of 1000 never
         // runs it dry: the client fetches a fresh batch before the freshest

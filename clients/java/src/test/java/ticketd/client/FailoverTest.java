@@ -129,23 +129,20 @@ class FailoverTest {
 
     @Test
     void badAnswerSkipped() throws Exception {
-        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B);
-                TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).build()) {
-            a.body = n -> new byte[8 * n - 1];
-            Check.that(fromB(c.next()), "an ID from a short answer");
-            Check.contains(c.stats().endpoints().get(0).lastError(), "malformed answer", "short answer's error");
-        }
-        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B);
-                TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).build()) {
-            a.contentType = "text/plain";
-            Check.that(fromB(c.next()), "an ID from a text answer");
-            Check.contains(c.stats().endpoints().get(0).lastError(), "Content-Type", "text answer's error");
-        }
-        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B);
-                TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).build()) {
-            a.body = n -> new byte[8 * n]; // zeros: not positive IDs
-            Check.that(fromB(c.next()), "an ID of 0");
-            Check.contains(c.stats().endpoints().get(0).lastError(), "not a positive int64", "zero IDs' error");
+        // Each fault is set before the client starts: its first refill goes out at once.
+        badAnswer(a -> a.body = n -> new byte[8 * n - 1], "short", "malformed answer");
+        badAnswer(a -> a.contentType = "text/plain", "text", "Content-Type");
+        badAnswer(a -> a.body = n -> new byte[8 * n], "zero", "not a positive int64"); // zeros: not positive IDs
+    }
+
+    /** With endpoint a answering as fault makes it, the client's IDs come from b, and a's last error says why. */
+    private static void badAnswer(java.util.function.Consumer<FakeTicketd> fault, String what, String error) throws Exception {
+        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B)) {
+            fault.accept(a);
+            try (TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).build()) {
+                Check.that(fromB(c.next()), "an ID from a " + what + " answer");
+                Check.contains(c.stats().endpoints().get(0).lastError(), error, what + " answer's error");
+            }
         }
     }
 

@@ -1,6 +1,17 @@
 package ticketd.client;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicReference;
 
 /** close, waits with a bound, interrupts. */
@@ -43,6 +54,91 @@ class LifecycleTest {
             Check.fails(ClosedException.class, () -> c.ticket("orders"));
             Check.fails(ClosedException.class, () -> c.sequence("other"));
             c.close(); // idempotent
+        }
+    }
+
+    @Test
+    void closeAbortsConnect() throws Exception {
+        // A listen queue that is full drops the SYN: the refill's connect
+        // would wait for its call timeout (10 s); close does not.
+        Check.that(Files.exists(Path.of("/proc/net/tcp")), "needs Linux: a full listen queue drops SYNs, /proc/net/tcp shows them");
+        List<Socket> fillers = new ArrayList<>();
+        try (ServerSocket l = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            int port = l.getLocalPort();
+            for (boolean full = false; !full;) {
+                Check.that(fillers.size() < 8, "the listen queue of " + port + " never filled");
+                Socket s = new Socket();
+                try {
+                    s.connect(new InetSocketAddress(l.getInetAddress(), port), 300);
+                    fillers.add(s);
+                } catch (SocketTimeoutException e) {
+                    s.close();
+                    full = true;
+                }
+            }
+            TicketdClient c = TicketdClient.builder().endpoints("http://127.0.0.1:" + port)
+                    .maxAge(Duration.ofSeconds(30)).callTimeout(Duration.ofSeconds(10)).build();
+            try {
+                Check.eventually(5000, "the client's SYN", () -> synSent(port));
+                closeWithin(c, 2000);
+            } finally {
+                c.close();
+            }
+        } finally {
+            for (Socket s : fillers) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void closeAbortsTlsHandshake() throws Exception {
+        // An endpoint that accepts TCP and never answers the ClientHello.
+        try (ServerSocket l = new ServerSocket(0, 8, InetAddress.getLoopbackAddress())) {
+            l.setSoTimeout(10_000);
+            TicketdClient c = TicketdClient.builder().endpoints("https://127.0.0.1:" + l.getLocalPort())
+                    .maxAge(Duration.ofSeconds(30)).callTimeout(Duration.ofSeconds(10)).build();
+            try (Socket s = l.accept()) {
+                s.setSoTimeout(10_000);
+                Check.that(s.getInputStream().read() >= 0, "no ClientHello"); // the client now waits for an answer
+                closeWithin(c, 2000);
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    /** Closes c, which must return within ms and leave no thread of its own. */
+    static void closeWithin(TicketdClient c, long ms) {
+        long t0 = System.nanoTime();
+        c.close();
+        long took = (System.nanoTime() - t0) / 1_000_000;
+        Check.that(took < ms, "close took " + took + " ms, want under " + ms + " (the call timeout is 10 s)");
+        Check.eq(clientThreads(), 0L, "client threads alive after close");
+    }
+
+    /**
+     * Whether a connection to 127.0.0.1:port waits in SYN_SENT (the JDK's
+     * sockets are IPv6 ones where it can: 127.0.0.1 is then ::ffff:127.0.0.1,
+     * in /proc/net/tcp6).
+     */
+    static boolean synSent(int port) {
+        String want = String.format(Locale.ROOT, "0100007F:%04X", port);
+        try {
+            for (String file : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+                if (!Files.exists(Path.of(file))) {
+                    continue;
+                }
+                for (String line : Files.readAllLines(Path.of(file))) {
+                    String[] f = line.trim().split("\\s+");
+                    if (f.length > 3 && f[2].endsWith(want) && f[3].equals("02")) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 
