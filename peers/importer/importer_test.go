@@ -408,3 +408,56 @@ USE tinyid1; INSERT INTO tiny_id_info (biz_type, max_id, step, delta, remainder)
 		}
 	}
 }
+
+// TestImportKeepsRoutes: a run again under another -prefix would give a
+// key already routed to a sequence a new one, beginning where the old one
+// may already have handed out values (here it did: the same max_id gives
+// the same start): refused, naming the key, its route and the way on,
+// with nothing written; under the prefix that made the route, it runs.
+func TestImportKeepsRoutes(t *testing.T) {
+	peer := startPeer(t, "leaf")
+	mp := mysqltest.StartPair(t)
+	peer.Exec(t, "USE leaf; INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('orders', 5000, 1000), ('leaf-segment-test', 1, 10);")
+	routes := filepath.Join(t.TempDir(), "routes")
+	opt := Options{Tickets: ticketsConfig(mp), MarginSegments: 1, RoutesFile: routes}
+	src := []Source{peer.source("leaf")}
+	ctx := context.Background()
+	if _, err := Run(ctx, peers.Leaf, src, opt); err != nil {
+		t.Fatal(err)
+	}
+	vals := take(t, mp, "orders", 10)
+	before, err := os.ReadFile(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, dry := range []bool{true, false} {
+		opt.Prefix, opt.DryRun = "leaf_", dry
+		rep, err := Run(ctx, peers.Leaf, src, opt)
+		if !errors.Is(err, ErrRefused) {
+			t.Fatalf("dry run %v: %v, want refused", dry, err)
+		}
+		for _, want := range []string{"leaf orders", "sequence orders", "leaf_orders", "-prefix", "leaf leaf-segment-test"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("dry run %v: %q does not say %q", dry, err, want)
+			}
+		}
+		if len(rep.Problems) != 2 {
+			t.Errorf("dry run %v: problems %q, want one per routed key", dry, rep.Problems)
+		}
+		after, _ := os.ReadFile(routes)
+		if string(after) != string(before) || starts(t, mp, "leaf_orders")[0].Exists {
+			t.Fatalf("dry run %v: a refused import wrote something:\n%s", dry, after)
+		}
+	}
+	// The old sequence handed out values above the start leaf_orders would
+	// have had: what the refusal prevents.
+	if st := uint64(5000 + 1*512_000); vals[len(vals)-1] <= st {
+		t.Fatalf("orders handed out %v, none above %d: the test shows nothing", vals, st)
+	}
+
+	opt.Prefix, opt.DryRun = "", false
+	if _, err := Run(ctx, peers.Leaf, src, opt); err != nil {
+		t.Fatalf("run again as before: %v", err)
+	}
+}
