@@ -258,7 +258,8 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	}
 	out := t.TempDir()
 	const seconds = 9
-	jc := exec.Command(java, "-cp", cls, "SegmentClient", a.addr+","+b.addr, tinyToken, "test,test_odd", "8", strconv.Itoa(seconds), out)
+	jc := exec.Command(java, "-cp", cls, "SegmentClient", a.addr+","+b.addr, "test,test_odd", "8", strconv.Itoa(seconds), out)
+	jc.Env = append(os.Environ(), "TINYID_TOKEN="+tinyToken)
 	phases, err := jc.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +273,10 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	jdone := make(chan error, 1)
 	go func() { jdone <- jc.Wait() }()
 	t.Cleanup(func() { jc.Process.Kill() })
+	// Tokens never on a command line: any user of the machine reads it.
+	if argv, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", jc.Process.Pid)); err != nil || strings.Contains(string(argv), tinyToken) {
+		t.Fatalf("SegmentClient's command line (%v) holds the tinyid token: %q", err, argv)
+	}
 	leaf := startLeafLoad([]string{lb.addr}, "", 4)
 
 	// Phase 0: both up. Phase 1: a killed. Phase 2: a started again on
