@@ -69,21 +69,9 @@ func ticketsConfig(mp *mysqltest.Pair) ticket.Config {
 // ticketd serve does.
 func take(t *testing.T, mp *mysqltest.Pair, name string, n int) []uint64 {
 	t.Helper()
-	cfg := ticketsConfig(mp)
-	cfg.User, cfg.Password = mp.User, mp.Password
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pair, err := ticket.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pair.Close()
-	vals := make([]uint64, n)
-	if _, err := pair.NextN(ctx, name, vals); err != nil {
-		t.Fatalf("values of %s: %v", name, err)
-	}
-	return vals
+	s := startServing(t, mp, name)
+	defer s.stop()
+	return s.take(t, n)
 }
 
 func starts(t *testing.T, mp *mysqltest.Pair, names ...string) []dba.SequenceStart {
@@ -480,7 +468,7 @@ func startServing(t *testing.T, mp *mysqltest.Pair, name string) *serving {
 	return s
 }
 
-func (s *serving) take(t *testing.T, n int) {
+func (s *serving) take(t *testing.T, n int) []uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -489,6 +477,7 @@ func (s *serving) take(t *testing.T, n int) {
 		t.Fatalf("values of %s: %v", s.name, err)
 	}
 	s.most = max(s.most, slices.Max(vals))
+	return vals
 }
 
 func (s *serving) stop() {
