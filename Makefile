@@ -214,7 +214,7 @@ fuzz:
 	$(GO) test ./peers -run '^$$' -fuzz '^FuzzParseRoutes$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./peers -run '^$$' -fuzz '^FuzzUnescape$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./peers -run '^$$' -fuzz '^FuzzBatchSize$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./peers -run '^$$' -fuzz '^FuzzLongestRun$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./peers -run '^$$' -fuzz '^FuzzNewSegment$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./frontend -run '^$$' -fuzz '^FuzzPeerRequest$$' -fuzztime $(FUZZTIME)
 
 # The ticket servers, then ticketd in the foreground on all of them (Ctrl-C

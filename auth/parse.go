@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"ticketd/internal/linefile"
 )
 
 // Bounds of a tokens file.
@@ -28,8 +30,6 @@ const (
 	MaxTokens = 1024
 	// MaxFileSize bounds the file ReadFile reads.
 	MaxFileSize = 1 << 20
-	// maxReported: a FileError names at most this many lines.
-	maxReported = 10
 )
 
 // Config configures parsing. The zero value is ready to use.
@@ -39,12 +39,7 @@ type Config struct {
 }
 
 // LineError is one problem of a tokens file.
-type LineError struct {
-	Line int
-	Msg  string
-}
-
-func (e LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+type LineError = linefile.LineError
 
 // FileError is a tokens file that does not parse: every problem found, in
 // line order, each with its line number. It wraps ErrBadFile.
@@ -61,23 +56,7 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString("auth: tokens file")
-	if e.Path != "" {
-		b.WriteString(" " + e.Path)
-	}
-	for i, l := range e.Lines {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(l.Error())
-	}
-	if e.More > 0 {
-		fmt.Fprintf(&b, "; and %d more", e.More)
-	}
-	return b.String()
+	return linefile.Message("auth: tokens file", e.Path, e.Lines, e.More)
 }
 
 func (e *FileError) Unwrap() error { return ErrBadFile }
@@ -113,14 +92,8 @@ func Parse(data []byte, cfg Config) (*Set, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
-	fe := &FileError{}
-	problem := func(line int, format string, args ...any) {
-		if len(fe.Lines) < maxReported {
-			fe.Lines = append(fe.Lines, LineError{Line: line, Msg: fmt.Sprintf(format, args...)})
-		} else {
-			fe.More++
-		}
-	}
+	var probs linefile.Problems
+	problem := probs.Add
 	s := &Set{byName: map[string]*Token{}}
 	digestLine := map[[32]byte]int{}
 	for i, raw := range strings.Split(string(data), "\n") {
@@ -158,8 +131,8 @@ func Parse(data []byte, cfg Config) (*Set, error) {
 		s.add(t, digest)
 		digestLine[digest] = n
 	}
-	if len(fe.Lines) > 0 {
-		return nil, fe
+	if len(probs.Lines) > 0 {
+		return nil, &FileError{Lines: probs.Lines, More: probs.More}
 	}
 	if len(s.tokens) == 0 {
 		return nil, fmt.Errorf("%w: write one NAME TOKEN SCOPE[,SCOPE…] line per client", ErrNoTokens)

@@ -51,6 +51,10 @@ type noTickets struct{}
 
 func (noTickets) TryNextN(string, []uint64) (int, bool)                { return 0, false }
 func (noTickets) NextN(context.Context, string, []uint64) (int, error) { return 0, ticket.ErrNoServer }
+func (noTickets) TryNextRun(string, uint64) (ticket.Run, bool)         { return ticket.Run{}, false }
+func (noTickets) NextRun(context.Context, string, uint64) (ticket.Run, error) {
+	return ticket.Run{}, ticket.ErrNoServer
+}
 func (noTickets) Ticket64(context.Context) (ticket.Ticket, error) {
 	return ticket.Ticket{}, ticket.ErrNoServer
 }

@@ -222,6 +222,19 @@ func (f *fakeTickets) NextN(ctx context.Context, name string, dst []uint64) (int
 	return len(dst), nil
 }
 
+// NextRun is NextN's values as one run.
+func (f *fakeTickets) NextRun(ctx context.Context, name string, most uint64) (ticket.Run, error) {
+	vals := make([]uint64, most)
+	n, err := f.NextN(ctx, name, vals)
+	if n == 0 {
+		return ticket.Run{}, err
+	}
+	return ticket.Run{First: vals[0], N: uint64(n), Stride: 1}, err
+}
+
+// TryNextRun never finds a run in memory.
+func (f *fakeTickets) TryNextRun(string, uint64) (ticket.Run, bool) { return ticket.Run{}, false }
+
 // TryNextN serves the sequence "cached" from its inMemory values, as a block
 // sequence with a block in memory would; anything else asks for NextN.
 func (f *fakeTickets) TryNextN(name string, dst []uint64) (int, bool) {

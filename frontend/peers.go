@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -43,9 +42,11 @@ import (
 // tinyid's body, code 6).
 //
 // A segment is a run of values of the biz type's sequence that this one
-// request took and that fills its range (peers.LongestRun): no other caller
-// ever gets any of it, in this process or another, before or after a
-// restart.
+// request took (Tickets.NextRun: values of one block, or with block size 1
+// the tickets of one claim, a step apart), described in tinyid's terms by
+// peers.NewSegment: no other caller ever gets any of it, in this process
+// or another, before or after a restart, and no value of the run is
+// dropped.
 
 var (
 	prefixLeafSegment   = []byte("/api/segment/get/")
@@ -299,28 +300,36 @@ func (s *Server) tinyid(ctx *fasthttp.RequestCtx, routes *peers.Routes, ep endpo
 	b.out = out
 }
 
-// tinyidSegment answers nextSegmentId and nextSegmentIdSimple: the longest
-// run of the values this request takes, as a segment of the biz type's
-// residue.
+// tinyidSegment answers nextSegmentId and nextSegmentIdSimple: a run of
+// the biz type's sequence (up to the route's segment values) as a segment
+// of its residue.
 func (s *Server) tinyidSegment(ctx *fasthttp.RequestCtx, ep endpoint, rt peers.Route, tok *auth.Token) {
 	// The quota counts the IDs a segment holds.
 	if !s.takeQuota(ctx, tok, quotaTickets, max(1, int(rt.Segment/rt.Delta))) {
 		return
 	}
-	buf := getSegmentBuf(int(rt.Segment))
-	defer segmentPool.Put(buf)
-	vals := (*buf)[:rt.Segment]
-	got, err := s.takeValues(rt.Sequence, vals, ctx)
-	if got == 0 {
-		if err == nil {
+	var seg peers.Segment
+	// A run may hold no value of the residue (the rest of a block, or with
+	// block size 1 a server whose tickets all miss it): a gap, never a
+	// repeat. After maxSegmentTries of them the sequence cannot serve it.
+	for try := 0; ; try++ {
+		if try == maxSegmentTries {
+			s.tinyidFailure(ctx, ep, rt.Sequence, fmt.Errorf("%w: runs of %q hold no value of residue %d modulo %d", errShort, rt.Sequence, rt.Remainder, rt.Delta))
+			return
+		}
+		r, err := s.takeRun(ctx, rt)
+		if err == nil && r.N == 0 {
 			err = fmt.Errorf("%w: got no value", errShort)
 		}
-		s.tinyidFailure(ctx, ep, rt.Sequence, err)
-		return
+		if err != nil {
+			s.tinyidFailure(ctx, ep, rt.Sequence, err)
+			return
+		}
+		var ok bool
+		if seg, ok = peers.NewSegment(r.First, r.N, r.Stride, rt); ok {
+			break
+		}
 	}
-	// Values taken before an error are this request's all the same.
-	first, last, _ := peers.LongestRun(vals[:got])
-	seg := peers.NewSegment(first, last, rt)
 	var out [160]byte
 	if ep == epTinySegment {
 		ctx.Response.Header.SetContentTypeBytes(ctJSON)
@@ -331,18 +340,21 @@ func (s *Server) tinyidSegment(ctx *fasthttp.RequestCtx, ep endpoint, rt peers.R
 	ctx.SetBody(seg.AppendSimple(out[:0]))
 }
 
-// segmentPool holds the buffers segments are taken into (up to
-// peers.MaxSegment values, 800 KB): a segment is asked for once per
-// segment's worth of IDs, so few are in use at once.
-var segmentPool sync.Pool
-
-func getSegmentBuf(n int) *[]uint64 {
-	if b, ok := segmentPool.Get().(*[]uint64); ok && cap(*b) >= n {
-		return b
+// takeRun takes a run of rt's sequence, up to a segment: from memory when
+// it holds some, else from the ticket servers within the request's
+// deadline.
+func (s *Server) takeRun(ctx *fasthttp.RequestCtx, rt peers.Route) (ticket.Run, error) {
+	if r, ok := s.tickets.TryNextRun(rt.Sequence, uint64(rt.Segment)); ok {
+		return r, nil
 	}
-	b := make([]uint64, n)
-	return &b
+	cctx, cancel := context.WithDeadline(s.base, s.deadline(ctx))
+	defer cancel()
+	return s.tickets.NextRun(cctx, rt.Sequence, uint64(rt.Segment))
 }
+
+// maxSegmentTries bounds the runs one segment request takes looking for one
+// that holds a value of the route's residue.
+const maxSegmentTries = 4
 
 // takeValues fills dst with values of sequence name: from memory when they
 // are there, else from the ticket servers within the request's deadline.

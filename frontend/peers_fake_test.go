@@ -31,10 +31,18 @@ func newBlockTickets(blocks map[string]uint64) *blockTickets {
 	return &blockTickets{r: rand.New(rand.NewPCG(7, 11)), block: blocks, last: [2]uint64{1000, 1000}, cur: map[string][2]uint64{}}
 }
 
+// fetch is the next block of name, from either server at random.
+func (b *blockTickets) fetch(name string) [2]uint64 {
+	size := b.block[name]
+	srv := b.r.IntN(2)
+	b.last[srv] += 2
+	t := b.last[srv] + uint64(srv)
+	return [2]uint64{t * size, t*size + size}
+}
+
 // take moves up to len(dst) values from name's block in memory into dst,
 // fetching the next block when it is empty and fetch is true.
 func (b *blockTickets) take(name string, dst []uint64, fetch bool) int {
-	size := b.block[name]
 	n := 0
 	for n < len(dst) {
 		c := b.cur[name]
@@ -42,10 +50,7 @@ func (b *blockTickets) take(name string, dst []uint64, fetch bool) int {
 			if !fetch {
 				break
 			}
-			srv := b.r.IntN(2)
-			b.last[srv] += 2
-			t := b.last[srv] + uint64(srv)
-			c = [2]uint64{t * size, t*size + size}
+			c = b.fetch(name)
 		}
 		for n < len(dst) && c[0] < c[1] {
 			dst[n] = c[0]
@@ -57,18 +62,26 @@ func (b *blockTickets) take(name string, dst []uint64, fetch bool) int {
 	return n
 }
 
+// check refuses what NextN refuses before taking anything.
+func (b *blockTickets) check(ctx context.Context, name string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if !validName(name) {
+		return fmt.Errorf("%w: %q", ticket.ErrBadName, name)
+	}
+	if _, ok := b.block[name]; !ok {
+		return fmt.Errorf("%w: %q", ticket.ErrUnknownSequence, name)
+	}
+	return nil
+}
+
 func (b *blockTickets) NextN(ctx context.Context, name string, dst []uint64) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls++
-	if ctx.Err() != nil {
-		return 0, ctx.Err()
-	}
-	if !validName(name) {
-		return 0, fmt.Errorf("%w: %q", ticket.ErrBadName, name)
-	}
-	if _, ok := b.block[name]; !ok {
-		return 0, fmt.Errorf("%w: %q", ticket.ErrUnknownSequence, name)
+	if err := b.check(ctx, name); err != nil {
+		return 0, err
 	}
 	if b.err != nil {
 		// The values in memory first, as a fill that then fails does.
@@ -76,6 +89,44 @@ func (b *blockTickets) NextN(ctx context.Context, name string, dst []uint64) (in
 		return n, b.err
 	}
 	return b.take(name, dst, true), nil
+}
+
+// NextRun hands out values of the block in memory, up to its end (the
+// next block when it is empty), as a run.
+func (b *blockTickets) NextRun(ctx context.Context, name string, most uint64) (ticket.Run, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls++
+	if err := b.check(ctx, name); err != nil {
+		return ticket.Run{}, err
+	}
+	if c := b.cur[name]; c[0] == c[1] && b.err != nil {
+		return ticket.Run{}, b.err
+	}
+	return b.run(name, most, true), nil
+}
+
+// TryNextRun is NextRun from the block in memory alone.
+func (b *blockTickets) TryNextRun(name string, most uint64) (ticket.Run, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.run(name, most, false)
+	return r, r.N > 0
+}
+
+// run takes up to most values of name's block in memory, fetching the next
+// block when it is empty and fetch is true.
+func (b *blockTickets) run(name string, most uint64, fetch bool) ticket.Run {
+	c := b.cur[name]
+	if c[0] == c[1] {
+		if !fetch {
+			return ticket.Run{}
+		}
+		c = b.fetch(name)
+	}
+	n := min(most, c[1]-c[0])
+	b.cur[name] = [2]uint64{c[0] + n, c[1]}
+	return ticket.Run{First: c[0], N: n, Stride: 1}
 }
 
 func (b *blockTickets) TryNextN(name string, dst []uint64) (int, bool) {

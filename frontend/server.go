@@ -50,6 +50,11 @@ type IDs interface {
 type Tickets interface {
 	TryNextN(name string, dst []uint64) (int, bool)
 	NextN(ctx context.Context, name string, dst []uint64) (int, error)
+	// NextRun: values of one block, or with block size 1 a claim's tickets
+	// a step apart, that no other caller gets (tinyid's segments).
+	NextRun(ctx context.Context, name string, most uint64) (ticket.Run, error)
+	// TryNextRun is NextRun from memory, as TryNextN is NextN.
+	TryNextRun(name string, most uint64) (ticket.Run, bool)
 	Ticket64(ctx context.Context) (ticket.Ticket, error)
 	Health() []ticket.ServerHealth
 }

@@ -23,15 +23,18 @@
 // A tinyid segment is the IDs v of (currentId, maxId] with v % delta ==
 // remainder; the client hands them out from memory and asks for the next
 // segment once it passes loadingId. So a segment must be a range no other
-// caller ever gets, not even after a restart. ticketd describes as a segment
-// only values that its sequence handed to that one request (the values a
-// sequence returns are unique across callers, ticketd processes and
-// restarts: that is what a sequence is), and only a run of them that fills
-// its range with no gap: LongestRun. n distinct integers whose largest and
-// smallest differ by n-1 are exactly the integers between, so every integer
-// of (currentId, maxId] is one of the request's own values and no other
-// caller's. The other values of the request are dropped (a gap, never a
-// repeat).
+// caller ever gets, not even after a restart. ticketd describes as a
+// segment only a run of values that its sequence handed to that one
+// request (the values a sequence returns are unique across callers,
+// ticketd processes and restarts: that is what a sequence is): values of
+// one block, or with block size 1 the tickets of one claim, which are a
+// step (the number of servers) apart. NewSegment gives the segment the
+// run's range and, as its delta and remainder, the residue that the run's
+// values share and the route's residue together (the least common
+// multiple of the step and the route's delta): every ID of the segment is
+// one of the run's values, and every value of the run that keeps the
+// route's residue is an ID of it. Nothing is dropped: a run ends where a
+// block does, so a segment may hold fewer values than asked for.
 //
 // # Where an imported sequence begins
 //

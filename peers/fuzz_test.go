@@ -84,17 +84,16 @@ func FuzzBatchSize(f *testing.F) {
 	})
 }
 
-// FuzzLongestRun: the run named is values of vals filling its range, and
-// none is longer (checkRun). Never a panic.
-func FuzzLongestRun(f *testing.F) {
-	f.Add([]byte{1, 2, 3, 9})
-	f.Add([]byte{})
-	f.Add([]byte{255, 0, 1, 1, 2})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		vals := make([]uint64, len(b))
-		for i, c := range b {
-			vals[i] = uint64(c) * 3 / 2 // runs and gaps
-		}
-		checkRun(t, vals)
+// FuzzNewSegment: what tinyid's client hands out of a run's segment is
+// exactly the run's values of the route's residue (checkSegment). Never a
+// panic.
+func FuzzNewSegment(f *testing.F) {
+	f.Add(uint64(3), uint16(1000), uint8(2), uint16(1), uint16(0))
+	f.Add(uint64(4), uint16(10), uint8(2), uint16(2), uint16(1))
+	f.Add(uint64(1), uint16(1), uint8(1), uint16(3), uint16(2))
+	f.Fuzz(func(t *testing.T, first uint64, n uint16, stride uint8, delta, rem uint16) {
+		first = 1 + first%(1<<50)
+		d := 1 + uint32(delta)%MaxDelta
+		checkSegment(t, first, 1+uint64(n)%2000, 1+uint64(stride)%64, Route{Delta: d, Remainder: uint32(rem) % d})
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ticketd/internal/linefile"
 	"ticketd/ticket/seqname"
 )
 
@@ -57,8 +58,6 @@ const (
 	MaxRoutes = 1 << 20
 	// MaxFileSize bounds the file ReadFile reads.
 	MaxFileSize = 64 << 20
-	// maxReported: a FileError names at most this many lines.
-	maxReported = 10
 )
 
 // Peer is one of the ID services whose callers ticketd serves.
@@ -159,12 +158,7 @@ func (r *Routes) DeclareLeafWorkers(w LeafWorkers) { r.workers, r.declared = w, 
 var ErrBadRoute = errors.New("peers: bad route")
 
 // LineError is one problem of a routes file.
-type LineError struct {
-	Line int
-	Msg  string
-}
-
-func (e LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+type LineError = linefile.LineError
 
 // FileError is a routes file that does not parse: the first problems found,
 // in line order. It wraps ErrBadRoute.
@@ -175,23 +169,7 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString("peers: routes file")
-	if e.Path != "" {
-		b.WriteString(" " + e.Path)
-	}
-	for i, l := range e.Lines {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(l.Error())
-	}
-	if e.More > 0 {
-		fmt.Fprintf(&b, "; and %d more", e.More)
-	}
-	return b.String()
+	return linefile.Message("peers: routes file", e.Path, e.Lines, e.More)
 }
 
 func (e *FileError) Unwrap() error { return ErrBadRoute }
@@ -222,14 +200,8 @@ func ReadFile(path string) (*Routes, error) {
 // of no routes: every key by its own name.
 func Parse(data []byte) (*Routes, error) {
 	r := NewRoutes()
-	fe := &FileError{}
-	problem := func(line int, format string, args ...any) {
-		if len(fe.Lines) < maxReported {
-			fe.Lines = append(fe.Lines, LineError{Line: line, Msg: fmt.Sprintf(format, args...)})
-		} else {
-			fe.More++
-		}
-	}
+	var probs linefile.Problems
+	problem := probs.Add
 	seen := [2]map[string]int{{}, {}}
 	workersLine := 0
 	n := 0
@@ -283,8 +255,8 @@ func Parse(data []byte) (*Routes, error) {
 		seen[p][key] = n
 		r.keys[p][key] = rt
 	}
-	if len(fe.Lines) > 0 {
-		return nil, fe
+	if len(probs.Lines) > 0 {
+		return nil, &FileError{Lines: probs.Lines, More: probs.More}
 	}
 	return r, nil
 }

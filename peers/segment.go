@@ -15,14 +15,49 @@ type Segment struct {
 	Delta, Remainder      uint32
 }
 
-// NewSegment describes the values [first, last] as a segment of rt's
-// residue. first must be at least 1 and last at most 2^63-1 (a sequence's
-// values are).
-func NewSegment(first, last uint64, rt Route) Segment {
+// NewSegment describes as a segment of rt's residue the n values first,
+// first+stride, …, first+(n-1)·stride, which its caller took alone (a
+// sequence's run: stride 1 within a block; with block size 1 the tickets
+// of one claim, the number of servers apart). The segment's range is
+// [first, last]: its IDs are the values of the range that keep both the
+// run's residue (modulo stride) and rt's (modulo delta), which are exactly
+// the run's values of rt's residue, so its delta is the least common
+// multiple of the two (stride × delta at most: 64 × MaxDelta). ok is false
+// when no value of the run keeps rt's residue. first must be at least 1,
+// the last value at most 2^63-1 (a sequence's values are), n at least 1
+// and stride at most 64.
+func NewSegment(first, n, stride uint64, rt Route) (seg Segment, ok bool) {
+	if n == 0 {
+		return Segment{}, false
+	}
+	stride = max(stride, 1)
+	d := uint64(max(rt.Delta, 1))
+	last := first + (n-1)*stride
+	// The run's first value of rt's residue: the values first + i·stride
+	// go through every residue they reach modulo delta within delta/gcd
+	// steps.
+	lcm := stride / gcd(stride, d) * d
+	v, found := first, false
+	for i := uint64(0); i < d && v <= last; i, v = i+1, v+stride {
+		if v%d == uint64(rt.Remainder) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return Segment{}, false
+	}
 	cur := int64(first) - 1
-	size := int64(last - first + 1)
+	size := int64(last) - cur
 	return Segment{Current: cur, Loading: cur + size*LoadingPercent/100, Max: int64(last),
-		Delta: max(rt.Delta, 1), Remainder: rt.Remainder}
+		Delta: uint32(lcm), Remainder: uint32(v % lcm)}, true
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // IDs counts the IDs of the segment: the values of (Current, Max] of its
@@ -67,24 +102,6 @@ func (s Segment) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `,"remainder":`...)
 	dst = strconv.AppendUint(dst, uint64(s.Remainder), 10)
 	return append(dst, `},"code":200,"message":""}`...)
-}
-
-// LongestRun returns the longest run of vals whose each value is the one
-// before plus one, as the first and last value and its length (0 for no
-// values). Every integer of [first, last] is one of vals; when vals are
-// distinct (a sequence's values are), each is there once.
-func LongestRun(vals []uint64) (first, last uint64, n int) {
-	start := 0
-	for i := 1; i <= len(vals); i++ {
-		if i < len(vals) && vals[i] == vals[i-1]+1 && vals[i] != 0 {
-			continue
-		}
-		if i-start > n {
-			first, last, n = vals[start], vals[i-1], i-start
-		}
-		start = i
-	}
-	return first, last, n
 }
 
 // Keep reports whether value v is an ID of rt's residue.

@@ -21,107 +21,76 @@ func clientIDs(s Segment) []int64 {
 
 func TestNewSegment(t *testing.T) {
 	tests := []struct {
-		first, last uint64
-		rt          Route
-		simple      string
+		first, n, stride uint64
+		rt               Route
+		simple           string
 	}{
-		{1000, 1999, Route{Delta: 1}, "999,1199,1999,1,0"},
-		{1000, 1999, Route{Delta: 2, Remainder: 1}, "999,1199,1999,2,1"},
-		{1, 1, Route{Delta: 1}, "0,0,1,1,0"},
-		{5, 14, Route{Delta: 3, Remainder: 2}, "4,6,14,3,2"},
+		{1000, 1000, 1, Route{Delta: 1}, "999,1199,1999,1,0"},
+		{1000, 1000, 1, Route{Delta: 2, Remainder: 1}, "999,1199,1999,2,1"},
+		{1, 1, 1, Route{Delta: 1}, "0,0,1,1,0"},
+		{5, 10, 1, Route{Delta: 3, Remainder: 2}, "4,6,14,3,2"},
+		// Block size 1 on a pair: a claim's tickets, two apart.
+		{3, 1000, 2, Route{Delta: 1}, "2,401,2001,2,1"},
+		{484, 10, 2, Route{Delta: 1}, "483,486,502,2,0"},
+		{3, 1000, 2, Route{Delta: 2, Remainder: 1}, "2,401,2001,2,1"},
+		{3, 1000, 2, Route{Delta: 3, Remainder: 2}, "2,401,2001,6,5"},
+		{4, 100, 4, Route{Delta: 6, Remainder: 2}, "3,82,400,12,8"},
 	}
 	for _, tt := range tests {
-		s := NewSegment(tt.first, tt.last, tt.rt)
-		if got := string(s.AppendSimple(nil)); got != tt.simple {
-			t.Errorf("segment of [%d, %d]: %q, want %q", tt.first, tt.last, got, tt.simple)
+		s, ok := NewSegment(tt.first, tt.n, tt.stride, tt.rt)
+		if got := string(s.AppendSimple(nil)); !ok || got != tt.simple {
+			t.Errorf("segment of %d values from %d, %d apart: %q (%v), want %q", tt.n, tt.first, tt.stride, got, ok, tt.simple)
 		}
-		ids := clientIDs(s)
-		if int64(len(ids)) != s.IDs() {
-			t.Errorf("segment %q: IDs() = %d, the client hands out %d", tt.simple, s.IDs(), len(ids))
-		}
-		for _, v := range ids {
-			if v < int64(tt.first) || v > int64(tt.last) || !Keep(uint64(v), tt.rt) {
-				t.Errorf("segment %q: the client hands out %d", tt.simple, v)
-			}
+		checkSegment(t, tt.first, tt.n, tt.stride, tt.rt)
+	}
+	for _, tt := range []struct {
+		first, n, stride uint64
+		rt               Route
+	}{
+		{4, 1000, 2, Route{Delta: 2, Remainder: 1}}, // server 2's tickets, tinyid's odd residue
+		{7, 2, 1, Route{Delta: 3, Remainder: 0}},
+		{7, 0, 1, Route{Delta: 1}},
+	} {
+		if s, ok := NewSegment(tt.first, tt.n, tt.stride, tt.rt); ok {
+			t.Errorf("segment of %d values from %d, %d apart, residue %d of %d: %+v, want none", tt.n, tt.first, tt.stride, tt.rt.Remainder, tt.rt.Delta, s)
 		}
 	}
-	s := NewSegment(1000, 1999, Route{Delta: 2, Remainder: 1})
+	s, _ := NewSegment(1000, 1000, 1, Route{Delta: 2, Remainder: 1})
 	want := `{"data":{"currentId":999,"loadingId":1199,"maxId":1999,"delta":2,"remainder":1},"code":200,"message":""}`
 	if got := string(s.AppendJSON(nil)); got != want {
 		t.Errorf("JSON %s\nwant %s", got, want)
 	}
-}
-
-func TestLongestRun(t *testing.T) {
-	tests := []struct {
-		vals        []uint64
-		first, last uint64
-		n           int
-	}{
-		{nil, 0, 0, 0},
-		{[]uint64{7}, 7, 7, 1},
-		{[]uint64{5, 6, 7, 20, 21}, 5, 7, 3},
-		{[]uint64{98, 99, 2000, 2001, 2002, 2003}, 2000, 2003, 4},
-		{[]uint64{3, 3, 4}, 3, 4, 2}, // a repeat breaks a run
-		{[]uint64{9, 8, 7}, 9, 9, 1}, // so does going down
-		{[]uint64{1<<64 - 1, 0, 1}, 0, 1, 2},
-	}
-	for _, tt := range tests {
-		first, last, n := LongestRun(tt.vals)
-		if first != tt.first || last != tt.last || n != tt.n {
-			t.Errorf("LongestRun(%v) = %d, %d, %d; want %d, %d, %d", tt.vals, first, last, n, tt.first, tt.last, tt.n)
-		}
-	}
-	// Blocks of a sequence as a request gets them: the tail of one, whole
-	// ones, the head of another, from two servers.
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		var vals []uint64
-		for range 1 + r.IntN(4) {
-			start := r.Uint64N(1 << 40)
-			for k := range 1 + r.IntN(50) {
-				vals = append(vals, start+uint64(k))
-			}
-		}
-		checkRun(t, vals)
+	for range 500 {
+		d := 1 + r.Uint32N(12)
+		checkSegment(t, 1+r.Uint64N(1<<40), 1+r.Uint64N(300), 1+r.Uint64N(8), Route{Delta: d, Remainder: r.Uint32N(d)})
 	}
 }
 
-// checkRun: the run LongestRun names is made of values of vals, every one
-// of its range, and no run of vals is longer.
-func checkRun(t *testing.T, vals []uint64) {
+// checkSegment: what tinyid's client hands out of the segment of a run is
+// exactly the run's values of the route's residue (none twice, none
+// another caller's), and IDs() counts them.
+func checkSegment(t *testing.T, first, n, stride uint64, rt Route) {
 	t.Helper()
-	first, last, n := LongestRun(vals)
-	if len(vals) == 0 {
-		if n != 0 {
-			t.Fatalf("a run of %d in no values", n)
+	var want []int64
+	for i := range n {
+		if v := first + i*stride; Keep(v, rt) {
+			want = append(want, int64(v))
+		}
+	}
+	s, ok := NewSegment(first, n, stride, rt)
+	if !ok {
+		if len(want) > 0 {
+			t.Fatalf("run of %d from %d, %d apart, residue %d of %d: no segment, but %d IDs", n, first, stride, rt.Remainder, rt.Delta, len(want))
 		}
 		return
 	}
-	if n < 1 || last-first+1 != uint64(n) {
-		t.Fatalf("LongestRun(%v) = %d, %d, %d", vals, first, last, n)
+	got := clientIDs(s)
+	if !slices.Equal(got, want) {
+		t.Fatalf("run of %d from %d, %d apart, residue %d of %d: segment %q hands out %v, want %v", n, first, stride, rt.Remainder, rt.Delta, s.AppendSimple(nil), got, want)
 	}
-	found := false
-	for at := range vals {
-		if at+n <= len(vals) && slices.Equal(vals[at:at+n], seq(first, n)) {
-			found = true
-			break
-		}
-	}
-	if !found {
-		t.Fatalf("LongestRun(%v): [%d, %d] is no run of vals", vals, first, last)
-	}
-	longest, cur := 1, 1
-	for i := 1; i < len(vals); i++ {
-		if vals[i-1] != 1<<64-1 && vals[i] == vals[i-1]+1 {
-			cur++
-		} else {
-			cur = 1
-		}
-		longest = max(longest, cur)
-	}
-	if n != longest {
-		t.Fatalf("LongestRun(%v) = a run of %d, the longest is %d", vals, n, longest)
+	if s.IDs() != int64(len(got)) {
+		t.Fatalf("segment %q: IDs() = %d, the client hands out %d", s.AppendSimple(nil), s.IDs(), len(got))
 	}
 }
 
@@ -141,7 +110,8 @@ func TestAnswers(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() {
 		var buf [128]byte
-		_ = NewSegment(1000, 1999, Route{Delta: 1}).AppendSimple(buf[:0])
+		s, _ := NewSegment(1000, 1000, 1, Route{Delta: 1})
+		_ = s.AppendSimple(buf[:0])
 	}); n != 0 {
 		t.Errorf("a simple segment answer allocates %v times", n)
 	}
@@ -165,13 +135,4 @@ func TestParseBatchSize(t *testing.T) {
 			t.Errorf("ParseBatchSize(%q) = %d, %d; want %d, %d", tt.in, n, prob, tt.n, tt.prob)
 		}
 	}
-}
-
-// seq is first, first+1, … (n values).
-func seq(first uint64, n int) []uint64 {
-	out := make([]uint64, n)
-	for k := range out {
-		out[k] = first + uint64(k)
-	}
-	return out
 }

@@ -28,6 +28,9 @@ type (
 	SequenceInfo = spec.SequenceInfo
 	// Ticket is one raw ticket and the server that issued it.
 	Ticket = tickets.Ticket
+	// Run is values of a sequence one caller took alone, a stride apart
+	// (NextRun).
+	Run = spec.Run
 	// Rewind is one counter a server is refused for (ServerHealth.Rewound).
 	Rewind = marks.Rewind
 	// AcquireRequest asks for a worker ID (AcquireWorker).

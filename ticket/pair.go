@@ -389,6 +389,21 @@ func (p *Pair) NextN(ctx context.Context, name string, dst []uint64) (int, error
 	return p.seqs.NextN(ctx, name, dst)
 }
 
+// NextRun hands out a run of at most most values of the named sequence that
+// no other caller gets: values of one block, or with block size 1 the
+// tickets of one claim, a step apart (Sequences.NextRun). A run ends where
+// a block does, so it may hold fewer than most; it holds at least one
+// value unless err is set.
+func (p *Pair) NextRun(ctx context.Context, name string, most uint64) (Run, error) {
+	return p.seqs.NextRun(ctx, name, most)
+}
+
+// TryNextRun is NextRun from memory alone, without I/O, and reports
+// whether it could (Sequences.TryNextRun): for the HTTP hot path.
+func (p *Pair) TryNextRun(name string, most uint64) (Run, bool) {
+	return p.seqs.TryNextRun(name, most)
+}
+
 // TryNextN fills dst from the blocks already in memory, without I/O, and
 // reports whether it could (Sequences.TryNextN): for the HTTP hot path.
 func (p *Pair) TryNextN(name string, dst []uint64) (int, bool) {

@@ -51,12 +51,13 @@ type balancer struct {
 }
 
 // testHAProxyConfig is deploy/haproxy/haproxy.cfg with this test's
-// addresses, a stats socket, no request log, and checks ten times as
+// addresses, a stats socket, no request log (unless requestLog: the
+// shipped one, on HAProxy's standard output), and checks ten times as
 // frequent (inter 100ms fastinter 50ms: a draining ticketd is out within
 // 150 ms, inside the test's 2 s drain delay). Everything else, retries
 // included, is the shipped file's. Each change must apply exactly once, or
 // once per backend (backends: IDs, tickets).
-func testHAProxyConfig(t *testing.T, front, sock string, servers []string) string {
+func testHAProxyConfig(t *testing.T, front, sock string, servers []string, requestLog bool) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "haproxy", "haproxy.cfg"))
 	if err != nil {
@@ -73,8 +74,10 @@ func testHAProxyConfig(t *testing.T, front, sock string, servers []string) strin
 		cfg = r.ReplaceAllLiteralString(cfg, with)
 	}
 	replace(`(?m)^global\n`, "global\n    stats socket "+sock+" mode 600 level admin\n", 1)
-	replace(`(?m)^\s*log stdout.*\n`, "", 1)
-	replace(`(?m)^\s*option httplog\n`, "", 1)
+	if !requestLog {
+		replace(`(?m)^\s*log stdout.*\n`, "", 1)
+		replace(`(?m)^\s*(option httplog|log-format .*)\n`, "", 1)
+	}
 	replace(`(?m)^\s*bind :8080\n`, "    bind "+front+"\n", 1)
 	replace(`inter 1s fastinter 500ms fall 2`, "inter 100ms fastinter 50ms fall 2", backends)
 	for i, s := range servers {
@@ -90,13 +93,14 @@ func testHAProxyConfig(t *testing.T, front, sock string, servers []string) strin
 // foreground (-db), and waits until it sees every server UP.
 func startBalancer(t *testing.T, servers []string) *balancer {
 	t.Helper()
-	return startBalancerWith(t, servers, nil, nil)
+	return startBalancerWith(t, servers, nil, nil, false)
 }
 
 // startBalancerWith is startBalancer with the configuration changed by
-// edit (given its frontend's address), when not nil, and env added to
-// HAProxy's environment.
-func startBalancerWith(t *testing.T, servers []string, edit func(cfg, front string) string, env []string) *balancer {
+// edit (given its frontend's address), when not nil, env added to
+// HAProxy's environment, and the shipped request log in b.logs when
+// requestLog.
+func startBalancerWith(t *testing.T, servers []string, edit func(cfg, front string) string, env []string, requestLog bool) *balancer {
 	t.Helper()
 	dir := t.TempDir()
 	b := &balancer{t: t, addr: fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), sock: filepath.Join(dir, "haproxy.sock"), logs: &proctest.Buffer{}}
@@ -104,7 +108,7 @@ func startBalancerWith(t *testing.T, servers []string, edit func(cfg, front stri
 		b.names = append(b.names, fmt.Sprintf("ticketd%d", i+1))
 	}
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	cfg := testHAProxyConfig(t, b.addr, b.sock, servers)
+	cfg := testHAProxyConfig(t, b.addr, b.sock, servers, requestLog)
 	if edit != nil {
 		cfg = edit(cfg, b.addr)
 	}

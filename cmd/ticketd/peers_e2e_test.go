@@ -250,7 +250,27 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 			t.Fatalf("no one bind %s in the balancer's configuration", front)
 		}
 		return strings.Replace(cfg, bind, bind+"    "+docHAProxyLine(t)+"\n", 1)
-	}, []string{"LEAF_TOKEN=" + leafToken})
+	}, []string{"LEAF_TOKEN=" + leafToken}, true)
+
+	// tinyid's callers through it too: their token is in the query string,
+	// which HAProxy's request log must leave out (the shipped log-format).
+	for range 3 {
+		resp, err := http.Post("http://"+lb.addr+"/tinyid/id/nextSegmentIdSimple?bizType=test&token="+tinyToken, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Count(string(body), ",") != 4 {
+			t.Fatalf("a segment through HAProxy: %d %q", resp.StatusCode, body)
+		}
+	}
+	waitFor(t, "HAProxy's request log of tinyid's calls", 10*time.Second, func() bool {
+		return strings.Count(lb.logs.String(), "/tinyid/id/nextSegmentIdSimple") >= 3
+	})
+	if logs := lb.logs.String(); strings.Contains(logs, tinyToken) {
+		t.Fatalf("HAProxy's request log holds tinyid's token:\n%s", logs)
+	}
 
 	cls := <-classes
 	if !strings.HasPrefix(cls, "/") {
@@ -258,7 +278,8 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	}
 	out := t.TempDir()
 	const seconds = 9
-	jc := exec.Command(java, "-cp", cls, "SegmentClient", a.addr+","+b.addr, tinyToken, "test,test_odd", "8", strconv.Itoa(seconds), out)
+	jc := exec.Command(java, "-cp", cls, "SegmentClient", a.addr+","+b.addr, "test,test_odd", "8", strconv.Itoa(seconds), out)
+	jc.Env = append(os.Environ(), "TINYID_TOKEN="+tinyToken)
 	phases, err := jc.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +293,10 @@ GRANT SELECT ON tinyid.* TO 'reader'@'%%';`, tinyToken, peerPW))
 	jdone := make(chan error, 1)
 	go func() { jdone <- jc.Wait() }()
 	t.Cleanup(func() { jc.Process.Kill() })
+	// Tokens never on a command line: any user of the machine reads it.
+	if argv, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", jc.Process.Pid)); err != nil || strings.Contains(string(argv), tinyToken) {
+		t.Fatalf("SegmentClient's command line (%v) holds the tinyid token: %q", err, argv)
+	}
 	leaf := startLeafLoad([]string{lb.addr}, "", 4)
 
 	// Phase 0: both up. Phase 1: a killed. Phase 2: a started again on

@@ -24,17 +24,19 @@ const routesHeader = `Leaf's and tinyid's keys and the ticketd sequences that se
 (ticketd serve -peer-routes; docs/migrating.md). Written by ticketd import,
 which keeps every route and rewrites the file (comments are not kept).`
 
-// mergeRoutes is the routes file at path (none yet: no routes) with the
-// items' routes, and Leaf's workers when given.
-func mergeRoutes(path string, p peers.Peer, items []Item, workers *peers.LeafWorkers) ([]byte, error) {
-	r := peers.NewRoutes()
-	if _, err := os.Stat(path); err == nil {
-		if r, err = peers.ReadFile(path); err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+// readRoutes reads the routes file at path (none yet: no routes).
+func readRoutes(path string) (*peers.Routes, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return peers.NewRoutes(), nil
+	} else if err != nil {
 		return nil, fmt.Errorf("routes file: %w", err)
 	}
+	return peers.ReadFile(path)
+}
+
+// mergeRoutes is the routes r, read from the routes file, with the items'
+// routes, and Leaf's workers when given.
+func mergeRoutes(r *peers.Routes, p peers.Peer, items []Item, workers *peers.LeafWorkers) ([]byte, error) {
 	for _, it := range items {
 		if err := r.Set(p, it.Key, it.Route); err != nil {
 			return nil, err

@@ -18,7 +18,9 @@ type Options struct {
 	// (role ticketd_sequences), as `ticketd sequence create` takes them.
 	Tickets ticket.Config
 	// Prefix begins every sequence's name (peers.ValidPrefix): to import
-	// both peers' keys where they share names.
+	// both peers' keys where they share names. A key the routes file
+	// already routes to a sequence keeps it: a run under another prefix is
+	// refused (Plan.keepRoutes).
 	Prefix string
 	// MarginSegments is how many of the peer's largest fetches lie between
 	// a key's max_id and its sequence's start. Zero:
@@ -91,13 +93,18 @@ func Run(ctx context.Context, p peers.Peer, sources []Source, opt Options) (Repo
 	if p == peers.TinyID && opt.TokensFile != "" {
 		rep.planTokens(toks)
 	}
+	old, err := readRoutes(opt.RoutesFile)
+	if err != nil {
+		return rep, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	rep.keepRoutes(old, opt.RoutesFile)
 	if len(rep.Problems) > 0 {
 		return rep, fmt.Errorf("%w: %s", ErrRefused, strings.Join(rep.Problems, "; "))
 	}
 	if err := rep.againstServers(ctx, opt); err != nil {
 		return rep, err
 	}
-	routes, err := mergeRoutes(opt.RoutesFile, p, rep.Items, opt.LeafWorkers)
+	routes, err := mergeRoutes(old, p, rep.Items, opt.LeafWorkers)
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrRefused, err)
 	}

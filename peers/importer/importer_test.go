@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,21 +69,9 @@ func ticketsConfig(mp *mysqltest.Pair) ticket.Config {
 // ticketd serve does.
 func take(t *testing.T, mp *mysqltest.Pair, name string, n int) []uint64 {
 	t.Helper()
-	cfg := ticketsConfig(mp)
-	cfg.User, cfg.Password = mp.User, mp.Password
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pair, err := ticket.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pair.Close()
-	vals := make([]uint64, n)
-	if _, err := pair.NextN(ctx, name, vals); err != nil {
-		t.Fatalf("values of %s: %v", name, err)
-	}
-	return vals
+	s := startServing(t, mp, name)
+	defer s.stop()
+	return s.take(t, n)
 }
 
 func starts(t *testing.T, mp *mysqltest.Pair, names ...string) []dba.SequenceStart {
@@ -348,17 +337,31 @@ func TestImportRefuses(t *testing.T) {
 	}
 }
 
-// TestGoingBack: docs/migrating.md's way back. After ticketd handed out
-// values (and holds more in memory), the import run again says how far
-// (Served); the guide's statements, with N, move the peer's table so that
-// the next segment each peer takes begins above all of it.
+// TestGoingBack: docs/migrating.md's way back, its steps in the order the
+// guide gives them. ticketd (a Pair here) hands out values, some held in
+// memory, until the step that stops it; the step that reads N runs the
+// import again with -dry-run (Served); the guide's statements, with N, move
+// the peer's table. Then every value ticketd handed out is at or below N,
+// and the next segment each peer takes begins above it. Between steps,
+// ticketd still serving takes two blocks more: N read while it serves is
+// passed.
 func TestGoingBack(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "migrating.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	section := string(doc)
+	if i := strings.Index(section, "\n## Going back\n"); i >= 0 {
+		section = section[i+1:]
+		if j := strings.Index(section, "\n## "); j >= 0 {
+			section = section[:j]
+		}
+	} else {
+		t.Fatal(`docs/migrating.md has no section "Going back"`)
+	}
 	var stmts []string
-	for _, line := range strings.Split(string(doc), "\n") {
+	for _, line := range strings.Split(section, "\n") {
+		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "UPDATE leaf_alloc SET max_id = GREATEST") || strings.HasPrefix(line, "UPDATE tiny_id_info SET max_id = GREATEST") {
 			stmts = append(stmts, line)
 		}
@@ -366,34 +369,66 @@ func TestGoingBack(t *testing.T) {
 	if len(stmts) != 2 {
 		t.Fatalf("docs/migrating.md: %d statements of the way back, want Leaf's and tinyid's", len(stmts))
 	}
+	// The guide's steps, by where the section first says them.
+	type step int
+	const (
+		stopServing step = iota // reload ticketd without the keys' routes and tokens
+		readN                   // the import again with -dry-run
+		update                  // the statements
+	)
+	at := map[step]int{stopServing: strings.Index(section, "reload"), readN: strings.Index(section, "-dry-run"), update: strings.Index(section, "UPDATE ")}
+	says := map[step]string{stopServing: "reload", readN: "-dry-run", update: "UPDATE"}
+	order := []step{stopServing, readN, update}
+	for _, s := range order {
+		if at[s] < 0 {
+			t.Fatalf("docs/migrating.md, Going back: no step saying %s", says[s])
+		}
+	}
+	slices.SortFunc(order, func(a, b step) int { return at[a] - at[b] })
+
 	peer := startPeer(t, "leaf", "tinyid1")
 	mp := mysqltest.StartPair(t)
 	peer.Exec(t, `USE leaf; INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('leaf-segment-test', 2001, 2000);
 USE tinyid1; INSERT INTO tiny_id_info (biz_type, max_id, step, delta, remainder) VALUES ('test', 100001, 100000, 1, 0);`)
 	for k, p := range []peers.Peer{peers.Leaf, peers.TinyID} {
 		db, key := []string{"leaf", "tinyid1"}[k], []string{"leaf-segment-test", "test"}[k]
-		opt := Options{Tickets: ticketsConfig(mp), MarginSegments: 2, RoutesFile: filepath.Join(t.TempDir(), "routes"), Block: 1000}
+		const block = 1000
+		opt := Options{Tickets: ticketsConfig(mp), MarginSegments: 2, RoutesFile: filepath.Join(t.TempDir(), "routes"), Block: block}
 		src := []Source{peer.source(db)}
 		if _, err := Run(context.Background(), p, src, opt); err != nil {
 			t.Fatal(err)
 		}
 		seq := peers.SequenceName("", key)
-		var most uint64
-		for _, v := range take(t, mp, seq, 1500) { // a block and a half: the Pair holds the rest
-			most = max(most, v)
+		d := startServing(t, mp, seq)
+		d.take(t, block+block/2) // a block and a half: the Pair holds the rest
+		var n uint64
+		for _, s := range order {
+			switch s {
+			case stopServing:
+				d.stop()
+			case readN:
+				opt.DryRun = true
+				rep, err := Run(context.Background(), p, src, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n = rep.Items[0].Served
+			case update:
+				if n == 0 {
+					t.Fatal("docs/migrating.md, Going back: the statements come before N is read")
+				}
+				stmt := regexp.MustCompile(`\bN\b`).ReplaceAllString(stmts[k], strconv.FormatUint(n, 10))
+				peer.Exec(t, "USE "+db+"; "+stmt)
+			}
+			if d.pair != nil {
+				d.take(t, 2*block) // ticketd serves on
+			}
 		}
-		opt.DryRun = true
-		rep, err := Run(context.Background(), p, src, opt)
-		if err != nil {
-			t.Fatal(err)
+		d.stop()
+		if d.most > n {
+			t.Fatalf("%s: ticketd handed out up to %d, above N = %d, which the peer begins above: the guide reads N (%s) while ticketd still serves (before %s)", seq, d.most, n, says[readN], says[stopServing])
 		}
-		n := rep.Items[0].Served
-		if n < most {
-			t.Fatalf("%s: handed out up to %d, says %d", seq, most, n)
-		}
-		// The guide's statement, then the peer's next fetch.
-		stmt := regexp.MustCompile(`\bN\b`).ReplaceAllString(stmts[k], strconv.FormatUint(n, 10))
-		peer.Exec(t, "USE "+db+"; "+stmt)
+		// The peer's next fetch.
 		var fetch, first string
 		if p == peers.Leaf {
 			fetch = "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = 'leaf-segment-test'"
@@ -406,5 +441,101 @@ USE tinyid1; INSERT INTO tiny_id_info (biz_type, max_id, step, delta, remainder)
 		if err != nil || got <= n {
 			t.Fatalf("%s after the way back: the peer's next segment begins at %d (%v), not above %d", p, got, err, n)
 		}
+	}
+}
+
+// serving is ticketd handing out values of a sequence, as a Pair of the
+// ticket servers that stays open (holding what it claimed) until stop.
+type serving struct {
+	pair *ticket.Pair
+	name string
+	most uint64 // the largest value handed out
+}
+
+func startServing(t *testing.T, mp *mysqltest.Pair, name string) *serving {
+	t.Helper()
+	cfg := ticketsConfig(mp)
+	cfg.User, cfg.Password = mp.User, mp.Password
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pair, err := ticket.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serving{pair: pair, name: name}
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *serving) take(t *testing.T, n int) []uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	vals := make([]uint64, n)
+	if _, err := s.pair.NextN(ctx, s.name, vals); err != nil {
+		t.Fatalf("values of %s: %v", s.name, err)
+	}
+	s.most = max(s.most, slices.Max(vals))
+	return vals
+}
+
+func (s *serving) stop() {
+	if s.pair != nil {
+		s.pair.Close()
+		s.pair = nil
+	}
+}
+
+// TestImportKeepsRoutes: a run again under another -prefix would give a
+// key already routed to a sequence a new one, beginning where the old one
+// may already have handed out values (here it did: the same max_id gives
+// the same start): refused, naming the key, its route and the way on,
+// with nothing written; under the prefix that made the route, it runs.
+func TestImportKeepsRoutes(t *testing.T) {
+	peer := startPeer(t, "leaf")
+	mp := mysqltest.StartPair(t)
+	peer.Exec(t, "USE leaf; INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('orders', 5000, 1000), ('leaf-segment-test', 1, 10);")
+	routes := filepath.Join(t.TempDir(), "routes")
+	opt := Options{Tickets: ticketsConfig(mp), MarginSegments: 1, RoutesFile: routes}
+	src := []Source{peer.source("leaf")}
+	ctx := context.Background()
+	if _, err := Run(ctx, peers.Leaf, src, opt); err != nil {
+		t.Fatal(err)
+	}
+	vals := take(t, mp, "orders", 10)
+	before, err := os.ReadFile(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, dry := range []bool{true, false} {
+		opt.Prefix, opt.DryRun = "leaf_", dry
+		rep, err := Run(ctx, peers.Leaf, src, opt)
+		if !errors.Is(err, ErrRefused) {
+			t.Fatalf("dry run %v: %v, want refused", dry, err)
+		}
+		for _, want := range []string{"leaf orders", "sequence orders", "leaf_orders", "-prefix", "leaf leaf-segment-test"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("dry run %v: %q does not say %q", dry, err, want)
+			}
+		}
+		if len(rep.Problems) != 2 {
+			t.Errorf("dry run %v: problems %q, want one per routed key", dry, rep.Problems)
+		}
+		after, _ := os.ReadFile(routes)
+		if string(after) != string(before) || starts(t, mp, "leaf_orders")[0].Exists {
+			t.Fatalf("dry run %v: a refused import wrote something:\n%s", dry, after)
+		}
+	}
+	// The old sequence handed out values above the start leaf_orders would
+	// have had: what the refusal prevents.
+	if st := uint64(5000 + 1*512_000); vals[len(vals)-1] <= st {
+		t.Fatalf("orders handed out %v, none above %d: the test shows nothing", vals, st)
+	}
+
+	opt.Prefix, opt.DryRun = "", false
+	if _, err := Run(ctx, peers.Leaf, src, opt); err != nil {
+		t.Fatalf("run again as before: %v", err)
 	}
 }

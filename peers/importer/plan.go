@@ -227,3 +227,22 @@ func (pl *Plan) defs() []dba.NewSequence {
 	}
 	return out
 }
+
+// keepRoutes refuses to route a key that the routes file (old, read from
+// path) already routes to another sequence: the sequence it has may have
+// handed out values above the start this run would give the new one
+// (which begins above the peer's max_id, not above the old sequence's
+// counters), and the key's callers would get them twice. A run under
+// another -prefix is how that happens; the way on is the prefix of the run
+// that wrote the route.
+func (pl *Plan) keepRoutes(old *peers.Routes, path string) {
+	for _, it := range pl.Items {
+		rt, ok := old.Listed(pl.Peer, it.Key)
+		if !ok || rt.Sequence == it.Sequence {
+			continue
+		}
+		pl.Problems = append(pl.Problems, fmt.Sprintf("%s %s is routed to sequence %s in %s; this run would route it to sequence %s, "+
+			"beginning at %d, where %s may already have handed out values: run the import with the -prefix of the run that wrote the route (which keeps it and %s)",
+			pl.Peer, peers.Escape(it.Key), rt.Sequence, path, it.Sequence, it.Start, rt.Sequence, rt.Sequence))
+	}
+}

@@ -62,6 +62,12 @@
 // demand and round trip, and the calls that waited for a claim; Held the
 // total over every sequence in use.
 //
+// Runs: a caller that describes its values as a range (tinyid's segments)
+// takes a run (FillRun): values of the current block, its rest when that
+// is short, or with block size 1 the tickets of one claim, a step apart.
+// Nothing is skipped to make a run longer; a run caller short of a whole
+// run gets a claim of at least one.
+//
 // Tickets are taken by package tickets, the one place a ticket statement is
 // sent; a sequence's pin (package sequence) is written through the hook
 // Claims is made with.

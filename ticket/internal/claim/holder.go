@@ -124,29 +124,38 @@ func (c *Claims) Fill(ctx context.Context, h *Holder, q *tickets.Counter, dst []
 		if n == len(dst) {
 			return n, nil
 		}
-		if f == nil {
-			return n, spec.ErrClosed // startClaim refused: Shutdown has begun
-		}
-		if !waited {
-			waited = true
-			st.waits.Add(1)
-		}
-		select {
-		case <-f.done:
-			if f.err != nil {
-				if !retryable(f.err) || ctx.Err() != nil {
-					return n, f.err
-				}
-				// The background claim gave up, but this caller still has
-				// time: claim in the foreground, within the caller's deadline.
-				if err := c.claimNow(ctx, h, q, uint64(len(dst)-n)); err != nil {
-					return n, err
-				}
-			}
-		case <-ctx.Done():
-			return n, fmt.Errorf("ticket: waiting for a block of %q: %w", q.Info.Name, ctx.Err())
+		if err := c.await(ctx, h, q, f, uint64(len(dst)-n), &waited); err != nil {
+			return n, err
 		}
 		h.mu.Lock()
+	}
+}
+
+// await waits, for a caller short of short values, until the claim in
+// flight f ends; when it failed and the caller's deadline allows, it claims
+// in the caller's goroutine. waited counts the caller's first wait in the
+// figures.
+func (c *Claims) await(ctx context.Context, h *Holder, q *tickets.Counter, f *fetchOp, short uint64, waited *bool) error {
+	if f == nil {
+		return spec.ErrClosed // startClaim refused: Shutdown has begun
+	}
+	if !*waited {
+		*waited = true
+		h.st.waits.Add(1)
+	}
+	select {
+	case <-f.done:
+		if f.err != nil {
+			if !retryable(f.err) || ctx.Err() != nil {
+				return f.err
+			}
+			// The background claim gave up, but this caller still has
+			// time: claim in the foreground, within the caller's deadline.
+			return c.claimNow(ctx, h, q, short)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("ticket: waiting for a block of %q: %w", q.Info.Name, ctx.Err())
 	}
 }
 
@@ -182,12 +191,19 @@ func (c *Claims) drainLocked(h *Holder, q *tickets.Counter, dst []uint64) int {
 		}
 	}
 	st.held.Add(-uint64(n))
+	c.refillLocked(h, q, uint64(len(dst)-n))
+	return n
+}
+
+// refillLocked begins a claim, unless one is in flight, when what h holds
+// is short of the demand or a caller is short of short values. Called with
+// h.mu held.
+func (c *Claims) refillLocked(h *Holder, q *tickets.Counter, short uint64) {
 	if h.fetch == nil {
-		if k, ok := c.wantLocked(h, q, st.held.Load(), uint64(len(dst)-n)); ok {
+		if k, ok := c.wantLocked(h, q, h.st.held.Load(), short); ok {
 			c.startClaim(h, q, k)
 		}
 	}
-	return n
 }
 
 // beginLocked makes the block of the oldest claimed ticket the current one;

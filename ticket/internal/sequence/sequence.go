@@ -172,6 +172,61 @@ func (sq *Sequences) NextN(ctx context.Context, name string, dst []uint64) (int,
 	return n, err
 }
 
+// NextRun hands out a run of at most most values of the named sequence
+// that no other caller gets (spec.Run, claim.Claims.FillRun): for a caller
+// that describes what it takes as a range. A public sequence's values are
+// permuted as they leave, so no two make a range: its run is one value.
+func (sq *Sequences) NextRun(ctx context.Context, name string, most uint64) (spec.Run, error) {
+	if sq.lt.Closed() {
+		return spec.Run{}, spec.ErrClosed
+	}
+	if most == 0 {
+		return spec.Run{}, nil
+	}
+	q, err := sq.lookup(ctx, name)
+	if err != nil {
+		return spec.Run{}, err
+	}
+	perm, err := sq.permutation(q)
+	if err != nil {
+		return spec.Run{}, err
+	}
+	sq.use(q)
+	if perm != nil {
+		var v [1]uint64
+		n, err := sq.take(ctx, q, v[:])
+		if err == nil {
+			err = permute(q, perm, v[:n])
+		}
+		if err != nil {
+			return spec.Run{}, err
+		}
+		return spec.Run{First: v[0], N: 1, Stride: 1}, nil
+	}
+	r, err := sq.claims.FillRun(ctx, &q.hold, &q.Counter, most)
+	q.issued.Add(r.N)
+	return r, err
+}
+
+// TryNextRun is NextRun from memory alone, without I/O, for the HTTP hot
+// path: false (and nothing taken) for a sequence not yet looked up, broken
+// or public, or when memory holds no value of it. The caller then uses
+// NextRun.
+func (sq *Sequences) TryNextRun(name string, most uint64) (spec.Run, bool) {
+	if most == 0 || sq.lt.Closed() {
+		return spec.Run{}, false
+	}
+	q := sq.cat.get(name)
+	if q == nil || q.Info.Public() || q.Servers.Load() == 0 || q.err() != nil {
+		return spec.Run{}, false
+	}
+	r, ok := sq.claims.TryFillRun(&q.hold, &q.Counter, most)
+	if ok {
+		q.issued.Add(r.N)
+	}
+	return r, ok
+}
+
 // take fills dst with counter values of q, as NextN.
 func (sq *Sequences) take(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
 	if q.Info.BlockSize == 1 {

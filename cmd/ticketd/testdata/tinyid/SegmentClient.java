@@ -11,7 +11,10 @@
 // a fetch that fails (no answer, an HTTP error, an empty answer) is not tried
 // elsewhere: the caller that needed it gets an exception.
 //
-//   java SegmentClient SERVERS TOKEN BIZ[,BIZ...] THREADS SECONDS OUTDIR
+//   TINYID_TOKEN=TOKEN java SegmentClient SERVERS BIZ[,BIZ...] THREADS SECONDS OUTDIR
+//
+// The token comes from the environment, never the command line, which any
+// user of the machine can read.
 //
 // Half the threads take IDs one at a time, the others in batches of 1 to 50,
 // each from a biz type in turn, for SECONDS. A caller that gets an exception
@@ -182,16 +185,16 @@ public final class SegmentClient {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 6) {
-            System.err.println("usage: java SegmentClient SERVERS TOKEN BIZ[,BIZ...] THREADS SECONDS OUTDIR");
+        String token = System.getenv("TINYID_TOKEN");
+        if (args.length != 5 || token == null || token.isEmpty()) {
+            System.err.println("usage: TINYID_TOKEN=TOKEN java SegmentClient SERVERS BIZ[,BIZ...] THREADS SECONDS OUTDIR");
             System.exit(2);
         }
         String[] servers = args[0].split(",");
-        String token = args[1];
-        String[] bizTypes = args[2].split(",");
-        int threads = Integer.parseInt(args[3]);
-        long until = System.nanoTime() + Long.parseLong(args[4]) * 1_000_000_000L;
-        String outDir = args[5];
+        String[] bizTypes = args[1].split(",");
+        int threads = Integer.parseInt(args[2]);
+        long until = System.nanoTime() + Long.parseLong(args[3]) * 1_000_000_000L;
+        String outDir = args[4];
         Generator[] gens = new Generator[bizTypes.length];
         for (int i = 0; i < gens.length; i++) {
             gens[i] = new Generator(bizTypes[i], servers, token);
