@@ -204,6 +204,15 @@ func TestDeploymentKeysAndBalancedBits(t *testing.T) {
 
 	// A schema without the columns (release 3's before them): the Pair
 	// starts, records nothing, and records both once schema.sql is loaded.
+	// The Pairs above are stopped first: with the columns back, each would
+	// record its own key and balanced bits, whichever came first (withBA's
+	// key B, noKeys' bits without a key), as ticketd with other flags on
+	// one deployment would.
+	for _, p := range []*Pair{noKeys, withA, withB, withBA} {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bothServers(t, mp, "DELETE FROM tickets.deployment; ALTER TABLE tickets.deployment DROP COLUMN key_check, DROP COLUMN balanced_bits")
 	late := openPair(t, mp, func(c *spec.Config) { c.IDKeys = ringA })
 	if d, err := late.EnsureDeployment(ctx, want); err != nil || d.KeyCheck != "" || d.BalancedBits != -1 {

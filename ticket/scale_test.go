@@ -115,18 +115,21 @@ func TestManySequences(t *testing.T) {
 	waitFor(t, 10*time.Second, "the marks of the sample flushed", func() bool {
 		return p.marks.Pending() == 0
 	})
-	written := p.marks.Written()
+	// One ticket at a time, each flushed before the next: a flush between
+	// two tickets of one server would write its mark twice, which is
+	// right, so a count over several tickets says little.
 	one := p.seqs.Get(seqName(77))
-	for range 4 { // tickets from both servers
+	for i := range 4 { // tickets from both servers
+		written := p.marks.Written()
 		if _, err := p.tk.Take(ctxTimeout(t, 5*time.Second), &one.Counter, p.seqs.Pinner(one)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	waitFor(t, 10*time.Second, "the moved marks flushed", func() bool {
-		return p.marks.Pending() == 0 && p.marks.Written() > written
-	})
-	if got := p.marks.Written() - written; got > 2 {
-		t.Errorf("%d marks written after one sequence moved, want at most 2 (its mark for each server, on the other)", got)
+		waitFor(t, 10*time.Second, "the moved mark flushed", func() bool {
+			return p.marks.Pending() == 0 && p.marks.Written() > written
+		})
+		if got := p.marks.Written() - written; got != 1 {
+			t.Errorf("ticket %d of one sequence: %d marks written, want 1 (its server's mark, on the other)", i+1, got)
+		}
 	}
 
 	// A sequence created now is found by the catalog's changes alone.
@@ -169,11 +172,16 @@ func TestManySequencesRestoreAndRedefine(t *testing.T) {
 	take(p1, victim, 100, "before the backup")
 	dump := s1.Dump(t)
 	// A claim takes its blocks from one server: values until server 1 has
-	// issued some since the backup, so that the restore rewinds them.
+	// issued a hundred tickets since the backup, so that the restore
+	// rewinds its counter well below its mark. Tickets taken from a
+	// rewound counter are refused, but they move it; one block past the
+	// mark and the server rejoins by itself, with nothing left to repair
+	// (a claim of several blocks found the refusal and passed the mark at
+	// once when the rewind was a ticket or two deep).
 	atBackup := p1.seqs.Get(victim).MarksIn(p1.marks).Known(0)
-	waitFor(t, 30*time.Second, "a block of the victim from server 1 after the backup", func() bool {
+	waitFor(t, 30*time.Second, "a hundred tickets of the victim from server 1 after the backup", func() bool {
 		take(p1, victim, 50, "after the backup")
-		return p1.seqs.Get(victim).MarksIn(p1.marks).Known(0) > atBackup
+		return p1.seqs.Get(victim).MarksIn(p1.marks).Known(0) > atBackup+200
 	})
 	if err := p1.Close(); err != nil {
 		t.Fatal(err)
