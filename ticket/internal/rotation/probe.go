@@ -109,7 +109,7 @@ func (r *Rotation) probe(s *conn.Server) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.failedProbe(s, err)
+		noted := err
 		if conn.Classify(err) == conn.KindSlow {
 			// Its settings were just read: reads answer, the write did not
 			// commit in time. Its deadline backs off (to the statement
@@ -117,13 +117,18 @@ func (r *Rotation) probe(s *conn.Server) {
 			// later probe; one that says it cannot commit (or keeps not
 			// committing) is out for that reason from now on, a server
 			// that was stopped or frozen and is slow to start again not.
+			// The error is noted once the server was asked why, so that
+			// its last error never says less than its reason.
 			s.TimedOut()
 			r.writeTimedOut(s)
 			if v := r.askWhy(ctx, s); v.out {
+				noted = notCommittingErr(v.cause, err)
+				r.failedProbe(s, noted)
 				r.notCommitting(s, v.cause, err)
-				s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
+				return
 			}
 		}
+		r.failedProbe(s, noted)
 		return
 	}
 	// A server that was down at start, or restored, may define sequences
@@ -152,8 +157,8 @@ func (r *Rotation) Admit(ctx context.Context, s *conn.Server) (bool, error) {
 		s.TimedOut()
 		r.writeTimedOut(s)
 		if v := r.askWhy(ctx, s); v.out {
+			s.Note(notCommittingErr(v.cause, err), false)
 			r.notCommitting(s, v.cause, err)
-			s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
 		}
 	}
 	return false, err
@@ -248,8 +253,15 @@ func (r *Rotation) commitLate(ctx context.Context, s *conn.Server) error {
 	}
 	if v := r.askWhy(ctx, s); v.decisive {
 		err := fmt.Errorf("a write of ticketd's own still not committed after %v", r.cfg.CallTimeout)
-		s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
+		s.Note(notCommittingErr(v.cause, err), false)
 		r.takeOut(s, OutNoCommit, v.cause, err)
+		// The write's own outcome, once it ends, says why too: noted by
+		// probeUp, it must not leave a bare timeout as the server's last
+		// error while its reason is not_committing.
+		if err := <-done; err != nil {
+			return notCommittingErr(v.cause, err)
+		}
+		return nil
 	}
 	return <-done
 }
@@ -301,14 +313,18 @@ func (r *Rotation) probeUp(s *conn.Server) {
 	case k == conn.KindSlow:
 		s.Failures.Add(1)
 		s.Timeouts.Add(1)
-		s.Note(err, false)
 		s.TimedOut()
 		r.writeTimedOut(s)
+		if errors.Is(err, errNotCommitting) {
+			s.Note(err, false) // commitLate asked why, and took it out
+			return
+		}
 		if v := r.askWhy(ctx, s); v.out {
-			s.Note(fmt.Errorf("writes not committing: %s: %w", v.cause, err), false)
+			s.Note(notCommittingErr(v.cause, err), false)
 			r.takeOut(s, OutNoCommit, v.cause, err)
 			return
 		}
+		s.Note(err, false)
 		if r.slowFailed(s, r.SlowWindow()) {
 			r.TakeOut(s, OutSlow, err)
 		}
@@ -366,4 +382,14 @@ func (r *Rotation) warm(s *conn.Server) {
 		})
 	}
 	wg.Wait()
+}
+
+// errNotCommitting begins the error noted for a server whose reads answer
+// while a write of ticketd's own does not commit, and that says why.
+var errNotCommitting = errors.New("writes not committing")
+
+// notCommittingErr is err, a write that did not commit, with the cause the
+// server gave.
+func notCommittingErr(cause string, err error) error {
+	return fmt.Errorf("%w: %s: %w", errNotCommitting, cause, err)
 }
