@@ -1,17 +1,14 @@
 package upgradetest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
 	"ticketd/internal/proctest"
-	"ticketd/internal/releases"
 	"ticketd/ticket"
 )
 
@@ -26,26 +23,7 @@ func TestClaimsBesideRelease3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds release 3, runs MariaDB and ticketd; not in -short")
 	}
-	root := mariadb.RepoRoot()
-	prev, err := releases.Previous(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r3 releases.Release
-	for _, r := range prev {
-		if r.Number == 3 {
-			r3 = r
-		}
-	}
-	if r3.Commit == "" {
-		t.Fatalf("CHANGELOG.md names no commit of release 3 among %v", prev)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	old, err := releases.Build(ctx, root, r3, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := buildRelease(t, 3)
 	s := &scenario{t: t, old: old, newBin: proctest.Ticketd(t)}
 	s.mp = mysqltest.StartPair(t)
 	s.loadOldSchema()

@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"ticketd/internal/mariadb"
 	"ticketd/internal/mysqltest"
 	"ticketd/internal/proctest"
-	"ticketd/internal/releases"
 	"ticketd/publicid"
 	"ticketd/ticket"
 )
@@ -49,28 +47,7 @@ func TestPublicStartBesideRelease3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds release 3, runs MariaDB and ticketd; not in -short")
 	}
-	root := mariadb.RepoRoot()
-	prev, err := releases.Previous(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r3 releases.Release
-	for _, r := range prev {
-		if r.Number == 3 {
-			r3 = r
-		}
-	}
-	if r3.Commit == "" {
-		t.Fatalf("CHANGELOG.md names no commit of release 3 among %v", prev)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	began := time.Now()
-	old, err := releases.Build(ctx, root, r3, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s (commit %.12s) built in %s", r3, r3.Commit, time.Since(began).Round(100*time.Millisecond))
+	old := buildRelease(t, 3)
 	newBin := proctest.Ticketd(t)
 	rel := ticket.Release
 
