@@ -33,6 +33,18 @@ func acquireEach(t testing.TB, servers []*mysqltest.Server, user, password strin
 	var got []lease.Lease
 	for i := range k {
 		p := openOn(t, servers, user, password)
+		// The servers are equally near, as the test means them: a new
+		// Pair's first latency samples on a loaded machine can put one
+		// farther (a class of its own: nearest first wins over even
+		// counts) or timing out, until a few more samples come in.
+		waitFor(t, 10*time.Second, "every server up, near and not timing out", func() bool {
+			for _, s := range p.servers {
+				if !p.rot.Up(s) || p.rot.Class(s) != 0 || p.rot.Suspect(s) {
+					return false
+				}
+			}
+			return true
+		})
 		req := leaseReq(fmt.Sprintf("%s/%d", prefix, i), 5, -1)
 		req.Exclude = exclude
 		l, err := p.AcquireWorker(context.Background(), req)
