@@ -37,7 +37,13 @@ function errorOf(e) {
 }
 
 const fail = (/** @type {string} */ kind, /** @type {string} */ message) => ({ ok: false, error: { kind, message, status: 0 } });
-const micros = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+// A call's times on the wall clock, which ticketd's IDs carry: Date.now(),
+// whole milliseconds, the start rounded down and the end up, so that the
+// driver's age and order checks never see a call shorter than it was.
+// (performance.timeOrigin + performance.now() drifts from the wall clock: a
+// start read so was a millisecond late, and an ID 100 ms old looked 101.)
+const startMicros = () => Date.now() * 1000;
+const endMicros = () => (Date.now() + 1) * 1000;
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
 /** @param {any} cfg */
@@ -64,10 +70,10 @@ async function run(c, r, job) {
   const threads = Array.from({ length: r.threads ?? 0 }, () => /** @type {any} */ ({ values: [], ...(r.timed ? { times: [] } : {}), errors: [] }));
   await Promise.all(threads.map(async (th) => {
     for (let k = 1; k <= (r.count ?? 0); k++) {
-      const before = micros();
+      const before = startMicros();
       try {
         const v = r.op === 'next' ? await c.next({ timeout }) : await c.ticket(r.name, { timeout });
-        const after = micros();
+        const after = endMicros();
         th.values.push(String(v));
         if (r.timed) th.times.push([before, after]);
       } catch (e) {
