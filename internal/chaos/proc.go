@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ticketd/internal/freeport"
 )
 
 // instance is one ticketd process: every start, restart included, is a new
@@ -206,14 +208,9 @@ func cleanEnv() []string {
 	return env
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port on 127.0.0.1 outside the kernel's ephemeral range
+// (internal/freeport).
+func freePort() (int, error) { return freeport.Pick() }
 
 // waitReady polls /readyz until it answers 200, the process exits, or
 // timeout passes. Once ready, the instance gets its load clients and one

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ticketd/internal/freeport"
 )
 
 var (
@@ -48,15 +50,15 @@ func Ticketd(t testing.TB) string {
 	return binPath
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// outside the kernel's ephemeral range (internal/freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // FreeAddr is FreePort as "127.0.0.1:PORT".

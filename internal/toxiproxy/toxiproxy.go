@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"ticketd/internal/freeport"
 	"ticketd/internal/mariadb"
 )
 
@@ -318,14 +319,9 @@ func (s *Server) call(method, path string, body, out any) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port on 127.0.0.1 outside the kernel's ephemeral range
+// (internal/freeport).
+func freePort() (int, error) { return freeport.Pick() }
 
 type lockedBuffer struct {
 	mu sync.Mutex
