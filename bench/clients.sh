@@ -35,30 +35,14 @@ OUT=${BENCH_OUT:-$BENCH/out}
 CLIENTS=${BENCH_CLIENTS:-go python java node}
 GO=${GO:-go}
 
-say() { printf 'bench clients: %s\n' "$*"; }
-die() {
-	printf 'bench clients: error: %s\n' "$*" >&2
-	exit 1
-}
+BENCH_NAME='bench clients'
+. "$BENCH/lib.sh"
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-RAW=$OUT/raw/clients
-DBVAR=$OUT/clientsvar
-mkdir -p "$RAW"
+bench_out clients clientsvar
 exec 7>"$OUT/.clientslock"
 flock -n 7 || die "another bench of the clients is running on $OUT"
 
-if [ -n "${BENCH_BIN:-}" ]; then
-	BIN=$BENCH_BIN
-else
-	BIN=$OUT/bin
-	mkdir -p "$BIN"
-	say "building ticketd and benchtool"
-	(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
-	(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
-fi
-TOOL=$BIN/benchtool
+bench_bins
 
 # --- the clients ---------------------------------------------------------------
 bench_go() { "$TOOL" clientsgo -url "$T"; }
@@ -83,18 +67,10 @@ bench_node() {
 # --- everything started here is stopped on exit, by PID ----------------------
 TICKETD_PID= DB_STARTED=
 stop_ticketd() {
-	local pid=$TICKETD_PID i
+	local pid=$TICKETD_PID
 	TICKETD_PID=
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
+	stop_pid "$pid"
 }
-dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM

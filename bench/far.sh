@@ -73,49 +73,21 @@ BLOCK=1000
 CONNS=16
 GO=${GO:-go}
 
-say() { printf 'bench far: %s\n' "$*"; }
-die() {
-	printf 'bench far: error: %s\n' "$*" >&2
-	exit 1
-}
+BENCH_NAME='bench far'
+. "$BENCH/lib.sh"
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-RAW=$OUT/raw/far
-DBVAR=$OUT/farvar
-mkdir -p "$RAW"
+bench_out far farvar
 exec 9>"$OUT/.farlock"
 flock -n 9 || die "another bench far is running on $OUT"
 
 command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk (make bench installs it)"
 command -v curl >/dev/null || die "curl is missing: apt-get install curl"
-if [ -n "${BENCH_BIN:-}" ]; then
-	BIN=$BENCH_BIN
-else
-	BIN=$OUT/bin
-	mkdir -p "$BIN"
-	say "building ticketd and benchtool"
-	(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
-	(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
-fi
-TOOL=$BIN/benchtool
+bench_bins
 make -s -C "$REPO" toxiproxy GO="$GO" >/dev/null || die "installing toxiproxy failed (make toxiproxy)"
 TOXI=$(ls "$REPO"/bin/toxiproxy-*/server | tail -1)
 
 # --- everything started here is stopped on exit, by PID ----------------------
 PIDS= TOXI_PID= DB_STARTED=
-stop_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
-dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM

@@ -54,47 +54,23 @@ CONNS=${BENCH_CONNS:-32}
 THREADS=${BENCH_THREADS:-1}
 GO=${GO:-go}
 
-say() { printf 'bench sequences: %s\n' "$*"; }
-die() {
-	printf 'bench sequences: error: %s\n' "$*" >&2
-	exit 1
-}
+BENCH_NAME='bench sequences'
+. "$BENCH/lib.sh"
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-RAW=$OUT/raw/sequences
-DBVAR=$OUT/seqvar
-mkdir -p "$RAW"
+bench_out sequences seqvar
 exec 8>"$OUT/.seqlock"
 flock -n 8 || die "another bench of sequences is running on $OUT"
 
 command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk (make bench installs it)"
-if [ -n "${BENCH_BIN:-}" ]; then
-	BIN=$BENCH_BIN
-else
-	BIN=$OUT/bin
-	mkdir -p "$BIN"
-	say "building ticketd and benchtool"
-	(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
-	(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
-fi
-TOOL=$BIN/benchtool
+bench_bins
 
 # --- everything started here is stopped on exit, by PID ----------------------
 TICKETD_PID= DB_STARTED=
 stop_ticketd() {
-	local pid=$TICKETD_PID i
+	local pid=$TICKETD_PID
 	TICKETD_PID=
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < 150; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
+	stop_pid "$pid"
 }
-dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
