@@ -93,11 +93,7 @@ cleanup() {
 	trap - EXIT INT TERM
 	for pid in $PIDS; do stop_pid "$pid"; done
 	stop_pid "$TOXI_PID"
-	if [ -n "$DB_STARTED" ]; then
-		for n in 1 2; do cp "$DBVAR/db$n/error.log" "$RAW/mariadb$n.error.log" 2>/dev/null || true; done
-		dbsh down >/dev/null 2>&1 || true
-		rm -rf "$DBVAR"
-	fi
+	pair_down
 	[ "$rc" = 0 ] || say "failed (exit $rc); logs in $RAW"
 	exit "$rc"
 }

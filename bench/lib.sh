@@ -51,3 +51,12 @@ stop_pid() {
 
 # dbsh: scripts/db.sh on the bench's own pair (DBVAR, DB1_PORT, DB2_PORT).
 dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
+
+# pair_down: when the bench started its pair (DB_STARTED), the servers'
+# error logs kept in RAW, the servers stopped and their data removed.
+pair_down() {
+	[ -n "$DB_STARTED" ] || return 0
+	for n in 1 2; do cp "$DBVAR/db$n/error.log" "$RAW/mariadb$n.error.log" 2>/dev/null || true; done
+	dbsh down >/dev/null 2>&1 || true
+	rm -rf "$DBVAR"
+}
