@@ -45,7 +45,9 @@ peer's largest fetches (what the peer's running servers may still take:
 Leaf's step grows up to 1,000,000, tinyid's is the table's); its route in
 -routes-file (ticketd serve -peer-routes), with tinyid's delta and
 remainder; and for tinyid, each token's SHA-256 in -tokens-file with the
-tickets:NAME scopes of its biz types (never the token itself).
+tickets:NAME scopes of its biz types' sequences (never the token itself; a
+biz type this import does not make or route gets no scope, said in the
+plan).
 
 Safe to run again: a key whose sequence exists keeps its start, and the
 import checks the peer is still below it (exit 1 if not). Run it once more

@@ -13,7 +13,8 @@
 //     with tinyid's segment and residue (delta, remainder);
 //   - for tinyid, a line per token in the tokens file ticketd serve
 //     -tokens-file reads: the token's SHA-256 (never the token), with the
-//     tickets:NAME scopes of its biz types.
+//     tickets:NAME scopes of the sequences of its biz types that the import
+//     makes or routes, and of no other (Plan.planTokens).
 //
 // It is safe to run again, and meant to be: a key whose sequence exists
 // keeps the start it was created with, and the import checks that the

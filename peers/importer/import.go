@@ -91,7 +91,7 @@ func Run(ctx context.Context, p peers.Peer, sources []Source, opt Options) (Repo
 	}
 	rep := Report{Plan: plan(p, rows, opt)}
 	if p == peers.TinyID && opt.TokensFile != "" {
-		rep.planTokens(toks)
+		rep.planTokens(toks, rows)
 	}
 	old, err := readRoutes(opt.RoutesFile)
 	if err != nil {
