@@ -26,7 +26,8 @@
 //
 // The files are written whole, atomically (a new file renamed over the
 // old), mode 0600: the routes file keeps every route it held and gets the
-// import's; the tokens file keeps every line but those an earlier tinyid
-// import wrote (they end with the comment MarkTokens), and gets one line per
-// tinyid token.
+// import's; the tokens file keeps every line but those an earlier import
+// of the same tinyid cluster wrote (they end with its ClusterMark), and
+// gets one line per tinyid token in their place. A run that would take out
+// another cluster's lines writes nothing (Plan.keepTokens).
 package importer

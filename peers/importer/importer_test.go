@@ -331,6 +331,7 @@ func TestImportRefuses(t *testing.T) {
 		{Tickets: opt.Tickets, RoutesFile: routes, Prefix: "Bad"},
 		{Tickets: opt.Tickets, RoutesFile: routes, TokensFile: "x"},
 		{Tickets: opt.Tickets, RoutesFile: routes, MarginSegments: -1},
+		{Tickets: opt.Tickets, RoutesFile: routes, Cluster: "b"}, // tinyid's tokens'
 	} {
 		if _, err := Run(context.Background(), peers.Leaf, []Source{peer.source("leaf")}, bad); !errors.Is(err, ErrRefused) {
 			t.Errorf("%+v: %v, want refused", bad, err)

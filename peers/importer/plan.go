@@ -45,7 +45,7 @@ func (it Item) Room() (values uint64, fetches uint64) {
 
 // TokenLine is one tinyid token as the tokens file gets it.
 type TokenLine struct {
-	Name   string   // tinyid-ID, ID the token's first row in tiny_id_token
+	Name   string   // tinyid-ID (tinyid-CLUSTER-ID), ID the token's first row in tiny_id_token
 	Digest [32]byte // SHA-256 of the token
 	Scopes []string // tickets:NAME of its biz types that the plan holds, sorted
 	Short  bool     // shorter than auth.MinTokenLen: worth replacing
@@ -57,6 +57,12 @@ type Plan struct {
 	Items []Item
 	// Tokens are tinyid's, in the order of their first rows.
 	Tokens []TokenLine
+	// Cluster names the tinyid cluster Tokens are of (Options.Cluster),
+	// and TokenLines counts, per cluster, the lines earlier tinyid
+	// imports wrote in the tokens file: Cluster's are replaced by Tokens,
+	// the others kept.
+	Cluster    string
+	TokenLines map[string]int
 	// Skipped are keys the peer cannot hand out anything of (a step below
 	// 1), biz types of a token that the plan holds no sequence of, and
 	// tokens left with none: said, not imported.
@@ -181,8 +187,9 @@ func residue(rs []Row) (delta, rem int64, msg string) {
 // sequence of that name (peers.Routes.Lookup), one this import neither
 // made nor routed, and tinyid's tokens, sent in query strings, would reach
 // whatever that sequence hands out. rows are the keys the peer's
-// databases hold, to say why a biz type is not there.
-func (pl *Plan) planTokens(toks []TokenRow, rows []Row) {
+// databases hold, to say why a biz type is not there; cluster, the
+// tokens' cluster (Options.Cluster), names them.
+func (pl *Plan) planTokens(toks []TokenRow, rows []Row, cluster string) {
 	seq := map[string]string{}
 	for _, it := range pl.Items {
 		seq[it.Key] = it.Sequence
@@ -217,7 +224,7 @@ func (pl *Plan) planTokens(toks []TokenRow, rows []Row) {
 			pl.Skipped = append(pl.Skipped, fmt.Sprintf("tiny_id_token row %d: an empty token: tinyid refuses it", a.first))
 			continue
 		}
-		name := fmt.Sprintf("tinyid-%d", a.first)
+		name := tokenName(cluster, a.first)
 		for _, r := range a.out {
 			why := "has no row of tiny_id_info in this import's databases"
 			if held[r.BizType] {

@@ -24,6 +24,7 @@ func TestPlanTokensReachOnlyImports(t *testing.T) {
 	tests := []struct {
 		name        string
 		prefix      string
+		cluster     string
 		toks        []TokenRow
 		wantScopes  map[string][]string // token name → scopes; a token not here is not written
 		wantSkipped []string            // each a substring of one line of Skipped
@@ -34,6 +35,14 @@ func TestPlanTokensReachOnlyImports(t *testing.T) {
 			toks:        []TokenRow{{ID: 1, Token: tok, BizType: "test"}, {ID: 2, Token: tok, BizType: "orders"}},
 			wantScopes:  map[string][]string{"tinyid-1": {"tickets:tiny_test"}},
 			wantSkipped: []string{"tiny_id_token row 2 (token tinyid-1): biz type orders has no row of tiny_id_info"},
+		},
+		{
+			name:        "a cluster's token: its name says the cluster",
+			prefix:      "b_",
+			cluster:     "b",
+			toks:        []TokenRow{{ID: 1, Token: tok, BizType: "test"}, {ID: 2, Token: tok, BizType: "orders"}},
+			wantScopes:  map[string][]string{"tinyid-b-1": {"tickets:b_test"}},
+			wantSkipped: []string{"tiny_id_token row 2 (token tinyid-b-1): biz type orders has no row"},
 		},
 		{
 			name:        "without a prefix",
@@ -57,7 +66,7 @@ func TestPlanTokensReachOnlyImports(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pl := plan(peers.TinyID, rows, Options{Prefix: tt.prefix, MarginSegments: 1})
-			pl.planTokens(tt.toks, rows)
+			pl.planTokens(tt.toks, rows, tt.cluster)
 			got := map[string][]string{}
 			for _, l := range pl.Tokens {
 				got[l.Name] = l.Scopes
