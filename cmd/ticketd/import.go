@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -22,7 +24,7 @@ type importOptions struct {
 	adminOptions
 	from, fromDatabase, fromUser, fromPasswordFile string
 	fromPassword                                   string // TICKETD_IMPORT_FROM_PASSWORD or the file; never a flag
-	routesFile, tokensFile                         string
+	routesFile, tokensFile, cluster                string
 	leafWorkers                                    string
 	prefix                                         string
 	marginSegments                                 int
@@ -45,7 +47,13 @@ peer's largest fetches (what the peer's running servers may still take:
 Leaf's step grows up to 1,000,000, tinyid's is the table's); its route in
 -routes-file (ticketd serve -peer-routes), with tinyid's delta and
 remainder; and for tinyid, each token's SHA-256 in -tokens-file with the
-tickets:NAME scopes of its biz types (never the token itself).
+tickets:NAME scopes of its biz types' sequences (never the token itself; a
+biz type this import does not make or route gets no scope, said in the
+plan).
+
+A second tinyid cluster imported into the same tokens file takes -cluster
+NAME: each run replaces the lines of its own cluster alone, and one that
+would take out another cluster's lines is refused.
 
 Safe to run again: a key whose sequence exists keeps its start, and the
 import checks the peer is still below it (exit 1 if not). Run it once more
@@ -83,6 +91,7 @@ func parseImport(args []string, stderr io.Writer, getenv func(string) string) (i
 		fs.BoolVar(&o.dryRun, "dry-run", false, "print what would be done; write nothing")
 		if sub == "tinyid" {
 			fs.StringVar(&o.tokensFile, "tokens-file", "", "the tokens file to write, the one ticketd serve -tokens-file reads: a line per tinyid token (its SHA-256, never the token); its other lines are kept; empty: tokens not imported")
+			fs.StringVar(&o.cluster, "cluster", "", "names the tinyid cluster these databases are, for -tokens-file: its lines are tinyid-NAME-ID, end \"# ticketd import tinyid -cluster NAME\", and a run replaces only its own cluster's (empty: the lines without a name, as release 4 wrote them)")
 		} else {
 			fs.StringVar(&o.leafWorkers, "leaf-workers", "", "Leaf's snowflake worker IDs in ZooKeeper (0-63,100), or none, for the routes file's leaf-workers line: ticketd serves /api/snowflake/get/{key} only once it is there")
 		}
@@ -144,7 +153,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := importer.Options{Tickets: cfg, Prefix: o.prefix, MarginSegments: o.marginSegments, Block: o.block,
-		RoutesFile: o.routesFile, TokensFile: o.tokensFile, DryRun: o.dryRun}
+		RoutesFile: o.routesFile, TokensFile: o.tokensFile, Cluster: o.cluster, DryRun: o.dryRun}
 	if o.marginSegments < 1 {
 		return usagef("import: -margin-segments %d: want 1 to %d", o.marginSegments, peers.MaxMarginSegments)
 	}
@@ -201,6 +210,9 @@ func printImport(w io.Writer, p peers.Peer, rep importer.Report, dry bool) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if rep.TokenLines != nil {
+		fmt.Fprintln(w, tokenLines(rep.Plan, would))
+	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintln(w, "left out: "+s)
 	}
@@ -221,4 +233,30 @@ func printImport(w io.Writer, p peers.Peer, rep importer.Report, dry bool) {
 	if rep.TokensWritten != "" {
 		fmt.Fprintf(w, "tokens: %s (send ticketd serve SIGHUP to read it)\n", rep.TokensWritten)
 	}
+}
+
+// tokenLines says what the tokens file gets of this run's tinyid cluster and
+// keeps of the others', each by the comment that ends its lines.
+func tokenLines(pl importer.Plan, would func(did, will string) string) string {
+	lines := func(n int, cluster string) string {
+		s := "s"
+		if n == 1 {
+			s = ""
+		}
+		return fmt.Sprintf("%d line%s ending %q", n, s, importer.ClusterMark(cluster))
+	}
+	line := "tokens file: " + lines(len(pl.Tokens), pl.Cluster)
+	if n := pl.TokenLines[pl.Cluster]; n > 0 {
+		line += fmt.Sprintf(", %s the %d it had", would("replacing", "which would replace"), n)
+	}
+	var kept []string
+	for _, c := range slices.Sorted(maps.Keys(pl.TokenLines)) {
+		if c != pl.Cluster {
+			kept = append(kept, lines(pl.TokenLines[c], c))
+		}
+	}
+	if len(kept) > 0 {
+		line += fmt.Sprintf("; %s: %s", would("kept", "would keep"), strings.Join(kept, ", "))
+	}
+	return line
 }

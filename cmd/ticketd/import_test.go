@@ -34,12 +34,12 @@ func TestImportOptions(t *testing.T) {
 			return ""
 		}
 	}
-	o, err := parseImport(append([]string{"tinyid"}, append(base, "-from-password-file", fromFile, "-tokens-file", "tok")...), io.Discard, env())
+	o, err := parseImport(append([]string{"tinyid"}, append(base, "-from-password-file", fromFile, "-tokens-file", "tok", "-cluster", "east")...), io.Discard, env())
 	if err != nil {
 		t.Fatal(err)
 	}
 	src, err := o.sources()
-	if err != nil || o.peer != peers.TinyID || o.password != "seq-secret" || len(src) != 2 || src[1].Database != "db2" || src[1].Password != "peer-secret" || o.tokensFile != "tok" {
+	if err != nil || o.peer != peers.TinyID || o.password != "seq-secret" || len(src) != 2 || src[1].Database != "db2" || src[1].Password != "peer-secret" || o.tokensFile != "tok" || o.cluster != "east" {
 		t.Fatalf("options %+v, sources %+v, %v", o, src, err)
 	}
 	o, err = parseImport(append([]string{"leaf"}, base...), io.Discard, env("TICKETD_IMPORT_FROM_PASSWORD", "from-env", "TICKETD_IMPORT_MARGIN_SEGMENTS", "7"))
@@ -56,6 +56,7 @@ func TestImportOptions(t *testing.T) {
 		{append([]string{"leaf", "-from-password", "x"}, base...), ""}, // no such flag
 		{append([]string{"leaf", "-tokens-file", "t"}, base...), ""},   // tinyid's only
 		{append([]string{"tinyid", "-leaf-workers", "0-3"}, base...), ""},
+		{append([]string{"leaf", "-cluster", "b"}, base...), ""}, // tinyid's tokens'
 		{[]string{"snowflake"}, "unknown subcommand"},
 	} {
 		_, err := parseImport(tt.args, io.Discard, env())

@@ -13,7 +13,8 @@
 //     with tinyid's segment and residue (delta, remainder);
 //   - for tinyid, a line per token in the tokens file ticketd serve
 //     -tokens-file reads: the token's SHA-256 (never the token), with the
-//     tickets:NAME scopes of its biz types.
+//     tickets:NAME scopes of the sequences of its biz types that the import
+//     makes or routes, and of no other (Plan.planTokens).
 //
 // It is safe to run again, and meant to be: a key whose sequence exists
 // keeps the start it was created with, and the import checks that the
@@ -25,7 +26,8 @@
 //
 // The files are written whole, atomically (a new file renamed over the
 // old), mode 0600: the routes file keeps every route it held and gets the
-// import's; the tokens file keeps every line but those an earlier tinyid
-// import wrote (they end with the comment MarkTokens), and gets one line per
-// tinyid token.
+// import's; the tokens file keeps every line but those an earlier import
+// of the same tinyid cluster wrote (they end with its ClusterMark), and
+// gets one line per tinyid token in their place. A run that would take out
+// another cluster's lines writes nothing (Plan.keepTokens).
 package importer

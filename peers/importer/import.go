@@ -33,10 +33,16 @@ type Options struct {
 	// it keeps the routes it holds. Required.
 	RoutesFile string
 	// TokensFile, for tinyid, is the tokens file to write (ticketd serve
-	// -tokens-file); it keeps its lines but those of an earlier tinyid
-	// import. Empty: tinyid's tokens are not imported (a ticketd without a
+	// -tokens-file); it keeps its lines but those of an earlier import of
+	// Cluster. Empty: tinyid's tokens are not imported (a ticketd without a
 	// tokens file checks none).
 	TokensFile string
+	// Cluster, for tinyid, names the tinyid cluster the sources are
+	// (ValidCluster): its lines in TokensFile are tinyid-CLUSTER-ID and
+	// end MarkTokens " -cluster CLUSTER", and a run replaces the lines of
+	// its own cluster alone (Plan.keepTokens). Empty: the cluster without a
+	// name, whose lines are release 4's, tinyid-ID ending MarkTokens.
+	Cluster string
 	// LeafWorkers, for Leaf, is written to the routes file as its
 	// leaf-workers line when not nil: Leaf's snowflake worker IDs.
 	LeafWorkers *peers.LeafWorkers
@@ -90,8 +96,15 @@ func Run(ctx context.Context, p peers.Peer, sources []Source, opt Options) (Repo
 		rows, toks = append(rows, r...), append(toks, t...)
 	}
 	rep := Report{Plan: plan(p, rows, opt)}
+	var tf *tokensFile
 	if p == peers.TinyID && opt.TokensFile != "" {
-		rep.planTokens(toks)
+		rep.planTokens(toks, rows, opt.Cluster)
+		var err error
+		if tf, err = readTokensFile(opt.TokensFile); err != nil {
+			return rep, fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		rep.Cluster, rep.TokenLines = opt.Cluster, tf.byCluster()
+		rep.keepTokens(tf, opt.Cluster, toks)
 	}
 	old, err := readRoutes(opt.RoutesFile)
 	if err != nil {
@@ -108,9 +121,12 @@ func Run(ctx context.Context, p peers.Peer, sources []Source, opt Options) (Repo
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
+	// Written when it gets tokens, or loses the lines of this cluster's
+	// earlier import (a token that left tiny_id_token, or one release 4
+	// gave a scope it no longer gets).
 	var tokens []byte
-	if len(rep.Tokens) > 0 {
-		if tokens, err = mergeTokens(opt.TokensFile, rep.Tokens); err != nil {
+	if len(rep.Tokens) > 0 || rep.TokenLines[opt.Cluster] > 0 {
+		if tokens, err = tf.merge(opt.Cluster, rep.Tokens); err != nil {
 			return rep, fmt.Errorf("%w: %w", ErrRefused, err)
 		}
 	}
@@ -167,6 +183,12 @@ func (opt Options) check(p peers.Peer, sources []Source) error {
 	}
 	if p == peers.Leaf && opt.TokensFile != "" {
 		bad("Leaf has no tokens to import")
+	}
+	if !ValidCluster(opt.Cluster) {
+		bad("cluster %q: want a lower-case letter, then lower-case letters, digits or underscores, at most %d", opt.Cluster, MaxClusterLen)
+	}
+	if p == peers.Leaf && opt.Cluster != "" {
+		bad("a cluster names tinyid's tokens: Leaf has none")
 	}
 	if p == peers.TinyID && opt.LeafWorkers != nil {
 		bad("Leaf's workers belong to a Leaf import")

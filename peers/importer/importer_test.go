@@ -175,8 +175,9 @@ UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = 'orders';`)
 
 // TestImportTinyID: tinyid's keys from two databases (one per remainder of
 // a split biz type), residues kept, tokens as digests with the scopes of
-// their biz types in the tokens file beside its other lines; a run again
-// changes nothing; databases whose residues cannot be merged are refused.
+// their biz types (none of a biz type without a row) in the tokens file
+// beside its other lines; a run again changes nothing; databases whose
+// residues cannot be merged are refused.
 func TestImportTinyID(t *testing.T) {
 	peer := startPeer(t, "tinyid1", "tinyid2")
 	mp := mysqltest.StartPair(t)
@@ -186,7 +187,7 @@ INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, ve
   ('test', 1, 1, 100000, 1, 0, 0), ('test_odd', 1, 1, 100000, 2, 1, 0), ('split', 1000, 1000, 5000, 2, 0, 0);
 UPDATE tiny_id_info SET max_id = max_id + step, version = version + 1 WHERE biz_type = 'test';
 INSERT INTO tiny_id_token (token, biz_type, remark) VALUES ('%[1]s', 'test', ''), ('%[1]s', 'test_odd', ''), ('%[2]s', 'test_odd', ''),
-  ('', 'test', ''), ('%[3]s', 'nosuch_biz', ''), ('%[2]s', 'Not A Name', '');
+  ('', 'test', ''), ('%[3]s', 'test_odd', ''), ('%[3]s', 'nosuch_biz', ''), ('%[2]s', 'Not A Name', '');
 USE tinyid2;
 INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, version) VALUES ('split', 1000, 31000, 5000, 2, 1, 6);`, tokA, tokB, short))
 	dir := t.TempDir()
@@ -248,7 +249,7 @@ INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, ve
 	}{
 		{tokA, []string{"test", "test_odd"}, []string{"split"}},
 		{tokB, []string{"test_odd"}, []string{"test"}},
-		{short, []string{"nosuch_biz"}, []string{"test"}},
+		{short, []string{"test_odd"}, []string{"test", "nosuch_biz"}}, // no row of nosuch_biz: no scope of it
 	} {
 		tok, err := set.AuthenticateToken([]byte(tt.tok))
 		if err != nil {
@@ -267,6 +268,11 @@ INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, ve
 	}
 	if set.Token("ops") == nil || len(rep.Tokens) != 3 || !rep.Tokens[2].Short {
 		t.Fatalf("tokens %+v, skipped %v", rep.Tokens, rep.Skipped)
+	}
+	for _, want := range []string{"biz type nosuch_biz has no row", "biz type Not%20A%20Name has no row"} {
+		if !slices.ContainsFunc(rep.Skipped, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("the plan does not say %q: %q", want, rep.Skipped)
+		}
 	}
 	sum := sha256.Sum256([]byte(tokA))
 	if !strings.Contains(string(b), "tinyid-1 sha256:"+hex.EncodeToString(sum[:])) {
@@ -325,6 +331,7 @@ func TestImportRefuses(t *testing.T) {
 		{Tickets: opt.Tickets, RoutesFile: routes, Prefix: "Bad"},
 		{Tickets: opt.Tickets, RoutesFile: routes, TokensFile: "x"},
 		{Tickets: opt.Tickets, RoutesFile: routes, MarginSegments: -1},
+		{Tickets: opt.Tickets, RoutesFile: routes, Cluster: "b"}, // tinyid's tokens'
 	} {
 		if _, err := Run(context.Background(), peers.Leaf, []Source{peer.source("leaf")}, bad); !errors.Is(err, ErrRefused) {
 			t.Errorf("%+v: %v, want refused", bad, err)

@@ -10,7 +10,6 @@ import (
 	"ticketd/peers"
 	"ticketd/ticket"
 	"ticketd/ticket/dba"
-	"ticketd/ticket/seqname"
 )
 
 // Item is one key of the plan.
@@ -46,7 +45,7 @@ func (it Item) Room() (values uint64, fetches uint64) {
 
 // TokenLine is one tinyid token as the tokens file gets it.
 type TokenLine struct {
-	Name   string   // tinyid-ID, ID the token's first row in tiny_id_token
+	Name   string   // tinyid-ID (tinyid-CLUSTER-ID), ID the token's first row in tiny_id_token
 	Digest [32]byte // SHA-256 of the token
 	Scopes []string // tickets:NAME of its biz types that the plan holds, sorted
 	Short  bool     // shorter than auth.MinTokenLen: worth replacing
@@ -58,8 +57,15 @@ type Plan struct {
 	Items []Item
 	// Tokens are tinyid's, in the order of their first rows.
 	Tokens []TokenLine
+	// Cluster names the tinyid cluster Tokens are of (Options.Cluster),
+	// and TokenLines counts, per cluster, the lines earlier tinyid
+	// imports wrote in the tokens file: Cluster's are replaced by Tokens,
+	// the others kept.
+	Cluster    string
+	TokenLines map[string]int
 	// Skipped are keys the peer cannot hand out anything of (a step below
-	// 1), and tokens of no biz type the plan holds: said, not imported.
+	// 1), biz types of a token that the plan holds no sequence of, and
+	// tokens left with none: said, not imported.
 	Skipped []string
 	// Problems refuse the whole import: nothing is written.
 	Problems []string
@@ -175,19 +181,31 @@ func residue(rs []Row) (delta, rem int64, msg string) {
 }
 
 // planTokens makes a tokens-file line of each tinyid token that may ask for
-// a biz type the plan holds.
-func (pl *Plan) planTokens(rows []TokenRow) {
+// a biz type the plan holds, its scopes the sequences of those biz types
+// alone. A biz type the plan does not hold gets no scope, and the plan
+// says so per token: ticketd serves a name without a route from the
+// sequence of that name (peers.Routes.Lookup), one this import neither
+// made nor routed, and tinyid's tokens, sent in query strings, would reach
+// whatever that sequence hands out. rows are the keys the peer's
+// databases hold, to say why a biz type is not there; cluster, the
+// tokens' cluster (Options.Cluster), names them.
+func (pl *Plan) planTokens(toks []TokenRow, rows []Row, cluster string) {
 	seq := map[string]string{}
 	for _, it := range pl.Items {
 		seq[it.Key] = it.Sequence
 	}
+	held := map[string]bool{}
+	for _, r := range rows {
+		held[r.Key] = true
+	}
 	type acc struct {
 		first  int64
 		scopes []string
+		out    []TokenRow // rows of biz types the plan does not hold
 	}
 	byToken := map[string]*acc{}
 	var order []string
-	for _, r := range rows {
+	for _, r := range toks {
 		a := byToken[r.Token]
 		if a == nil {
 			a = &acc{first: r.ID}
@@ -196,10 +214,8 @@ func (pl *Plan) planTokens(rows []TokenRow) {
 		}
 		if name, ok := seq[r.BizType]; ok {
 			a.scopes = append(a.scopes, "tickets:"+name)
-		} else if seqname.Valid(r.BizType) {
-			// A biz type with no row of tiny_id_info here: tinyid could not
-			// serve it either, but ticketd serves a sequence of its name.
-			a.scopes = append(a.scopes, "tickets:"+r.BizType)
+		} else {
+			a.out = append(a.out, r)
 		}
 	}
 	for _, tok := range order {
@@ -208,12 +224,21 @@ func (pl *Plan) planTokens(rows []TokenRow) {
 			pl.Skipped = append(pl.Skipped, fmt.Sprintf("tiny_id_token row %d: an empty token: tinyid refuses it", a.first))
 			continue
 		}
+		name := tokenName(cluster, a.first)
+		for _, r := range a.out {
+			why := "has no row of tiny_id_info in this import's databases"
+			if held[r.BizType] {
+				why = "is not imported (above)"
+			}
+			pl.Skipped = append(pl.Skipped, fmt.Sprintf("tiny_id_token row %d (token %s): biz type %s %s: the token gets no scope of it",
+				r.ID, name, peers.Escape(r.BizType), why))
+		}
 		if len(a.scopes) == 0 {
-			pl.Skipped = append(pl.Skipped, fmt.Sprintf("tiny_id_token row %d: its token is for no biz type this import holds", a.first))
+			pl.Skipped = append(pl.Skipped, fmt.Sprintf("token %s (tiny_id_token row %d): for no biz type this import creates or routes: not written", name, a.first))
 			continue
 		}
 		slices.Sort(a.scopes)
-		pl.Tokens = append(pl.Tokens, TokenLine{Name: fmt.Sprintf("tinyid-%d", a.first), Digest: sha256.Sum256([]byte(tok)),
+		pl.Tokens = append(pl.Tokens, TokenLine{Name: name, Digest: sha256.Sum256([]byte(tok)),
 			Scopes: slices.Compact(a.scopes), Short: len(tok) < auth.MinTokenLen})
 	}
 }
