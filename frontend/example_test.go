@@ -41,7 +41,7 @@ func (i *issuer) NextNAfterWait(dst []int64, after int64, d time.Time) (int, err
 	}
 	return i.NextNWait(dst, d)
 }
-func (i *issuer) Time() int64 { return 0 } // the wall clock alone bounds after=
+func (i *issuer) Reach() snowflake.Reach { return snowflake.Reach{} } // the wall clock alone bounds after=
 func (i *issuer) Status() worker.Status {
 	return worker.Status{Held: true, Worker: 1, Headroom: 60e9, Layout: snowflake.DefaultLayout()}
 }
