@@ -475,39 +475,15 @@ func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite
 	for len(batch) > 0 {
 		chunk := batch[:min(len(batch), marksPerStatement)]
 		batch = batch[len(chunk):]
-		var q strings.Builder
-		args := make([]any, 0, 4*len(chunk))
 		// A server of release 1's schema has no writer column: the same
 		// statement without it.
-		withWriter := b.schemas.Has(d.Idx, schema.Writer)
-		if withWriter {
-			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
-		} else {
-			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
-		}
+		rows := make([]HWRow, len(chunk))
 		for k, w := range chunk {
-			if k > 0 {
-				q.WriteString(", ")
-			}
-			if withWriter {
-				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
-				args = append(args, w.m.key(), w.src+1, w.mark, b.writer)
-			} else {
-				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
-				args = append(args, w.m.key(), w.src+1, w.mark)
-			}
+			rows[k] = HWRow{Table: w.m.key(), PeerOffset: w.src + 1, Mark: w.mark}
 		}
-		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
-		// time and the writer change only with the mark (assignments run left
-		// to right: mark last), so foldMarks reads back what others raised.
-		if withWriter {
-			q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer),")
-		} else {
-			q.WriteString(" ON DUPLICATE KEY UPDATE")
-		}
-		q.WriteString(" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+		query, args := MarkStatement(rows, b.schemas.Has(d.Idx, schema.Writer), b.writer)
 		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
-		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", q.String(), args...)
+		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", query, args...)
 		cancel()
 		if err != nil {
 			if conn.Classify(err) == conn.KindStatement && !b.per[d.Idx].marksWarned.Swap(true) {
@@ -524,6 +500,42 @@ func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite
 			w.m.mu.Unlock()
 		}
 	}
+}
+
+// MarkStatement is the statement that writes rows to high_water, each
+// mark only up (GREATEST, whoever wrote last), naming writer in
+// high_water.writer when withWriter (a server of release 1's schema has no
+// such column).
+func MarkStatement(rows []HWRow, withWriter bool, writer string) (string, []any) {
+	var q strings.Builder
+	args := make([]any, 0, 4*len(rows))
+	if withWriter {
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
+	} else {
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
+	}
+	for k, r := range rows {
+		if k > 0 {
+			q.WriteString(", ")
+		}
+		if withWriter {
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
+			args = append(args, r.Table, r.PeerOffset, r.Mark, writer)
+		} else {
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
+			args = append(args, r.Table, r.PeerOffset, r.Mark)
+		}
+	}
+	// GREATEST: a mark never goes down, whichever ticketd wrote last. The
+	// time and the writer change only with the mark (assignments run left
+	// to right: mark last), so foldMarks reads back what others raised.
+	if withWriter {
+		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer),")
+	} else {
+		q.WriteString(" ON DUPLICATE KEY UPDATE")
+	}
+	q.WriteString(" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+	return q.String(), args
 }
 
 // foldSlack: a fold reads again the marks updated this long before the last
