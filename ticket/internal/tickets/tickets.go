@@ -383,6 +383,15 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 			r.Last = first + (r.K-1)*s.Inc
 			_ = tk.exhaust(s, q, cause)
 		}
+		if guard && ss.Op == conn.OpTicket {
+			// Write-ahead (marks/cover.go): no ticket of the run reaches a
+			// caller before a mark at or above it is committed on another
+			// server, so that a restore of s finds it, whoever dies.
+			ss.Close() // s's connection is not held while another server writes
+			if err := tk.marks.Cover(ctx, m, s, t); err != nil {
+				return Run{}, err
+			}
+		}
 		s.Tickets.Add(r.K)
 		return r, nil
 	}
