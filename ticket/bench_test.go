@@ -3,6 +3,7 @@ package ticket
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,57 @@ func BenchmarkPublicSequence(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+			})
+		}
+	}
+}
+
+// BenchmarkCover: what the marks written before tickets are handed out
+// cost (marks/cover.go), beside release 4's marks written by the flush
+// alone, side by side in one run on a real pair running the repository's
+// my.cnf (durable), with 8×GOMAXPROCS concurrent callers: a sequence of
+// block size 1 taken one ticket at a time (one block per claim, as -claim-limits NAME=0: a cover
+// per value), one taken in claims (batches of 100 values), and the /v1/id
+// fallback's Tickets64. values/s covered ÷ flush-only is the cost.
+//
+//	go test ./ticket -run '^$' -bench BenchmarkCover -benchtime 5s -count 3
+func BenchmarkCover(b *testing.B) {
+	mp := mysqltest.StartPair(b)
+	createSequence(b, mp.Servers[:], "single", 64, 1)
+	createSequence(b, mp.Servers[:], "claimed", 64, 1)
+	p := openPair(b, mp, func(c *spec.Config) {
+		c.CallTimeout = 5 * time.Second
+		c.ClaimLimits = map[string]int64{"single": -1}
+	})
+	for _, bc := range []struct {
+		name string
+		take func(ctx context.Context) (int, error)
+	}{
+		{"one-at-a-time", func(ctx context.Context) (int, error) { _, err := p.Next(ctx, "single"); return 1, err }},
+		{"claims", func(ctx context.Context) (int, error) {
+			var dst [100]uint64
+			return p.NextN(ctx, "claimed", dst[:])
+		}},
+		{"tickets64", func(ctx context.Context) (int, error) { _, err := p.Ticket64(ctx); return 1, err }},
+	} {
+		for _, mode := range []string{"covered", "flush-only"} {
+			b.Run(bc.name+"/"+mode, func(b *testing.B) {
+				p.marks.SetTestWithoutCover(mode == "flush-only")
+				defer p.marks.SetTestWithoutCover(false)
+				var values atomic.Int64
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						n, err := bc.take(context.Background())
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						values.Add(int64(n))
+					}
+				})
+				b.ReportMetric(float64(values.Load())/b.Elapsed().Seconds(), "values/s")
 			})
 		}
 	}
