@@ -84,27 +84,30 @@ func BenchmarkPublicSequence(b *testing.B) {
 // cost (marks/cover.go), beside release 4's marks written by the flush
 // alone, side by side in one run on a real pair running the repository's
 // my.cnf (durable), with 8×GOMAXPROCS concurrent callers: a sequence of
-// block size 1 taken one ticket at a time (one block per claim, as -claim-limits NAME=0: a cover
-// per value), one taken in claims (batches of 100 values), and the /v1/id
-// fallback's Tickets64. values/s covered ÷ flush-only is the cost.
+// block size 1 taken one ticket per value (pure Flickr: a cover per
+// value), the same in runs of a claim's tickets (tinyid's segments: a
+// cover per claim), a sequence of blocks in batches of 100 (a cover per
+// claim), and the /v1/id fallback's Tickets64 (a cover per ticket).
+// values/s covered ÷ flush-only is the cost.
 //
 //	go test ./ticket -run '^$' -bench BenchmarkCover -benchtime 5s -count 3
 func BenchmarkCover(b *testing.B) {
 	mp := mysqltest.StartPair(b)
 	createSequence(b, mp.Servers[:], "single", 64, 1)
-	createSequence(b, mp.Servers[:], "claimed", 64, 1)
-	p := openPair(b, mp, func(c *spec.Config) {
-		c.CallTimeout = 5 * time.Second
-		c.ClaimLimits = map[string]int64{"single": -1}
-	})
+	createSequence(b, mp.Servers[:], "blocks", 64, 100)
+	p := openPair(b, mp, func(c *spec.Config) { c.CallTimeout = 5 * time.Second })
 	for _, bc := range []struct {
 		name string
 		take func(ctx context.Context) (int, error)
 	}{
-		{"one-at-a-time", func(ctx context.Context) (int, error) { _, err := p.Next(ctx, "single"); return 1, err }},
-		{"claims", func(ctx context.Context) (int, error) {
+		{"one-per-value", func(ctx context.Context) (int, error) { _, err := p.Next(ctx, "single"); return 1, err }},
+		{"runs", func(ctx context.Context) (int, error) {
+			r, err := p.NextRun(ctx, "single", 1000)
+			return int(r.N), err
+		}},
+		{"blocks", func(ctx context.Context) (int, error) {
 			var dst [100]uint64
-			return p.NextN(ctx, "claimed", dst[:])
+			return p.NextN(ctx, "blocks", dst[:])
 		}},
 		{"tickets64", func(ctx context.Context) (int, error) { _, err := p.Ticket64(ctx); return 1, err }},
 	} {
