@@ -85,7 +85,8 @@ func BenchmarkPublicSequence(b *testing.B) {
 // alone, side by side in one run on a real pair running the repository's
 // my.cnf (durable), with 8×GOMAXPROCS concurrent callers: a sequence of
 // block size 1 taken one ticket per value (pure Flickr: a cover per
-// value), the same in runs of a claim's tickets (tinyid's segments: a
+// value), the same in batches of 10 (a statement a value, a cover per
+// batch and server), the same in runs of a claim's tickets (tinyid's segments: a
 // cover per claim), a sequence of blocks in batches of 100 (a cover per
 // claim), and the /v1/id fallback's Tickets64 (a cover per ticket).
 // values/s covered ÷ flush-only is the cost.
@@ -101,6 +102,10 @@ func BenchmarkCover(b *testing.B) {
 		take func(ctx context.Context) (int, error)
 	}{
 		{"one-per-value", func(ctx context.Context) (int, error) { _, err := p.Next(ctx, "single"); return 1, err }},
+		{"batch-per-value", func(ctx context.Context) (int, error) {
+			var dst [10]uint64
+			return p.NextN(ctx, "single", dst[:])
+		}},
 		{"runs", func(ctx context.Context) (int, error) {
 			r, err := p.NextRun(ctx, "single", 1000)
 			return int(r.N), err

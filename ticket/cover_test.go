@@ -20,9 +20,10 @@ func onlyCover(c *spec.Config) {
 	c.FlushInterval, c.CheckInterval = spec.MaxFlushInterval, spec.MaxCheckInterval
 }
 
-// TestCoverBeforeHandOut: right after every call (a claim of many tickets
-// of a block-size-1 sequence, a batch of a sequence of blocks, a run, the
-// fallback's Tickets64), before any flush, the other server holds a mark at
+// TestCoverBeforeHandOut: right after every call (a run of a claim's
+// tickets of a block-size-1 sequence, a batch of it taken a statement a
+// value, a batch of a sequence of blocks, the fallback's Tickets64), before
+// any flush, the other server holds a mark at
 // or above every value handed out from each server. With the covers off
 // (release 4: the flush alone) the same check fails at the first call.
 func TestCoverBeforeHandOut(t *testing.T) {
@@ -61,6 +62,15 @@ func TestCoverBeforeHandOut(t *testing.T) {
 				}
 				src := int((r.Last() + 1) % 2) // odd tickets are server 1's
 				top[src][spec.RowKeyPrefix+"single"] = max(top[src][spec.RowKeyPrefix+"single"], r.Last())
+				// A batch of block size 1: a statement per value, covered once
+				// per server at the end.
+				one := make([]uint64, 20)
+				if _, err := p.NextN(ctxTimeout(t, 10*time.Second), "single", one); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range one {
+					top[int((v+1)%2)][spec.RowKeyPrefix+"single"] = max(top[int((v+1)%2)][spec.RowKeyPrefix+"single"], v)
+				}
 				dst := make([]uint64, 500)
 				if _, err := p.NextN(ctxTimeout(t, 10*time.Second), "blocks", dst); err != nil {
 					t.Fatal(err)
