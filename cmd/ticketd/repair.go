@@ -58,7 +58,7 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 	}
 	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
 		passwordEnv: "TICKETD_REPAIR_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
-	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a rewound counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",
+	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",
 		ticket.DefaultMargin, ticket.DefaultMargin32))
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
 	fs.StringVar(&o.restored, "restored", "", "servers restored from a backup (or replaced by a replica) since the last repair, by number in -servers (1,2), or all; those it finds restored itself (a counter below its mark) need not be named")
