@@ -261,6 +261,7 @@ type serverAnswer struct {
 	BackgroundFailures uint64   `json:"background_failures"`
 	CopyFailures       uint64   `json:"copy_failures"`
 	CopiesPending      int      `json:"copies_pending"`
+	Uncovered          uint64   `json:"uncovered"`
 	LeaseRewound       bool     `json:"lease_rewound"`
 	ParityViolations   uint64   `json:"parity_violations"`
 	// WorkerIDsHeld: the datacenter's worker leases alive on it at its last
@@ -384,6 +385,7 @@ func (s *Server) status() statusAnswer {
 			BackgroundFailures: h.BackgroundFailures,
 			CopyFailures:       h.CopyFailures,
 			CopiesPending:      h.CopiesPending,
+			Uncovered:          h.Uncovered,
 			LeaseRewound:       h.LeaseRewound,
 			ParityViolations:   h.ParityViolations,
 			Rewound:            make([]rewindAnswer, len(h.Rewound)),

@@ -230,16 +230,10 @@ func (sq *Sequences) TryNextRun(name string, most uint64) (spec.Run, bool) {
 // take fills dst with counter values of q, as NextN.
 func (sq *Sequences) take(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
 	if q.Info.BlockSize == 1 {
-		// Pure Flickr: the ticket is the value.
-		for i := range dst {
-			t, err := sq.tk.Take(ctx, &q.Counter, sq.Pinner(q))
-			if err != nil {
-				return i, err
-			}
-			dst[i] = t.Value
-			q.issued.Add(1)
-		}
-		return len(dst), nil
+		// Pure Flickr: the ticket is the value, a statement each.
+		n, err := sq.tk.TakeEach(ctx, &q.Counter, sq.Pinner(q), dst)
+		q.issued.Add(uint64(n))
+		return n, err
 	}
 	return sq.fill(ctx, q, dst)
 }
