@@ -503,7 +503,7 @@ cmd_up() {
 # cmd_down stops every server under VAR, however many SERVERS says: a server left
 # running would hold its port and its data.
 cmd_down() {
-	local n pid deadline d
+	local n pid d
 	local all=()
 	for n in $(servers); do all+=("$n"); done
 	for d in "$VAR"/db[0-9]*; do
@@ -515,20 +515,27 @@ cmd_down() {
 			[ "$n" -le "$SERVERS" ] && say "server $n not running"
 			continue
 		fi
-		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
-		kill -CONT "$pid" 2>/dev/null || true
-		kill -TERM "$pid" 2>/dev/null || true
-		deadline=$((SECONDS + STOP_TIMEOUT))
-		while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
-			if [ "$SECONDS" -ge "$deadline" ]; then
-				kill -KILL "$pid" 2>/dev/null || true
-				say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
-				break
-			fi
-			sleep 0.1
-		done
-		say "server $n stopped (pid $pid)"
+		stop_server "$n" "$pid"
 	done
+}
+
+# stop_server N PID stops server N, running as PID: SIGTERM, then SIGKILL after
+# STOP_TIMEOUT seconds.
+stop_server() {
+	local n=$1 pid=$2 deadline
+	# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid" 2>/dev/null || true
+	deadline=$((SECONDS + STOP_TIMEOUT))
+	while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			kill -KILL "$pid" 2>/dev/null || true
+			say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
+			break
+		fi
+		sleep 0.1
+	done
+	say "server $n stopped (pid $pid)"
 }
 
 cmd_status() {
