@@ -8,6 +8,9 @@
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop every server under VAR (SIGTERM by PID, wait, SIGKILL
 #                          after 60 s)
+#   scripts/db.sh stop N   stop server N alone, as down does; the others keep running
+#   scripts/db.sh start N  start server N again, on the data it has (up starts every
+#                          server that is down, and loads schema.sql again)
 #   scripts/db.sh status   up/down, pid, port, increment/offset, Tickets64 counter;
 #                          exits 3 when a server is down
 #   scripts/db.sh addrs    print the servers' addresses as ticketd's -servers takes them
@@ -538,6 +541,40 @@ stop_server() {
 	say "server $n stopped (pid $pid)"
 }
 
+# one_server WHAT N refuses an N that names none of the servers (1 … SERVERS).
+one_server() {
+	if ! [[ "$2" =~ ^[0-9]+$ ]] || [ "$2" -lt 1 ] || [ "$2" -gt "$SERVERS" ]; then
+		printf 'db: error: %s %s: want the number of one server, from 1 to %s\n' "$1" "${2:-(none)}" "$SERVERS" >&2
+		exit 2
+	fi
+}
+
+# cmd_stop N stops server N alone: ticketd serves from the others meanwhile.
+cmd_stop() {
+	local n=$1 pid
+	one_server stop "$n"
+	if ! pid=$(pid_of "$n"); then
+		say "server $n not running"
+		return
+	fi
+	stop_server "$n" "$pid"
+}
+
+# cmd_start N starts server N again on its data, as up would, without the rest of up.
+cmd_start() {
+	local n=$1 pid
+	one_server start "$n"
+	check_recorded
+	if pid=$(pid_of "$n"); then
+		say "server $n already up: pid $pid, port $(port_of "$n")"
+		return
+	fi
+	[ -d "$(dir_of "$n")/data/mysql" ] || die "server $n has no data in $(dir_of "$n")/data: make db-up makes it"
+	ensure_installed
+	start_server "$n"
+	say "server $n started: pid $(pid_of "$n"), port $(port_of "$n")"
+}
+
 cmd_status() {
 	local n pid row rc=0 port inc off ai last
 	for n in $(servers); do
@@ -576,6 +613,8 @@ case "${1:-}" in
 install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
+stop) cmd_stop "${2:-}" ;;
+start) cmd_start "${2:-}" ;;
 rotate) cmd_rotate ;;
 status) cmd_status ;;
 addrs) cmd_addrs ;;
@@ -584,7 +623,7 @@ hash)
 	native_hash "$pw"
 	;;
 *)
-	echo "usage: $0 install|up|down|status|addrs|hash|rotate   (env: VAR, SERVERS, DB1_PORT, DB2_PORT, …)" >&2
+	echo "usage: $0 install|up|down|stop N|start N|status|addrs|hash|rotate   (env: VAR, SERVERS, DB1_PORT, DB2_PORT, …)" >&2
 	exit 2
 	;;
 esac
