@@ -33,6 +33,26 @@ func guideBlocks(t *testing.T) map[string]string {
 // precedes, by the name marker captures.
 func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]string {
 	t.Helper()
+	steps := map[string]string{}
+	for _, m := range markedList(t, doc, marker) {
+		if m.block.Lang != "sh" {
+			t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, m.block.Line, m.match[1], m.block.Lang)
+		}
+		steps[m.match[1]] = strings.Join(m.block.Body, "\n")
+	}
+	return steps
+}
+
+// marked is a block of a doc and what the marker line before it captured.
+type marked struct {
+	match []string // the marker's submatches
+	block doccheck.Block
+}
+
+// markedList returns the blocks of doc that a line matching marker
+// precedes, in the doc's order.
+func markedList(t *testing.T, doc string, marker *regexp.Regexp) []marked {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +61,7 @@ func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := map[string]string{}
+	var list []marked
 	for i, line := range d.Lines {
 		m := marker.FindStringSubmatch(line)
 		if m == nil {
@@ -50,10 +70,7 @@ func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]st
 		found := false
 		for _, blk := range d.Blocks {
 			if blk.Line > i+1 {
-				if blk.Lang != "sh" {
-					t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, blk.Line, m[1], blk.Lang)
-				}
-				steps[m[1]] = strings.Join(blk.Body, "\n")
+				list = append(list, marked{match: m, block: blk})
 				found = true
 				break
 			}
@@ -62,7 +79,7 @@ func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]st
 			t.Fatalf("%s:%d: marker %q precedes no block", doc, i+1, m[1])
 		}
 	}
-	return steps
+	return list
 }
 
 // TestReplicaGuide follows docs/backups.md's "Setting up a replica" and
@@ -208,10 +225,16 @@ type guideWork struct {
 // and kills the replica of server 1 (var/replica1) by its PID, if any.
 func newGuideWork(t *testing.T) *guideWork {
 	t.Helper()
-	work := t.TempDir()
+	return newGuideWorkIn(t, t.TempDir(), "my.cnf", "schema.sql", "scripts/db.sh")
+}
+
+// newGuideWorkIn is newGuideWork with the copy in work, of files (paths
+// from the repository's root).
+func newGuideWorkIn(t *testing.T, work string, files ...string) *guideWork {
+	t.Helper()
 	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
 		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
-	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join("..", f))
 		if err != nil {
 			t.Fatal(err)
