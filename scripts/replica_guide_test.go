@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,12 @@ type marked struct {
 // precedes, in the doc's order.
 func markedList(t *testing.T, doc string, marker *regexp.Regexp) []marked {
 	t.Helper()
+	return markedIn(t, readDoc(t, doc), marker)
+}
+
+// readDoc reads doc, a path from the repository's root.
+func readDoc(t *testing.T, doc string) *doccheck.Doc {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +68,12 @@ func markedList(t *testing.T, doc string, marker *regexp.Regexp) []marked {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// markedIn is markedList of a doc read.
+func markedIn(t *testing.T, d *doccheck.Doc, marker *regexp.Regexp) []marked {
+	t.Helper()
 	var list []marked
 	for i, line := range d.Lines {
 		m := marker.FindStringSubmatch(line)
@@ -76,7 +89,7 @@ func markedList(t *testing.T, doc string, marker *regexp.Regexp) []marked {
 			}
 		}
 		if !found {
-			t.Fatalf("%s:%d: marker %q precedes no block", doc, i+1, m[1])
+			t.Fatalf("%s:%d: marker %q precedes no block", d.Path, i+1, m[1])
 		}
 	}
 	return list
@@ -229,23 +242,43 @@ func newGuideWork(t *testing.T) *guideWork {
 }
 
 // newGuideWorkIn is newGuideWork with the copy in work, of files (paths
-// from the repository's root).
+// from the repository's root; a folder with what it holds, but for what a
+// fresh clone does not have: notClone).
 func newGuideWorkIn(t *testing.T, work string, files ...string) *guideWork {
 	t.Helper()
 	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
 		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
 	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("..", f))
+		err := filepath.WalkDir(filepath.Join("..", f), func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel("..", path)
+			if err != nil {
+				return err
+			}
+			if notClone(filepath.ToSlash(rel), e.Name()) {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if e.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if rel == "my.cnf" {
+				b = []byte(ports.Replace(string(b)))
+			}
+			if err := os.MkdirAll(filepath.Join(work, filepath.Dir(rel)), 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(work, rel), b, 0o700)
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "my.cnf" {
-			b = []byte(ports.Replace(string(b)))
-		}
-		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, f), b, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,6 +294,21 @@ func newGuideWorkIn(t *testing.T, work string, files ...string) *guideWork {
 		}
 	})
 	return g
+}
+
+// notClone: what a checkout may hold that a fresh clone does not (what
+// .gitignore leaves out, and what the docs' steps make in it), by its path
+// from the repository's root and its name.
+func notClone(rel, name string) bool {
+	switch rel {
+	case "var", "bin", "bench/out", "clients/java/build", ".venv":
+		return true
+	}
+	switch name {
+	case ".git", "node_modules", "__pycache__", ".mypy_cache":
+		return true
+	}
+	return strings.HasSuffix(name, ".tgz") || strings.HasSuffix(name, ".test")
 }
 
 // port is the free port that stands for the guide's port p.
