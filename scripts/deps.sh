@@ -17,7 +17,7 @@ die() {
 	exit 1
 }
 
-# command package why: one line per tool a test runs.
+# command package why: one line per tool a test runs (python3-venv: see have).
 TOOLS=$(
 	cat <<'EOF'
 mariadbd mariadb-server the integration tests' ticket servers (internal/mysqltest)
@@ -36,6 +36,7 @@ ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
 javac default-jdk-headless the Java client (clients/java) and the tinyid-style Java client of cmd/ticketd TestE2EPeers
 java default-jdk-headless the same programs run
 python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
+python3-venv python3-venv the virtual environment docs/tour.md installs the Python client into (scripts TestTour)
 pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
 mypy mypy the Python client's type check, strict, for Python 3.8 on (make test-python)
 node nodejs the Node client's tests and conformance adapter (clients/node; Node 20 or later)
@@ -43,8 +44,14 @@ npm npm the Node client's type check (typescript, pinned in clients/node/package
 EOF
 )
 
-# have NAME: on PATH, or in an sbin directory a non-root PATH may lack.
+# have NAME: on PATH, or in an sbin directory a non-root PATH may lack;
+# python3-venv, which is no command: python3 makes virtual environments with
+# pip (Debian ships ensurepip, which venv needs, apart from python3).
 have() {
+	if [ "$1" = python3-venv ]; then
+		python3 -c 'import ensurepip' >/dev/null 2>&1
+		return
+	fi
 	command -v "$1" >/dev/null 2>&1 && return
 	[ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
 }
