@@ -90,7 +90,7 @@ type coverOp struct {
 // the ticket is handed out all the same). It returns an error only when
 // ctx ends first: the tickets must then go to nobody.
 func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) error {
-	if b.servers == nil || len(b.servers) < 2 || b.testNoCover.Load() {
+	if len(b.servers) < 2 || b.testNoCover.Load() {
 		return nil // a book for its bookkeeping alone (NewBook), or a benchmark's
 	}
 	key := coverKey{m, s.Idx}
