@@ -17,6 +17,7 @@ type endpoint struct {
 	probeErr error // of the last probe; nil once one succeeds
 	requests uint64
 	failures uint64 // failed requests
+	rejected uint64 // requests refused with a 4xx
 	probes   uint64
 }
 
@@ -75,6 +76,9 @@ func (c *Client) failed(i int, err error, skip bool) {
 	e := c.eps[i]
 	e.requests++
 	e.failures++
+	if errors.Is(err, ErrRejected) {
+		e.rejected++
+	}
 	e.lastErr = err
 	down := skip && e.up
 	if down {

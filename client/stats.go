@@ -41,6 +41,7 @@ type EndpointStats struct {
 	Current        bool   // the endpoint refills try first
 	Requests       uint64 // batches asked for
 	Failures       uint64 // of those, failed
+	Rejected       uint64 // of those, refused with a 4xx (429 included)
 	Probes         uint64 // GET /readyz while skipped
 	LastError      string // of the last failed request; "" if none failed
 	LastProbeError string // of the last probe, while it keeps failing
@@ -59,7 +60,7 @@ func (c *Client) Stats() Stats {
 	defer c.emu.Unlock()
 	for i, e := range c.eps {
 		es := EndpointStats{URL: e.base, Up: e.up, Current: i == c.cur, Requests: e.requests,
-			Failures: e.failures, Probes: e.probes}
+			Failures: e.failures, Rejected: e.rejected, Probes: e.probes}
 		if e.lastErr != nil {
 			es.LastError = e.lastErr.Error()
 		}

@@ -9,7 +9,7 @@ export class Endpoints {
     this.c = c;
     this.eps = bases.map((base) => ({
       base, up: true, lastErr: /** @type {Error|null} */ (null), probeErr: /** @type {Error|null} */ (null),
-      requests: 0, failures: 0, probes: 0,
+      requests: 0, failures: 0, rejected: 0, probes: 0,
     }));
     this.cur = 0;
     this.probing = false;
@@ -48,6 +48,7 @@ export class Endpoints {
     const e = this.eps[i];
     e.requests++;
     e.failures++;
+    if (err.cause instanceof RejectedError) e.rejected++;
     e.lastErr = err;
     if (skip && e.up) {
       e.up = false;
@@ -95,7 +96,7 @@ export class Endpoints {
 
   stats() {
     return this.eps.map((e, i) => ({
-      url: e.base, up: e.up, current: i === this.cur, requests: e.requests, failures: e.failures, probes: e.probes,
+      url: e.base, up: e.up, current: i === this.cur, requests: e.requests, failures: e.failures, rejected: e.rejected, probes: e.probes,
       lastError: e.lastErr ? e.lastErr.message : '', lastProbeError: e.probeErr ? e.probeErr.message : '',
     }));
   }

@@ -26,7 +26,7 @@ SEQUENCE_REFILLS = 4
 
 
 class _Endpoint:
-    __slots__ = ("base", "up", "last_err", "probe_err", "requests", "failures", "probes")
+    __slots__ = ("base", "up", "last_err", "probe_err", "requests", "failures", "rejected", "probes")
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -35,6 +35,7 @@ class _Endpoint:
         self.probe_err: Optional[BaseException] = None
         self.requests = 0
         self.failures = 0
+        self.rejected = 0
         self.probes = 0
 
 
@@ -81,6 +82,7 @@ class _Stream:
         self.max_fetched = 0
         self.served = self.fetched = self.refills = self.refill_failures = 0
         self.dropped_by_age = self.waits = self.throttled = 0
+        self.refill_total = self.refill_max = 0.0
         self.thread: Optional[threading.Thread] = None
         if ids:
             self.thread = threading.Thread(target=self._refill_loop, daemon=True, name="ticketd-refill")
@@ -299,6 +301,8 @@ class _Stream:
             self.buffered += len(vals)
             self.fetched += len(vals)
             self.refills += 1
+            self.refill_total += took
+            self.refill_max = max(self.refill_max, took)
             self.last_sent, self.sent_any, self.used = sent, True, False
             self.slow_fetch = took > self.c._s.call_timeout / 4
             self.last_err, self.paced = None, False
@@ -311,6 +315,7 @@ class _Stream:
                 self.kick()
             return {"served": self.served, "fetched": self.fetched, "buffered": self.buffered, "batch": self.batch,
                     "refills": self.refills, "refill_failures": self.refill_failures, "throttled": self.throttled,
+                    "refill_latency_total": self.refill_total, "refill_latency_max": self.refill_max,
                     "dropped_by_age": self.dropped_by_age, "waits": self.waits,
                     "last_error": str(self.last_err) if self.last_err else ""}
 
@@ -406,8 +411,8 @@ class Client:
         with self._slock:
             seqs = dict(self._seqs)
         with self._elock:
-            eps = [{"base": e.base, "up": e.up, "current": i == self._cur, "requests": e.requests,
-                    "failures": e.failures, "probes": e.probes,
+            eps = [{"url": e.base, "up": e.up, "current": i == self._cur, "requests": e.requests,
+                    "failures": e.failures, "rejected": e.rejected, "probes": e.probes,
                     "last_error": str(e.last_err) if e.last_err else "",
                     "last_probe_error": str(e.probe_err) if e.probe_err else ""} for i, e in enumerate(self._eps)]
         return {"ids": self._ids.stats(), "sequences": {k: v.stats() for k, v in seqs.items()}, "endpoints": eps}
@@ -483,6 +488,8 @@ class Client:
             e = self._eps[i]
             e.requests += 1
             e.failures += 1
+            if isinstance(err, RejectedError):
+                e.rejected += 1
             e.last_err = err
             down = skip and e.up
             if down:

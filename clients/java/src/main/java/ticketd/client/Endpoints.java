@@ -18,7 +18,7 @@ final class Endpoints {
         boolean up = true;
         Exception lastErr; // of the last failed request
         Exception probeErr; // of the last probe; null once one succeeds
-        long requests, failures, probes;
+        long requests, failures, rejected, probes;
 
         Endpoint(String base) {
             this.base = base;
@@ -103,6 +103,9 @@ final class Endpoints {
             Endpoint e = eps[i];
             e.requests++;
             e.failures++;
+            if (err.getCause() instanceof RejectedException) {
+                e.rejected++;
+            }
             e.lastErr = err;
             down = skip && e.up;
             if (down) {
@@ -230,7 +233,7 @@ final class Endpoints {
         List<Stats.EndpointStats> out = new ArrayList<>();
         for (int i = 0; i < eps.length; i++) {
             Endpoint e = eps[i];
-            out.add(new Stats.EndpointStats(e.base, e.up, i == cur, e.requests, e.failures, e.probes,
+            out.add(new Stats.EndpointStats(e.base, e.up, i == cur, e.requests, e.failures, e.rejected, e.probes,
                     e.lastErr == null ? "" : e.lastErr.getMessage(),
                     e.probeErr == null ? "" : e.probeErr.getMessage()));
         }

@@ -42,10 +42,11 @@ public record Stats(StreamStats ids, Map<String, StreamStats> sequences, List<En
      * @param current        the endpoint refills try first
      * @param requests       batches asked for
      * @param failures       of those, failed
+     * @param rejected       of those, refused with a 4xx (429 included)
      * @param probes         GET /readyz while skipped
      * @param lastError      of the last failed request; "" if none failed
      * @param lastProbeError of the last probe, while they keep failing
      */
-    public record EndpointStats(String url, boolean up, boolean current, long requests, long failures, long probes,
+    public record EndpointStats(String url, boolean up, boolean current, long requests, long failures, long rejected, long probes,
             String lastError, String lastProbeError) {}
 }
