@@ -143,8 +143,15 @@ func TestRejected(t *testing.T) {
 			t.Fatalf("a rejected request was retried on another endpoint")
 		}
 	}
-	if st := c.Stats(); !st.Endpoints[0].Up || !st.Endpoints[0].Current {
-		t.Fatalf("a rejected request took the endpoint out: %+v", st.Endpoints[0])
+	st := c.Stats()
+	if a := st.Endpoints[0]; !a.Up || !a.Current || a.Failures != 0 || a.LastError != "" || a.Rejected != 1 {
+		t.Fatalf("endpoint A after a rejected request: %+v; want it up and current, the request rejected, not failed", a)
+	}
+	if b := st.Endpoints[1]; b.Requests != 0 {
+		t.Fatalf("endpoint B after a request A rejected: %+v; want it not asked", b)
+	}
+	if s := st.Sequences["nosuch"]; s.RefillFailures != 1 || !strings.Contains(s.LastError, "404") {
+		t.Fatalf("the sequence after a rejected refill: %+v; want one refill failed, with the 404", s)
 	}
 }
 
