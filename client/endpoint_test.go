@@ -155,6 +155,33 @@ func TestRejected(t *testing.T) {
 	}
 }
 
+// TestUnavailableAfterOneRefill: a call that arrives while a refill is
+// under way, with every endpoint hanging, gets that refill's outcome: the
+// error once it has tried each endpoint with CallTimeout, then each with
+// MaxAge, not after another refill as well.
+func TestUnavailableAfterOneRefill(t *testing.T) {
+	cfg := Config{CallTimeout: 20 * time.Millisecond, MaxAge: 50 * time.Millisecond}
+	c, tr, _ := newFakeSetup(t, cfg, func(tr *fakeTransport) {
+		for _, ep := range []string{epA, epB} {
+			tr.set(ep, func(s *fakeServer) { s.hang = true; s.probeErr = errRefused })
+		}
+	}, epA, epB)
+	<-tr.entered // the first refill is under way
+	if _, err := c.Next(ctx10(t)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Next with every endpoint hanging: %v, want ErrUnavailable", err)
+	}
+	st := c.Stats()
+	if st.IDs.RefillFailures != 1 || len(tr.allCalls()) != 4 {
+		t.Fatalf("%d refills failed, %d requests, when Next returned: want the one refill under way, "+
+			"two requests per endpoint (CallTimeout, then MaxAge)", st.IDs.RefillFailures, len(tr.allCalls()))
+	}
+	for i, e := range st.Endpoints {
+		if e.Requests != 2 || e.Failures != 2 {
+			t.Errorf("endpoint %d: %+v; want 2 requests, both failed", i, e)
+		}
+	}
+}
+
 // TestBadName: a name ticketd would refuse is refused without a request.
 func TestBadName(t *testing.T) {
 	c, tr, _ := newFake(t, Config{})
