@@ -135,7 +135,7 @@ func statsOf(c *client.Client) *stats {
 // printed is every way a Go program prints a client and its Config.
 func printed(c *client.Client, cfg client.Config) []string {
 	var p []string
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x"} {
 		p = append(p, fmt.Sprintf(verb, c), fmt.Sprintf(verb, cfg), fmt.Sprintf(verb, &cfg))
 	}
 	return p
