@@ -219,6 +219,21 @@ class TestFailover(Base):
         c.next(timeout=10)
         self.assertIn("bytes for", c.stats()["endpoints"][0]["last_error"])
 
+    def test_rejected_is_no_failure_of_the_endpoint(self) -> None:
+        a, b = self.fake(), self.fake()
+        c = self.client([a.url, b.url])
+        c.next(timeout=10)
+        with self.assertRaises(tc.RejectedError) as cm:
+            c.ticket("nosuch", timeout=10)
+        self.assertEqual(cm.exception.status, 404)
+        st = c.stats()
+        ea, eb = st["endpoints"]
+        self.assertEqual((ea["up"], ea["current"], ea["failures"], ea["rejected"], ea["last_error"]),
+                         (True, True, 0, 1, ""), ea)
+        self.assertEqual(eb["requests"], 0, "a rejected request was asked of the other endpoint")
+        self.assertEqual(st["sequences"]["nosuch"]["refill_failures"], 1)
+        self.assertIn("404", st["sequences"]["nosuch"]["last_error"])
+
     def test_token_refused(self) -> None:
         f = self.fake()
         f.set(token="right-token")

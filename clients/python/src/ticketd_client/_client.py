@@ -484,12 +484,16 @@ class Client:
             self._cur = i
 
     def _failed(self, i: int, err: BaseException, skip: bool) -> None:
+        """A request to endpoint i failed. A 4xx is the request's fault, not
+        the endpoint's: it counts as rejected, neither as a failure nor as
+        the endpoint's last error."""
         with self._elock:
             e = self._eps[i]
             e.requests += 1
-            e.failures += 1
             if isinstance(err, RejectedError):
                 e.rejected += 1
+                return
+            e.failures += 1
             e.last_err = err
             down = skip and e.up
             if down:
