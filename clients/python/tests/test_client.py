@@ -219,6 +219,23 @@ class TestFailover(Base):
         c.next(timeout=10)
         self.assertIn("bytes for", c.stats()["endpoints"][0]["last_error"])
 
+    def test_unavailable_after_the_refill_under_way(self) -> None:
+        # Every endpoint holds its answers: a call that comes while the first
+        # refill is under way gets that refill's outcome, once it has asked
+        # each endpoint with call_timeout and then each with max_age, not
+        # after another refill as well.
+        a, b = self.fake(), self.fake()
+        a.set(hang=5.0)
+        b.set(hang=5.0)
+        c = self.client([a.url, b.url], call_timeout=0.05, max_age=0.15, probe_every=5.0)
+        wait_until("the first refill asks", lambda: a.count("/v1/ids") >= 1)
+        with self.assertRaises(tc.UnavailableError):
+            c.next(timeout=10)
+        st = c.stats()
+        self.assertEqual(st["ids"]["refill_failures"], 1, "refills failed when next raised")
+        for e in st["endpoints"]:
+            self.assertEqual((e["requests"], e["failures"]), (2, 2), e)
+
     def test_rejected_is_no_failure_of_the_endpoint(self) -> None:
         a, b = self.fake(), self.fake()
         c = self.client([a.url, b.url])

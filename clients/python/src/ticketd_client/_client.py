@@ -148,13 +148,20 @@ class _Stream:
                 if self.c._closed:
                     raise ClosedError("ticketd_client: closed")
                 if waited and self.ended >= wait_for and self.last_err is not None and not self.paced:
-                    # A refill begun after this call began waiting failed: it
-                    # tried every endpoint. Callers that wait together share it.
+                    # A refill that ended while this call waited failed: it
+                    # tried every endpoint. Callers that wait together share
+                    # it, and a call that came during a refill waits for that
+                    # one only, not for the next as well.
                     raise copy.copy(self.last_err)
                 if not waited:
-                    waited, wait_for = True, self.started + 1
+                    waited, wait_for = True, self.ended + 1
                     self.waits += 1
-                self.kick()
+                # A refill under way will end and wake this call: asking for
+                # another would only start one nobody waits for once it
+                # failed. Under the lock, so that the refill's own clearing of
+                # the kicks (it began after this call looked) cannot miss it.
+                if self.started == self.ended:
+                    self.kick()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise DeadlineError("ticketd_client: waiting for a refill of %s: timed out" % self.path)
@@ -219,6 +226,12 @@ class _Stream:
         with self.lock:
             self.started += 1
             attempt = self.started
+            # The kicks that came before now are this refill's to answer:
+            # callers waiting get its outcome, whatever it is.
+            if self.thread is not None:
+                self.wake.clear()
+            else:
+                c._pool.settle(self)
             now = time.monotonic()
             if self.sent_any:  # Leaf's step
                 lasted = now - self.last_sent
