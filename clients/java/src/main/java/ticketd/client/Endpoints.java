@@ -96,16 +96,22 @@ final class Endpoints {
         cur = i;
     }
 
-    /** A call to endpoint i failed; with skip, refills skip it until a probe finds it ready. */
+    /**
+     * A call to endpoint i failed; with skip, refills skip it until a probe
+     * finds it ready. A 4xx is the request's fault, not the endpoint's: it
+     * counts as rejected, neither as a failure nor as the endpoint's last
+     * error.
+     */
     void failed(int i, Exception err, boolean skip) {
         boolean down;
         synchronized (this) {
             Endpoint e = eps[i];
             e.requests++;
-            e.failures++;
             if (err.getCause() instanceof RejectedException) {
                 e.rejected++;
+                return;
             }
+            e.failures++;
             e.lastErr = err;
             down = skip && e.up;
             if (down) {

@@ -123,7 +123,15 @@ class FailoverTest {
             for (FakeTicketd.Req r : b.valueRequests()) {
                 Check.that(!r.path().startsWith("/v1/tickets"), "asked the second endpoint too: " + r.path());
             }
-            Check.that(c.stats().endpoints().get(0).up(), "a 404 took the endpoint out");
+            Stats st = c.stats();
+            Stats.EndpointStats ea = st.endpoints().get(0);
+            Check.that(ea.up() && ea.current(), "a 404 took the endpoint out: " + ea);
+            Check.eq(ea.failures(), 0L, "failures of the endpoint after a 404 (the request's fault)");
+            Check.eq(ea.rejected(), 1L, "rejected requests");
+            Check.eq(ea.lastError(), "", "the endpoint's last error after a 404");
+            Check.eq(st.endpoints().get(1).requests(), 0L, "requests to the second endpoint");
+            Check.eq(st.sequences().get("nosuch").refillFailures(), 1L, "the sequence's refill failures");
+            Check.contains(st.sequences().get("nosuch").lastError(), "404", "the sequence's last error");
         }
     }
 
