@@ -136,6 +136,29 @@ class FailoverTest {
     }
 
     @Test
+    void unavailableAfterTheRefillUnderWay() throws Exception {
+        // Both endpoints hold their answers: a call that comes while the first
+        // refill is under way gets that refill's outcome, once it has asked each
+        // endpoint with callTimeout and then each with maxAge, not after another
+        // refill as well.
+        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B)) {
+            a.delayMs = 5000;
+            b.delayMs = 5000;
+            try (TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).callTimeout(Duration.ofMillis(50))
+                    .maxAge(Duration.ofMillis(150)).probeEvery(Duration.ofSeconds(5)).build()) {
+                Check.eventually(5000, "the first refill asks", () -> !a.valueRequests().isEmpty());
+                Check.fails(UnavailableException.class, () -> c.next(Duration.ofSeconds(10)));
+                Stats st = c.stats();
+                Check.eq(st.ids().refillFailures(), 1L, "refills failed when next threw");
+                for (Stats.EndpointStats e : st.endpoints()) {
+                    Check.eq(e.requests(), 2L, "requests to " + e.url());
+                    Check.eq(e.failures(), 2L, "failures of " + e.url());
+                }
+            }
+        }
+    }
+
+    @Test
     void badAnswerSkipped() throws Exception {
         // Each fault is set before the client starts: its first refill goes out at once.
         badAnswer(a -> a.body = n -> new byte[8 * n - 1], "short", "malformed answer");
