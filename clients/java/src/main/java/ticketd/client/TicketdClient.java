@@ -277,6 +277,12 @@ public final class TicketdClient implements AutoCloseable {
         }
     }
 
+    /** The client's settings, as a log line would show them: the token never, only whether there is one. */
+    @Override
+    public String toString() {
+        return "TicketdClient[" + cfg + "]";
+    }
+
     // --- for the buffers and the endpoints -----------------------------------------
 
     Settings settings() {
