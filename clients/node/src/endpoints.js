@@ -43,12 +43,20 @@ export class Endpoints {
     this.cur = i;
   }
 
-  /** @param {number} i @param {Error} err @param {boolean} skip */
+  /**
+   * A request to endpoint i failed; with skip, refills skip it until a probe
+   * finds it ready. A 4xx is the request's fault, not the endpoint's: it
+   * counts as rejected, neither as a failure nor as the endpoint's last error.
+   * @param {number} i @param {Error} err @param {boolean} skip
+   */
   failed(i, err, skip) {
     const e = this.eps[i];
     e.requests++;
+    if (err.cause instanceof RejectedError) {
+      e.rejected++;
+      return;
+    }
     e.failures++;
-    if (err.cause instanceof RejectedError) e.rejected++;
     e.lastErr = err;
     if (skip && e.up) {
       e.up = false;
