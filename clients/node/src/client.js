@@ -1,5 +1,6 @@
 // The Client: IDs and sequence values from local buffers, refilled from
 // ticketd in the background.
+import { inspect } from 'node:util';
 import { settings, validName } from './config.js';
 import { Endpoints } from './endpoints.js';
 import { BadNameError, ClosedError } from './errors.js';
@@ -16,9 +17,12 @@ export const version = '0.1.0';
 export class Client {
   /** @param {import('../index.js').ClientOptions} options */
   constructor(options) {
-    this.cfg = settings(options);
+    const cfg = settings(options);
     /** @type {import('./transport.js').HttpTransport} */
-    this.transport = new HttpTransport(this.cfg);
+    this.transport = new HttpTransport(cfg);
+    // The transport alone keeps the token (in a private field): nothing the
+    // client holds prints it, whatever prints the client's parts.
+    this.cfg = Object.freeze({ ...cfg, token: cfg.token ? '[redacted]' : '' });
     this.closed = false;
     /** @type {Set<() => void>} the refill loops' sleeps, ended by close */
     this.sleepers = new Set();
@@ -113,6 +117,25 @@ export class Client {
     for (const wake of [...this.sleepers]) wake();
     this.ids.discard();
     for (const s of this.seqs.values()) s.stream.discard();
+  }
+
+  /** The client's settings as printed or logged: the token never, only whether there is one. */
+  toJSON() {
+    const { endpoints, token, ca, agent, callTimeout, maxAge, minBatch, maxBatch, maxTicketBatch, batchPeriod,
+      probeEvery, strictlyIncreasing } = this.cfg;
+    return {
+      endpoints, token, ca: ca !== undefined, agent: agent !== undefined, callTimeout, maxAge, minBatch, maxBatch,
+      maxTicketBatch, batchPeriod, probeEvery, strictlyIncreasing,
+    };
+  }
+
+  toString() {
+    return `Client ${JSON.stringify(this.toJSON())}`;
+  }
+
+  /** What console.log and util.inspect print: the settings, as toJSON gives them. */
+  [inspect.custom](/** @type {number} */ depth, /** @type {import('node:util').InspectOptionsStylized} */ options) {
+    return `Client ${inspect(this.toJSON(), { ...options, depth: options.depth === null ? null : Math.max(depth, 2) })}`;
   }
 
   /** Wakes every buffer (an endpoint rejoined). */

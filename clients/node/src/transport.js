@@ -11,9 +11,12 @@ export const MAX_RETRY_AFTER = 60_000;
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export class HttpTransport {
+  /** The Authorization header of value requests: private, so that no printed form of the transport holds it. */
+  #auth;
+
   /** @param {import('./config.js').Settings} cfg */
   constructor(cfg) {
-    this.auth = cfg.token ? `Bearer ${cfg.token}` : '';
+    this.#auth = cfg.token ? `Bearer ${cfg.token}` : '';
     this.ownAgents = cfg.agent === undefined;
     // Keep-alive connections, unreferenced while idle (an idle client never
     // keeps the process alive); TLS 1.2 or later.
@@ -33,7 +36,7 @@ export class HttpTransport {
   async get(base, path, n, timeoutMs, unsigned) {
     const sep = path.includes('?') ? '&' : '?';
     const headers = /** @type {Record<string,string>} */ ({ Accept: 'application/octet-stream' });
-    if (this.auth) headers.Authorization = this.auth;
+    if (this.#auth) headers.Authorization = this.#auth;
     const want = 8 * n;
     const res = await this.send(`${base}${path}${sep}format=binary&n=${n}`, headers, want, timeoutMs, base);
     const ct = String(res.headers['content-type'] ?? '');
