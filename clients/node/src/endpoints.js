@@ -13,6 +13,13 @@ export class Endpoints {
     }));
     this.cur = 0;
     this.probing = false;
+    /** @type {Promise<void>} the end of the latest round of probes */
+    this.round = Promise.resolve();
+  }
+
+  /** Resolves once the round of probes under way, if any, has ended: for close. */
+  probed() {
+    return this.round;
   }
 
   /**
@@ -76,11 +83,17 @@ export class Endpoints {
   }
 
   /** Probes every endpoint that is down, concurrently, and wakes the buffers when one rejoins. One round at a time. */
-  async probeDown() {
-    if (this.probing || this.c.closed) return;
+  probeDown() {
+    if (this.probing || this.c.closed) return this.round;
     const down = this.eps.filter((e) => !e.up);
-    if (down.length === 0) return;
+    if (down.length === 0) return this.round;
     this.probing = true;
+    this.round = this.probeRound(down);
+    return this.round;
+  }
+
+  /** @param {typeof this.eps} down */
+  async probeRound(down) {
     try {
       const results = await Promise.allSettled(down.map((e) => this.c.transport.probe(e.base, this.c.cfg.callTimeout)));
       if (this.c.closed) return;

@@ -72,6 +72,8 @@ export class Stream {
     this.refillMax = 0;
     // The refill loop.
     this.running = false;
+    /** @type {Promise<void>} the end of the loop's latest run */
+    this.looping = Promise.resolve();
     this.woken = false;
     /** @type {(() => void) | null} */
     this.wakeSleeper = null;
@@ -228,12 +230,17 @@ export class Stream {
     this.woken = true;
     if (!this.running && !this.c.closed) {
       this.running = true;
-      this.loop().catch((err) => {
+      this.looping = this.loop().catch((err) => {
         this.running = false;
         // A bug, not a ticketd failure: never swallowed silently.
         process.emitWarning(`ticketd client: refill loop of ${this.path} failed: ${err?.stack ?? err}`);
       });
     }
+  }
+
+  /** Resolves once the refill loop has ended (at once if it is not running): for close. */
+  stopped() {
+    return this.looping;
   }
 
   /** Sleeps until signalled, for ms, or until close. @param {number} ms */
