@@ -419,8 +419,9 @@ class Client:
         return s.take(n, _deadline(timeout)) if n > 0 else []
 
     def stats(self) -> Dict[str, Any]:
-        """Counters for an application to export: "ids", "sequences" (by
-        name) and "endpoints"."""
+        """Counters for an application to export (docs/client.md, "Stats"):
+        "ids", "sequences" (by name) and "endpoints" (in the configured
+        order); latencies in seconds."""
         with self._slock:
             seqs = dict(self._seqs)
         with self._elock:
