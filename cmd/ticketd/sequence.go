@@ -360,7 +360,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 	}
 	for i, d := range down {
 		if d != nil {
-			fmt.Fprintf(stderr, "ticketd sequence list: server %d could not be read (its columns show -): %v\n", i+1, d)
+			fmt.Fprintf(stderr, "ticketd sequence list: column COUNTER%d shows -: %v\n", i+1, d)
 		}
 	}
 	if err != nil {

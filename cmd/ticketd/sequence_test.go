@@ -319,9 +319,13 @@ func TestSequenceCreateHalfway(t *testing.T) {
 	d := startDaemon(t, mp, fastLeases...)
 	mp.Servers[1].Stop(t)
 	out, errOut, code := seqCmd(t, mp, "create", "half", "-block", "10")
+	server2 := "server 2 (" + mp.Servers[1].Addr() + ")"
 	if code != 1 || !strings.Contains(out, "server 1 ("+mp.Servers[0].Addr()+"): 1 created") ||
-		!strings.Contains(errOut, "not created on server 2") || !strings.Contains(errOut, "run the same create again") {
+		!strings.Contains(errOut, server2+": not created there") || !strings.Contains(errOut, "run the same create again") {
 		t.Fatalf("create with server 2 down: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, server2); n != 1 {
+		t.Fatalf("create with server 2 down names %s %d times, want once:\n%s", server2, n, errOut)
 	}
 	if v := getTicket(t, d.addr, "half"); v/10%2 != 1 {
 		t.Fatalf("value %d of half: want a block of server 1 (odd tickets)", v)

@@ -190,12 +190,12 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 	if err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
-			return fmt.Errorf("%w: %w: %s: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Name, err)
+			return fmt.Errorf("%w: %w: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Named(err))
 		}
 		if e := s.noDatabase(err); e != nil {
 			return e
 		}
-		return fmt.Errorf("%w: %s: %w", spec.ErrServerDown, s.Name, err)
+		return fmt.Errorf("%w: %w", spec.ErrServerDown, s.Named(err))
 	}
 	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
 	inc, off, lockMode := row.Inc, row.Off, row.LockMode
