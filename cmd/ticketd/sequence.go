@@ -437,9 +437,9 @@ func checkSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions,
 		return fmt.Errorf("sequence check: %w", err)
 	}
 	if found > 0 {
-		fmt.Fprintf(stdout, "%d sequences checked, %d differences\n", checked, found)
+		fmt.Fprintf(stdout, "%s checked, %s\n", count(checked, "sequence", "sequences"), count(found, "difference", "differences"))
 		return errReported{1}
 	}
-	fmt.Fprintf(stdout, "ok: %d sequences checked, the servers agree\n", checked)
+	fmt.Fprintf(stdout, "ok: %s checked, the servers agree\n", count(checked, "sequence", "sequences"))
 	return nil
 }
