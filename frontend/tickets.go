@@ -118,7 +118,10 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 		return fasthttp.StatusBadRequest, fmt.Sprintf(
 			"bad sequence name %.64q: want a lowercase letter, then up to 47 lowercase letters, digits or underscores", name)
 	case errors.Is(err, ticket.ErrUnknownSequence):
-		return fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name)
+		// The name passed ErrBadName's check: it needs no quoting in a
+		// command line.
+		return fasthttp.StatusNotFound, fmt.Sprintf(
+			"unknown sequence %q: create it with `ticketd sequence create %s` (docs/dba.md, \"Adding a named sequence\")", name, name)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
 		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout)
