@@ -81,3 +81,34 @@ func TestCheckSettingsDownNamesOnce(t *testing.T) {
 		t.Errorf("check of a closed port: %q, want %q in it", err, want)
 	}
 }
+
+// TestRewindErrorClears: a server refused for a rewound counter reports it
+// as what is wrong now until no counter is refused any more, whatever
+// succeeds on it meanwhile; then it moves to the previous error (it stayed
+// in last_error after the repair, until some request happened to succeed
+// there).
+func TestRewindErrorClears(t *testing.T) {
+	s := &Server{Name: "server 1 (127.0.0.1:3307)", Now: time.Now}
+	rewind := errors.New("ticket: ticket server counter rewound: refused for Tickets64")
+	s.NoteRewound(rewind)
+	if r := s.Report(); r.LastError != rewind.Error() || r.LastErrorAt.IsZero() {
+		t.Fatalf("after the refusal: last error %q at %v, want the rewind", r.LastError, r.LastErrorAt)
+	}
+	s.ClearErr(false) // a request's statement succeeded there
+	s.ClearErr(true)
+	s.ClearRewound(func() bool { return false }) // another counter still refused
+	if r := s.Report(); r.LastError != rewind.Error() {
+		t.Fatalf("still refused for a counter: last error %q, want the rewind", r.LastError)
+	}
+	s.Note(errors.New("one statement failed"), false)
+	s.ClearErr(false)
+	if r := s.Report(); r.LastError != rewind.Error() {
+		t.Fatalf("after a statement's error cleared: last error %q, want the rewind still", r.LastError)
+	}
+	s.ClearRewound(func() bool { return true })
+	r := s.Report()
+	if r.LastError != "" || !r.LastErrorAt.IsZero() || r.PreviousError != rewind.Error() || r.PreviousErrorAt.IsZero() {
+		t.Fatalf("after the last counter's readmission: last %q at %v, previous %q at %v; want none, and the rewind before",
+			r.LastError, r.LastErrorAt, r.PreviousError, r.PreviousErrorAt)
+	}
+}
