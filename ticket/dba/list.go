@@ -9,7 +9,6 @@ import (
 
 	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
-	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
@@ -266,50 +265,22 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 	if err := errors.Join(inv.down...); err != nil {
 		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", spec.ErrNoServer, err)
 	}
+	inv.withMarks = true
 	checked := 0
-	var page []string
-	var pagePer [][]held
-	flush := func() error {
-		var rows, tables []string
-		for k, name := range page {
-			for _, h := range pagePer[k] {
-				if h.def.Defined() && h.def.Table != "" {
-					tables = append(tables, h.def.Table)
-				}
-			}
-			rows = append(rows, name)
-		}
-		peerMarks, err := inv.marksFor(ctx, rows, tables)
-		if err != nil {
-			return err
-		}
-		for k, name := range page {
-			for _, what := range inv.judge(name, pagePer[k], peerMarks) {
-				if err := f(Difference{Name: name, What: what}); err != nil {
-					return err
-				}
-			}
-			checked++
-		}
-		page, pagePer = page[:0], pagePer[:0]
-		return nil
-	}
 	err = inv.walk(ctx, opt, func(name string, per []held) error {
-		page = append(page, name)
-		pagePer = append(pagePer, per)
-		if len(page) == invPage {
-			return flush()
+		for _, what := range inv.judge(name, per) {
+			if err := f(Difference{Name: name, What: what}); err != nil {
+				return err
+			}
 		}
+		checked++
 		return nil
 	})
-	if err == nil && len(page) > 0 {
-		err = flush()
-	}
 	return checked, err
 }
 
 // judge lists what is wrong with one name.
-func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64) []string {
+func (inv *inventory) judge(name string, per []held) []string {
 	n := len(inv.servers)
 	var out []string
 	var have, lack []string
@@ -363,19 +334,14 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 			out = append(out, fmt.Sprintf("no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1))
 			continue
 		}
-		key := spec.MarkKey(h.def)
-		mk := uint64(0)
-		if markOf[key] != nil {
-			mk = markOf[key][i]
-		}
 		switch {
-		case mk == 0:
-		case h.def.Table == "" && marks.RowRewound(h.row.Value, mk):
+		case !h.rewound():
+		case h.def.Table == "":
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
-				i+1, h.row.Value, mk))
-		case h.def.Table != "" && h.tableSet && marks.IsRewound(h.table, mk):
+				i+1, h.row.Value, h.mark))
+		default:
 			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
-				i+1, h.def.Table, h.table, mk))
+				i+1, h.def.Table, h.table, h.mark))
 		}
 	}
 	if rec, _ := recordedStart(per); spec.PublicBelowStart(def, rec) {
