@@ -403,6 +403,13 @@ func listLine(l dba.SequenceListing) string {
 	case def.Public():
 		public = "key " + def.KeyCheck
 	}
+	if len(l.Rewound) > 0 {
+		var on []string
+		for _, i := range l.Rewound {
+			on = append(on, strconv.Itoa(i+1))
+		}
+		notes = append(notes, "rewound on server "+strings.Join(on, ", ")+": refused there until ticketd repair runs, see check")
+	}
 	if l.BelowStart {
 		notes = append(notes, fmt.Sprintf("made by release 3: values at or below -start %d too, see check", l.Start))
 	}

@@ -310,6 +310,33 @@ INSERT INTO tickets.sequences (name, table_name, bits, block_size)
 	}
 }
 
+// TestSequenceListRewound: a sequence whose counter on server 1 is behind
+// the mark server 2 holds for it (what a restore of server 1 leaves) is
+// named by sequence check, and sequence list's NOTE says so too (it was
+// empty): a row of counters and a table alike.
+func TestSequenceListRewound(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	if out, errOut, code := seqCmd(t, mp, "create", "orders", "-block", "10"); code != 0 {
+		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)
+	}
+	mp.Servers[1].Exec(t, "INSERT INTO tickets.high_water (table_name, peer_offset, mark) VALUES ('counters.orders', 1, 1001), ('Tickets64', 1, 1001)")
+	out, errOut, code := seqCmd(t, mp, "check")
+	if code != 1 || !strings.Contains(out, "orders: rewound on server 1") || !strings.Contains(out, "tickets64: rewound on server 1") {
+		t.Fatalf("check: exit %d, want orders and tickets64 rewound on server 1\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = seqCmd(t, mp, "list")
+	if code != 0 {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		name := strings.Fields(line)[0]
+		rewound := strings.HasSuffix(line, "rewound on server 1: refused there until ticketd repair runs, see check")
+		if want := name == "orders" || name == "tickets64"; rewound != want {
+			t.Errorf("list line of %s: %q; want its NOTE to say rewound on server 1: %v", name, line, want)
+		}
+	}
+}
+
 // TestSequenceCreateHalfway: with server 2 down, create writes server 1,
 // says server 2 was left out, and exits 1; ticketd meanwhile serves the
 // sequence from server 1 and reports it missing on server 2; once server 2

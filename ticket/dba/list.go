@@ -40,6 +40,10 @@ type SequenceListing struct {
 	// start, and its values may fall at or below it (spec/public.go).
 	Start      uint64
 	BelowStart bool
+	// Rewound holds the servers (Config.Servers order) whose counter is
+	// behind the mark the others hold for it, as sequence check says:
+	// ticketd refuses the sequence there until ticketd repair runs.
+	Rewound []int
 }
 
 // ListOptions narrows a listing or a check.
@@ -70,6 +74,7 @@ func ListSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f func
 		return nil, err
 	}
 	defer offline.CloseServers(inv.servers)
+	inv.withMarks = true
 	err = inv.walk(ctx, opt, func(name string, per []held) error {
 		return f(inv.listing(name, per))
 	})
@@ -175,6 +180,9 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 			l.Counters[i], l.Known[i] = h.table, h.tableSet
 		case h.row != nil:
 			l.Counters[i], l.Known[i] = h.row.Value, true
+		}
+		if h.rewound() {
+			l.Rewound = append(l.Rewound, i)
 		}
 	}
 	l.Start, _ = recordedStart(per)
