@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -371,25 +372,13 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 
 func listLine(l dba.SequenceListing) string {
 	var def ticket.SequenceInfo
-	var notes []string
-	var lack []string
-	differ := false
-	for i, d := range l.Defs {
-		switch {
-		case d.Bits == 0:
-			lack = append(lack, strconv.Itoa(i+1))
-		case def.Bits == 0:
+	for _, d := range l.Defs {
+		if d.Bits != 0 {
 			def = d
-		case d != def:
-			differ = true
+			break
 		}
 	}
-	if differ {
-		notes = append(notes, "defined differently: see check")
-	}
-	if len(lack) > 0 && def.Bits != 0 {
-		notes = append(notes, "missing on server "+strings.Join(lack, ", "))
-	}
+	notes := l.Notes
 	storage := "counters"
 	if def.Table != "" {
 		storage = "table " + def.Table
@@ -403,20 +392,12 @@ func listLine(l dba.SequenceListing) string {
 	case def.Public():
 		public = "key " + def.KeyCheck
 	}
-	if len(l.Rewound) > 0 {
-		var on []string
-		for _, i := range l.Rewound {
-			on = append(on, strconv.Itoa(i+1))
-		}
-		notes = append(notes, "rewound on server "+strings.Join(on, ", ")+": refused there until ticketd repair runs, see check")
-	}
-	if l.BelowStart {
-		notes = append(notes, fmt.Sprintf("made by release 3: values at or below -start %d too, see check", l.Start))
-	}
 	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%s", l.Name, def.Bits, def.BlockSize, storage, public)
 	if def.Bits == 0 {
 		line = l.Name + "\t-\t-\t-\t-"
-		notes = append(notes, "no catalog row")
+		if !slices.Contains(notes, "no catalog row") {
+			notes = append(notes, "no catalog row")
+		}
 	}
 	for i := range l.Counters {
 		if l.Known[i] {

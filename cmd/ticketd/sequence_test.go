@@ -335,6 +335,14 @@ func TestSequenceListRewound(t *testing.T) {
 			t.Errorf("list line of %s: %q; want its NOTE to say rewound on server 1: %v", name, line, want)
 		}
 	}
+	// Server 2 down: nothing is said of what it holds (it said "missing on
+	// server 2"), and stderr says why its column shows -.
+	mp.Servers[1].Stop(t)
+	out, errOut, code = seqCmd(t, mp, "list", "-name", "orders")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || strings.Contains(lines[1], "server 2") ||
+		!strings.Contains(errOut, "column COUNTER2 shows -: ") {
+		t.Errorf("list with server 2 down: exit %d\n%s%s; want orders without a word of server 2 in its line, and why on stderr", code, out, errOut)
+	}
 }
 
 // TestSequenceCreateHalfway: with server 2 down, create writes server 1,
