@@ -178,8 +178,8 @@ func TestTicketFailuresDoNotFlood(t *testing.T) {
 			t.Fatalf("status %d, want 503", r.status)
 		}
 	}
-	if got := scrape(t, h)[`ticketd_warnings_total{kind="tickets: no server"}`]; got != strconv.Itoa(n) {
-		t.Errorf(`ticketd_warnings_total{kind="tickets: no server"} = %s, want %d`, got, n)
+	if got := scrape(t, h)[`ticketd_warnings_total{kind="tickets_no_server"}`]; got != strconv.Itoa(n) {
+		t.Errorf(`ticketd_warnings_total{kind="tickets_no_server"} = %s, want %d`, got, n)
 	}
 	mu.Lock()
 	lines := strings.Count(logs.String(), "tickets: no server")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
@@ -37,8 +38,8 @@ import (
 // copies (copies.go), not the ticket.
 
 // WarnRewound is the kind of warning a refused counter logs.
-const WarnRewound = "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
-	"no ticket from it reaches a caller until the fix is run (ticketd repair)"
+var WarnRewound = logsum.Kind{ID: "server_rewound", Text: "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
+	"no ticket from it reaches a caller until the fix is run (ticketd repair)"}
 
 // Rewind is one counter a server is refused for.
 type Rewind struct {
