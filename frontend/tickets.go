@@ -125,11 +125,11 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 			"unknown sequence %q: create it with `ticketd sequence create %s` (docs/dba.md, \"Adding a named sequence\")", name, name)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
-		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout)
+		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v: retry after Retry-After (ticketd's /v1/status shows the servers)", s.cfg.RequestTimeout)
 	case errors.Is(err, ticket.ErrNoServer), errors.Is(err, ticket.ErrServerDown),
 		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
 		s.warn.Note(warnTicketNoServer, "sequence", name, "err", err)
-		return fasthttp.StatusServiceUnavailable, "no ticket server is available"
+		return fasthttp.StatusServiceUnavailable, "no ticket server is available: retry after Retry-After (ticketd's /v1/status shows the servers)"
 	case errors.Is(err, ticket.ErrNoKey):
 		// A public sequence this ticketd holds no key for: never its raw
 		// values. 503: another ticketd of the deployment may hold it, and
@@ -156,6 +156,6 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 		// Anything else from the servers (a driver error, a parity
 		// violation) is theirs and passing: the next call may go elsewhere.
 		s.warn.Note(warnTicketFailed, "sequence", name, "err", err)
-		return fasthttp.StatusServiceUnavailable, "no ticket could be issued; retry"
+		return fasthttp.StatusServiceUnavailable, "no ticket could be issued: retry after Retry-After"
 	}
 }
