@@ -136,4 +136,12 @@ func TestE2EInspectReadsServers(t *testing.T) {
 	if def, _, _ := inspectIDs(t, nil, strconv.FormatInt(id, 10)); maps.Equal(def[0], want) {
 		t.Fatalf("inspect without -servers decodes %d as the deployment does (%v): the test shows nothing", id, want)
 	}
+	// A server down: said once, in plain words, without repair's reason
+	// (the marks), which is not inspect's.
+	mp.Servers[1].Stop(t)
+	server2 := "server 2 (" + mp.Servers[1].Addr() + ")"
+	if _, stderr, code := inspectIDs(t, env, "1"); code != 1 || !strings.Contains(stderr, "every server of the pair must be reachable and in its place: ") ||
+		strings.Contains(stderr, "marks") || strings.Count(stderr, server2) != 1 {
+		t.Fatalf("inspect -servers with server 2 down: exit %d, %q; want 1, naming %s once and no marks", code, stderr, server2)
+	}
 }
