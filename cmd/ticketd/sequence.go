@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -360,7 +361,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 	}
 	for i, d := range down {
 		if d != nil {
-			fmt.Fprintf(stderr, "ticketd sequence list: server %d could not be read (its columns show -): %v\n", i+1, d)
+			fmt.Fprintf(stderr, "ticketd sequence list: column COUNTER%d shows -: %v\n", i+1, d)
 		}
 	}
 	if err != nil {
@@ -371,25 +372,13 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 
 func listLine(l dba.SequenceListing) string {
 	var def ticket.SequenceInfo
-	var notes []string
-	var lack []string
-	differ := false
-	for i, d := range l.Defs {
-		switch {
-		case d.Bits == 0:
-			lack = append(lack, strconv.Itoa(i+1))
-		case def.Bits == 0:
+	for _, d := range l.Defs {
+		if d.Bits != 0 {
 			def = d
-		case d != def:
-			differ = true
+			break
 		}
 	}
-	if differ {
-		notes = append(notes, "defined differently: see check")
-	}
-	if len(lack) > 0 && def.Bits != 0 {
-		notes = append(notes, "missing on server "+strings.Join(lack, ", "))
-	}
+	notes := l.Notes
 	storage := "counters"
 	if def.Table != "" {
 		storage = "table " + def.Table
@@ -403,13 +392,12 @@ func listLine(l dba.SequenceListing) string {
 	case def.Public():
 		public = "key " + def.KeyCheck
 	}
-	if l.BelowStart {
-		notes = append(notes, fmt.Sprintf("made by release 3: values at or below -start %d too, see check", l.Start))
-	}
 	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%s", l.Name, def.Bits, def.BlockSize, storage, public)
 	if def.Bits == 0 {
 		line = l.Name + "\t-\t-\t-\t-"
-		notes = append(notes, "no catalog row")
+		if !slices.Contains(notes, "no catalog row") {
+			notes = append(notes, "no catalog row")
+		}
 	}
 	for i := range l.Counters {
 		if l.Known[i] {
@@ -437,9 +425,9 @@ func checkSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions,
 		return fmt.Errorf("sequence check: %w", err)
 	}
 	if found > 0 {
-		fmt.Fprintf(stdout, "%d sequences checked, %d differences\n", checked, found)
+		fmt.Fprintf(stdout, "%s checked, %s\n", count(checked, "sequence", "sequences"), count(found, "difference", "differences"))
 		return errReported{1}
 	}
-	fmt.Fprintf(stdout, "ok: %d sequences checked, the servers agree\n", checked)
+	fmt.Fprintf(stdout, "ok: %s checked, the servers agree\n", count(checked, "sequence", "sequences"))
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
@@ -66,8 +67,8 @@ import (
 
 // WarnUncovered is the kind of warning a ticket handed out without its mark
 // on another server logs.
-const WarnUncovered = "tickets handed out before any other server took their high-water mark (no other server in rotation, or its write failed): " +
-	"a restore of this server from a backup taken before them could repeat them; the marks are written as soon as another server takes them"
+var WarnUncovered = logsum.Kind{ID: "tickets_uncovered", Text: "tickets handed out before any other server took their high-water mark (no other server in rotation, or its write failed): " +
+	"a restore of this server from a backup taken before them could repeat them; the marks are written as soon as another server takes them"}
 
 // coverKey names one counter's marks for one server.
 type coverKey struct {
