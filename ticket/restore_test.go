@@ -407,11 +407,26 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if _, err := p.RenewWorker(context.Background(), la, now+70_000, ttl); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("A's renewal of the rewound row = %v, want ErrLeaseLost", err)
 	}
-	// Repair sees the row behind its copy (not applied: acquisition is tested).
+	// Repair sees the row behind its copy (not applied: acquisition is
+	// tested), and takes its server for restored for it: its counters with
+	// marks would move past them too, none rewound.
 	rep, err := rewind.Repair(context.Background(), adminConfig(mp), true)
-	if err != nil || len(rep.Changes) != 1 || rep.Changes[0].Table != "worker_leases" ||
-		rep.Changes[0].From != uint64(r1) || rep.Changes[0].To != uint64(r2) || rep.Changes[0].Applied {
-		t.Fatalf("Repair dry run = %+v, %v; want worker_leases 3/0 from %d to %d, not applied", rep.Changes, err, r1, r2)
+	var leaseFixes int
+	for _, c := range rep.Changes {
+		switch {
+		case c.Applied || c.Server != owner.Offset-1:
+			t.Errorf("Repair dry run: change %s (server %d, applied %v), want only server %d's, none applied", c, c.Server+1, c.Applied, owner.Offset)
+		case c.Table == "worker_leases":
+			leaseFixes++
+			if c.From != uint64(r1) || c.To != uint64(r2) {
+				t.Errorf("Repair dry run: %s, want worker_leases 3/0 from %d to %d", c, r1, r2)
+			}
+		case c.Rewound:
+			t.Errorf("Repair dry run: %s rewound, want the counters at or above their marks", c)
+		}
+	}
+	if err != nil || leaseFixes != 1 || !strings.Contains(rep.Restored[owner.Offset-1], "lease row") {
+		t.Fatalf("Repair dry run = %+v (restored %q), %v; want worker_leases 3/0 from %d to %d, its server taken for restored for it", rep.Changes, rep.Restored, err, r1, r2)
 	}
 
 	lag := now - 2_000 // the new holder's clock: behind even A's start

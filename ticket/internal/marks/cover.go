@@ -76,12 +76,14 @@ type coverKey struct {
 }
 
 // coverOp is the one cover of a coverKey in flight. done is closed once
-// upTo and covered are set: the highest ticket it wrote, and whether a
-// server took it.
+// upTo, covered and abandoned are set: the highest ticket it wrote,
+// whether a server took it, and whether its caller's deadline ended first
+// (which says nothing of the servers: a waiter tries again itself).
 type coverOp struct {
-	done    chan struct{}
-	upTo    uint64
-	covered bool
+	done      chan struct{}
+	upTo      uint64
+	covered   bool
+	abandoned bool
 }
 
 // Cover returns once a mark at or above t, the last ticket of a statement
@@ -108,7 +110,7 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 		if inFlight {
 			select {
 			case <-op.done:
-				if !op.covered && op.upTo >= t {
+				if !op.covered && !op.abandoned && op.upTo >= t {
 					b.uncovered(s, m, 1)
 					return nil
 				}
@@ -118,6 +120,7 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 			}
 		}
 		err := b.coverNow(ctx, m, s, op)
+		op.abandoned = err != nil
 		b.mu.Lock()
 		delete(b.covers, key)
 		b.mu.Unlock()
