@@ -122,7 +122,7 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 		// The name passed ErrBadName's check: it needs no quoting in a
 		// command line.
 		return fasthttp.StatusNotFound, fmt.Sprintf(
-			"unknown sequence %q: create it with `ticketd sequence create %s` (docs/dba.md, \"Adding a named sequence\")", name, name)
+			"unknown sequence %q: create it with `ticketd sequence create %s` (docs/named-sequences.md, \"Adding a named sequence\")", name, name)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
 		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v: retry after Retry-After (ticketd's /v1/status shows the servers)", s.cfg.RequestTimeout)

@@ -50,7 +50,7 @@ const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-bl
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
 
-Named sequences, on both ticket servers at once (docs/dba.md, "Adding a named
+Named sequences, on both ticket servers at once (docs/named-sequences.md, "Adding a named
 sequence").
 
   create  defines each sequence on every server: its row of counters (the
@@ -69,7 +69,7 @@ sequence").
           values over the sequence's range (63 or 32 bits; with -start N,
           over the values above N alone, at least 1,000,000 of them):
           unique, but saying nothing of how many came before, nor of their
-          order (docs/dba.md, "Public sequences"). Under the key the
+          order (docs/named-sequences.md, "Public sequences"). Under the key the
           deployment records (the first ticketd started with -id-key-file
           records its check value; no key is given here); for good. Only
           once the upgrade is finalized (older ticketd would hand out other
