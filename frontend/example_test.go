@@ -95,7 +95,7 @@ func Example() {
 	// /v1/id?format=json → 200 snowflake: "{\"id\":\"1000002\"}\n"
 	// /v1/ids?n=2 → 200 snowflake: "1000003\n1000004\n"
 	// /v1/ids?n=0 → 400 : "{\"error\":\"n is 0: want an integer from 1 to 10000\"}\n"
-	// /v1/tickets/orders → 503 : "{\"error\":\"no ticket server is available\"}\n"
+	// /v1/tickets/orders → 503 : "{\"error\":\"no ticket server is available: retry after Retry-After (ticketd's /v1/status shows the servers)\"}\n"
 	// /readyz → 200 : "ok\n"
 	// Serve returned: <nil>
 }

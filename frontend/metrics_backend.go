@@ -105,7 +105,7 @@ var (
 	famTicketPanicCalls       = counterFamily("ticketd_ticket_panic_calls_total", "Calls that found no ticket server in rotation and tried them anyway.")
 	famSequencesDefined       = gaugeFamily("ticketd_sequences_defined", "Named sequences in the catalog.")
 	famSequenceProblems       = gaugeFamily("ticketd_sequence_problems", "Named sequences with a problem, by kind (/v1/status lists them, with the fix).", "kind")
-	famWarnings               = counterFamily("ticketd_warnings_total", "Repeated warnings, by kind (the log message), however many lines the log aggregated them into.", "kind")
+	famWarnings               = counterFamily("ticketd_warnings_total", "Warnings and errors that can repeat, by kind, a short name of the log message (docs/reference.md says which), however many lines the log aggregated them into.", "kind")
 	famSequenceValues         = counterFamily("ticketd_sequence_values_total", "Values of each named sequence this ticketd handed out (the 100 most used sequences).", "sequence")
 	famSequenceRemainingRatio = gaugeFamily("ticketd_sequence_remaining_ratio", "Share of a 32-bit sequence's range not yet used on the fullest ticket server, from 1 to 0 (exhausted).", "sequence")
 )
@@ -237,7 +237,7 @@ func (s *Server) collectBackend(ch chan<- prometheus.Metric) {
 		}
 	}
 	// Repeated warnings, aggregated in the log, counted here: this
-	// server's own and the ticket side's, by kind (the log message).
+	// server's own and the ticket side's, by kind (its ID).
 	warnings := s.warn.Counts()
 	if wc, ok := s.tickets.(WarningCounter); ok {
 		for k, v := range wc.Warnings() {

@@ -20,6 +20,7 @@ package ticket
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -46,6 +47,14 @@ var propSeqs = []struct {
 }{{"p64", 64, 1}, {"p32", 32, 1}, {"pblk", 64, 10}}
 
 func TestRestoreInvariantMachine(t *testing.T) {
+	// make test's share: 30 runs unless -rapid.checks says otherwise
+	// (go test -run TestRestoreInvariantMachine -rapid.checks=1000 ./ticket
+	// for a long search).
+	if !flagGiven("rapid.checks") {
+		if err := flag.Set("rapid.checks", "30"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mp := startPairFast(t)
 	for _, q := range propSeqs {
 		createSequence(t, mp.Servers[:], q.name, q.bits, q.block)
@@ -325,3 +334,10 @@ func restoreServer(t testing.TB, db *sqlx.DB, snap *serverSnapshot) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// flagGiven reports whether the flag was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

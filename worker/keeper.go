@@ -109,7 +109,7 @@ type Keeper struct {
 	noStandby    string    // why the last standby attempt failed, logged once
 	standbyRetry time.Time // no standby attempt before this, after every worker ID was held
 	lastMs       int64     // last timestamp issued by any generator this keeper stopped
-	lastErr      string
+	lastErr      leaseError
 	renewAt      time.Time
 	failing      bool      // the last renewal failed
 	short        string    // why this keeper is short of worker IDs; "" when it is not
@@ -325,7 +325,7 @@ func (k *Keeper) acquireLease(ctx context.Context, server int, exclude uint64) (
 func (k *Keeper) acquireLocked(ctx context.Context, server int, exclude uint64) error {
 	l, err := k.acquireLease(ctx, server, exclude)
 	if err != nil {
-		k.lastErr = err.Error()
+		k.lastErr.note(err)
 		k.noteShortLocked(err, server)
 		return err
 	}
@@ -343,6 +343,7 @@ func (k *Keeper) adoptLocked(l ticket.Lease, how string) error {
 		return err
 	}
 	k.short, k.shortFrom, k.failing = "", -1, false
+	k.lastErr.clear()
 	k.scheduleSpreadLocked(how)
 	if hadOld {
 		k.switches.Add(1)
@@ -534,7 +535,7 @@ type snapshot struct {
 	held       bool
 	standby    ticket.Lease
 	hasStandby bool
-	lastErr    string
+	lastErr    leaseError
 	renewAt    time.Time
 	short      string
 	// wantFrom: the keeper needs a worker ID of a server other than this one

@@ -222,6 +222,37 @@ func TestFenceHoldsWithoutRenewals(t *testing.T) {
 	}
 }
 
+// TestLastErrorClears: a failed renewal is what is wrong with the lease
+// (LastError, since LastErrorAt) until a renewal succeeds again; it then
+// moves to PreviousError, as a ticket server's does (it stayed in
+// last_error after the lease recovered).
+func TestLastErrorClears(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	if st := k.Status(); st.LastError != "" || st.PreviousError != "" {
+		t.Fatalf("after Acquire: last error %q, previous %q; want none", st.LastError, st.PreviousError)
+	}
+	owner := k.Status().Server
+	m.setDown(owner, true)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	failed := k.Status()
+	if failed.RenewFailures != 1 || failed.LastError == "" || failed.LastErrorAt.IsZero() {
+		t.Fatalf("after a failed renewal: %d failures, last error %q at %v; want the failure", failed.RenewFailures, failed.LastError, failed.LastErrorAt)
+	}
+	m.setDown(owner, false)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st := k.Status()
+	if st.Renewals == failed.Renewals || st.LastError != "" || !st.LastErrorAt.IsZero() {
+		t.Fatalf("after a renewal that succeeded: last error %q at %v; want none", st.LastError, st.LastErrorAt)
+	}
+	if st.PreviousError != failed.LastError || !st.PreviousErrorAt.Equal(failed.LastErrorAt) {
+		t.Fatalf("previous error %q at %v; want the failed renewal's %q at %v", st.PreviousError, st.PreviousErrorAt, failed.LastError, failed.LastErrorAt)
+	}
+}
+
 // TestSwitchUnderLoad: the owning server goes away; before the fence the
 // keeper moves to the other server. Goroutines issuing all along see no error
 // and increasing IDs.

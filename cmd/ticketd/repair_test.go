@@ -193,6 +193,9 @@ func TestRepairCommand(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "server 2") || !strings.Contains(errOut, "every server") {
 		t.Fatalf("server 2 down: exit %d, stdout %q, stderr %q; want exit 1 naming server 2", code, out, errOut)
 	}
+	if server2 := "server 2 (" + mp.Servers[1].Addr() + ")"; strings.Count(errOut, server2) != 1 {
+		t.Fatalf("server 2 down: stderr %q names %s more than once", errOut, server2)
+	}
 	mp.Servers[1].Restart(t)
 
 	out, errOut, code = repairCmd(t, mp)

@@ -57,12 +57,15 @@ func (c RepairChange) String() string {
 
 const leaseTable = "worker_leases"
 
+// marksElsewhere is why a repair needs every server (doc.go).
+const marksElsewhere = "the marks for one server live on the others"
+
 // Rewinds reads every server's counters and the high-water marks its peers hold
 // for it, and returns per server (Config.Servers order) the tables it is
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
 func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
-	cfg, servers, err := offline.OpenAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAllFor(ctx, cfg, marksElsewhere)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +148,7 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // failure the report still lists what was changed before.
 func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, error) {
 	dryRun := o.DryRun
-	cfg, servers, err := offline.OpenAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAllFor(ctx, cfg, marksElsewhere)
 	if err != nil {
 		return RepairReport{}, err
 	}

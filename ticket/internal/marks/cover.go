@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
@@ -66,8 +67,8 @@ import (
 
 // WarnUncovered is the kind of warning a ticket handed out without its mark
 // on another server logs.
-const WarnUncovered = "tickets handed out before any other server took their high-water mark (no other server in rotation, or its write failed): " +
-	"a restore of this server from a backup taken before them could repeat them; the marks are written as soon as another server takes them"
+var WarnUncovered = logsum.Kind{ID: "tickets_uncovered", Text: "tickets handed out before any other server took their high-water mark (no other server in rotation, or its write failed): " +
+	"a restore of this server from a backup taken before them could repeat them; the marks are written as soon as another server takes them"}
 
 // coverKey names one counter's marks for one server.
 type coverKey struct {
@@ -76,12 +77,14 @@ type coverKey struct {
 }
 
 // coverOp is the one cover of a coverKey in flight. done is closed once
-// upTo and covered are set: the highest ticket it wrote, and whether a
-// server took it.
+// upTo, covered and abandoned are set: the highest ticket it wrote,
+// whether a server took it, and whether its caller's deadline ended first
+// (which says nothing of the servers: a waiter tries again itself).
 type coverOp struct {
-	done    chan struct{}
-	upTo    uint64
-	covered bool
+	done      chan struct{}
+	upTo      uint64
+	covered   bool
+	abandoned bool
 }
 
 // Cover returns once a mark at or above t, the last ticket of a statement
@@ -90,7 +93,7 @@ type coverOp struct {
 // the ticket is handed out all the same). It returns an error only when
 // ctx ends first: the tickets must then go to nobody.
 func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) error {
-	if b.servers == nil || len(b.servers) < 2 || b.testNoCover.Load() {
+	if len(b.servers) < 2 || b.testNoCover.Load() {
 		return nil // a book for its bookkeeping alone (NewBook), or a benchmark's
 	}
 	key := coverKey{m, s.Idx}
@@ -108,7 +111,7 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 		if inFlight {
 			select {
 			case <-op.done:
-				if !op.covered && op.upTo >= t {
+				if !op.covered && !op.abandoned && op.upTo >= t {
 					b.uncovered(s, m, 1)
 					return nil
 				}
@@ -118,6 +121,7 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 			}
 		}
 		err := b.coverNow(ctx, m, s, op)
+		op.abandoned = err != nil
 		b.mu.Lock()
 		delete(b.covers, key)
 		b.mu.Unlock()

@@ -40,11 +40,11 @@ const (
 )
 
 // The kinds of repeated warnings the rotation logs (internal/logsum).
-const (
-	WarnOut        = "ticket server out of rotation"
-	WarnIn         = "ticket server in rotation"
-	WarnBackground = "background work failed on a ticket server (reported; not held against its place in the rotation)"
-	WarnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
+var (
+	WarnOut        = logsum.Kind{ID: "server_out", Text: "ticket server out of rotation"}
+	WarnIn         = logsum.Kind{ID: "server_in", Text: "ticket server in rotation"}
+	WarnBackground = logsum.Kind{ID: "background_failed", Text: "background work failed on a ticket server (reported; not held against its place in the rotation)"}
+	WarnPanic      = logsum.Kind{ID: "panic_mode", Text: "no ticket server in rotation: trying them anyway (panic mode)"}
 )
 
 // OutReason is why a server left the rotation.
