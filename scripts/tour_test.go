@@ -96,6 +96,12 @@ func TestTour(t *testing.T) {
 		},
 		"step 5": func() {
 			run.logSays(t, "level=ERROR", `msg="ticket server refused for a counter`, "server=1", "counter=Tickets64", "fix=")
+			// The dump, with the accounts' password hashes: its owner's alone.
+			for path, want := range map[string]os.FileMode{"var/backups": 0o700, "var/backups/server1.sql": 0o600} {
+				if fi, err := os.Stat(filepath.Join(g.dir, path)); err != nil || fi.Mode().Perm() != want {
+					t.Errorf("%s: %v, want mode %v", path, statMode(fi, err), want)
+				}
+			}
 		},
 		"stop": func() {
 			for _, dir := range []string{"var", "bin"} {
@@ -319,4 +325,12 @@ func (r *makeRun) logSays(t *testing.T, parts ...string) {
 		}
 	}
 	t.Errorf("make run's output has no line with %q (the page says ticketd logs it)", parts)
+}
+
+// statMode is what os.Stat found: the mode, or the error.
+func statMode(fi os.FileInfo, err error) any {
+	if err != nil {
+		return err
+	}
+	return fi.Mode().Perm()
 }
