@@ -117,7 +117,10 @@ func TestManySequences(t *testing.T) {
 	})
 	// One ticket at a time, each flushed before the next: a flush between
 	// two tickets of one server would write its mark twice, which is
-	// right, so a count over several tickets says little.
+	// right, so a count over several tickets says little. Each ticket's
+	// mark is written before the ticket is handed out (marks/cover.go);
+	// a flush that read the mark in the moment between the ticket and its
+	// cover writes it too: the same mark, once or twice, never another.
 	one := p.seqs.Get(seqName(77))
 	for i := range 4 { // tickets from both servers
 		written := p.marks.Written()
@@ -127,8 +130,8 @@ func TestManySequences(t *testing.T) {
 		waitFor(t, 10*time.Second, "the moved mark flushed", func() bool {
 			return p.marks.Pending() == 0 && p.marks.Written() > written
 		})
-		if got := p.marks.Written() - written; got != 1 {
-			t.Errorf("ticket %d of one sequence: %d marks written, want 1 (its server's mark, on the other)", i+1, got)
+		if got := p.marks.Written() - written; got < 1 || got > 2 {
+			t.Errorf("ticket %d of one sequence: %d marks written, want its server's mark on the other, by its cover (and by a flush that raced it)", i+1, got)
 		}
 	}
 

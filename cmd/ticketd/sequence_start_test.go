@@ -63,14 +63,14 @@ const (
 // that leaves no value.
 func TestE2ESequenceStart(t *testing.T) {
 	mp := mysqltest.StartPair(t)
-	doc, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "docs", "dba.md"))
+	doc, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "docs", "named-sequences.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	for _, q := range []string{leafQuery, tinyidQuery, tableQuery} {
 		if !strings.Contains(flat(string(doc)), flat(q)) {
-			t.Fatalf("docs/dba.md does not give the query this test runs:\n%s", q)
+			t.Fatalf("docs/named-sequences.md does not give the query this test runs:\n%s", q)
 		}
 	}
 	old := mp.Servers[0] // the old systems' databases, beside the pair's
