@@ -8,6 +8,9 @@
 #                          schema.sql, unlock the ticketd account
 #   scripts/db.sh down     stop every server under VAR (SIGTERM by PID, wait, SIGKILL
 #                          after 60 s)
+#   scripts/db.sh stop N   stop server N alone, as down does; the others keep running
+#   scripts/db.sh start N  start server N again, on the data it has (up starts every
+#                          server that is down, and loads schema.sql again)
 #   scripts/db.sh status   up/down, pid, port, increment/offset, Tickets64 counter;
 #                          exits 3 when a server is down
 #   scripts/db.sh addrs    print the servers' addresses as ticketd's -servers takes them
@@ -503,7 +506,7 @@ cmd_up() {
 # cmd_down stops every server under VAR, however many SERVERS says: a server left
 # running would hold its port and its data.
 cmd_down() {
-	local n pid deadline d
+	local n pid d
 	local all=()
 	for n in $(servers); do all+=("$n"); done
 	for d in "$VAR"/db[0-9]*; do
@@ -515,20 +518,61 @@ cmd_down() {
 			[ "$n" -le "$SERVERS" ] && say "server $n not running"
 			continue
 		fi
-		# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
-		kill -CONT "$pid" 2>/dev/null || true
-		kill -TERM "$pid" 2>/dev/null || true
-		deadline=$((SECONDS + STOP_TIMEOUT))
-		while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
-			if [ "$SECONDS" -ge "$deadline" ]; then
-				kill -KILL "$pid" 2>/dev/null || true
-				say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
-				break
-			fi
-			sleep 0.1
-		done
-		say "server $n stopped (pid $pid)"
+		stop_server "$n" "$pid"
 	done
+}
+
+# stop_server N PID stops server N, running as PID: SIGTERM, then SIGKILL after
+# STOP_TIMEOUT seconds.
+stop_server() {
+	local n=$1 pid=$2 deadline
+	# A frozen (SIGSTOP) server would not act on SIGTERM until continued.
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid" 2>/dev/null || true
+	deadline=$((SECONDS + STOP_TIMEOUT))
+	while kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ]; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			kill -KILL "$pid" 2>/dev/null || true
+			say "server $n (pid $pid) did not shut down in ${STOP_TIMEOUT}s: killed it (SIGKILL)"
+			break
+		fi
+		sleep 0.1
+	done
+	say "server $n stopped (pid $pid)"
+}
+
+# one_server WHAT N refuses an N that names none of the servers (1 … SERVERS).
+one_server() {
+	if ! [[ "$2" =~ ^[0-9]+$ ]] || [ "$2" -lt 1 ] || [ "$2" -gt "$SERVERS" ]; then
+		printf 'db: error: %s %s: want the number of one server, from 1 to %s\n' "$1" "${2:-(none)}" "$SERVERS" >&2
+		exit 2
+	fi
+}
+
+# cmd_stop N stops server N alone: ticketd serves from the others meanwhile.
+cmd_stop() {
+	local n=$1 pid
+	one_server stop "$n"
+	if ! pid=$(pid_of "$n"); then
+		say "server $n not running"
+		return
+	fi
+	stop_server "$n" "$pid"
+}
+
+# cmd_start N starts server N again on its data, as up would, without the rest of up.
+cmd_start() {
+	local n=$1 pid
+	one_server start "$n"
+	check_recorded
+	if pid=$(pid_of "$n"); then
+		say "server $n already up: pid $pid, port $(port_of "$n")"
+		return
+	fi
+	[ -d "$(dir_of "$n")/data/mysql" ] || die "server $n has no data in $(dir_of "$n")/data: make db-up makes it"
+	ensure_installed
+	start_server "$n"
+	say "server $n started: pid $(pid_of "$n"), port $(port_of "$n")"
 }
 
 cmd_status() {
@@ -569,6 +613,8 @@ case "${1:-}" in
 install) ensure_installed ;;
 up) cmd_up ;;
 down) cmd_down ;;
+stop) cmd_stop "${2:-}" ;;
+start) cmd_start "${2:-}" ;;
 rotate) cmd_rotate ;;
 status) cmd_status ;;
 addrs) cmd_addrs ;;
@@ -577,7 +623,7 @@ hash)
 	native_hash "$pw"
 	;;
 *)
-	echo "usage: $0 install|up|down|status|addrs|hash|rotate   (env: VAR, SERVERS, DB1_PORT, DB2_PORT, …)" >&2
+	echo "usage: $0 install|up|down|stop N|start N|status|addrs|hash|rotate   (env: VAR, SERVERS, DB1_PORT, DB2_PORT, …)" >&2
 	exit 2
 	;;
 esac

@@ -239,6 +239,67 @@ func TestDBUpFour(t *testing.T) {
 	}
 }
 
+// TestDBStopStartOne: `db.sh stop N` stops server N alone, the other goes on
+// issuing tickets, and `db.sh start N` starts it again on its data, issuing
+// above what it issued before; a number that names no server is refused
+// with exit status 2, before anything is stopped.
+func TestDBStopStartOne(t *testing.T) {
+	needsMariaDB(t)
+	d := newDB(t)
+	d.must("up")
+	ticket := func(n int) int {
+		t.Helper()
+		sock := filepath.Join(d.Var, fmt.Sprintf("db%d", n), "mariadbd.sock")
+		out, err := exec.Command("mariadb", "--no-defaults", "-uroot", "-S", sock, "-N", "-B", "tickets",
+			"-e", "REPLACE INTO Tickets64 (stub) VALUES ('a'); SELECT LAST_INSERT_ID()").CombinedOutput()
+		if err != nil {
+			t.Fatalf("a ticket from server %d: %v\n%s", n, err, out)
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("a ticket from server %d: %q", n, out)
+		}
+		return v
+	}
+	before := ticket(2)
+
+	for _, args := range [][]string{{"stop", "3"}, {"stop", "0"}, {"stop"}, {"stop", "two"}, {"start", "3"}, {"start"}} {
+		out, err := d.run(args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(out, "want the number of one server, from 1 to 2") {
+			t.Errorf("db.sh %s: %v, want exit status 2 and the servers' numbers\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := d.run("status"); err != nil {
+		t.Fatalf("status after refused stops: %v, want both servers up\n%s", err, out)
+	}
+
+	if out := d.must("stop", "2"); !strings.Contains(out, "server 2 stopped (pid ") || strings.Contains(out, "server 1") {
+		t.Errorf("stop 2 says %q, want server 2 stopped and nothing of server 1", out)
+	}
+	out, err := d.run("status")
+	if err == nil || !strings.Contains(out, "server 1: up, pid ") || !strings.Contains(out, "server 2: down (") {
+		t.Errorf("status after stop 2: %v, want exit 3, server 1 up and server 2 down\n%s", err, out)
+	}
+	ticket(1)
+	if out := d.must("stop", "2"); !strings.Contains(out, "server 2 not running") {
+		t.Errorf("stop 2 again says %q, want server 2 not running", out)
+	}
+
+	if out := d.must("start", "2"); !strings.Contains(out, "server 2 started: pid ") {
+		t.Errorf("start 2 says %q, want server 2 started", out)
+	}
+	if out := d.must("start", "2"); !strings.Contains(out, "server 2 already up: pid ") {
+		t.Errorf("start 2 again says %q, want server 2 already up", out)
+	}
+	if out, err := d.run("status"); err != nil {
+		t.Errorf("status after start 2: %v, want both servers up\n%s", err, out)
+	}
+	if after := ticket(2); after <= before || after%2 != 0 {
+		t.Errorf("server 2's ticket after its restart is %d, want even and above %d, its ticket before", after, before)
+	}
+}
+
 // TestMakeDBStatusDown: `make db-status` that rightly reports the servers
 // down has done what was asked: exit 0 ("make: *** Error 3" before), while
 // db.sh status itself keeps exit 3 for scripts; a bad SERVERS still fails

@@ -18,7 +18,7 @@ die() {
 }
 
 # command package why: one line per tool a test runs (a command on PATH, or a
-# path that the package installs).
+# path that the package installs; python3-venv: see have).
 TOOLS=$(
 	cat <<'EOF'
 mariadbd mariadb-server the integration tests' ticket servers (internal/mysqltest)
@@ -37,6 +37,7 @@ ip iproute2 network namespaces with IPv6 clients (internal/netnstest, frontend)
 javac default-jdk-headless the Java client (clients/java) and the tinyid-style Java client of cmd/ticketd TestE2EPeers
 java default-jdk-headless the same programs run
 python3 python3 the Python client's tests and conformance adapter (clients/python, clients/conformance)
+python3-venv python3-venv the virtual environment docs/tour.md installs the Python client into (scripts TestTour)
 pip3 python3-pip installing the Python client offline (pip install --no-index ./clients/python)
 mypy mypy the Python client's type check, strict, for Python 3.8 on (make test-python)
 node nodejs the Node client's tests and conformance adapter (clients/node; Node 20 or later)
@@ -51,10 +52,17 @@ EOF
 )
 
 # have NAME: on PATH, or in an sbin directory a non-root PATH may lack; a
-# path: there.
+# path: there; python3-venv, which is no command: the python3 on PATH makes
+# virtual environments with pip (Debian ships ensurepip, which venv needs,
+# apart from python3).
 have() {
-	case $1 in /*)
+	case $1 in
+	/*)
 		[ -e "$1" ]
+		return
+		;;
+	python3-venv)
+		python3 -c 'import ensurepip' >/dev/null 2>&1
 		return
 		;;
 	esac

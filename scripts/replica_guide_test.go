@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,32 @@ func guideBlocks(t *testing.T) map[string]string {
 // precedes, by the name marker captures.
 func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]string {
 	t.Helper()
+	steps := map[string]string{}
+	for _, m := range markedList(t, doc, marker) {
+		if m.block.Lang != "sh" {
+			t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, m.block.Line, m.match[1], m.block.Lang)
+		}
+		steps[m.match[1]] = strings.Join(m.block.Body, "\n")
+	}
+	return steps
+}
+
+// marked is a block of a doc and what the marker line before it captured.
+type marked struct {
+	match []string // the marker's submatches
+	block doccheck.Block
+}
+
+// markedList returns the blocks of doc that a line matching marker
+// precedes, in the doc's order.
+func markedList(t *testing.T, doc string, marker *regexp.Regexp) []marked {
+	t.Helper()
+	return markedIn(t, readDoc(t, doc), marker)
+}
+
+// readDoc reads doc, a path from the repository's root.
+func readDoc(t *testing.T, doc string) *doccheck.Doc {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", doc))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +68,13 @@ func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := map[string]string{}
+	return d
+}
+
+// markedIn is markedList of a doc read.
+func markedIn(t *testing.T, d *doccheck.Doc, marker *regexp.Regexp) []marked {
+	t.Helper()
+	var list []marked
 	for i, line := range d.Lines {
 		m := marker.FindStringSubmatch(line)
 		if m == nil {
@@ -50,19 +83,16 @@ func markedBlocks(t *testing.T, doc string, marker *regexp.Regexp) map[string]st
 		found := false
 		for _, blk := range d.Blocks {
 			if blk.Line > i+1 {
-				if blk.Lang != "sh" {
-					t.Fatalf("%s:%d: the block after %q is %q, want sh", doc, blk.Line, m[1], blk.Lang)
-				}
-				steps[m[1]] = strings.Join(blk.Body, "\n")
+				list = append(list, marked{match: m, block: blk})
 				found = true
 				break
 			}
 		}
 		if !found {
-			t.Fatalf("%s:%d: marker %q precedes no block", doc, i+1, m[1])
+			t.Fatalf("%s:%d: marker %q precedes no block", d.Path, i+1, m[1])
 		}
 	}
-	return steps
+	return list
 }
 
 // TestReplicaGuide follows docs/backups.md's "Setting up a replica" and
@@ -208,21 +238,47 @@ type guideWork struct {
 // and kills the replica of server 1 (var/replica1) by its PID, if any.
 func newGuideWork(t *testing.T) *guideWork {
 	t.Helper()
-	work := t.TempDir()
+	return newGuideWorkIn(t, t.TempDir(), "my.cnf", "schema.sql", "scripts/db.sh")
+}
+
+// newGuideWorkIn is newGuideWork with the copy in work, of files (paths
+// from the repository's root; a folder with what it holds, but for what a
+// fresh clone does not have: notClone).
+func newGuideWorkIn(t *testing.T, work string, files ...string) *guideWork {
+	t.Helper()
 	ports := strings.NewReplacer("3307", strconv.Itoa(proctest.FreePort(t)), "3308", strconv.Itoa(proctest.FreePort(t)),
 		"3317", strconv.Itoa(proctest.FreePort(t)), "3318", strconv.Itoa(proctest.FreePort(t)))
-	for _, f := range []string{"my.cnf", "schema.sql", "scripts/db.sh"} {
-		b, err := os.ReadFile(filepath.Join("..", f))
+	for _, f := range files {
+		err := filepath.WalkDir(filepath.Join("..", f), func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel("..", path)
+			if err != nil {
+				return err
+			}
+			if notClone(filepath.ToSlash(rel), e.Name()) {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if e.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if rel == "my.cnf" {
+				b = []byte(ports.Replace(string(b)))
+			}
+			if err := os.MkdirAll(filepath.Join(work, filepath.Dir(rel)), 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(work, rel), b, 0o700)
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "my.cnf" {
-			b = []byte(ports.Replace(string(b)))
-		}
-		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, f), b, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,6 +294,21 @@ func newGuideWork(t *testing.T) *guideWork {
 		}
 	})
 	return g
+}
+
+// notClone: what a checkout may hold that a fresh clone does not (what
+// .gitignore leaves out, and what the docs' steps make in it), by its path
+// from the repository's root and its name.
+func notClone(rel, name string) bool {
+	switch rel {
+	case "var", "bin", "bench/out", "clients/java/build", ".venv":
+		return true
+	}
+	switch name {
+	case ".git", "node_modules", "__pycache__", ".mypy_cache":
+		return true
+	}
+	return strings.HasSuffix(name, ".tgz") || strings.HasSuffix(name, ".test")
 }
 
 // port is the free port that stands for the guide's port p.

@@ -26,9 +26,27 @@ func TestJavaUnit(t *testing.T) {
 	}
 }
 
-// TestJavaSnippets: every java block of the docs compiles as shown (its
-// imports written in it) against the Java client's jar, which the JDK
-// alone builds.
+// TestJavaProgram: a block that declares a class at its top level is a
+// program; a snippet that declares one inside its statements is not.
+func TestJavaProgram(t *testing.T) {
+	for _, tt := range []struct {
+		body []string
+		want string
+	}{
+		{[]string{"import a.B;", "", "public class Ids {", "    public static void main(String[] args) {}", "}"}, "Ids"},
+		{[]string{"final class X {}"}, "X"},
+		{[]string{"long id = ids.next();"}, ""},
+		{[]string{"Runnable r = new Runnable() {", "    class Inner {}", "};"}, ""},
+	} {
+		if got := JavaProgram(Block{Body: tt.body}); got != tt.want {
+			t.Errorf("JavaProgram(%q) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestJavaSnippets: every java block of the docs compiles as shown against
+// the Java client's jar, which the JDK alone builds: a snippet (its imports
+// written in it) as a method's body, a program (JavaProgram) as it is.
 func TestJavaSnippets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the Java client: runs in make test, not under -short")
@@ -51,11 +69,20 @@ func TestJavaSnippets(t *testing.T) {
 				continue
 			}
 			class := fmt.Sprintf("Snippet%d", len(files)+1)
-			file := filepath.Join(src, class+".java")
-			if err := os.WriteFile(file, []byte(JavaUnit(b, class)), 0o600); err != nil {
+			name, unit := class+".java", JavaUnit(b, class)
+			if program := JavaProgram(b); program != "" {
+				// A whole program, as shown, in a file named after its class
+				// (in a folder of its own: two programs may share a name).
+				name, unit = filepath.Join(class, program+".java"), strings.Join(b.Body, "\n")+"\n"
+				if err := os.Mkdir(filepath.Join(src, class), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			file := filepath.Join(src, name)
+			if err := os.WriteFile(file, []byte(unit), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			where[class+".java"] = fmt.Sprintf("%s:%d", d.Path, b.Line)
+			where[name] = fmt.Sprintf("%s:%d", d.Path, b.Line)
 			files = append(files, file)
 		}
 	}

@@ -2,16 +2,13 @@ package doccheck
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,7 +90,9 @@ func TestDocsAgainstTicketd(t *testing.T) {
 					runSQL(t, d.Path, b, pair.Servers[:])
 				default:
 					ran++
-					runConsole(t, d.Path, b, work, env, rewrite)
+					for _, err := range RunConsole(b, work, env, rewrite.Replace, time.Minute) {
+						t.Errorf("%s:%v", d.Path, err)
+					}
 				}
 			}
 		}
@@ -180,44 +179,6 @@ func startTicketd(t *testing.T, work, bin string, servers [2]string, args ...str
 			t.Fatalf("ticketd not ready within 30 s\n%s", logs)
 		}
 		time.Sleep(50 * time.Millisecond) // polling /readyz, bounded by the deadline above
-	}
-}
-
-// runConsole runs the commands of one console block, in one bash, from work,
-// and compares each one's output with the documented one.
-func runConsole(t *testing.T, doc string, b Block, work string, env []string, rewrite *strings.Replacer) {
-	t.Helper()
-	steps, err := b.Steps()
-	if err != nil {
-		t.Errorf("%s:%d: %v", doc, b.Line, err)
-		return
-	}
-	outDir := t.TempDir()
-	var script strings.Builder
-	script.WriteString("set +e\n")
-	for i, s := range steps {
-		// Braces, not a subshell: a cd or a variable carries over to the next
-		// command, as in a terminal; so does the exit status ($?).
-		fmt.Fprintf(&script, "{ %s\n} >%q 2>&1 </dev/null\n__rc=$?; (exit $__rc)\n", rewrite.Replace(s.Cmd), filepath.Join(outDir, strconv.Itoa(i)))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-	cmd.Dir = work
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil && ctx.Err() != nil {
-		t.Errorf("%s:%d: the block did not finish within a minute: %v\n%s", doc, b.Line, err, out)
-		return
-	}
-	for i, s := range steps {
-		got, err := os.ReadFile(filepath.Join(outDir, strconv.Itoa(i)))
-		if err != nil {
-			t.Errorf("%s:%d: `%s` did not run: %v", doc, s.Line, s.Cmd, err)
-			continue
-		}
-		if err := Compare(s.Want, string(got), b.Mode == "exact"); err != nil {
-			t.Errorf("%s:%d: `%s`: %v\nthe docs say:\n%s\nit printed:\n%s", doc, s.Line, s.Cmd, err, s.Want, got)
-		}
 	}
 }
 
