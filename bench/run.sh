@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: ticketd side by side with its peers and with this machine's limit.
 #
-#   1. builds ticketd and bench/cmd/benchtool;
+#   1. builds ticketd, the bare server (cmd/bare) and bench/cmd/benchtool;
 #   2. generator, in process: ticketd's vs bwmarrin/snowflake vs sony/sonyflake
 #      (bench/gen, one `go test -bench` run);
 #   3. starts its own pair of ticket servers (scripts/db.sh, on free ports, data in
@@ -189,8 +189,8 @@ wait_quiet "$QUIET_WAIT"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores, CPUs $(awk '$1 == "idle_before_pct" {print $2}' "$RAW/meta.txt") % idle over 3 s"
 
 # --- build -------------------------------------------------------------------
-say "building ticketd and benchtool"
-(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
+say "building ticketd, the bare server and benchtool"
+(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd && "$GO" build -o "$BIN/bare" ./cmd/bare)
 (cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
 TOOL=$BIN/benchtool
 
@@ -233,7 +233,7 @@ say "starting ticketd on 127.0.0.1:$TICKETD_PORT"
 	-password-file "$DBVAR/ticketd.password" -log-level warn \
 	</dev/null >"$RAW/ticketd.log" 2>&1 &
 TICKETD_PID=$!
-"$TOOL" bare -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
+"$BIN/bare" -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
 BARE_PID=$!
 # A second ticketd with balanced low bits: each millisecond's sequence starts
 # at a random value below 2^BALANCED_BITS. Balanced bits are recorded per

@@ -1,3 +1,14 @@
+// Command bare is the bare fasthttp server ticketd is measured against: a
+// fasthttp server with ticketd's server settings (frontend.HTTPServer) whose
+// handler answers every request with a fixed 20-byte body, the least a
+// fasthttp handler can do: this machine's HTTP limit. make bench (bench/)
+// loads it beside ticketd, and make chaos (internal/chaos) beside the ticketd
+// it faults, as the control that shows what the machine itself does to
+// latency.
+//
+//	bare -listen ADDR
+//
+// It serves until SIGINT or SIGTERM, then shuts down (up to 10 s).
 package main
 
 import (
@@ -40,7 +51,14 @@ func bareServer() *fasthttp.Server {
 	return srv
 }
 
-func runBare(args []string) error {
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bare:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
 	fs := flag.NewFlagSet("bare", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
 	if err := fs.Parse(args); err != nil {
