@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -54,15 +55,24 @@ func bareServer() *fasthttp.Server {
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bare:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// errUsage: the command line is wrong (flag has said how).
+var errUsage = errors.New("usage: bare -listen ADDR")
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("bare", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
