@@ -78,11 +78,10 @@ EPOCH=1288834974657
 QUIET_WAIT=${BENCH_QUIET_WAIT:-0}
 GO=${GO:-go}
 
-say() { printf 'bench: %s\n' "$*"; }
-die() {
-	printf 'bench: error: %s\n' "$*" >&2
-	exit 1
-}
+# say, die, apt_install, dbsh (bench/lib.sh; this script keeps its own
+# stop_pid, which names what it stops).
+BENCH_NAME=bench
+. "$BENCH/lib.sh"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -128,16 +127,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- tools -------------------------------------------------------------------
-apt_install() { # apt_install COMMAND PACKAGE
-	command -v "$1" >/dev/null && return
-	[ "$(id -u)" = 0 ] || die "$1 is missing: sudo apt-get install $2"
-	command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get: install $2"
-	say "installing $2 with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$2" >/dev/null; } ||
-		die "apt-get install $2 failed"
-}
 command -v "$GO" >/dev/null || die "go is missing"
 apt_install wrk wrk
 apt_install gnuplot gnuplot-nox
@@ -204,7 +193,6 @@ grep -q '^ok' "$RAW/gen.txt" || die "generator benchmarks failed (see $RAW/gen.t
 ports=$("$TOOL" freeport 5) || die "no free ports"
 read -r DB1_PORT DB2_PORT TICKETD_PORT BARE_PORT BALANCED_PORT <<<"$(echo $ports)"
 say "ports: ticket servers $DB1_PORT $DB2_PORT, ticketd $TICKETD_PORT (and $BALANCED_PORT with -balanced-bits $BALANCED_BITS), bare $BARE_PORT"
-dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 # Servers left by a run that was killed would hold the data directory.
 dbsh down >/dev/null 2>&1 || true
 rm -rf "$DBVAR"
