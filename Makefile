@@ -12,6 +12,7 @@
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
+#   make bench-tail  open-loop latency to p99.99 beside the bare server (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make bench-far  a named sequence 200 ms from the servers against next door (bench/out/)
 #   make bench-clients  each client's next() beside its language's UUID and a
@@ -183,6 +184,17 @@ $(TOXIPROXY):
 .PHONY: toxiproxy
 toxiproxy: $(TOXIPROXY)
 
+# vegeta (an open-loop HTTP load generator: requests at a constant rate on
+# its own clock, every latency kept), pinned, built into bin/ on first use
+# through the Go module proxy, for make bench's tail (bench/tail.sh).
+VEGETA_VERSION ?= v12.13.0
+VEGETA := $(CURDIR)/$(BIN)/vegeta-$(VEGETA_VERSION)/vegeta
+$(VEGETA):
+	GOBIN=$(dir $@) $(GO) install github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
+
+.PHONY: vegeta
+vegeta: $(VEGETA)
+
 db-install:
 	@scripts/db.sh install
 
@@ -276,11 +288,19 @@ adopt-soak:
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
 # own ticket servers, ticketd and the bare server on free ports (how long it
 # takes: docs/performance.md, "Reproducing it").
-# The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
-# bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences bench-far bench-clients
-bench:
-	@GO=$(GO) bench/run.sh
+# The report goes to bench/out/ (report.md, summary.txt, bench.png, tail.png);
+# knobs in bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
+.PHONY: bench bench-sequences bench-far bench-clients bench-tail
+bench: $(VEGETA)
+	@GO=$(GO) VEGETA=$(VEGETA) bench/run.sh
+
+# Open-loop latency (make bench runs it too): /v1/id, /v1/ids?n=N and
+# /v1/tickets/NAME with vegeta at one constant rate, a fraction of the bare
+# server's capacity, rounds alternating ticketd and the bare server; p50 to
+# p99.99 and the max as ratios to bare: rows tail_* in bench/out/tail.txt, a
+# table in bench/out/tail.md, bench/out/tail.png; knobs in bench/tail.sh.
+bench-tail: $(VEGETA)
+	@GO=$(GO) VEGETA=$(VEGETA) bench/tail.sh
 
 # Each language's client: next() from its buffer beside the language's UUID
 # and a plain HTTP call, one process per language (make bench runs it too):

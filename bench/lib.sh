@@ -22,15 +22,16 @@ bench_out() {
 }
 
 # bench_bins: BIN is BENCH_BIN when set (make bench built them already),
-# else ticketd and benchtool are built into $OUT/bin; TOOL is benchtool.
+# else ticketd, the bare server (cmd/bare) and benchtool are built into
+# $OUT/bin; TOOL is benchtool.
 bench_bins() {
 	if [ -n "${BENCH_BIN:-}" ]; then
 		BIN=$BENCH_BIN
 	else
 		BIN=$OUT/bin
 		mkdir -p "$BIN"
-		say "building ticketd and benchtool"
-		(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
+		say "building ticketd, the bare server and benchtool"
+		(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd && "$GO" build -o "$BIN/bare" ./cmd/bare)
 		(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
 	fi
 	TOOL=$BIN/benchtool

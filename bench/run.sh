@@ -33,7 +33,10 @@
 #      summary.txt, its table to report.md;
 #  10. a named sequence 200 ms from the servers against next door (bench/far.sh,
 #      on a pair of its own behind toxiproxy; also make bench-far): rows far_*
-#      appended to summary.txt, its table to report.md.
+#      appended to summary.txt, its table to report.md;
+#  11. open-loop latency to p99.99 beside the bare server (bench/tail.sh, vegeta
+#      at a constant rate, on a pair of its own; also make bench-tail): rows
+#      tail_* appended to summary.txt, its table to report.md, tail.png.
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT       output folder                          [bench/out]
@@ -52,6 +55,7 @@
 #   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
 #   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
 #   BENCH_FAR       0 leaves out the sequence across a continent (step 10) [1]
+#   BENCH_TAIL      0 leaves out the open-loop tail (step 11; its knobs in bench/tail.sh) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
@@ -131,7 +135,7 @@ command -v "$GO" >/dev/null || die "go is missing"
 apt_install wrk wrk
 apt_install gnuplot gnuplot-nox
 
-rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp"
+rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp" "$OUT/tail.png"
 mkdir -p "$RAW" "$BIN"
 : >"$RAW/http.txt"
 
@@ -178,10 +182,8 @@ wait_quiet "$QUIET_WAIT"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores, CPUs $(awk '$1 == "idle_before_pct" {print $2}' "$RAW/meta.txt") % idle over 3 s"
 
 # --- build -------------------------------------------------------------------
-say "building ticketd, the bare server and benchtool"
-(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd && "$GO" build -o "$BIN/bare" ./cmd/bare)
-(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
-TOOL=$BIN/benchtool
+# Always built here, into $OUT/bin (the benches after it are given them).
+BENCH_BIN='' bench_bins
 
 # --- generator, in process ---------------------------------------------------
 say "generator benchmarks (ticketd, bwmarrin/snowflake, sony/sonyflake)"
@@ -441,6 +443,18 @@ far_bench() {
 	} >>"$OUT/report.md"
 }
 
+# --- open-loop latency beside the bare server (bench/tail.sh) --------------------
+tail_bench() {
+	[ "${BENCH_TAIL:-1}" = 1 ] || return 0
+	say "open-loop latency beside the bare server (bench/tail.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/tail.sh" || die "the bench of the tail failed"
+	cat "$OUT/tail.txt" >>"$OUT/summary.txt"
+	{
+		echo
+		sed 's/^# /## /' "$OUT/tail.md"
+	} >>"$OUT/report.md"
+}
+
 # --- stop, then report -----------------------------------------------------------
 say "stopping ticketd, the bare server and the ticket servers"
 stop_pid ticketd "$TICKETD_PID"
@@ -460,6 +474,7 @@ gnuplot "$OUT/bench.gp" || die "gnuplot failed"
 clients_bench
 sequences_bench
 far_bench
-say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
+tail_bench
+say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png, $OUT/tail.png"
 echo
 cat "$OUT/summary.txt"

@@ -8,6 +8,7 @@
 //	benchtool report -dir DIR                 read DIR/raw/*, write DIR/report.md, summary.txt, bench.dat, bench.gp
 //	benchtool seqready|seqfirst|seqwarm …     the named-sequence bench (seq.go)
 //	benchtool rate|seqstat …                  the far bench (far.go)
+//	benchtool tailrate|tailround|tailreport … the open-loop tail bench (tail.go)
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 	"os"
 )
 
-const usage = `usage: benchtool freeport N | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | clientsgo -url URL | report -dir DIR | seqready|seqfirst|seqwarm [flags] | rate|seqstat [flags]`
+const usage = `usage: benchtool freeport N | check -url URL [-lines N] | raw [flags] | client -url URL [flags] | clientsgo -url URL | report -dir DIR | seqready|seqfirst|seqwarm [flags] | rate|seqstat [flags] | tailrate|tailround|tailreport [flags]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -46,6 +47,12 @@ func main() {
 		err = runRate(os.Args[2:])
 	case "seqstat":
 		err = runSeqStat(os.Args[2:])
+	case "tailrate":
+		err = runTailRate(os.Args[2:])
+	case "tailround":
+		err = runTailRound(os.Args[2:])
+	case "tailreport":
+		err = runTailReport(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
