@@ -25,7 +25,12 @@
 // clients: Config.Clients clients on /v1/id (each a keep-alive connection
 // whose requests are strictly sequential), one on /v1/ids?n=1..100, one on
 // /v1/tickets/{name} over the three sequences. Every ID and ticket received
-// is kept.
+// is kept. Each client sends at a constant rate on its own clock (pacer.go):
+// a request is due one interval after the one before, and its latency counts
+// from when it was due, so an answer that comes late counts for the
+// requests it held back too, as a caller at that rate would see them (no
+// coordinated omission); a client behind its schedule catches up, none is
+// dropped.
 //
 // # The fault schedule
 //

@@ -1,0 +1,38 @@
+package chaos
+
+import "time"
+
+// pacer is the clock of a load client at a constant rate: each request is
+// due one interval after the one before, whenever the one before ended. A
+// request's latency counts from when it was due, not from when it could be
+// sent: an answer that comes late delays the requests behind it on the
+// connection, and their wait is latency a caller at that rate would see. A
+// client that timed itself from each send would leave that wait out (wrk's
+// coordinated omission) and report a tail that no steady caller sees.
+//
+// A client that falls behind (a slow answer, or the harness off the CPU)
+// sends its late requests back to back until it has caught up: none is
+// dropped, so none is left out of the figures.
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+// newPacer is a pacer whose first request is due one interval from now.
+// With an interval of 0 requests go as fast as the answers come.
+func newPacer(interval time.Duration) *pacer {
+	return &pacer{interval: interval, next: time.Now()}
+}
+
+// wait sleeps until the next request is due and returns when it was due
+// (without an interval: now).
+func (p *pacer) wait() time.Time {
+	if p.interval <= 0 {
+		return time.Now()
+	}
+	p.next = p.next.Add(p.interval)
+	if d := time.Until(p.next); d > 0 {
+		time.Sleep(d)
+	}
+	return p.next
+}
