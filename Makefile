@@ -331,7 +331,10 @@ bench-far:
 # HTTP port. Then the same on four ticket servers for CHAOS_FOUR_DURATION, with
 # a round of its own: a server frozen then killed, two stopped at once for
 # 20 s, a black hole, a server restored from a backup. Each run prints one
-# `name value` line per figure, then the fault schedule as it ran; make chaos
+# `name value` line per figure, then the fault schedule as it ran, then
+# /v1/id's open-loop latency (p50 to p99.99, each request timed from when it
+# was due) per fault window beside the steady load's and beside the bare
+# server's under the same load at the same time (the control); make chaos
 # fails if an invariant broke in either. Logs and report.txt go to
 # $(CHAOS_OUT)/<date-time>/. A one-round version of the pair's runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
@@ -345,12 +348,13 @@ CHAOS_OUT      ?= $(VAR)/chaos
 .PHONY: chaos
 chaos: build db-install toxiproxy
 	$(GO) build -o $(BIN)/chaos ./cmd/chaos
+	$(GO) build -o $(BIN)/bare ./cmd/bare
 	$(BIN)/chaos -duration $(CHAOS_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
-		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd
+		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd -bare $(BIN)/bare
 	@if [ "$(CHAOS_FOUR_DURATION)" != 0 ]; then \
 		echo "chaos: four ticket servers"; \
 		$(BIN)/chaos -servers 4 -duration $(CHAOS_FOUR_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
-			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd; \
+			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd -bare $(BIN)/bare; \
 	fi
 
 # The upgrade test (internal/upgradetest, docs/upgrade-test.md): builds each

@@ -123,6 +123,20 @@
 // as failed_ticket_requests_live or _killed. After a killed failure a client
 // stops; after a live one it goes on.
 //
+// # The tail
+//
+// Every successful /v1/id request's latency is kept (from when it was due),
+// with when it ended. Each fault's window runs from where its step began (or
+// where the event before it in the step ended) to its event; the steady load
+// is every request that ended outside all windows. Beside ticketd, the
+// control: the bare fasthttp server (cmd/bare, Config.Bare) under the load of
+// one ticketd's /v1/id clients from the same harness, for the whole run. The
+// report gives, per window, the p50, p99, p99.9, p99.99 and max of both, the
+// window's p99.99 over the steady one's, and whether a window over twice the
+// steady p99.99 shows it on the control too (the machine: a server
+// restarting, processes starting, junk being sent) or not (ticketd). Those
+// are figures, not checks: how fast the machine is is no invariant (tail.go).
+//
 // # Checks
 //
 // Must be 0: duplicates (an ID received twice, anywhere),
@@ -143,7 +157,8 @@
 // freed), a lagging promoted server not refused for Tickets64, a repaired
 // one not taken back, a caught-up one refused or in need of repair, and a
 // full one not found not committing, or in need of repair once back, break
-// the run too. Reported only: failed_id_requests_killed,
+// the run too. Reported only: the tail figures (tail_*, bare_control_*),
+// failed_id_requests_killed,
 // failed_ticket_requests_killed, worker_switches, max_id_latency_ms and the
 // percentiles (over successful /v1/id and /v1/tickets), disk_full_faults,
 // disk_full_samples_out, and the schedule as it ran.

@@ -59,6 +59,7 @@ type recorder struct {
 	maxLatency                               time.Duration
 	maxLatencyAt                             time.Time
 	latency                                  *latencies // of successful /v1/id requests
+	samples                                  []sample   // every successful /v1/id request (tail.go)
 	ticketLatency                            *latencies // of successful /v1/tickets requests
 	liveErrors                               []string   // the first few
 }
@@ -147,6 +148,7 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 				rec.ticketLatency.add(lat)
 			case kindID:
 				rec.latency.add(lat)
+				rec.samples = append(rec.samples, r.tail.sample(end, lat))
 				if lat > rec.maxLatency {
 					rec.maxLatency, rec.maxLatencyAt = lat, due
 				}
