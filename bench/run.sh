@@ -403,55 +403,19 @@ kill -0 "$BALANCED_PID" 2>/dev/null || die "ticketd -balanced-bits died during t
 } >>"$RAW/meta.txt"
 say "during the measured HTTP runs, other processes (and kernel threads) used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
 
-# --- named sequences at scale (bench/sequences.sh) --------------------------------
-# Its own pair and ticketd, after everything above has stopped; its rows go
-# into summary.txt, its table into report.md.
-sequences_bench() {
-	[ "${BENCH_SEQUENCES:-1}" = 1 ] || return 0
-	say "named sequences at scale (bench/sequences.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/sequences.sh" || die "the bench of named sequences failed"
-	cat "$OUT/sequences.txt" >>"$OUT/summary.txt"
+# --- the benches after the report ---------------------------------------------------
+# part_bench FLAG NAME WHAT FAILED: unless FLAG is 0, bench/NAME.sh on a pair of
+# its own (everything above has stopped); its rows (NAME.txt) go into
+# summary.txt, its table (NAME.md) into report.md; FAILED is the message if it
+# fails.
+part_bench() {
+	[ "$1" = 1 ] || return 0
+	say "$3 (bench/$2.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/$2.sh" || die "$4"
+	cat "$OUT/$2.txt" >>"$OUT/summary.txt"
 	{
 		echo
-		sed 's/^# /## /' "$OUT/sequences.md"
-	} >>"$OUT/report.md"
-}
-
-# --- the clients of every language (bench/clients.sh) ------------------------------
-# Its own pair and ticketd, after everything above has stopped; its rows go
-# into summary.txt, its table into report.md.
-clients_bench() {
-	[ "${BENCH_CLIENTS_RUN:-1}" = 1 ] || return 0
-	say "the clients of every language (bench/clients.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/clients.sh" || die "the bench of the clients failed"
-	cat "$OUT/clients.txt" >>"$OUT/summary.txt"
-	{
-		echo
-		sed 's/^# /## /' "$OUT/clients.md"
-	} >>"$OUT/report.md"
-}
-
-# --- a named sequence across a continent (bench/far.sh) --------------------------
-far_bench() {
-	[ "${BENCH_FAR:-1}" = 1 ] || return 0
-	say "a named sequence across a continent (bench/far.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/far.sh" || die "the bench far failed"
-	cat "$OUT/far.txt" >>"$OUT/summary.txt"
-	{
-		echo
-		sed 's/^# /## /' "$OUT/far.md"
-	} >>"$OUT/report.md"
-}
-
-# --- open-loop latency beside the bare server (bench/tail.sh) --------------------
-tail_bench() {
-	[ "${BENCH_TAIL:-1}" = 1 ] || return 0
-	say "open-loop latency beside the bare server (bench/tail.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/tail.sh" || die "the bench of the tail failed"
-	cat "$OUT/tail.txt" >>"$OUT/summary.txt"
-	{
-		echo
-		sed 's/^# /## /' "$OUT/tail.md"
+		sed 's/^# /## /' "$OUT/$2.md"
 	} >>"$OUT/report.md"
 }
 
@@ -471,10 +435,10 @@ rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
-clients_bench
-sequences_bench
-far_bench
-tail_bench
+part_bench "${BENCH_CLIENTS_RUN:-1}" clients "the clients of every language" "the bench of the clients failed"
+part_bench "${BENCH_SEQUENCES:-1}" sequences "named sequences at scale" "the bench of named sequences failed"
+part_bench "${BENCH_FAR:-1}" far "a named sequence across a continent" "the bench far failed"
+part_bench "${BENCH_TAIL:-1}" tail "open-loop latency beside the bare server" "the bench of the tail failed"
 say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png, $OUT/tail.png"
 echo
 cat "$OUT/summary.txt"
