@@ -104,13 +104,6 @@ func runTailRate(args []string) error {
 	return nil
 }
 
-// tailRun is one measured vegeta run: a line of runs.txt.
-type tailRun struct {
-	label, target string
-	round         int
-	f             map[string]float64 // requests, ok, non2xx, errors, rate, p50_us … max_us, vegeta_p99_us
-}
-
 // readVegetaCSV reads `vegeta encode --to csv`: the latencies (ns) of the
 // answers with a 2xx status, and how many were not 2xx or failed outright.
 func readVegetaCSV(r io.Reader) (lat []int64, non2xx, errs int, err error) {
@@ -202,39 +195,6 @@ func latFile(label, target string, round int) string {
 	return fmt.Sprintf("%s-%s-%d.lat", label, target, round)
 }
 
-func readTailRuns(path string) ([]tailRun, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []tailRun
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
-			continue
-		}
-		r := tailRun{f: map[string]float64{}}
-		for _, kv := range strings.Fields(line) {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "label":
-				r.label = v
-			case "target":
-				r.target = v
-			case "round":
-				r.round, _ = strconv.Atoi(v)
-			default:
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %q: %w", path, kv, err)
-				}
-				r.f[k] = x
-			}
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 func readLat(path string) ([]int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -255,9 +215,9 @@ func readLat(path string) ([]int64, error) {
 
 // tailSide is one target (ticketd or bare) of one endpoint over its rounds.
 type tailSide struct {
-	runs   []tailRun // by round
-	all    []int64   // every kept latency of every round, sorted (ns)
-	failed float64   // not 2xx, or no answer
+	runs   []run   // by round
+	all    []int64 // every kept latency of every round, sorted (ns)
+	failed float64 // not 2xx, or no answer
 	reqs   float64
 }
 
@@ -280,7 +240,7 @@ func (e *tailEndpoint) roundRatios(name string) []float64 {
 	return out
 }
 
-func readTailSide(dir string, runs []tailRun, label, target string) (tailSide, error) {
+func readTailSide(dir string, runs []run, label, target string) (tailSide, error) {
 	var s tailSide
 	for _, r := range runs {
 		if r.label != label || r.target != target {
@@ -295,7 +255,7 @@ func readTailSide(dir string, runs []tailRun, label, target string) (tailSide, e
 		s.failed += r.f["non2xx"] + r.f["errors"]
 		s.reqs += r.f["requests"]
 	}
-	slices.SortFunc(s.runs, func(a, b tailRun) int { return a.round - b.round })
+	slices.SortFunc(s.runs, func(a, b run) int { return a.round - b.round })
 	slices.Sort(s.all)
 	return s, nil
 }
@@ -311,7 +271,7 @@ func runTailReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	runs, err := readTailRuns(filepath.Join(raw, "runs.txt"))
+	runs, err := readRunLines(filepath.Join(raw, "runs.txt"))
 	if err != nil {
 		return err
 	}
