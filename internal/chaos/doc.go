@@ -126,9 +126,12 @@
 // # The tail
 //
 // Every successful /v1/id request's latency is kept (from when it was due),
-// with when it ended. Each fault's window runs from where its step began (or
-// where the event before it in the step ended) to its event; the steady load
-// is every request that ended outside all windows. Beside ticketd, the
+// with when it ended; a request held back by the one before it on its
+// connection, with when the request that began the backlog ended, so that a
+// backlog a fault leaves counts in the fault's window even as it drains
+// after. Each fault's window runs from where its step began (or where the
+// event before it in the step ended) to its event; the steady load is every
+// other request. Beside ticketd, the
 // control: the bare fasthttp server (cmd/bare, Config.Bare) under the load of
 // one ticketd's /v1/id clients from the same harness, for the whole run. The
 // report gives, per window, the p50, p99, p99.9, p99.99 and max of both, the

@@ -13,9 +13,15 @@ import "time"
 // A client that falls behind (a slow answer, or the harness off the CPU)
 // sends its late requests back to back until it has caught up: none is
 // dropped, so none is left out of the figures.
+//
+// A request sent late, held back by the one before it, owes its wait to
+// whatever made that one slow: done says when that was, for the tail's
+// windows (tail.go).
 type pacer struct {
 	interval time.Duration
 	next     time.Time
+	held     bool      // the request due now waited for the one before it
+	chainEnd time.Time // when the last request sent on time ended
 }
 
 // newPacer is a pacer whose first request is due one interval from now.
@@ -31,8 +37,21 @@ func (p *pacer) wait() time.Time {
 		return time.Now()
 	}
 	p.next = p.next.Add(p.interval)
-	if d := time.Until(p.next); d > 0 {
+	d := time.Until(p.next)
+	p.held = d <= 0 // due already: the request before it ended too late
+	if d > 0 {
 		time.Sleep(d)
 	}
 	return p.next
+}
+
+// done records that the request wait gave ended at end, and returns when
+// its latency began to build: end itself for a request sent on time, or, for
+// one held back, the end of the request sent on time that began the chain
+// it waited in (every request of a backlog counts where its cause was).
+func (p *pacer) done(end time.Time) time.Time {
+	if !p.held || p.chainEnd.IsZero() {
+		p.chainEnd = end
+	}
+	return p.chainEnd
 }

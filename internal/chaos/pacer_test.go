@@ -24,3 +24,31 @@ func TestPacer(t *testing.T) {
 		t.Errorf("without an interval: due %v, want now", got)
 	}
 }
+
+// TestPacerChain: a request held back by a slow one before it counts where
+// that slow one ended, until the client is back on its schedule.
+func TestPacerChain(t *testing.T) {
+	p := newPacer(time.Millisecond)
+	p.wait()
+	time.Sleep(20 * time.Millisecond) // an answer that took 20 ms
+	slow := time.Now()
+	if at := p.done(slow); !at.Equal(slow) {
+		t.Fatalf("a request sent on time counts at %v, want its own end", at)
+	}
+	for k := 0; k < 5; k++ { // still behind: due while the slow one ran
+		p.wait()
+		if !p.held {
+			t.Fatalf("request %d after a 20 ms answer at 1 ms intervals: not held back", k+2)
+		}
+		if at := p.done(time.Now()); !at.Equal(slow) {
+			t.Errorf("request %d, held back: counts at %v after the slow one's end, want at it", k+2, at.Sub(slow))
+		}
+	}
+	for p.wait(); p.held; p.wait() { // catching up, back to back
+		p.done(time.Now())
+	}
+	end := time.Now()
+	if at := p.done(end); !at.Equal(end) {
+		t.Errorf("back on schedule, a request counts at %v, want its own end", at)
+	}
+}

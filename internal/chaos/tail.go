@@ -23,8 +23,11 @@ import (
 // The open-loop tail: every successful /v1/id request's latency is kept,
 // counted from when it was due (pacer.go), with the moment it ended. After
 // the run each fault's window (its Event, from Begin to At) gets the p50,
-// p99, p99.9, p99.99 and max of the requests that ended in it, beside the
-// steady load's (every request that ended outside all windows) and beside
+// p99, p99.9, p99.99 and max of the requests that ended in it (a request
+// held back by the one before it on its connection counts where that wait
+// began: the backlog a fault leaves counts in the fault's window, even what
+// of it drains after), beside the steady load's (every other request) and
+// beside
 // the control's: the bare fasthttp server (cmd/bare) under the load of one
 // ticketd's /v1/id clients, from the same harness at the same time, for the
 // whole run. A window's tail that the control shows too is the machine's (a
@@ -40,8 +43,9 @@ import (
 // before the row says so: twice.
 const tailFactor = 2.0
 
-// sample is one successful request: when it ended (ms since tail.base) and
-// how long it took from when it was due (µs).
+// sample is one successful request: when it ended, or, held back by the
+// request before it, when the one that began its wait ended (pacer.done; ms
+// since tail.base), and how long it took from when it was due (µs).
 type sample struct{ atMs, latUs int32 }
 
 // tail is the run's state for the tail figures.
@@ -181,6 +185,7 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 		due := pace.wait()
 		resp, err := c.get("/v1/id", time.Now().Add(requestTimeout))
 		end := time.Now()
+		at := pace.done(end)
 		if err == nil && resp.status != http.StatusOK {
 			err = fmt.Errorf("status %d", resp.status)
 		}
@@ -193,7 +198,7 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		*out = append(*out, r.tail.sample(end, end.Sub(due)))
+		*out = append(*out, r.tail.sample(at, end.Sub(due)))
 	}
 }
 
