@@ -176,18 +176,26 @@ echo "capacity_per_s $CAPACITY" >>"$RAW/meta.txt"
 echo "rate_per_s $RATE" >>"$RAW/meta.txt"
 say "capacity $CAPACITY requests/s: every run at $RATE requests/s ($FRACTION of it)"
 
-# measure LABEL TARGET ROUND URL: one measured run, its latencies kept.
+# waits: the calls of the sequence that have waited for a claim so far
+# (/v1/status).
+waits() { "$TOOL" seqstat -url "$T/v1/status" -name "$SEQ" | sed -n 's/.*waits=\([0-9]*\).*/\1/p'; }
+
+# measure LABEL TARGET ROUND URL: one measured run, its latencies kept; for
+# ticketd's /v1/tickets, with the calls that waited for a claim during it.
 measure() {
-	local base=$RAW/$1-$2-$3
+	local base=$RAW/$1-$2-$3 w0=-1 waited=-1
+	[ "$1/$2" != tickets/ticketd ] || w0=$(waits)
 	attack "$4" "$RATE" "$DURATION" "$base.bin"
+	[ "$w0" = -1 ] || waited=$(($(waits) - w0))
 	"$VEGETA" report -type json "$base.bin" >"$base.json"
 	"$VEGETA" encode --to csv "$base.bin" |
-		"$TOOL" tailround -dir "$RAW" -label "$1" -target "$2" -round "$3" -json "$base.json" >"$base.line" ||
+		"$TOOL" tailround -dir "$RAW" -label "$1" -target "$2" -round "$3" -json "$base.json" -waits "$waited" >"$base.line" ||
 		die "reading $base.bin failed"
 	rm -f "$base.bin"
 	awk -v l="$1" -v t="$2" -v r="$3" '{for (i = 1; i <= NF; i++) {split($i, a, "="); v[a[1]] = a[2]}}
-		END {printf "bench tail:   %-8s %-8s round %d: %s sent at %s/s, p50 %s us, p99.9 %s us, p99.99 %s us, max %s us, failed %d\n",
-			l, t, r, v["requests"], v["rate"], v["p50_us"], v["p999_us"], v["p9999_us"], v["max_us"], v["non2xx"] + v["errors"]}' "$base.line"
+		END {printf "bench tail:   %-8s %-8s round %d: %s sent at %s/s, p50 %s us, p99.9 %s us, p99.99 %s us, max %s us, failed %d%s\n",
+			l, t, r, v["requests"], v["rate"], v["p50_us"], v["p999_us"], v["p9999_us"], v["max_us"], v["non2xx"] + v["errors"],
+			("waits" in v ? ", waited for a claim " v["waits"] : "")}' "$base.line"
 	rm -f "$base.line"
 }
 

@@ -145,6 +145,7 @@ func runTailRound(args []string) error {
 	target := fs.String("target", "", "ticketd or bare")
 	round := fs.Int("round", 0, "the round, from 1")
 	report := fs.String("json", "", "vegeta's JSON report of the same run")
+	waits := fs.Int("waits", -1, "calls that waited for a claim during the run (-1: not counted)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,6 +176,9 @@ func runTailRound(args []string) error {
 		*label, *target, *round, vr.Requests, len(lat), non2xx, errs, vr.Rate, vr.Latencies.P99/1000)
 	for _, p := range tailPcts {
 		line += fmt.Sprintf(" %s_us=%d", p.name, pctOf(lat, p.p)/1000)
+	}
+	if *waits >= 0 {
+		line += fmt.Sprintf(" waits=%d", *waits)
 	}
 	f, err := os.OpenFile(filepath.Join(*dir, "runs.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -219,6 +223,7 @@ type tailSide struct {
 	all    []int64 // every kept latency of every round, sorted (ns)
 	failed float64 // not 2xx, or no answer
 	reqs   float64
+	waits  float64 // calls that waited for a claim (-1: not counted)
 }
 
 func (s tailSide) pct(p float64) float64 { return float64(pctOf(s.all, p)) / 1000 } // µs
@@ -241,7 +246,7 @@ func (e *tailEndpoint) roundRatios(name string) []float64 {
 }
 
 func readTailSide(dir string, runs []run, label, target string) (tailSide, error) {
-	var s tailSide
+	s := tailSide{waits: -1}
 	for _, r := range runs {
 		if r.label != label || r.target != target {
 			continue
@@ -254,6 +259,9 @@ func readTailSide(dir string, runs []run, label, target string) (tailSide, error
 		s.runs = append(s.runs, r)
 		s.failed += r.f["non2xx"] + r.f["errors"]
 		s.reqs += r.f["requests"]
+		if w, ok := r.f["waits"]; ok {
+			s.waits = max(s.waits, 0) + w
+		}
 	}
 	slices.SortFunc(s.runs, func(a, b run) int { return a.round - b.round })
 	slices.Sort(s.all)
@@ -341,6 +349,11 @@ func tailRows(meta map[string]string, eps []*tailEndpoint) (*summary, float64) {
 		}
 		s.add(pre+"_failed", e.t.failed)
 		s.add(pre+"_bare_failed", e.b.failed)
+		if e.t.waits >= 0 {
+			// A /v1/tickets call that waited for a claim waited for a
+			// durable commit: the tail's first suspect, counted.
+			s.add(pre+"_waits", e.t.waits)
+		}
 		failed += e.t.failed
 	}
 	return &s, failed
@@ -403,12 +416,16 @@ func tailMarkdown(meta map[string]string, eps []*tailEndpoint, s *summary, faile
 		}
 		w(" | |\n")
 	}
-	w("\nRounds (ticketd / bare, p99.9 and p99.99):\n\n| endpoint | round | ticketd p99.9 | bare p99.9 | ticketd p99.99 | bare p99.99 | sent at (ticketd, bare) |\n|---|---|---|---|---|---|---|\n")
+	w("\nRounds (ticketd / bare, p99.9 and p99.99; for `/v1/tickets`, ticketd's calls that waited for a claim):\n\n| endpoint | round | ticketd p99.9 | bare p99.9 | ticketd p99.99 | bare p99.99 | sent at (ticketd, bare) | waited for a claim |\n|---|---|---|---|---|---|---|---|\n")
 	for _, e := range eps {
 		for i := range min(len(e.t.runs), len(e.b.runs)) {
 			t, bb := e.t.runs[i].f, e.b.runs[i].f
-			w("| `%s` | %d | %s | %s | %s | %s | %.0f, %.0f /s |\n", e.title, e.t.runs[i].round, us(t["p999_us"]), us(bb["p999_us"]),
-				us(t["p9999_us"]), us(bb["p9999_us"]), t["rate"], bb["rate"])
+			waited := "—"
+			if v, ok := t["waits"]; ok {
+				waited = num(v)
+			}
+			w("| `%s` | %d | %s | %s | %s | %s | %.0f, %.0f /s | %s |\n", e.title, e.t.runs[i].round, us(t["p999_us"]), us(bb["p999_us"]),
+				us(t["p9999_us"]), us(bb["p9999_us"]), t["rate"], bb["rate"], waited)
 		}
 	}
 	w("\n")

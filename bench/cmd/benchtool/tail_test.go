@@ -65,7 +65,8 @@ func TestTailReport(t *testing.T) {
 		}
 	}
 	write("meta.txt", meta)
-	// Round r of target x: 1000 latencies of 1..1000 µs times a factor.
+	// Round r of target x: 1000 latencies of 1..1000 µs times a factor;
+	// a /v1/tickets round of each with the claims ticketd's calls waited for.
 	factor := map[string]float64{"ticketd-1": 1.0, "bare-1": 1.0, "ticketd-2": 1.5, "bare-2": 1.0}
 	var runs strings.Builder
 	for _, key := range []string{"ticketd-1", "bare-1", "ticketd-2", "bare-2"} {
@@ -80,6 +81,16 @@ func TestTailReport(t *testing.T) {
 		p := func(x float64) string { return itoa(int64(x * f)) }
 		runs.WriteString("label=id target=" + target + " round=" + round + " requests=1000 ok=1000 non2xx=0 errors=0 rate=1000 vegeta_p99_us=990" +
 			" p50_us=" + p(500) + " p99_us=" + p(990) + " p999_us=" + p(999) + " p9999_us=" + p(1000) + " max_us=" + p(1000) + "\n")
+	}
+	for _, key := range []string{"ticketd-1", "bare-1", "ticketd-2", "bare-2"} {
+		target, round, _ := strings.Cut(key, "-")
+		write("tickets-"+target+"-"+round+".lat", "1000\n2000\n")
+		waits := ""
+		if target == "ticketd" {
+			waits = " waits=" + round
+		}
+		runs.WriteString("label=tickets target=" + target + " round=" + round + " requests=2 ok=2 non2xx=0 errors=0 rate=1000 vegeta_p99_us=2" +
+			" p50_us=1 p99_us=2 p999_us=2 p9999_us=2 max_us=2" + waits + "\n")
 	}
 	write("runs.txt", runs.String())
 	if err := runTailReport([]string{"-dir", dir}); err != nil {
@@ -121,6 +132,8 @@ func TestTailReport(t *testing.T) {
 		"tail_id_max_ratio":         "1.50",
 		"tail_target_id_p999_ratio": "1.50 <= 1.20 missed",
 		"tail_target_failed":        "0 <= 0 met",
+		"tail_tickets_waits":        "3", // 1 + 2
+		"tail_tickets_requests":     "4",
 	} {
 		if got := rows[k]; got != want {
 			t.Errorf("%s: got %q, want %q", k, got, want)
@@ -133,6 +146,12 @@ func TestTailReport(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "tail.md"))
+	if rows["tail_id_waits"] != "" {
+		t.Errorf("tail_id_waits = %q: /v1/id's runs count no waits, want no row", rows["tail_id_waits"])
+	}
+	if !strings.Contains(string(md), "| `/v1/tickets/NAME (block 1000)` | 2 | 2 µs | 2 µs | 2 µs | 2 µs | 1000, 1000 /s | 2 |") {
+		t.Errorf("tail.md has no round 2 of /v1/tickets with its 2 waits:\n%s", md)
+	}
 	if !strings.Contains(string(md), "| | per round: median (min–max) | 1.25 (1.00–1.50) |") {
 		t.Errorf("tail.md has no per-round spread of p50:\n%s", md)
 	}
