@@ -259,8 +259,11 @@ db-up:
 db-down:
 	@scripts/db.sh down
 
+# A server found down is what db-status was asked to find out, not a failure
+# of the target: scripts/db.sh status says so with exit status 3 (for scripts),
+# make with 0; anything else (a bad SERVERS) still fails.
 db-status:
-	@scripts/db.sh status
+	@scripts/db.sh status || [ $$? -eq 3 ]
 
 db-rotate-passwords:
 	@scripts/db.sh rotate

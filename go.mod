@@ -9,6 +9,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/valyala/fasthttp v1.74.0
 	golang.org/x/sys v0.48.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

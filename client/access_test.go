@@ -35,12 +35,19 @@ func TestTokenConfig(t *testing.T) {
 		t.Errorf("RootCAs with HTTPClient: got %v, want ErrBadConfig", err)
 	}
 	cfg := Config{Endpoints: ok, Token: testToken + "=="}
-	outs := []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", &cfg)}
-	//lint:ignore S1025 what fmt prints for %s is the point
-	outs = append(outs, fmt.Sprintf("%s", cfg))
-	for _, out := range outs {
-		if strings.Contains(out, testToken) || !strings.Contains(out, "[redacted]") {
-			t.Errorf("Config printed %q: want the token redacted", out)
+	c, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The client holds the token in its config and its transport's header:
+	// printing it is printing its configuration, redacted.
+	for _, v := range []any{cfg, &cfg, c} {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x", "%q"} {
+			out := fmt.Sprintf(verb, v)
+			if strings.Contains(out, testToken) || !strings.Contains(out, "[redacted]") || !strings.Contains(out, ok[0]) {
+				t.Errorf("%T printed with %s: %q: want its endpoint and the token redacted", v, verb, out)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -182,6 +183,17 @@ func (e *nameError) Error() string {
 		": want a lowercase letter, then up to 47 lowercase letters, digits or underscores"
 }
 func (e *nameError) Unwrap() error { return ErrBadName }
+
+// String prints the client's configuration, its token redacted
+// (Config.String): printing or logging a client never shows the token.
+func (c *Client) String() string { return "client.Client(" + c.cfg.String() + ")" }
+
+// GoString is String, for %#v.
+func (c *Client) GoString() string { return c.String() }
+
+// Format prints String whatever the verb: %d or %x of the struct would
+// print its fields, the token among them.
+func (c *Client) Format(f fmt.State, verb rune) { fmt.Fprint(f, c.String()) }
 
 // wakeAll asks every stream to look at its buffer (an endpoint rejoined).
 func (c *Client) wakeAll() {

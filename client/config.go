@@ -248,3 +248,7 @@ func (c Config) String() string {
 
 // GoString is String, for %#v.
 func (c Config) GoString() string { return c.String() }
+
+// Format prints String whatever the verb: %d or %x of the struct would
+// print its fields, the token among them.
+func (c Config) Format(f fmt.State, verb rune) { fmt.Fprint(f, c.String()) }

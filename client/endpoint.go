@@ -17,6 +17,7 @@ type endpoint struct {
 	probeErr error // of the last probe; nil once one succeeds
 	requests uint64
 	failures uint64 // failed requests
+	rejected uint64 // requests refused with a 4xx
 	probes   uint64
 }
 
@@ -69,11 +70,18 @@ func (c *Client) succeeded(i int) {
 }
 
 // failed records a failed call to endpoint i. With skip, the endpoint is
-// skipped by every refill until a probe finds it ready again.
+// skipped by every refill until a probe finds it ready again. A 4xx is the
+// request's fault, not the endpoint's: it counts as rejected, neither as a
+// failure nor as the endpoint's last error.
 func (c *Client) failed(i int, err error, skip bool) {
 	c.emu.Lock()
 	e := c.eps[i]
 	e.requests++
+	if errors.Is(err, ErrRejected) {
+		e.rejected++
+		c.emu.Unlock()
+		return
+	}
 	e.failures++
 	e.lastErr = err
 	down := skip && e.up

@@ -143,8 +143,42 @@ func TestRejected(t *testing.T) {
 			t.Fatalf("a rejected request was retried on another endpoint")
 		}
 	}
-	if st := c.Stats(); !st.Endpoints[0].Up || !st.Endpoints[0].Current {
-		t.Fatalf("a rejected request took the endpoint out: %+v", st.Endpoints[0])
+	st := c.Stats()
+	if a := st.Endpoints[0]; !a.Up || !a.Current || a.Failures != 0 || a.LastError != "" || a.Rejected != 1 {
+		t.Fatalf("endpoint A after a rejected request: %+v; want it up and current, the request rejected, not failed", a)
+	}
+	if b := st.Endpoints[1]; b.Requests != 0 {
+		t.Fatalf("endpoint B after a request A rejected: %+v; want it not asked", b)
+	}
+	if s := st.Sequences["nosuch"]; s.RefillFailures != 1 || !strings.Contains(s.LastError, "404") {
+		t.Fatalf("the sequence after a rejected refill: %+v; want one refill failed, with the 404", s)
+	}
+}
+
+// TestUnavailableAfterOneRefill: a call that arrives while a refill is
+// under way, with every endpoint hanging, gets that refill's outcome: the
+// error once it has tried each endpoint with CallTimeout, then each with
+// MaxAge, not after another refill as well.
+func TestUnavailableAfterOneRefill(t *testing.T) {
+	cfg := Config{CallTimeout: 20 * time.Millisecond, MaxAge: 50 * time.Millisecond}
+	c, tr, _ := newFakeSetup(t, cfg, func(tr *fakeTransport) {
+		for _, ep := range []string{epA, epB} {
+			tr.set(ep, func(s *fakeServer) { s.hang = true; s.probeErr = errRefused })
+		}
+	}, epA, epB)
+	<-tr.entered // the first refill is under way
+	if _, err := c.Next(ctx10(t)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Next with every endpoint hanging: %v, want ErrUnavailable", err)
+	}
+	st := c.Stats()
+	if st.IDs.RefillFailures != 1 || len(tr.allCalls()) != 4 {
+		t.Fatalf("%d refills failed, %d requests, when Next returned: want the one refill under way, "+
+			"two requests per endpoint (CallTimeout, then MaxAge)", st.IDs.RefillFailures, len(tr.allCalls()))
+	}
+	for i, e := range st.Endpoints {
+		if e.Requests != 2 || e.Failures != 2 {
+			t.Errorf("endpoint %d: %+v; want 2 requests, both failed", i, e)
+		}
 	}
 }
 

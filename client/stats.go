@@ -17,8 +17,11 @@ type StreamStats struct {
 	Buffered int    // values in the buffer now (gauge)
 	Batch    int    // values the next refill asks for (gauge)
 
-	Refills        uint64 // batches received
-	RefillFailures uint64 // refills that no endpoint answered
+	Refills uint64 // refills that brought a batch
+	// RefillFailures counts the refills that ended without values: every
+	// endpoint failed (unavailable), ticketd rejected the request, or it
+	// was over the token's quota (Throttled).
+	RefillFailures uint64
 	// Throttled counts the refills ticketd answered 429 (the token's quota
 	// exceeded; RefillFailures counts them too): the stream paused for the
 	// answer's Retry-After, its callers waiting, rather than failing them.
@@ -34,15 +37,20 @@ type StreamStats struct {
 	LastError    string // the last refill's error, "" after a success
 }
 
-// EndpointStats describe one ticketd endpoint.
+// EndpointStats describe one ticketd endpoint (docs/client.md, "Stats").
 type EndpointStats struct {
-	URL            string
-	Up             bool   // false: skipped until a probe finds it ready
-	Current        bool   // the endpoint refills try first
-	Requests       uint64 // batches asked for
-	Failures       uint64 // of those, failed
+	URL      string
+	Up       bool   // false: skipped until a probe finds it ready
+	Current  bool   // the endpoint refills try first
+	Requests uint64 // batches asked for, whatever their outcome
+	// Failures counts those that failed for the endpoint's sake: refused,
+	// reset, out of time, a 5xx, a bad answer.
+	Failures uint64
+	// Rejected counts those ticketd refused with a 4xx (429 included): the
+	// request's fault, never a failure of the endpoint.
+	Rejected       uint64
 	Probes         uint64 // GET /readyz while skipped
-	LastError      string // of the last failed request; "" if none failed
+	LastError      string // of the last failure; "" if none failed (a 4xx never changes it)
 	LastProbeError string // of the last probe, while it keeps failing
 }
 
@@ -59,7 +67,7 @@ func (c *Client) Stats() Stats {
 	defer c.emu.Unlock()
 	for i, e := range c.eps {
 		es := EndpointStats{URL: e.base, Up: e.up, Current: i == c.cur, Requests: e.requests,
-			Failures: e.failures, Probes: e.probes}
+			Failures: e.failures, Rejected: e.rejected, Probes: e.probes}
 		if e.lastErr != nil {
 			es.LastError = e.lastErr.Error()
 		}

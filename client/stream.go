@@ -125,7 +125,7 @@ func (s *stream) one(ctx context.Context) (uint64, error) {
 func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error) {
 	filled := 0
 	waited := false
-	var waitFor uint64 // the first refill begun after this call began waiting
+	var waitFor uint64 // the first refill to end after this call began waiting
 	for {
 		now := s.c.now()
 		s.mu.Lock()
@@ -173,20 +173,27 @@ func take[T int64 | uint64](s *stream, ctx context.Context, dst []T) (int, error
 			s.mu.Unlock()
 			return filled, ErrClosed
 		case waited && s.ended >= waitFor && s.lastErr != nil && !s.paced:
-			// A refill begun after this call began waiting has failed: it
+			// A refill that ended while this call waited has failed: it
 			// tried every endpoint (see refill). Callers that wait together
-			// share it.
+			// share it, and a call that came during a refill waits for that
+			// one only, not for the next as well.
 			err := s.lastErr
 			s.mu.Unlock()
 			return filled, err
 		}
 		if !waited {
-			waited, waitFor = true, s.started+1
+			waited, waitFor = true, s.ended+1
 			s.waits++
+		}
+		// A refill under way will end and wake this call: asking for
+		// another would only start one nobody waits for once it failed.
+		// Under mu, so that refill's drain of wake (it began after this
+		// call looked) cannot miss it.
+		if s.started == s.ended {
+			s.signal()
 		}
 		ch := s.arrived
 		s.mu.Unlock()
-		s.signal()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -298,6 +305,12 @@ func (s *stream) refill(order []int) ([]int, error) {
 	s.mu.Lock()
 	s.started++
 	attempt := s.started
+	// The wake-ups sent before now are this refill's to answer: callers
+	// waiting get its outcome, whatever it is.
+	select {
+	case <-s.wake:
+	default:
+	}
 	now := s.c.now()
 	// Leaf's step: a batch that lasted less than BatchPeriod doubles, one
 	// that lasted more than twice as long halves. A batch that took more

@@ -67,19 +67,27 @@ func TestStrictlyIncreasing(t *testing.T) {
 // that ignored after=) is refused, and nothing at or below the last ID
 // handed out is handed out.
 func TestStrictDropsLowerBuffered(t *testing.T) {
-	c, tr, _ := newFakeSetup(t, Config{MinBatch: 10, MaxBatch: 10, MaxAge: time.Hour, StrictlyIncreasing: true}, nil, epA)
+	// A answers its first batch, then from below, ignoring after=. Set
+	// before the client starts: the refill after the first batch begins as
+	// soon as a value of it is taken.
+	c, _, _ := newFakeSetup(t, Config{MinBatch: 10, MaxBatch: 10, MaxAge: time.Hour, StrictlyIncreasing: true}, func(tr *fakeTransport) {
+		batches := 0
+		tr.set(epA, func(s *fakeServer) {
+			s.answer = func(dst []uint64) {
+				batches++ // the fake's calls come one at a time, from the one refill goroutine
+				for i := range dst {
+					dst[i] = uint64(1000 + i)
+					if batches == 1 {
+						dst[i] += 1 << 40
+					}
+				}
+			}
+		})
+	}, epA)
 	first, err := c.Next(ctx10(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A now answers from below, ignoring after=.
-	tr.set(epA, func(s *fakeServer) {
-		s.answer = func(dst []uint64) {
-			for i := range dst {
-				dst[i] = uint64(1000 + i)
-			}
-		}
-	})
 	var got []int64
 	for range 9 { // what is left of the first batch
 		id, err := c.Next(ctx10(t))

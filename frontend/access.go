@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ticketd/auth"
+	"ticketd/internal/logsum"
 )
 
 // Access control (Config.Tokens), one step between routing and the
@@ -43,10 +44,10 @@ import (
 // mistake, not the server's. A flood of them is one line per kind (and per
 // token) every 10 s, with a count. The token's name, never the token, is
 // logged.
-const (
-	kindUnauthorized = "refused a request: no or unknown bearer token (401)"
-	kindForbidden    = "refused a request: the token lacks the endpoint's scope (403)"
-	kindOverQuota    = "refused a request: over the token's quota (429)"
+var (
+	kindUnauthorized = logsum.Kind{ID: "unauthorized", Text: "refused a request: no or unknown bearer token (401)"}
+	kindForbidden    = logsum.Kind{ID: "forbidden", Text: "refused a request: the token lacks the endpoint's scope (403)"}
+	kindOverQuota    = logsum.Kind{ID: "over_quota", Text: "refused a request: over the token's quota (429)"}
 )
 
 var (

@@ -11,6 +11,8 @@ import (
 	"net/http/pprof"
 	"strings"
 	"time"
+
+	"ticketd/internal/logsum"
 )
 
 // The admin listener: what operators and their tools read, kept off the
@@ -29,7 +31,7 @@ import (
 // kindAdminError: net/http's own error lines on the admin listener (TLS
 // handshakes, bad requests). Their text is never printed: it may quote the
 // client's bytes.
-const kindAdminError = "admin listener: a connection failed"
+var kindAdminError = logsum.Kind{ID: "admin_connection_failed", Text: "admin listener: a connection failed"}
 
 // ServeAdmin serves the admin endpoints on ln and blocks until Shutdown,
 // then returns nil; another error only if ln fails. After Shutdown it

@@ -109,56 +109,77 @@ func TestAfterBad(t *testing.T) {
 	}
 }
 
-// TestAfterGeneratorAhead: the bound of after= is MaxAfterAhead past the
-// later of the wall clock and the generator's time (IDs.Time), which runs
-// ahead of the wall clock after a takeover of a worker ID reserved ahead:
-// an ID at the generator's time is answered, one more than MaxAfterAhead
-// past it is not, and an ID within the wall clock's bound does not ask for
-// the generator's time at all. (No AfterLead here: TestAfterLead adds it.)
-func TestAfterGeneratorAhead(t *testing.T) {
-	ids := newFakeIDs()
-	ids.timeMs = time.Now().Add(30 * time.Second).UnixMilli()
-	cfg := testConfig()
-	cfg.AfterLead = worker.NoMaxWait
-	h := start(t, cfg, ids, nil)
+// TestAfterReach: the bound of after= is MaxAfterAhead past the later of
+// this ticketd's clock (plus AfterLead; none here: TestAfterLead adds it)
+// and its generator's floor, the clock being the later of the wall clock
+// and the generator's (IDs.Reach): ahead of the wall clock once the wall
+// clock was stepped back, the floor ahead of it after a takeover of a
+// worker ID reserved ahead. An ID at or below the generator's last ID is
+// answered however far ahead. An ID within the wall clock's bound does not
+// ask for the Reach at all; a refusal says what it was past.
+func TestAfterReach(t *testing.T) {
+	ahead := time.Now().Add(30 * time.Second).UnixMilli()
+	last := idAhead(t, 30*time.Second)
+	oneMs := int64(1) << (snowflake.DefaultLayout().SequenceBits + snowflake.DefaultLayout().WorkerBits + snowflake.DefaultLayout().DatacenterBits)
+	type call struct {
+		name string
+		x    int64
+		want int
+		asks bool // the Reach is read
+	}
+	near := []call{
+		{"a moment old", idAhead(t, -time.Millisecond), 200, false},
+		{"within the wall clock's bound", idAhead(t, 500*time.Millisecond), 200, false},
+	}
+	aheadCalls := append(near,
+		call{"at 30s", idAhead(t, 30*time.Second), 200, true},
+		call{"30.5s ahead", idAhead(t, 30*time.Second+500*time.Millisecond), 200, true},
+		call{"32s ahead", idAhead(t, 32*time.Second), 400, true})
 	for _, tt := range []struct {
 		name  string
-		ahead time.Duration
-		want  int
-		asks  bool // the generator's time is read
+		reach snowflake.Reach
+		calls []call
+		says  string // in the 400
 	}{
-		{"a moment old", -time.Millisecond, 200, false},
-		{"within the wall clock's bound", 500 * time.Millisecond, 200, false},
-		{"at the generator's time", 30 * time.Second, 200, true},
-		{"within the generator's bound", 30*time.Second + 500*time.Millisecond, 200, true},
-		{"past the generator's bound", 32 * time.Second, 400, true},
+		{"the generator's clock 30s ahead", snowflake.Reach{ClockMs: ahead}, aheadCalls, "past its generator's (at most 1s: 1s plus -max-wait 0s)"},
+		{"a floor 30s ahead", snowflake.Reach{FloorMs: ahead}, aheadCalls, "past the floor its generator counts up from after a takeover (at most 1s past that floor)"},
+		{"the last ID 30s ahead", snowflake.Reach{LastID: last}, append(near,
+			call{"the last ID", last, 200, true},
+			call{"a millisecond before it", last - oneMs, 200, true},
+			call{"just above it", last + 1, 400, true}), "past this ticketd's clock (at most 1s: 1s plus -max-wait 0s)"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ids.set(func(f *fakeIDs) { f.timeCalls = 0 })
-			x := idAhead(t, tt.ahead)
-			for _, path := range []string{"/v1/id?after=", "/v1/ids?n=2&after="} {
-				r := h.get(t, path+strconv.FormatInt(x, 10))
-				if r.status != tt.want {
-					t.Fatalf("%s%d (%s ahead): got %d %s, want %d", path, x, tt.ahead, r.status, r.body, tt.want)
-				}
-				if r.status == 400 {
-					if msg := r.errorMessage(t); !strings.Contains(msg, "past its generator's") {
-						t.Errorf("message %q does not say how far past the generator's time", msg)
+		ids := newFakeIDs()
+		ids.reach = tt.reach
+		cfg := testConfig()
+		cfg.AfterLead = worker.NoMaxWait
+		h := start(t, cfg, ids, nil)
+		for _, c := range tt.calls {
+			t.Run(tt.name+"/"+c.name, func(t *testing.T) {
+				ids.set(func(f *fakeIDs) { f.reachCalls = 0 })
+				for _, path := range []string{"/v1/id?after=", "/v1/ids?n=2&after="} {
+					r := h.get(t, path+strconv.FormatInt(c.x, 10))
+					if r.status != c.want {
+						t.Fatalf("%s%d: got %d %s, want %d", path, c.x, r.status, r.body, c.want)
 					}
-					continue
-				}
-				for _, f := range strings.Fields(r.body) {
-					if id, _ := strconv.ParseInt(f, 10, 64); id <= x {
-						t.Errorf("%s%d: ID %d is not above it", path, x, id)
+					if r.status == 400 {
+						if msg := r.errorMessage(t); !strings.Contains(msg, tt.says) {
+							t.Errorf("message %q does not say %q", msg, tt.says)
+						}
+						continue
+					}
+					for _, f := range strings.Fields(r.body) {
+						if id, _ := strconv.ParseInt(f, 10, 64); id <= c.x {
+							t.Errorf("%s%d: ID %d is not above it", path, c.x, id)
+						}
 					}
 				}
-			}
-			ids.set(func(f *fakeIDs) {
-				if asked := f.timeCalls > 0; asked != tt.asks {
-					t.Errorf("the generator's time was read %d times; want read: %v", f.timeCalls, tt.asks)
-				}
+				ids.set(func(f *fakeIDs) {
+					if asked := f.reachCalls > 0; asked != c.asks {
+						t.Errorf("the Reach was read %d times; want read: %v", f.reachCalls, c.asks)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -293,7 +314,7 @@ func TestAfterNotFromFallback(t *testing.T) {
 }
 
 // TestAfterAllocs: /v1/id?after=X allocates nothing, as /v1/id does, also
-// when X is past the wall clock and the generator's time is read.
+// when X is past the wall clock and its Reach is read.
 func TestAfterAllocs(t *testing.T) {
 	s, err := New(testConfig(), newFakeIDs(), newFakeTickets())
 	if err != nil {
@@ -307,7 +328,7 @@ func TestAfterAllocs(t *testing.T) {
 		}
 	}
 	// A generator counting up from a floor 30 s ahead (a takeover), and an
-	// after= ID 20 s ahead of the wall clock: the generator's time is read.
+	// after= ID 20 s ahead of the wall clock: its Reach is read.
 	gen, err := snowflake.New(snowflake.Settings{FloorMs: time.Now().Add(30 * time.Second).UnixMilli(), Unfenced: true})
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +339,7 @@ func TestAfterAllocs(t *testing.T) {
 	}
 	uri := fmt.Sprintf("/v1/id?after=%d", idAhead(t, 20*time.Second))
 	if got := allocsPerRequest(t, s.Handler(), newRequestCtx(uri)); got != 0 {
-		t.Errorf("%s, 20 s past the wall clock, within the generator's time: %v allocations per request, want 0", uri, got)
+		t.Errorf("%s, 20 s past the wall clock, within its floor's bound: %v allocations per request, want 0", uri, got)
 	}
 }
 

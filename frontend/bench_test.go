@@ -45,8 +45,8 @@ func (c *counterIDs) NextNAfterWait(dst []int64, after int64, d time.Time) (int,
 	}
 	return c.NextNWait(dst, d)
 }
-func (c *counterIDs) Time() int64           { return 0 }
-func (c *counterIDs) Status() worker.Status { return worker.Status{} }
+func (c *counterIDs) Reach() snowflake.Reach { return snowflake.Reach{} }
+func (c *counterIDs) Status() worker.Status  { return worker.Status{} }
 
 // generatorIDs is a real, unfenced snowflake generator behind IDs.
 type generatorIDs struct{ *snowflake.Generator }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"ticketd/snowflake"
 	"ticketd/worker"
 )
 
@@ -111,8 +112,8 @@ func (l *listIDs) NextNAfterWait(dst []int64, _ int64, d time.Time) (int, error)
 	return l.NextNWait(dst, d)
 }
 
-func (l *listIDs) Time() int64           { return 0 }
-func (l *listIDs) Status() worker.Status { return worker.Status{} }
+func (l *listIDs) Reach() snowflake.Reach { return snowflake.Reach{} }
+func (l *listIDs) Status() worker.Status  { return worker.Status{} }
 
 // TestBinaryExtremes: the smallest and largest values of each kind, and
 // values whose bytes test the byte order, survive the round trip.

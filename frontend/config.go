@@ -167,15 +167,15 @@ type Config struct {
 	// its Store's Reload. Zero: those paths are no route of the API (404).
 	Peers *peers.Store
 	// Clock is this ticketd's clock, which bounds, with the generator's
-	// time (IDs.Time), how far ahead an after= ID or a decoded public form
-	// may be (MaxAfterAhead, AfterLead). Zero: the system clock (the time fasthttp read
-	// for the request).
+	// clock and floor (IDs.Reach), how far ahead an after= ID or a decoded
+	// public form may be (MaxAfterAhead, AfterLead). Zero: the system
+	// clock (the time fasthttp read for the request).
 	Clock snowflake.Clock
 	// AfterLead is the lead a ticketd of the deployment may have over its
 	// clock after taking over a worker ID reserved ahead: the keeper's
 	// MaxWait (-max-wait), which every ticketd of a deployment should share.
 	// An after= ID or a decoded public form may be up to MaxAfterAhead plus
-	// AfterLead past this ticketd's time (after.go), so that a caller who
+	// AfterLead past this ticketd's clock (after.go), so that a caller who
 	// got an ID from such a ticketd is not refused by another. At most
 	// MaxAfterLead. Zero: worker.DefaultMaxWait (5 s), as the keeper's zero
 	// MaxWait; negative (worker.NoMaxWait): no lead.

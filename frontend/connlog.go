@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"ticketd/internal/logsum"
 )
 
 // Connection-level errors: what fasthttp reports about a connection it could
@@ -41,11 +43,11 @@ const (
 var connErrorKinds = [...]string{connTimeout, connReset, connClosedEarly, connUnreadable, connHeaderTooBig,
 	connBodyTooBig, connBadFraming, connOther}
 
-// connErrorEvents maps a kind to its summarised log message.
-var connErrorEvents = func() map[string]string {
-	m := map[string]string{}
+// connErrorEvents maps a kind to its summarised log kind.
+var connErrorEvents = func() map[string]logsum.Kind {
+	m := map[string]logsum.Kind{}
 	for _, k := range connErrorKinds {
-		m[k] = connErrorEventPfx + k
+		m[k] = logsum.Kind{ID: "connection_error_" + k, Text: connErrorEventPfx + k}
 	}
 	return m
 }()
@@ -113,11 +115,11 @@ func (l connLogger) Printf(format string, args ...any) {
 	}
 	for _, p := range serverLines {
 		if strings.HasPrefix(format, p) {
-			l.s.events.Note("fasthttp: "+p, "detail", fmt.Sprintf(format, args...))
+			l.s.events.NoteFor(logsum.Kind{ID: "fasthttp_server", Text: "fasthttp: " + p}, p, "detail", fmt.Sprintf(format, args...))
 			return
 		}
 	}
 	// A line this version of fasthttp did not have: its format is fasthttp's
-	// constant text, its values are not looked at.
-	l.s.events.Note("fasthttp: " + format)
+	// constant text (a subject of its own), its values are not looked at.
+	l.s.events.NoteFor(logsum.Kind{ID: "fasthttp_other", Text: "fasthttp: " + format}, format)
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ticketd/internal/logsum"
 )
 
 // Connection accounting, below fasthttp.
@@ -49,10 +51,10 @@ const (
 	refusedMaxConnsPerIP = "max_conns_per_ip"
 )
 
-// refusalKinds maps a refusal to its summarised log message.
-var refusalKinds = map[string]string{
-	refusedMaxConns:      "refused a connection: too many open connections (-max-conns)",
-	refusedMaxConnsPerIP: "refused a connection: too many open connections from one address (-max-conns-per-ip)",
+// refusalKinds maps a refusal to its summarised log kind.
+var refusalKinds = map[string]logsum.Kind{
+	refusedMaxConns:      {ID: "refused_max_conns", Text: "refused a connection: too many open connections (-max-conns)"},
+	refusedMaxConnsPerIP: {ID: "refused_max_conns_per_ip", Text: "refused a connection: too many open connections from one address (-max-conns-per-ip)"},
 }
 
 // refusalAnswer is a whole HTTP/1.1 response: status, JSON body, close.
@@ -118,7 +120,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // kindAcceptError: the listener could not accept a connection (the error is
 // the server's own, EMFILE and the like, never a client's bytes).
-const kindAcceptError = "accept failed: retrying"
+var kindAcceptError = logsum.Kind{ID: "accept_failed", Text: "accept failed: retrying"}
 
 func temporaryAcceptError(err error) bool {
 	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {

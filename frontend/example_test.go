@@ -41,7 +41,7 @@ func (i *issuer) NextNAfterWait(dst []int64, after int64, d time.Time) (int, err
 	}
 	return i.NextNWait(dst, d)
 }
-func (i *issuer) Time() int64 { return 0 } // the wall clock alone bounds after=
+func (i *issuer) Reach() snowflake.Reach { return snowflake.Reach{} } // the wall clock alone bounds after=
 func (i *issuer) Status() worker.Status {
 	return worker.Status{Held: true, Worker: 1, Headroom: 60e9, Layout: snowflake.DefaultLayout()}
 }
@@ -95,7 +95,7 @@ func Example() {
 	// /v1/id?format=json → 200 snowflake: "{\"id\":\"1000002\"}\n"
 	// /v1/ids?n=2 → 200 snowflake: "1000003\n1000004\n"
 	// /v1/ids?n=0 → 400 : "{\"error\":\"n is 0: want an integer from 1 to 10000\"}\n"
-	// /v1/tickets/orders → 503 : "{\"error\":\"no ticket server is available\"}\n"
+	// /v1/tickets/orders → 503 : "{\"error\":\"no ticket server is available: retry after Retry-After (ticketd's /v1/status shows the servers)\"}\n"
 	// /readyz → 200 : "ok\n"
 	// Serve returned: <nil>
 }

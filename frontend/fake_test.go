@@ -26,9 +26,9 @@ type fakeIDs struct {
 	deadline time.Time
 	// afters counts the calls with an after= ID.
 	afters int
-	// timeMs is what Time answers; timeCalls counts its calls.
-	timeMs    int64
-	timeCalls int
+	// reach is what Reach answers; reachCalls counts its calls.
+	reach      snowflake.Reach
+	reachCalls int
 }
 
 func newFakeIDs() *fakeIDs {
@@ -109,13 +109,13 @@ func (f *fakeIDs) lastDeadline() time.Time {
 	return f.deadline
 }
 
-// Time is the time set by a test (0: none, the wall clock alone bounds
-// after=); timeCalls counts the calls.
-func (f *fakeIDs) Time() int64 {
+// Reach is the Reach set by a test (zero: none, the wall clock alone
+// bounds after=); reachCalls counts the calls.
+func (f *fakeIDs) Reach() snowflake.Reach {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.timeCalls++
-	return f.timeMs
+	f.reachCalls++
+	return f.reach
 }
 
 func (f *fakeIDs) Status() worker.Status {

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/valyala/fasthttp"
+
+	"ticketd/internal/logsum"
 )
 
 // Strict HTTP/1.1 message framing (RFC 9112 §6).
@@ -42,8 +44,9 @@ const (
 	framingManyTE = "more than one Transfer-Encoding"
 	framingTE     = "a Transfer-Encoding other than chunked"
 	framingFolded = "a Content-Length or Transfer-Encoding folded over lines"
-	kindFraming   = "refused a request: ambiguous message framing (answered 400, connection closed)"
 )
+
+var kindFraming = logsum.Kind{ID: "bad_framing", Text: "refused a request: ambiguous message framing (answered 400, connection closed)"}
 
 const (
 	keyContentLength    = "content-length"

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -289,7 +290,7 @@ func (m *serverMetrics) observe(ep endpoint, d time.Duration) {
 
 // errMetricsGather is the warning of a scrape that could not gather every
 // family: a bug of ticketd's, since every series is made by its own code.
-const errMetricsGather = "metrics: some series could not be gathered"
+var errMetricsGather = logsum.Kind{ID: "metrics_gather", Text: "metrics: some series could not be gathered"}
 
 // writeMetrics writes /metrics in the Prometheus text format (version
 // 0.0.4, whatever the scraper asks for: ctPrometheus): every family of the

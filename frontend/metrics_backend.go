@@ -99,12 +99,13 @@ var (
 	famServerBackgroundFails  = counterFamily("ticketd_ticket_server_background_failures_total", "Failed background statements on the server (reported, never held against it).", "server")
 	famReservationCopyFails   = counterFamily("ticketd_reservation_copy_failures_total", "Reservation copies that could not be written to the server.", "server")
 	famReservationCopiesPend  = gaugeFamily("ticketd_reservation_copies_pending", "Leases whose latest reservation the server still lacks: a restore of it now could rewind them.", "server")
+	famServerUncovered        = counterFamily("ticketd_ticket_server_uncovered_total", "Statements whose tickets of the server were handed out before any other server took their high-water mark (no other server took it): a restore of the server could repeat them, within the repair margin.", "server")
 	famServerLeaseRewound     = gaugeFamily("ticketd_ticket_server_lease_rewound", "1 when the row of this ticketd's lease on the server went back (a restore): it must switch.", "server")
 	famServerRewound          = gaugeFamily("ticketd_ticket_server_rewound", "Counters (ticket tables, rows of counters) the server is refused for after a rewind (a restore): run ticketd repair.", "server")
 	famTicketPanicCalls       = counterFamily("ticketd_ticket_panic_calls_total", "Calls that found no ticket server in rotation and tried them anyway.")
 	famSequencesDefined       = gaugeFamily("ticketd_sequences_defined", "Named sequences in the catalog.")
 	famSequenceProblems       = gaugeFamily("ticketd_sequence_problems", "Named sequences with a problem, by kind (/v1/status lists them, with the fix).", "kind")
-	famWarnings               = counterFamily("ticketd_warnings_total", "Repeated warnings, by kind (the log message), however many lines the log aggregated them into.", "kind")
+	famWarnings               = counterFamily("ticketd_warnings_total", "Warnings and errors that can repeat, by kind, a short name of the log message (docs/reference.md says which), however many lines the log aggregated them into.", "kind")
 	famSequenceValues         = counterFamily("ticketd_sequence_values_total", "Values of each named sequence this ticketd handed out (the 100 most used sequences).", "sequence")
 	famSequenceRemainingRatio = gaugeFamily("ticketd_sequence_remaining_ratio", "Share of a 32-bit sequence's range not yet used on the fullest ticket server, from 1 to 0 (exhausted).", "sequence")
 )
@@ -217,6 +218,7 @@ func (s *Server) collectBackend(ch chan<- prometheus.Metric) {
 	perServer(famServerBackgroundFails, func(h *ticket.ServerHealth) float64 { return count(h.BackgroundFailures) })
 	perServer(famReservationCopyFails, func(h *ticket.ServerHealth) float64 { return count(h.CopyFailures) })
 	perServer(famReservationCopiesPend, func(h *ticket.ServerHealth) float64 { return float64(h.CopiesPending) })
+	perServer(famServerUncovered, func(h *ticket.ServerHealth) float64 { return count(h.Uncovered) })
 	perServer(famServerLeaseRewound, func(h *ticket.ServerHealth) float64 { return b2f(h.LeaseRewound) })
 	// How many counters the server is refused for (rewound by a restore): 0
 	// when healthy; /v1/status names them (20 at most), with the fix.
@@ -235,7 +237,7 @@ func (s *Server) collectBackend(ch chan<- prometheus.Metric) {
 		}
 	}
 	// Repeated warnings, aggregated in the log, counted here: this
-	// server's own and the ticket side's, by kind (the log message).
+	// server's own and the ticket side's, by kind (its ID).
 	warnings := s.warn.Counts()
 	if wc, ok := s.tickets.(WarningCounter); ok {
 		for k, v := range wc.Warnings() {

@@ -101,7 +101,7 @@ func TestMetrics(t *testing.T) {
 		`ticketd_reservation_copy_failures_total{server="2"}`:              "4",
 		`ticketd_reservation_copies_pending{server="2"}`:                   "1",
 		`ticketd_ticket_server_lease_rewound{server="2"}`:                  "1",
-		`ticketd_warnings_total{kind="tickets: no server"}`:                "0",
+		`ticketd_warnings_total{kind="tickets_no_server"}`:                 "0",
 		`ticketd_ticket_server_parity_violations_total{server="1"}`:        "0",
 		`ticketd_ticket_server_parity_violations_total{server="2"}`:        "2",
 		`ticketd_ticket_server_failures_total{server="2"}`:                 "5",
@@ -247,8 +247,8 @@ func TestRequestMetricsAllocs(t *testing.T) {
 }
 
 // TestMetricsEscaping: label values are escaped as the format says
-// (backslash, double quote, newline) and read back as they were: a warning
-// kind is a log message, which may hold any of them.
+// (backslash, double quote, newline) and read back as they were: the
+// ticket side's warning kinds are not the frontend's to choose.
 func TestMetricsEscaping(t *testing.T) {
 	const kind = "q\"b\\n\nx"
 	s, err := New(testConfig(), newFakeIDs(), warningTickets{newFakeTickets(), map[string]uint64{kind: 4}})
@@ -333,7 +333,7 @@ func TestMetricsGatherError(t *testing.T) {
 	if first["ticketd_lease_held"] != "1" || first[`ticketd_requests_total{code="200",endpoint="/v1/id"}`] != "0" {
 		t.Errorf("the other families are missing: %v", first)
 	}
-	if got := metricsOf(t, s)[`ticketd_warnings_total{kind="`+errMetricsGather+`"}`]; got != "1" {
+	if got := metricsOf(t, s)[`ticketd_warnings_total{kind="`+errMetricsGather.ID+`"}`]; got != "1" {
 		t.Errorf("the failed gathering counted as warnings: got %q, want 1", got)
 	}
 }

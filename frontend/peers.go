@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ticketd/auth"
+	"ticketd/internal/logsum"
 	"ticketd/peers"
 	"ticketd/ticket"
 )
@@ -471,4 +472,4 @@ func (s *Server) tinyidRefuse(ctx *fasthttp.RequestCtx, ep endpoint, reason, why
 
 // kindTinyidRefused is the summarised log kind of tinyid's refusals, at
 // INFO: a client's mistake, answered 200 the way tinyid answers it.
-const kindTinyidRefused = "refused a tinyid call: no or unknown token, or no sequence for the biz type (answered as tinyid does)"
+var kindTinyidRefused = logsum.Kind{ID: "tinyid_refused", Text: "refused a tinyid call: no or unknown token, or no sequence for the biz type (answered as tinyid does)"}

@@ -55,9 +55,8 @@ type alsoDecod struct {
 
 // handleFromPublic decodes a public form. A form that no key of the ring
 // turns into an ID this deployment could have issued (at or above its
-// smallest snowflake ID, its time at most MaxAfterAhead plus AfterLead past
-// this ticketd's time, as for after=) is a 400: nothing this deployment
-// issued has it.
+// smallest snowflake ID, within the bound of after=: aheadBy) is a 400:
+// nothing this deployment issued has it.
 func (s *Server) handleFromPublic(ctx *fasthttp.RequestCtx, seg []byte) {
 	if s.cfg.IDKeys == nil {
 		fail(ctx, fasthttp.StatusBadRequest, errNoKeys)
@@ -73,7 +72,7 @@ func (s *Server) handleFromPublic(ctx *fasthttp.RequestCtx, seg []byte) {
 		if id < s.cfg.FallbackCeiling {
 			return false
 		}
-		_, _, past := s.aheadBy(ctx, id>>s.timeShift+s.cfg.Layout.EpochMs)
+		_, _, past := s.aheadBy(ctx, id)
 		return !past
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ticketd/internal/logsum"
+	"ticketd/snowflake"
 	"ticketd/ticket"
 	"ticketd/worker"
 )
@@ -27,20 +28,20 @@ import (
 // RequestTimeout after the handler was called). Status is called off the hot
 // path.
 // NextAfterWait and NextNAfterWait are the same for IDs greater than after
-// (?after=). Time is the time the IDs have reached, in Unix ms
-// (worker.Keeper.Time): no ID issued so far is later, and it runs ahead of
-// the wall clock while the generator does (counting up from a previous
-// holder's reservation, or past a wall clock stepped back). An after= ID or
-// a decoded public form may be up to MaxAfterAhead plus Config.AfterLead
-// past the later of Time and the wall clock. Time is asked only of an ID past the wall clock's
-// bound; it must not wait and should not allocate (0: the wall clock alone
-// bounds them).
+// (?after=). Reach is what bounds an after= ID or a decoded public form
+// (worker.Keeper.Reach, snowflake.Reach): its time may be up to
+// MaxAfterAhead past the later of this ticketd's clock plus
+// Config.AfterLead and the generator's floor, the clock being the later of
+// the wall clock and the generator's clock; or it may be at most the last
+// ID issued. Reach is asked only of an ID past the wall clock's bound; it
+// must not wait and should not allocate (the zero Reach: the wall clock
+// alone bounds them).
 type IDs interface {
 	NextWait(deadline time.Time) (int64, error)
 	NextNWait(dst []int64, deadline time.Time) (int, error)
 	NextAfterWait(after int64, deadline time.Time) (int64, error)
 	NextNAfterWait(dst []int64, after int64, deadline time.Time) (int, error)
-	Time() int64
+	Reach() snowflake.Reach
 	Status() worker.Status
 }
 
@@ -121,10 +122,11 @@ type Server struct {
 	// timeShift is the layout's: an ID's time is id >> timeShift + epoch.
 	timeShift uint
 	// afterLead is Config.AfterLead (0 for none), afterBound MaxAfterAhead
-	// plus it: how far past this ticketd's time an after= ID may be
-	// (after.go); afterBoundMs the same in ms, for the hot path.
-	afterLead, afterBound time.Duration
-	afterBoundMs          int64
+	// plus it: how far past this ticketd's clock an after= ID may be
+	// (after.go); afterLeadMs and afterBoundMs the same in ms, for the hot
+	// path.
+	afterLead, afterBound     time.Duration
+	afterLeadMs, afterBoundMs int64
 }
 
 // workerIdle: how long an idle fasthttp worker goroutine lives, and so how
@@ -168,7 +170,7 @@ func New(cfg Config, ids IDs, tickets Tickets) (*Server, error) {
 	s.timeShift = cfg.Layout.SequenceBits + cfg.Layout.WorkerBits + cfg.Layout.DatacenterBits
 	s.afterLead = max(cfg.AfterLead, 0)
 	s.afterBound = MaxAfterAhead + s.afterLead
-	s.afterBoundMs = s.afterBound.Milliseconds()
+	s.afterLeadMs, s.afterBoundMs = s.afterLead.Milliseconds(), s.afterBound.Milliseconds()
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newServerMetrics(cfg, backendCollector{s})
 	if cfg.Tokens != nil {

@@ -129,7 +129,13 @@ type statusAnswer struct {
 	Switches      uint64       `json:"switches"`
 	Losses        uint64       `json:"losses"`
 	Acquires      uint64       `json:"acquires"`
-	LastError     string       `json:"last_error"`
+	// LastError is what is wrong with the lease now: "" once it is
+	// healthy again, when it moves to PreviousError (omitted until there
+	// is one), as a ticket server's.
+	LastError       string `json:"last_error"`
+	LastErrorAt     string `json:"last_error_at,omitempty"`
+	PreviousError   string `json:"previous_error,omitempty"`
+	PreviousErrorAt string `json:"previous_error_at,omitempty"`
 	// Standby is null unless a standby lease is held.
 	Standby      *standbyAnswer `json:"standby"`
 	Short        string         `json:"short"`
@@ -261,6 +267,7 @@ type serverAnswer struct {
 	BackgroundFailures uint64   `json:"background_failures"`
 	CopyFailures       uint64   `json:"copy_failures"`
 	CopiesPending      int      `json:"copies_pending"`
+	Uncovered          uint64   `json:"uncovered"`
 	LeaseRewound       bool     `json:"lease_rewound"`
 	ParityViolations   uint64   `json:"parity_violations"`
 	// WorkerIDsHeld: the datacenter's worker leases alive on it at its last
@@ -310,25 +317,28 @@ func (s *Server) status() statusAnswer {
 	health := s.tickets.Health()
 	l := s.cfg.Layout
 	a := statusAnswer{
-		Layout:        l.String(),
-		EpochMs:       l.EpochMs,
-		Epoch:         fmtMs(l.EpochMs),
-		EndOfLife:     fmtTime(l.EndOfLife()),
-		Datacenter:    st.Datacenter,
-		Renewals:      st.Renewals,
-		RenewFailures: st.RenewFailures,
-		Switches:      st.Switches,
-		Losses:        st.Losses,
-		Acquires:      st.Acquires,
-		LastError:     st.LastError,
-		Short:         st.Short,
-		Standbys:      st.Standbys,
-		Spreads:       st.Spreads,
-		Waits:         st.Waits,
-		WaitTimeouts:  st.WaitTimeouts,
-		Fallback:      s.cfg.Fallback,
-		Release:       ticket.Release,
-		TicketServers: make([]serverAnswer, len(health)),
+		Layout:          l.String(),
+		EpochMs:         l.EpochMs,
+		Epoch:           fmtMs(l.EpochMs),
+		EndOfLife:       fmtTime(l.EndOfLife()),
+		Datacenter:      st.Datacenter,
+		Renewals:        st.Renewals,
+		RenewFailures:   st.RenewFailures,
+		Switches:        st.Switches,
+		Losses:          st.Losses,
+		Acquires:        st.Acquires,
+		LastError:       st.LastError,
+		LastErrorAt:     fmtTime(st.LastErrorAt),
+		PreviousError:   st.PreviousError,
+		PreviousErrorAt: fmtTime(st.PreviousErrorAt),
+		Short:           st.Short,
+		Standbys:        st.Standbys,
+		Spreads:         st.Spreads,
+		Waits:           st.Waits,
+		WaitTimeouts:    st.WaitTimeouts,
+		Fallback:        s.cfg.Fallback,
+		Release:         ticket.Release,
+		TicketServers:   make([]serverAnswer, len(health)),
 	}
 	if ur, ok := s.tickets.(UpgradeReporter); ok {
 		f := ur.FinalizedRelease()
@@ -384,6 +394,7 @@ func (s *Server) status() statusAnswer {
 			BackgroundFailures: h.BackgroundFailures,
 			CopyFailures:       h.CopyFailures,
 			CopiesPending:      h.CopiesPending,
+			Uncovered:          h.Uncovered,
 			LeaseRewound:       h.LeaseRewound,
 			ParityViolations:   h.ParityViolations,
 			Rewound:            make([]rewindAnswer, len(h.Rewound)),

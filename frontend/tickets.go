@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ticketd/auth"
+	"ticketd/internal/logsum"
 	"ticketd/ticket"
 )
 
@@ -75,23 +76,23 @@ var errShort = errors.New("frontend: short batch")
 
 // The kinds of per-request warnings (Server.warn): each is logged at once,
 // then at most once per 10 s with a count; ticketd_warnings_total{kind}
-// counts every one.
-const (
-	warnTicketDeadline = "tickets: deadline exceeded"
-	warnTicketNoServer = "tickets: no server"
-	warnTicketFailed   = "tickets: failed"
-	warnFallbackNone   = "fallback: no ticket for /v1/id"
-	errTicketExhausted = "tickets: sequence exhausted"
-	errTicketMisconf   = "tickets: sequence misconfigured"
-	errTicketNoKey     = "tickets: public sequence without its key"
-	errTicketShort     = "tickets: short batch"
-	errFallbackRefused = "fallback: ticket refused: not in (0, ceiling)"
-	errSnowflakeLow    = "snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?"
+// counts every one, by its ID (docs/reference.md lists them).
+var (
+	warnTicketDeadline = logsum.Kind{ID: "tickets_deadline", Text: "tickets: deadline exceeded"}
+	warnTicketNoServer = logsum.Kind{ID: "tickets_no_server", Text: "tickets: no server"}
+	warnTicketFailed   = logsum.Kind{ID: "tickets_failed", Text: "tickets: failed"}
+	warnFallbackNone   = logsum.Kind{ID: "fallback_no_ticket", Text: "fallback: no ticket for /v1/id"}
+	errTicketExhausted = logsum.Kind{ID: "tickets_exhausted", Text: "tickets: sequence exhausted"}
+	errTicketMisconf   = logsum.Kind{ID: "tickets_misconfigured", Text: "tickets: sequence misconfigured"}
+	errTicketNoKey     = logsum.Kind{ID: "tickets_no_key", Text: "tickets: public sequence without its key"}
+	errTicketShort     = logsum.Kind{ID: "tickets_short_batch", Text: "tickets: short batch"}
+	errFallbackRefused = logsum.Kind{ID: "fallback_refused", Text: "fallback: ticket refused: not in (0, ceiling)"}
+	errSnowflakeLow    = logsum.Kind{ID: "snowflake_below_ceiling", Text: "snowflake ID below the fallback ceiling refused: is the keeper's floor the deployment's first start?"}
 )
 
 var (
-	warnKinds  = []string{warnTicketDeadline, warnTicketNoServer, warnTicketFailed, warnFallbackNone}
-	errorKinds = []string{errTicketExhausted, errTicketMisconf, errTicketNoKey, errTicketShort, errFallbackRefused, errSnowflakeLow}
+	warnKinds  = []logsum.Kind{warnTicketDeadline, warnTicketNoServer, warnTicketFailed, warnFallbackNone}
+	errorKinds = []logsum.Kind{errTicketExhausted, errTicketMisconf, errTicketNoKey, errTicketShort, errFallbackRefused, errSnowflakeLow}
 )
 
 // ticketError answers a failed /v1/tickets call (ticketFailure says how).
@@ -118,14 +119,17 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 		return fasthttp.StatusBadRequest, fmt.Sprintf(
 			"bad sequence name %.64q: want a lowercase letter, then up to 47 lowercase letters, digits or underscores", name)
 	case errors.Is(err, ticket.ErrUnknownSequence):
-		return fasthttp.StatusNotFound, fmt.Sprintf("unknown sequence %q: a DBA defines sequences in the sequences table", name)
+		// The name passed ErrBadName's check: it needs no quoting in a
+		// command line.
+		return fasthttp.StatusNotFound, fmt.Sprintf(
+			"unknown sequence %q: create it with `ticketd sequence create %s` (docs/named-sequences.md, \"Adding a named sequence\")", name, name)
 	case errors.Is(err, context.DeadlineExceeded):
 		s.warn.Note(warnTicketDeadline, "sequence", name, "timeout", s.cfg.RequestTimeout, "err", err)
-		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v", s.cfg.RequestTimeout)
+		return fasthttp.StatusServiceUnavailable, fmt.Sprintf("no ticket server answered within %v: retry after Retry-After (ticketd's /v1/status shows the servers)", s.cfg.RequestTimeout)
 	case errors.Is(err, ticket.ErrNoServer), errors.Is(err, ticket.ErrServerDown),
 		errors.Is(err, ticket.ErrClosed), errors.Is(err, context.Canceled):
 		s.warn.Note(warnTicketNoServer, "sequence", name, "err", err)
-		return fasthttp.StatusServiceUnavailable, "no ticket server is available"
+		return fasthttp.StatusServiceUnavailable, "no ticket server is available: retry after Retry-After (ticketd's /v1/status shows the servers)"
 	case errors.Is(err, ticket.ErrNoKey):
 		// A public sequence this ticketd holds no key for: never its raw
 		// values. 503: another ticketd of the deployment may hold it, and
@@ -152,6 +156,6 @@ func (s *Server) ticketFailure(name string, err error) (int, string) {
 		// Anything else from the servers (a driver error, a parity
 		// violation) is theirs and passing: the next call may go elsewhere.
 		s.warn.Note(warnTicketFailed, "sequence", name, "err", err)
-		return fasthttp.StatusServiceUnavailable, "no ticket could be issued; retry"
+		return fasthttp.StatusServiceUnavailable, "no ticket could be issued: retry after Retry-After"
 	}
 }

@@ -40,7 +40,7 @@ func TestTickets(t *testing.T) {
 		{"bad name chars", "/v1/tickets/a-b", nil, 400, "bad sequence name", ""},
 		{"bad name quote", "/v1/tickets/a%22b", nil, 400, `bad sequence name "a\"b"`, ""},
 		{"empty name", "/v1/tickets/", nil, 400, `bad sequence name ""`, ""},
-		{"unknown", "/v1/tickets/nope", nil, 404, `unknown sequence "nope"`, ""},
+		{"unknown", "/v1/tickets/nope", nil, 404, `unknown sequence "nope": create it with ` + "`ticketd sequence create nope`", ""},
 		{"exhausted", "/v1/tickets/spent", nil, 410, `sequence "spent" is exhausted`, ""},
 		{"misconfigured", "/v1/tickets/broken", nil, 500, `sequence "broken" is misconfigured`, ""},
 	}
@@ -178,8 +178,8 @@ func TestTicketFailuresDoNotFlood(t *testing.T) {
 			t.Fatalf("status %d, want 503", r.status)
 		}
 	}
-	if got := scrape(t, h)[`ticketd_warnings_total{kind="tickets: no server"}`]; got != strconv.Itoa(n) {
-		t.Errorf(`ticketd_warnings_total{kind="tickets: no server"} = %s, want %d`, got, n)
+	if got := scrape(t, h)[`ticketd_warnings_total{kind="tickets_no_server"}`]; got != strconv.Itoa(n) {
+		t.Errorf(`ticketd_warnings_total{kind="tickets_no_server"} = %s, want %d`, got, n)
 	}
 	mu.Lock()
 	lines := strings.Count(logs.String(), "tickets: no server")

@@ -56,9 +56,23 @@ func TestBackupGuide(t *testing.T) {
 	waitUntil(t, "tickets served", 20*time.Second, func() bool { return tickets.served.Load() > 200 })
 
 	g.sh("back up", steps["back up"])
-	dump, err := os.ReadFile(filepath.Join(g.dir, "server1.sql"))
+	// The dump holds the accounts' password hashes: for its owner alone, in
+	// a folder git ignores (it landed in the checkout's root, not ignored).
+	const dumpPath = "var/backups/server1.sql"
+	dump, err := os.ReadFile(filepath.Join(g.dir, dumpPath))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dumpPath: 0o600, filepath.Dir(dumpPath): 0o700 | os.ModeDir} {
+		if fi, err := os.Stat(filepath.Join(g.dir, path)); err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v (%v), want mode %v", path, fi.Mode(), err, want)
+		}
+	}
+	if out, err := exec.Command("git", "-C", "..", "check-ignore", "-q", dumpPath).CombinedOutput(); err != nil {
+		t.Errorf("git check-ignore %s: %v %s; want the dump ignored by git", dumpPath, err, out)
+	}
+	if stray, _ := filepath.Glob(filepath.Join(g.dir, "server*.sql")); len(stray) > 0 {
+		t.Errorf("the guide left %v in the checkout's root", stray)
 	}
 	for _, user := range []string{"ticketd", "ticketd_repair", "ticketd_seq"} {
 		if !regexp.MustCompile("CREATE USER IF NOT EXISTS `" + user + "`@`127\\.0\\.0\\.1`").Match(dump) {

@@ -238,3 +238,28 @@ func TestDBUpFour(t *testing.T) {
 		t.Errorf("status after down: %v, want exit 3 and four servers down\n%s", err, out)
 	}
 }
+
+// TestMakeDBStatusDown: `make db-status` that rightly reports the servers
+// down has done what was asked: exit 0 ("make: *** Error 3" before), while
+// db.sh status itself keeps exit 3 for scripts; a bad SERVERS still fails
+// the target.
+func TestMakeDBStatusDown(t *testing.T) {
+	d := newDB(t) // nothing started: both servers are down
+	makeStatus := func(env ...string) (string, error) {
+		cmd := exec.Command("make", "-s", "-C", "..", "db-status")
+		cmd.Env = append(append([]string(nil), d.env...), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := makeStatus()
+	if err != nil || strings.Count(out, ": down (") != 2 || strings.Contains(out, "Error") {
+		t.Errorf("make db-status with both servers down: %v, want exit 0 and two servers down\n%s", err, out)
+	}
+	var exit *exec.ExitError
+	if out, err := d.run("status"); !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("db.sh status with both servers down: %v, want exit status 3\n%s", err, out)
+	}
+	if out, err := makeStatus("SERVERS=3"); err == nil {
+		t.Errorf("make db-status SERVERS=3: exit 0, want a failure\n%s", out)
+	}
+}

@@ -17,7 +17,8 @@ die() {
 	exit 1
 }
 
-# command package why: one line per tool a test runs.
+# command package why: one line per tool a test runs (a command on PATH, or a
+# path that the package installs).
 TOOLS=$(
 	cat <<'EOF'
 mariadbd mariadb-server the integration tests' ticket servers (internal/mysqltest)
@@ -40,11 +41,23 @@ pip3 python3-pip installing the Python client offline (pip install --no-index ./
 mypy mypy the Python client's type check, strict, for Python 3.8 on (make test-python)
 node nodejs the Node client's tests and conformance adapter (clients/node; Node 20 or later)
 npm npm the Node client's type check (typescript, pinned in clients/node/package-lock.json)
+mvn maven the Java page's Maven build without Maven Central (internal/doccheck)
+/usr/share/maven-repo/org/apache/maven/plugins/maven-resources-plugin/2.6 libmaven-resources-plugin-java that build's plugins, from Debian's repository
+/usr/share/maven-repo/org/apache/maven/plugins/maven-compiler-plugin/3.1 libmaven-compiler-plugin-java the same
+/usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin/2.22.3 libsurefire-java the same
+/usr/share/maven-repo/org/apache/maven/plugins/maven-jar-plugin/2.4 libmaven-jar-plugin-java the same
+/usr/share/maven-repo/org/apache/maven/plugins/maven-install-plugin/2.4 libmaven-install-plugin-java the same
 EOF
 )
 
-# have NAME: on PATH, or in an sbin directory a non-root PATH may lack.
+# have NAME: on PATH, or in an sbin directory a non-root PATH may lack; a
+# path: there.
 have() {
+	case $1 in /*)
+		[ -e "$1" ]
+		return
+		;;
+	esac
 	command -v "$1" >/dev/null 2>&1 && return
 	[ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]
 }

@@ -22,9 +22,11 @@ import (
 // never waits for the clock difference: only when the first ID above the
 // given one falls in the millisecond right after the generator's own does
 // it wait for that millisecond, as Next does when one is used up. What
-// bounds how far ahead an ID may be is the caller's concern (ticketd
-// refuses one more than a second past the later of its wall clock and its
-// generator's Time).
+// bounds how far ahead an ID may be is the caller's concern, and Reach is
+// what it bounds it by: the generator's clock and floor, which no
+// NextAfter moves. (Time would not do: NextAfter raises it, so a bound
+// past Time lets a chain of calls, each after an ID just within the bound
+// of the one before, run the generator ahead without end.)
 //
 // A chain, each call passing the ID the one before returned, through
 // generators of different workers moves a millisecond forward at every step
@@ -32,6 +34,32 @@ import (
 // millisecond, since time is an ID's high bits. So a chain faster than
 // about one call a millisecond runs ahead of every clock, by a millisecond
 // per step down (TestNextAfterChain).
+
+// Reach is what an after ID may be bounded by: what NextAfter does not
+// move, and the last ID issued, at or below which NextAfter moves nothing.
+// Read without the generator's lock (atomic loads and a monotonic clock
+// reading; no allocation, no wait).
+type Reach struct {
+	// ClockMs is the generator's clock alone, in Unix ms: its anchored
+	// monotonic time, which follows the wall clock forward (once a call
+	// has found it ahead) and keeps its time when the wall clock steps
+	// back. Unlike Time it is never raised to an ID's time: neither a
+	// floor nor NextAfter moves it.
+	ClockMs int64
+	// FloorMs is the generator's floor (Settings.FloorMs, at least the
+	// epoch): after a takeover, the reservation of the previous holder,
+	// which it counts up from while its clock is behind.
+	FloorMs int64
+	// LastID is the last ID issued (before the first, the largest ID of the
+	// generator's node in the millisecond before its floor): NextAfter of
+	// an ID at or below it is Next, and moves nothing.
+	LastID int64
+}
+
+// Reach reports the generator's Reach.
+func (g *Generator) Reach() Reach {
+	return Reach{ClockMs: g.clockMs(), FloorMs: g.floorMs, LastID: g.id(g.cursor.Load())}
+}
 
 // NextAfter is Next, returning an ID greater than after. after must be an
 // ID of the generator's layout (any non-negative int64 is one). If moving

@@ -252,3 +252,54 @@ func TestNextAfterNextMillisecond(t *testing.T) {
 		})
 	}
 }
+
+// TestReach: what bounds an after= ID is not moved by NextAfter. A
+// generator with a floor 20 s ahead (a takeover) issues at the floor;
+// NextAfter past an ID 30 s ahead moves Time and LastID, but ClockMs stays
+// the clock and FloorMs the floor. ClockMs follows the wall clock forward
+// once a call found it ahead and keeps its time when it steps back. An ID
+// at or below LastID moves nothing; reading Reach allocates nothing.
+func TestReach(t *testing.T) {
+	clk := newFakeClock(t0)
+	floor := t0.Add(20 * time.Second).UnixMilli()
+	g := mustNew(t, Settings{Worker: 7, Clock: clk, FloorMs: floor, Unfenced: true})
+	want := func(step string, clock, floorMs, last int64) {
+		t.Helper()
+		if r := g.Reach(); r != (Reach{ClockMs: clock, FloorMs: floorMs, LastID: last}) {
+			t.Errorf("%s: Reach = %+v, want {ClockMs:%d FloorMs:%d LastID:%d}", step, r, clock, floorMs, last)
+		}
+	}
+	id, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("an ID at the floor", t0.UnixMilli(), floor, id)
+	x := idAt(t, 30*time.Second, 3, 5)
+	if id, err = g.NextAfter(x); err != nil || id <= x {
+		t.Fatalf("NextAfter(an ID 30 s ahead) = %d, %v", id, err)
+	}
+	if got := g.Time(); got != t0.Add(30*time.Second).UnixMilli() {
+		t.Errorf("Time after NextAfter = %d, want the ID's %d", got, t0.Add(30*time.Second).UnixMilli())
+	}
+	want("after NextAfter 30 s ahead", t0.UnixMilli(), floor, id)
+	for _, own := range []int64{id, id - 1, x} {
+		if next, err := g.NextAfter(own); err != nil || next != id+1 {
+			t.Fatalf("NextAfter(%d, at or below LastID %d) = %d, %v; want the next ID %d", own, id, next, err, id+1)
+		}
+		id++
+	}
+	clk.StepWall(10 * time.Second)
+	clk.Advance(time.Millisecond)
+	g.Now() // finds the wall clock ahead
+	want("the wall clock 10 s ahead", t0.Add(10*time.Second+time.Millisecond).UnixMilli(), floor, id)
+	clk.StepWall(-time.Hour)
+	clk.Advance(2 * time.Millisecond)
+	g.Now()
+	want("the wall clock an hour back, 2 ms later", t0.Add(10*time.Second+3*time.Millisecond).UnixMilli(), floor, id)
+	if a := testing.AllocsPerRun(100, func() { g.Reach() }); a != 0 {
+		t.Errorf("Reach allocates %v times per call, want 0", a)
+	}
+	if r := mustNew(t, Settings{Clock: clk, Unfenced: true}).Reach(); r.FloorMs != DefaultLayout().EpochMs || r.LastID >= 0 {
+		t.Errorf("Reach of a generator without a floor, before any ID = %+v, want FloorMs the epoch %d and LastID below every ID", r, DefaultLayout().EpochMs)
+	}
+}

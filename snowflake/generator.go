@@ -78,6 +78,7 @@ type Generator struct {
 	seqBits            uint
 	maxSeq             int64
 	endMs              int64 // EndOfLife in Unix ms
+	floorMs            int64 // Settings.FloorMs, at least EpochMs
 	fence              atomic.Int64
 	stopped            atomic.Bool
 	waiting            atomic.Int64 // Next callers waiting for the next millisecond
@@ -173,7 +174,8 @@ func New(s Settings) (*Generator, error) {
 			time.Unix(0, g.anchorNs).UTC().Format(time.RFC3339Nano), time.UnixMilli(s.Layout.EpochMs).UTC().Format(time.RFC3339Nano))
 	}
 	// The floor-1 millisecond counts as used up (by no single call).
-	g.cursor.Store(g.encode(max(s.FloorMs, s.Layout.EpochMs)-1, g.maxSeq))
+	g.floorMs = max(s.FloorMs, s.Layout.EpochMs)
+	g.cursor.Store(g.encode(g.floorMs-1, g.maxSeq))
 	g.batchTook = g.maxSeq + 1
 	if s.Unfenced {
 		g.fence.Store(math.MaxInt64)
@@ -264,7 +266,12 @@ func (g *Generator) Now() int64 {
 // clock too. An atomic load or two and a monotonic reading; no allocation,
 // no wait. An ID whose time is above it was not issued by this generator.
 func (g *Generator) Time() int64 {
-	return max((g.offsetNs.Load()+int64(g.mono()))/1e6, g.Last())
+	return max(g.clockMs(), g.Last())
+}
+
+// clockMs is the anchored monotonic time in Unix ms, read without the lock.
+func (g *Generator) clockMs() int64 {
+	return (g.offsetNs.Load() + int64(g.mono())) / 1e6
 }
 
 // Last is the timestamp (Unix ms) of the last ID issued, or floor-1 if none.

@@ -3,6 +3,7 @@ package ticket
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,65 @@ func BenchmarkPublicSequence(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
+			})
+		}
+	}
+}
+
+// BenchmarkCover: what the marks written before tickets are handed out
+// cost (marks/cover.go), beside release 4's marks written by the flush
+// alone, side by side in one run on a real pair running the repository's
+// my.cnf (durable), with 8×GOMAXPROCS concurrent callers: a sequence of
+// block size 1 taken one ticket per value (pure Flickr: a cover per
+// value), the same in batches of 10 (a statement a value, a cover per
+// batch and server), the same in runs of a claim's tickets (tinyid's segments: a
+// cover per claim), a sequence of blocks in batches of 100 (a cover per
+// claim), and the /v1/id fallback's Tickets64 (a cover per ticket).
+// values/s covered ÷ flush-only is the cost.
+//
+//	go test ./ticket -run '^$' -bench BenchmarkCover -benchtime 5s -count 3
+func BenchmarkCover(b *testing.B) {
+	mp := mysqltest.StartPair(b)
+	createSequence(b, mp.Servers[:], "single", 64, 1)
+	createSequence(b, mp.Servers[:], "blocks", 64, 100)
+	p := openPair(b, mp, func(c *spec.Config) { c.CallTimeout = 5 * time.Second })
+	for _, bc := range []struct {
+		name string
+		take func(ctx context.Context) (int, error)
+	}{
+		{"one-per-value", func(ctx context.Context) (int, error) { _, err := p.Next(ctx, "single"); return 1, err }},
+		{"batch-per-value", func(ctx context.Context) (int, error) {
+			var dst [10]uint64
+			return p.NextN(ctx, "single", dst[:])
+		}},
+		{"runs", func(ctx context.Context) (int, error) {
+			r, err := p.NextRun(ctx, "single", 1000)
+			return int(r.N), err
+		}},
+		{"blocks", func(ctx context.Context) (int, error) {
+			var dst [100]uint64
+			return p.NextN(ctx, "blocks", dst[:])
+		}},
+		{"tickets64", func(ctx context.Context) (int, error) { _, err := p.Ticket64(ctx); return 1, err }},
+	} {
+		for _, mode := range []string{"covered", "flush-only"} {
+			b.Run(bc.name+"/"+mode, func(b *testing.B) {
+				p.marks.SetTestWithoutCover(mode == "flush-only")
+				defer p.marks.SetTestWithoutCover(false)
+				var values atomic.Int64
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						n, err := bc.take(context.Background())
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						values.Add(int64(n))
+					}
+				})
+				b.ReportMetric(float64(values.Load())/b.Elapsed().Seconds(), "values/s")
 			})
 		}
 	}

@@ -376,7 +376,7 @@ func (ds *deployments) refreshFinalized(ctx context.Context) {
 // warnRecordMismatch: a running Pair finds the deployment recording
 // another key or other balanced bits than its own (recorded since it
 // started, as its schema did not hold them then).
-const warnRecordMismatch = "the deployment records another key or other balanced bits than this ticketd's: restart it to be refused, or fix its flags"
+var warnRecordMismatch = logsum.Kind{ID: "deployment_record_mismatch", Text: "the deployment records another key or other balanced bits than this ticketd's: restart it to be refused, or fix its flags"}
 
 // FinalizedRelease is the release the deployment was last found finalized
 // at (0: not finalized, or not read yet).

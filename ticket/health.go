@@ -85,6 +85,14 @@ type ServerHealth struct {
 	// latest reservations it still lacks (written as soon as it is back).
 	CopyFailures  uint64
 	CopiesPending int
+	// Uncovered counts the statements whose tickets of this server were
+	// handed out before any other server took their high-water mark (none
+	// in rotation, or each one's write failed or ran out of time): a
+	// restore of this server from a backup taken before them, with every
+	// ticketd that knew of them gone, is covered only by the margin of
+	// `ticketd repair`. Their marks are written as soon as another server
+	// takes them. Zero while another server takes marks (marks/cover.go).
+	Uncovered uint64
 	// LeaseRewound: a worker lease this Pair holds on this server has a row
 	// that went back (restored from a backup: an older version, or a smaller
 	// reservation than this Pair confirmed). Its next renewal will fail with
@@ -126,6 +134,7 @@ func (p *Pair) Health() []ServerHealth {
 			BackgroundFailures: r.BackgroundFailures,
 			CopyFailures:       p.leases.CopyFailures(i),
 			CopiesPending:      p.leases.Pending(i),
+			Uncovered:          p.marks.Uncovered(i),
 			LeaseRewound:       p.leases.Rewound(i),
 			Version:            r.Version,
 			SchemaRelease:      p.schemas.schemaRelease(i),

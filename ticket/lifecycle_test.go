@@ -16,7 +16,9 @@ import (
 var pairGoroutines = []string{"ticketd/ticket.(*", "database/sql.", "go-sql-driver/mysql."}
 
 // TestShutdownFrozenServer: a server freezes (SIGSTOP) after both have issued
-// tickets, so the last flush of the high-water marks must write to it. With a
+// tickets, and a ticket of the other is handed out before the frozen one
+// took its mark, so the last flush of the high-water marks must write to
+// it. With a
 // CallTimeout of 10 s that flush alone may take that long; Shutdown with a short
 // context returns when the context ends, and every goroutine of the Pair
 // (its loops, the flush, the pools) ends after it. Close, which has no
@@ -52,10 +54,24 @@ func TestShutdownFrozenServer(t *testing.T) {
 		return nil
 	}
 
+	// uncovered takes tickets with server 2 frozen until one of server 1's
+	// is handed out without its mark on server 2 (the cover's write ran out
+	// of time): that mark is then what the last flush must write there.
+	uncovered := func(t *testing.T, p *Pair) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "a ticket of server 1 handed out before server 2 took its mark", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = p.Ticket64(ctx)
+			return p.Health()[0].Uncovered > 0
+		})
+	}
+
 	t.Run("Shutdown honours its context", func(t *testing.T) {
 		p := takeBoth(t, 10*time.Second)
 		mp.Servers[1].Freeze(t)
 		defer mp.Servers[1].Resume(t)
+		uncovered(t, p)
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		begin := time.Now()
@@ -86,6 +102,7 @@ func TestShutdownFrozenServer(t *testing.T) {
 		p := takeBoth(t, callTimeout)
 		mp.Servers[1].Freeze(t)
 		defer mp.Servers[1].Resume(t)
+		uncovered(t, p)
 		done := make(chan error, 1)
 		begin := time.Now()
 		go func() { done <- p.Close() }()

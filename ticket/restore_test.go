@@ -197,6 +197,9 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 	if !h.Up {
 		t.Fatalf("server 1 left the rotation: only its rewound tables are refused")
 	}
+	if !strings.Contains(h.LastError, spec.ErrRewound.Error()) || !strings.Contains(h.LastError, "ticketd repair") {
+		t.Fatalf("server 1 last error %q at Open: want what is wrong now, the rewind", h.LastError)
+	}
 	if len(p2.Health()[1].Rewound) != 0 {
 		t.Fatalf("server 2 reported rewound: %+v", p2.Health()[1].Rewound)
 	}
@@ -237,6 +240,10 @@ func TestRestoreRefusedUntilRepaired(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "server 1 rejoining after the repair", func() bool { return len(p2.Health()[0].Rewound) == 0 })
+	// Healthy again, before any request reaches it: the rewind is history.
+	if h := p2.Health()[0]; h.LastError != "" || !strings.Contains(h.PreviousError, spec.ErrRewound.Error()) {
+		t.Fatalf("server 1 rejoined for every counter: last error %q, previous %q; want none, and the rewind before", h.LastError, h.PreviousError)
+	}
 	after, count := takeTickets(t, p2, tickets, 500, "after the repair")
 	if count[0] == 0 || after[0] <= max1+spec.DefaultMargin-2 {
 		t.Fatalf("after the repair: %d tickets from server 1 (largest %d), want some, past %d", count[0], after[0], max1+spec.DefaultMargin)
@@ -285,6 +292,11 @@ func TestRestoreWhileOpen(t *testing.T) {
 	_, count := takeTickets(t, p, set, 500, "after the restore")
 	if count[0] != 0 {
 		t.Fatalf("%d tickets from the rewound server", count[0])
+	}
+	// Tickets of server 2 and leases on server 1 succeed meanwhile: what is
+	// wrong with server 1 is still the rewind.
+	if h := p.Health()[0]; !strings.Contains(h.LastError, spec.ErrRewound.Error()) {
+		t.Fatalf("server 1 last error %q after 500 more tickets: want the rewind still", h.LastError)
 	}
 	// The counter check it asked for confirms, with the counter.
 	waitFor(t, 2*time.Second, "the counter check", func() bool {
@@ -407,11 +419,26 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 	if _, err := p.RenewWorker(context.Background(), la, now+70_000, ttl); !errors.Is(err, spec.ErrLeaseLost) {
 		t.Fatalf("A's renewal of the rewound row = %v, want ErrLeaseLost", err)
 	}
-	// Repair sees the row behind its copy (not applied: acquisition is tested).
+	// Repair sees the row behind its copy (not applied: acquisition is
+	// tested), and takes its server for restored for it: its counters with
+	// marks would move past them too, none rewound.
 	rep, err := rewind.Repair(context.Background(), adminConfig(mp), true)
-	if err != nil || len(rep.Changes) != 1 || rep.Changes[0].Table != "worker_leases" ||
-		rep.Changes[0].From != uint64(r1) || rep.Changes[0].To != uint64(r2) || rep.Changes[0].Applied {
-		t.Fatalf("Repair dry run = %+v, %v; want worker_leases 3/0 from %d to %d, not applied", rep.Changes, err, r1, r2)
+	var leaseFixes int
+	for _, c := range rep.Changes {
+		switch {
+		case c.Applied || c.Server != owner.Offset-1:
+			t.Errorf("Repair dry run: change %s (server %d, applied %v), want only server %d's, none applied", c, c.Server+1, c.Applied, owner.Offset)
+		case c.Table == "worker_leases":
+			leaseFixes++
+			if c.From != uint64(r1) || c.To != uint64(r2) {
+				t.Errorf("Repair dry run: %s, want worker_leases 3/0 from %d to %d", c, r1, r2)
+			}
+		case c.Rewound:
+			t.Errorf("Repair dry run: %s rewound, want the counters at or above their marks", c)
+		}
+	}
+	if err != nil || leaseFixes != 1 || !strings.Contains(rep.Restored[owner.Offset-1], "lease row") {
+		t.Fatalf("Repair dry run = %+v (restored %q), %v; want worker_leases 3/0 from %d to %d, its server taken for restored for it", rep.Changes, rep.Restored, err, r1, r2)
 	}
 
 	lag := now - 2_000 // the new holder's clock: behind even A's start

@@ -176,8 +176,8 @@ func TestPanicMode(t *testing.T) {
 	if got := p.PanicCalls(); got <= before {
 		t.Fatalf("PanicCalls = %d, want more than %d", got, before)
 	}
-	if n := p.Warnings()[rotation.WarnPanic]; n == 0 {
-		t.Fatalf("Warnings()[%q] = 0, want the panic counted", rotation.WarnPanic)
+	if n := p.Warnings()[rotation.WarnPanic.ID]; n == 0 {
+		t.Fatalf("Warnings()[%q] = 0, want the panic counted", rotation.WarnPanic.ID)
 	}
 }
 

@@ -30,7 +30,7 @@ func loadReleaseSchema(t testing.TB, mp *mysqltest.Pair, release int) {
 }
 
 // loadCurrentSchema loads this release's schema.sql on both servers, live,
-// as docs/operations.md ("Upgrading") tells a DBA to.
+// as docs/upgrading.md ("Upgrading") tells a DBA to.
 func loadCurrentSchema(t testing.TB, mp *mysqltest.Pair) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(mariadb.RepoRoot(), "schema.sql"))

@@ -10,7 +10,8 @@
 //     so no later holder of the worker ID can issue the same timestamps. A
 //     request for an ID above one past the fence (NextAfterWait: another
 //     ticketd's, counting ahead after a takeover) renews at once, Reserve
-//     past that ID, and waits for it (extend.go).
+//     past that ID, and waits for it, when that ID is at most Reserve + 2 s
+//     past the keeper's clock, which no after= moves (extend.go).
 //  2. If the renewal finds another holder, or the row rewound by a restore
 //     (the lease was lost), stop the generator at once: another holder may
 //     exist. Then switch to the standby lease if one is held, or acquire a

@@ -19,16 +19,23 @@ import (
 // (triedMs): the fence then lies past the ID and the request issues, or the
 // renewal failed and the request fails as one at its fence does. Later
 // renewals reserve from the later of the generator's clock and wantMs, so a
-// regular one also serves a request that asked. An ID more than
-// maxExtendAhead past the generator's clock gets no renewal: no ticketd
-// issues that far ahead, and a reservation that far ahead would keep the
-// worker ID from a successor for as long.
+// regular one also serves a request that asked. An ID past extendLimit gets
+// no renewal: no ticketd issues that far ahead, and a reservation that far
+// ahead would keep the worker ID from a successor for as long.
 
-// maxExtendAhead is how far past its clock the generator may be asked to
-// move for after=: Reserve (the largest MaxWait, a takeover's lead) plus 2 s
-// (what the API adds for the hosts' clocks and a fast chain).
-func (k *Keeper) maxExtendAhead() int64 {
-	return k.cfg.Reserve.Milliseconds() + 2000
+// extendLimit is the latest timestamp (Unix ms) the fence may be renewed
+// past for after=: Reserve (the largest MaxWait, a takeover's lead) plus 2 s
+// (what the API adds for the hosts' clocks and a fast chain) past this
+// keeper's clock (the wall clock, or the generator's clock when it is
+// later: the wall clock was stepped back), or 2 s past the generator's
+// floor (a takeover of its own). None of them moves with after=. The
+// generator's time would: NextAfter raises it, and a limit past it let a
+// chain of after=, each ID just within the limit of the answer before,
+// renew the lease further ahead at every step.
+func (k *Keeper) extendLimit(g *snowflake.Generator) int64 {
+	wall, _ := k.cfg.Clock.Now()
+	r := g.Reach()
+	return max(max(wall/1e6, r.ClockMs)+k.cfg.Reserve.Milliseconds(), r.FloorMs) + 2000
 }
 
 // needFor is the timestamp (Unix ms) the fence must lie past for an ID
@@ -52,7 +59,7 @@ func (k *Keeper) extendFor(g *snowflake.Generator, err error, fence, need int64)
 	} else if f > need {
 		return false, false // the generator's own time reached the fence: not ours to fix
 	}
-	if tried >= need || need-g.Now() > k.maxExtendAhead() {
+	if tried >= need || need > k.extendLimit(g) {
 		return false, false // a renewal asked for it ended, and the fence did not move
 	}
 	atomicMax(&k.wantMs, need)

@@ -109,7 +109,7 @@ type Keeper struct {
 	noStandby    string    // why the last standby attempt failed, logged once
 	standbyRetry time.Time // no standby attempt before this, after every worker ID was held
 	lastMs       int64     // last timestamp issued by any generator this keeper stopped
-	lastErr      string
+	lastErr      leaseError
 	renewAt      time.Time
 	failing      bool      // the last renewal failed
 	short        string    // why this keeper is short of worker IDs; "" when it is not
@@ -121,7 +121,7 @@ type Keeper struct {
 	closing  atomic.Bool              // Close has begun
 	closedMs atomic.Int64             // last timestamp of the generator Close stopped
 	// stoppedMs: the last timestamp of every generator stopped (FloorMs-1
-	// before any), for Time to answer while no generator is held.
+	// before any), for Reach to answer while no generator is held.
 	stoppedMs atomic.Int64
 	once      sync.Once
 	started   atomic.Bool // Run has started the loops
@@ -233,21 +233,19 @@ func (k *Keeper) NextN(dst []int64) (int, error) {
 	}
 }
 
-// Time is the time the Keeper's IDs have reached, in Unix ms, read without
-// waiting: the current generator's Time (snowflake.Generator.Time: its
-// clock, never below an ID it issued, ahead of the wall clock while it
-// counts up from a floor or past a wall clock stepped back), or, while none
-// is held, the last timestamp of the generators it stopped. No ID this
-// Keeper issued has a later time. The API bounds after= with it: an atomic
-// load or two and a monotonic clock reading, no allocation.
-func (k *Keeper) Time() int64 {
+// Reach is what the API bounds after= by (snowflake.Reach): the current
+// generator's clock and floor, which no after= moves, and its last ID; or,
+// while none is held, the floor the next generator counts up from (past
+// every timestamp the Keeper's generators issued) and no clock. An atomic
+// load or a few and a monotonic clock reading, no allocation, no wait.
+func (k *Keeper) Reach() snowflake.Reach {
 	if g := k.gen.Load(); g != nil {
-		return g.Time()
+		return g.Reach()
 	}
-	return k.stoppedMs.Load()
+	return snowflake.Reach{FloorMs: k.stoppedMs.Load() + 1}
 }
 
-// stop stops g and returns its last timestamp, recording it for Time.
+// stop stops g and returns its last timestamp, recording it for Reach.
 func (k *Keeper) stop(g *snowflake.Generator) int64 {
 	ms := g.Stop()
 	atomicMax(&k.stoppedMs, ms)
@@ -327,7 +325,7 @@ func (k *Keeper) acquireLease(ctx context.Context, server int, exclude uint64) (
 func (k *Keeper) acquireLocked(ctx context.Context, server int, exclude uint64) error {
 	l, err := k.acquireLease(ctx, server, exclude)
 	if err != nil {
-		k.lastErr = err.Error()
+		k.lastErr.note(err)
 		k.noteShortLocked(err, server)
 		return err
 	}
@@ -345,6 +343,7 @@ func (k *Keeper) adoptLocked(l ticket.Lease, how string) error {
 		return err
 	}
 	k.short, k.shortFrom, k.failing = "", -1, false
+	k.lastErr.clear()
 	k.scheduleSpreadLocked(how)
 	if hadOld {
 		k.switches.Add(1)
@@ -536,7 +535,7 @@ type snapshot struct {
 	held       bool
 	standby    ticket.Lease
 	hasStandby bool
-	lastErr    string
+	lastErr    leaseError
 	renewAt    time.Time
 	short      string
 	// wantFrom: the keeper needs a worker ID of a server other than this one

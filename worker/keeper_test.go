@@ -222,6 +222,37 @@ func TestFenceHoldsWithoutRenewals(t *testing.T) {
 	}
 }
 
+// TestLastErrorClears: a failed renewal is what is wrong with the lease
+// (LastError, since LastErrorAt) until a renewal succeeds again; it then
+// moves to PreviousError, as a ticket server's does (it stayed in
+// last_error after the lease recovered).
+func TestLastErrorClears(t *testing.T) {
+	clk := &testClock{wall: start.UnixNano()}
+	m := newMemLeaser(5)
+	k := newKeeper(t, m, clk)
+	if st := k.Status(); st.LastError != "" || st.PreviousError != "" {
+		t.Fatalf("after Acquire: last error %q, previous %q; want none", st.LastError, st.PreviousError)
+	}
+	owner := k.Status().Server
+	m.setDown(owner, true)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	failed := k.Status()
+	if failed.RenewFailures != 1 || failed.LastError == "" || failed.LastErrorAt.IsZero() {
+		t.Fatalf("after a failed renewal: %d failures, last error %q at %v; want the failure", failed.RenewFailures, failed.LastError, failed.LastErrorAt)
+	}
+	m.setDown(owner, false)
+	clk.Advance(2 * time.Second)
+	k.tick()
+	st := k.Status()
+	if st.Renewals == failed.Renewals || st.LastError != "" || !st.LastErrorAt.IsZero() {
+		t.Fatalf("after a renewal that succeeded: last error %q at %v; want none", st.LastError, st.LastErrorAt)
+	}
+	if st.PreviousError != failed.LastError || !st.PreviousErrorAt.Equal(failed.LastErrorAt) {
+		t.Fatalf("previous error %q at %v; want the failed renewal's %q at %v", st.PreviousError, st.PreviousErrorAt, failed.LastError, failed.LastErrorAt)
+	}
+}
+
 // TestSwitchUnderLoad: the owning server goes away; before the fence the
 // keeper moves to the other server. Goroutines issuing all along see no error
 // and increasing IDs.
@@ -342,12 +373,14 @@ func TestWallClockStepBack(t *testing.T) {
 	}
 }
 
-// TestTime: Keeper.Time is the time its IDs have reached, without waiting:
-// after taking over a worker ID reserved ahead of its clock, the previous
-// holder's reservation; after the wall clock steps back, the generator's
-// clock; while no lease is held, the last ID's time. No ID it issued is
-// later, and reading it allocates nothing.
-func TestTime(t *testing.T) {
+// TestReach: Keeper.Reach is what after= is bounded by, read without
+// waiting: after taking over a worker ID reserved ahead of its clock, the
+// clock and the previous holder's reservation as the floor; after= an ID
+// past the floor moves neither (only the last ID); after the wall clock
+// steps back, the generator's clock keeps its time; while no lease is
+// held, no clock and a floor past the last ID's time. Reading it allocates
+// nothing.
+func TestReach(t *testing.T) {
 	clk := &testClock{wall: start.UnixNano(), mono: time.Hour}
 	m := newMemLeaser(1) // two worker IDs, both reserved 40 s ahead by a holder gone
 	floor := start.UnixMilli() + 40_000
@@ -360,36 +393,45 @@ func TestTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := k.Time(); got != -1 {
-		t.Errorf("Time before any lease = %d, want -1 (FloorMs-1)", got)
+	if got := k.Reach(); got != (snowflake.Reach{}) {
+		t.Errorf("Reach before any lease = %+v, want none (a floor of FloorMs 0)", got)
 	}
 	if err := k.Acquire(context.Background(), -1); err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close(context.Background())
-	if got := k.Time(); got != floor-1 {
-		t.Errorf("Time after the takeover = %d, want the floor-1 %d", got, floor-1)
-	}
 	timeOf := func(id int64) int64 { p, _ := cfg.Layout.Decompose(id); return p.UnixMs }
+	want := func(step string, clock, last int64) {
+		t.Helper()
+		if got := k.Reach(); got != (snowflake.Reach{ClockMs: clock, FloorMs: floor, LastID: last}) {
+			t.Errorf("%s: Reach = %+v, want {ClockMs:%d FloorMs:%d LastID:%d}", step, got, clock, floor, last)
+		}
+	}
+	if got := k.Reach(); got.ClockMs != start.UnixMilli() || got.FloorMs != floor || timeOf(got.LastID) != floor-1 {
+		t.Errorf("Reach after the takeover = %+v, want the clock %d, the floor %d and no ID at or past it", got, start.UnixMilli(), floor)
+	}
 	id, err := k.Next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := k.Time(); got != floor || timeOf(id) != floor {
-		t.Errorf("after an ID at %d ms: Time = %d, want the floor %d", timeOf(id), got, floor)
+	want("after an ID at the floor", start.UnixMilli(), id)
+	other := k.Status().Worker ^ 1
+	after, _ := cfg.Layout.Compose(snowflake.Parts{UnixMs: floor + 5000, Worker: other})
+	if id, err = k.NextAfterWait(after, far()); err != nil || id <= after {
+		t.Fatalf("NextAfterWait(an ID 5 s past the floor) = %d, %v", id, err)
 	}
+	want("after= an ID 5 s past the floor", start.UnixMilli(), id)
 	clk.StepWall(-time.Hour)
-	clk.Advance(50 * time.Second) // past the floor on the monotonic clock
-	id, err = k.Next()
-	if err != nil {
+	clk.Advance(50 * time.Second) // past the floor and that ID on the monotonic clock
+	if id, err = k.Next(); err != nil {
 		t.Fatal(err)
 	}
-	want := start.UnixMilli() + 50_000
-	if got := k.Time(); got != want || timeOf(id) != want {
-		t.Errorf("50 s later, the wall clock an hour back: ID at %d ms, Time = %d; want both %d", timeOf(id), got, want)
+	if now := start.UnixMilli() + 50_000; timeOf(id) != now {
+		t.Errorf("50 s later, the wall clock an hour back: an ID at %d ms, want %d", timeOf(id), now)
 	}
-	if a := testing.AllocsPerRun(100, func() { k.Time() }); a != 0 {
-		t.Errorf("Time allocates %v per call, want 0", a)
+	want("50 s later, the wall clock an hour back", start.UnixMilli()+50_000, id)
+	if a := testing.AllocsPerRun(100, func() { k.Reach() }); a != 0 {
+		t.Errorf("Reach allocates %v per call, want 0", a)
 	}
 	m.steal(0)
 	m.steal(1) // nothing left to re-acquire
@@ -398,8 +440,8 @@ func TestTime(t *testing.T) {
 	if _, err := k.Next(); !errors.Is(err, ErrNoWorker) {
 		t.Fatalf("Next after a lost lease: %v, want ErrNoWorker", err)
 	}
-	if got := k.Time(); got != timeOf(id) {
-		t.Errorf("Time with no lease = %d, want the last ID's time %d", got, timeOf(id))
+	if got := k.Reach(); got != (snowflake.Reach{FloorMs: timeOf(id) + 1}) {
+		t.Errorf("Reach with no lease = %+v, want only a floor past the last ID's time %d", got, timeOf(id))
 	}
 }
 

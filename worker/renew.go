@@ -48,6 +48,7 @@ func (k *Keeper) renewLocked(g *snowflake.Generator) {
 	switch {
 	case err == nil:
 		k.lease, k.renewAt, k.failing = l, time.Now(), false
+		k.lastErr.clear()
 		g.SetFence(l.ReservedUntilMs)
 		k.renewals.Add(1)
 		if k.short != "" {
@@ -64,7 +65,7 @@ func (k *Keeper) renewLocked(g *snowflake.Generator) {
 		return
 	}
 	k.renewFailures.Add(1)
-	k.lastErr = err.Error()
+	k.lastErr.note(err)
 	k.failing = true
 	headroom := time.Duration(g.Fence()-g.Now()) * time.Millisecond
 	k.log.Warn("lease renewal failed", "worker", k.lease.Worker, "server", k.lease.Server+1, "headroom", headroom, "err", err)
@@ -89,7 +90,7 @@ func (k *Keeper) lostLocked(g *snowflake.Generator, err error) {
 	k.gen.CompareAndSwap(g, nil) // unless Close has swapped it out already
 	k.held, k.failing = false, false
 	k.losses.Add(1)
-	k.lastErr = err.Error()
+	k.lastErr.note(err)
 	k.log.Error("worker lease lost: stopped issuing IDs with it", "worker", k.lease.Worker, "server", k.lease.Server+1, "err", err)
 	if err := k.replaceLocked(); err != nil {
 		k.log.Warn("no worker ID after losing the lease", "err", err)

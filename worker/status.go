@@ -21,7 +21,14 @@ type Status struct {
 	// ClockSkew is the generator's clock minus the wall clock.
 	ClockSkew   time.Duration
 	LastRenewal time.Time
-	LastError   string
+	// LastError is what is wrong with the lease now (a renewal or an
+	// acquire that failed, a lease lost), since LastErrorAt; "" once a
+	// renewal succeeds or a lease is taken, when it moves to
+	// PreviousError.
+	LastError       string
+	LastErrorAt     time.Time
+	PreviousError   string
+	PreviousErrorAt time.Time
 	// Standby is the standby lease (a worker ID of another server, renewed
 	// and ready for an instant switch), when one is held.
 	Standby *StandbyStatus
@@ -62,7 +69,9 @@ func (k *Keeper) Status() Status {
 	if p := k.snap.Load(); p != nil {
 		s.Held, s.Worker, s.Server = p.held, p.lease.Worker, p.lease.Server
 		s.LeaseVersion, s.FloorMs = p.lease.Version, p.lease.FloorMs
-		s.LastRenewal, s.LastError, s.Short = p.renewAt, p.lastErr, p.short
+		s.LastRenewal, s.Short = p.renewAt, p.short
+		e := p.lastErr
+		s.LastError, s.LastErrorAt, s.PreviousError, s.PreviousErrorAt = e.last, e.lastAt, e.prev, e.prevAt
 		if p.hasStandby {
 			s.Standby = &StandbyStatus{Worker: p.standby.Worker, Server: p.standby.Server, FenceMs: p.standby.ReservedUntilMs}
 		}

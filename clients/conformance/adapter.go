@@ -89,13 +89,20 @@ type Thread struct {
 
 // Answer is any answer of the protocol.
 type Answer struct {
-	OK       bool      `json:"ok"`
-	Error    *ErrorObj `json:"error"`
-	Threads  []Thread  `json:"threads"`
-	Calls    int       `json:"calls"`
-	Count    int       `json:"count"`
-	Language string    `json:"language"`
-	Client   string    `json:"client"`
+	OK       bool            `json:"ok"`
+	Error    *ErrorObj       `json:"error"`
+	Threads  []Thread        `json:"threads"`
+	Calls    int             `json:"calls"`
+	Count    int             `json:"count"`
+	Stats    json.RawMessage `json:"stats"`
+	Printed  []string        `json:"printed"`
+	Language string          `json:"language"`
+	Client   string          `json:"client"`
+	// ResourcesExact (hello): the resources count is exact the moment
+	// close returns (PROTOCOL.md, "close").
+	ResourcesExact bool `json:"resources_exact"`
+	// Raw is the answer's line as the adapter wrote it.
+	Raw []byte `json:"-"`
 }
 
 // Adapter is a running adapter process.
@@ -160,6 +167,7 @@ func (a *Adapter) Call(req map[string]any, timeout time.Duration) (*Answer, erro
 		if err := json.Unmarshal(line, &ans); err != nil {
 			return nil, fmt.Errorf("%s: answer %.200q is not the protocol's JSON: %w", req["op"], line, err)
 		}
+		ans.Raw = line
 		if !ans.OK && ans.Error == nil {
 			return nil, fmt.Errorf("%s: answer %.200q: ok false without an error", req["op"], line)
 		}
@@ -168,6 +176,9 @@ func (a *Adapter) Call(req map[string]any, timeout time.Duration) (*Answer, erro
 		return nil, fmt.Errorf("%s: no answer within %v", req["op"], timeout)
 	}
 }
+
+// Pid is the adapter's process ID.
+func (a *Adapter) Pid() int { return a.cmd.Process.Pid }
 
 // ErrNoExit is the error of Finish when the adapter did not exit by itself.
 var ErrNoExit = errors.New("the adapter did not exit by itself after the end of its input: something a client started is still running")

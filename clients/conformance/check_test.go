@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -127,6 +128,12 @@ func TestLoadRefuses(t *testing.T) {
 			{"do": "next", "client": "c", "threads": 1, "count": 1, "expect": {"max_age_ms": 5}}]`, "need timed calls"},
 		{"kind", `[{"do": "new", "client": "c", "config": {"endpoints": ["a"]}},
 			{"do": "next", "client": "c", "threads": 1, "count": 1, "expect": {"error": {"kind": "oops"}}}]`, "unknown error kind"},
+		{"stats client", `[{"do": "stats", "client": "c"}]`, `no client "c"`},
+		{"want elsewhere", `[{"do": "new", "client": "c", "config": {"endpoints": ["a"]}},
+			{"do": "print", "client": "c", "want": {"ids": {}}}]`, "want: on stats only"},
+		{"same_as before", `[{"do": "new", "client": "c", "config": {"endpoints": ["a"]}},
+			{"do": "close", "client": "c", "same_as": "before"}]`, "same_as: on close only, naming an earlier as"},
+		{"freeze", `[{"do": "freeze", "ticketd": "z"}]`, `no ticketd "z"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := t.TempDir() + "/s.json"
@@ -139,5 +146,84 @@ func TestLoadRefuses(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// statsJSON is a stats answer of one endpoint, with every field.
+const statsJSON = `{"ids": {"served": 10, "fetched": 16, "buffered": 6, "batch": 16, "refills": 1,
+	"refill_failures": 0, "throttled": 0, "refill_latency_total_ms": 1.5, "refill_latency_max_ms": 1.5,
+	"dropped_by_age": 0, "waits": 1, "last_error": ""}, "sequences": {},
+	"endpoints": [{"url": "http://127.0.0.1:1", "up": true, "current": true, "requests": 3, "failures": 1,
+	"rejected": 1, "probes": 0, "last_error": "refused", "last_probe_error": ""}]}`
+
+// TestCheckStats: a stats answer short of a field, or counts that
+// contradict each other or what the scenario wants, is refused.
+func TestCheckStats(t *testing.T) {
+	for _, tc := range []struct {
+		name, got, want, secret, problem string // problem "" passes
+	}{
+		{"whole", statsJSON, "", "", ""},
+		{"wanted", statsJSON, `{"ids": {"refills": 1}, "endpoints": [{"failures": 1, "up": true, "last_error": "refused"}]}`, "", ""},
+		{"count differs", statsJSON, `{"ids": {"refills": 2}}`, "", "stats.ids.refills: 1, want 2"},
+		{"string differs", statsJSON, `{"endpoints": [{"last_error": ""}]}`, "", `stats.endpoints[0].last_error: "refused", want ""`},
+		{"items", statsJSON, `{"endpoints": [{}, {}]}`, "", "want 2 items"},
+		{"missing field", strings.Replace(statsJSON, `"rejected": 1,`, "", 1), "", "", "endpoints[0]: no field rejected"},
+		{"wrong type", strings.Replace(statsJSON, `"waits": 1`, `"waits": "1"`, 1), "", "", "ids.waits: string 1, want a number"},
+		{"more than requests", strings.Replace(statsJSON, `"requests": 3`, `"requests": 1`, 1), "", "", "each is one of the requests"},
+		{"current", strings.Replace(statsJSON, `"current": true`, `"current": false`, 1), "", "", "0 endpoints current"},
+		{"token", strings.Replace(statsJSON, `"refused"`, `"refused s3cret"`, 1), "", "s3cret", "the stats hold a token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(CheckStats([]byte(tc.got), []byte(tc.want), []string{tc.secret}), "; ")
+			if (tc.problem == "") != (got == "") || !strings.Contains(got, tc.problem) {
+				t.Fatalf("got %q, want %q", got, tc.problem)
+			}
+		})
+	}
+}
+
+// TestCheckPrinted: a printed form that holds a token, or names no
+// endpoint, is refused, the token not shown.
+func TestCheckPrinted(t *testing.T) {
+	eps := []string{"http://127.0.0.1:1"}
+	for _, tc := range []struct {
+		name    string
+		printed []string
+		problem string
+	}{
+		{"redacted", []string{"Client(endpoints=[http://127.0.0.1:1], token=[redacted])"}, ""},
+		{"none", nil, "no printed form"},
+		{"token", []string{"Client(http://127.0.0.1:1, s3cret)"}, "printed form 0 holds the token: \"Client(http://127.0.0.1:1, <THE TOKEN>)\""},
+		{"no endpoint", []string{"ok", "TicketdClient@1b2c"}, "printed form 1 names no endpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := strings.Join(CheckPrinted(tc.printed, eps, []string{"s3cret"}), "; ")
+			if (tc.problem == "") != (got == "") || !strings.Contains(got, tc.problem) || strings.Contains(got, "s3cret") {
+				t.Fatalf("got %q, want %q", got, tc.problem)
+			}
+		})
+	}
+}
+
+// TestSockets: a connection this process holds to a port is found, and
+// gone once closed.
+func TestSockets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := Sockets(os.Getpid(), []int{port})
+	if err != nil || len(open) != 1 || !strings.Contains(open[0], "ESTABLISHED") {
+		t.Fatalf("got %q, %v; want the one connection, established", open, err)
+	}
+	conn.Close()
+	if open, err := Sockets(os.Getpid(), []int{port}); err != nil || len(open) != 0 {
+		t.Fatalf("after close: got %q, %v; want none", open, err)
 	}
 }

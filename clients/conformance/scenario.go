@@ -34,7 +34,7 @@ type TicketdSpec struct {
 type Step struct {
 	Do string `json:"do"`
 
-	Client string  `json:"client"` // new, next, ticket, close
+	Client string  `json:"client"` // new, next, ticket, close, stats, print
 	Config *Config `json:"config"` // new
 
 	Name       string `json:"name"` // ticket: the sequence
@@ -47,12 +47,16 @@ type Step struct {
 	Job        string `json:"job"` // next, ticket: run in the background; progress, wait
 
 	Calls   int    `json:"calls"`   // progress: wait until the job has made this many calls
-	Ticketd string `json:"ticketd"` // kill, restart
+	Ticketd string `json:"ticketd"` // kill, restart, freeze, thaw
 	Ms      int    `json:"ms"`      // sleep
 	As      string `json:"as"`      // resources: remember the count
-	SameAs  string `json:"same_as"` // resources: want the count remembered
+	// SameAs (resources; close: at once) wants the count remembered.
+	SameAs string `json:"same_as"`
 
 	Expect *Expect `json:"expect"` // next, ticket (without job), wait
+	// Want (stats) is a part of the stats answer, which must match it:
+	// objects by key, arrays item by item (CheckStats).
+	Want json.RawMessage `json:"want"`
 }
 
 // Config is a client's configuration in a scenario: ticketd by name, a
@@ -177,7 +181,7 @@ func (sc *Scenario) validate() error {
 				return bad("want calls")
 			}
 			timed = timedJobs[st.Job]
-		case "kill", "restart":
+		case "kill", "restart", "freeze", "thaw":
 			if !ticketd[st.Ticketd] {
 				return bad("no ticketd %q", st.Ticketd)
 			}
@@ -185,9 +189,15 @@ func (sc *Scenario) validate() error {
 			if st.Ms < 1 {
 				return bad("want ms")
 			}
-		case "close":
+		case "close", "stats", "print":
 			if !clients[st.Client] {
 				return bad("no client %q before", st.Client)
+			}
+			if st.SameAs != "" && (st.Do != "close" || !counts[st.SameAs]) {
+				return bad("same_as: on close only, naming an earlier as")
+			}
+			if len(st.Want) > 0 && st.Do != "stats" {
+				return bad("want: on stats only")
 			}
 		case "resources":
 			if (st.As == "") == (st.SameAs == "") || (st.SameAs != "" && !counts[st.SameAs]) {

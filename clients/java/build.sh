@@ -2,7 +2,8 @@
 # The Java client, built and tested with the JDK's own tools (javac, java,
 # jar): no Maven, no JUnit, nothing downloaded.
 #
-#   clients/java/build.sh build         the classes and build/ticketd-client.jar
+#   clients/java/build.sh build [OUT]   the classes and build/ticketd-client.jar
+#                                       (OUT/ticketd-client.jar)
 #   clients/java/build.sh test [REGEX]  build, then the unit tests (TestRunner;
 #                                       REGEX picks tests by Class.method)
 #   clients/java/build.sh bench [ARGS]  build, then ticketd.client.Bench ARGS
@@ -52,7 +53,7 @@ build_tests() {
 
 case "${1:-}" in
 build)
-	build
+	build "${2:-build}"
 	;;
 test)
 	shift
@@ -76,7 +77,7 @@ adapter)
 		src/test/java/ticketd/conformance/*.java
 	;;
 *)
-	echo "usage: clients/java/build.sh build|test [REGEX]|bench [ARGS]|adapter OUT" >&2
+	echo "usage: clients/java/build.sh build [OUT]|test [REGEX]|bench [ARGS]|adapter OUT" >&2
 	exit 2
 	;;
 esac

@@ -65,6 +65,7 @@ export interface EndpointStats {
   current: boolean;
   requests: number;
   failures: number;
+  rejected: number;
   probes: number;
   lastError: string;
   lastProbeError: string;

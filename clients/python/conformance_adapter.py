@@ -80,6 +80,26 @@ def new_client(cfg: Dict[str, Any]) -> tc.Client:
                      probe_every=ms("probe_every_ms"), strictly_increasing=bool(cfg.get("strictly_increasing")))
 
 
+def stream_of(s: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(s)
+    out["refill_latency_total_ms"] = out.pop("refill_latency_total") * 1000.0
+    out["refill_latency_max_ms"] = out.pop("refill_latency_max") * 1000.0
+    return out
+
+
+def stats_of(c: tc.Client) -> Dict[str, Any]:
+    """The client's stats in the protocol's terms: Python's names are the
+    contract's, the latencies in seconds."""
+    st = c.stats()
+    return {"ids": stream_of(st["ids"]), "sequences": {k: stream_of(v) for k, v in st["sequences"].items()},
+            "endpoints": st["endpoints"]}
+
+
+def printed(c: tc.Client) -> List[str]:
+    """Every way a Python program prints a client and its configuration."""
+    return [repr(c), str(c), "%s" % (c,), "%r" % (c,), "{}".format(c), repr(c.config), str(c.config)]
+
+
 def fail(kind: str, message: str) -> Dict[str, Any]:
     return {"ok": False, "error": {"kind": kind, "message": message, "status": 0}}
 
@@ -91,7 +111,7 @@ def main() -> None:
     def do(r: Dict[str, Any]) -> Dict[str, Any]:
         op = r.get("op")
         if op == "hello":
-            return {"ok": True, "language": "python",
+            return {"ok": True, "language": "python", "resources_exact": True,
                     "client": "ticketd-client %s (Python %s)" % (tc.__version__, sys.version.split()[0])}
         if op == "new":
             name = r.get("client", "")
@@ -129,9 +149,16 @@ def main() -> None:
             if c is None:
                 return fail("protocol", "no client %r" % r.get("client"))
             c.close()
-            return {"ok": True}
+            return {"ok": True, "count": threading.active_count()}
         if op == "resources":
             return {"ok": True, "count": threading.active_count()}
+        if op in ("stats", "print"):
+            c = clients.get(r.get("client", ""))
+            if c is None:
+                return fail("protocol", "no client %r" % r.get("client"))
+            if op == "stats":
+                return {"ok": True, "stats": stats_of(c)}
+            return {"ok": True, "printed": printed(c)}
         return fail("protocol", "unknown op %r" % op)
 
     for line in sys.stdin:

@@ -72,10 +72,11 @@ func inspect(args []string, stdout, stderr io.Writer, getenv func(string) string
 		fs.Usage()
 		return usagef("inspect: no ID given")
 	}
-	layout, how, err := inspectLayout(*layoutText, *epoch, given["epoch"], admin, getenv)
+	layout, how, firstStartMs, err := inspectLayout(*layoutText, *epoch, given["epoch"], admin, getenv)
 	if err != nil {
 		return err
 	}
+	floor := lowestID(layout, firstStartMs)
 	if *layoutText == "" {
 		fmt.Fprintf(stderr, "ticketd: inspect: layout %s, epoch %d: %s\n", layout, layout.EpochMs, how)
 	}
@@ -108,6 +109,10 @@ func inspect(args []string, stdout, stderr io.Writer, getenv func(string) string
 		}
 		if err := enc.Encode(d); err != nil {
 			return fmt.Errorf("inspect: writing output: %w", err)
+		}
+		if id, _ := snowflake.ParseID(arg); !*fromPublic && id < floor.id {
+			fmt.Fprintf(stderr, "ticketd: inspect: %d is no snowflake ID of %s: it is below %d, the smallest one issued (%s); it may be %s\n",
+				id, floor.of, floor.id, floor.when, floor.other)
 		}
 	}
 	if bad > 0 {
@@ -185,9 +190,10 @@ func describe(l snowflake.Layout, s string) (snowflake.Decoded, error) {
 // they come from (for stderr): layoutText and epoch when given; else the
 // deployment's, read from the servers of admin when its -servers is given;
 // else newDeploymentLayout's.
-func inspectLayout(layoutText string, epoch int64, epochGiven bool, admin adminOptions, getenv func(string) string) (snowflake.Layout, string, error) {
+func inspectLayout(layoutText string, epoch int64, epochGiven bool, admin adminOptions, getenv func(string) string) (snowflake.Layout, string, int64, error) {
 	how := "what a new deployment records (ticketd serve without -layout and -datacenter); give -layout, or -servers to read the deployment's"
 	layoutGiven := layoutText != ""
+	var firstStartMs int64
 	if !layoutGiven {
 		layoutText = newDeploymentLayout(false).String()
 	}
@@ -195,18 +201,19 @@ func inspectLayout(layoutText string, epoch int64, epochGiven bool, admin adminO
 		var err error
 		admin.password, err = adminPassword("inspect", "TICKETD_INSPECT_PASSWORD", admin.passwordFile, getenv)
 		if err != nil {
-			return snowflake.Layout{}, "", err
+			return snowflake.Layout{}, "", 0, err
 		}
 		cfg := adminConfig(admin)
 		if err := validateAdmin(&cfg, admin.tls, "inspect: -servers/-database/-user/-call-timeout"); err != nil {
-			return snowflake.Layout{}, "", err
+			return snowflake.Layout{}, "", 0, err
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		rec, err := deployment.ReadLayout(ctx, cfg)
 		if err != nil {
-			return snowflake.Layout{}, "", fmt.Errorf("inspect: reading the deployment's layout: %w", err)
+			return snowflake.Layout{}, "", 0, fmt.Errorf("inspect: reading the deployment's layout: %w", err)
 		}
+		firstStartMs = rec.FirstStartMs
 		if !layoutGiven {
 			layoutText, how = rec.Layout, "recorded on the ticket servers"
 		}
@@ -216,11 +223,48 @@ func inspectLayout(layoutText string, epoch int64, epochGiven bool, admin adminO
 	}
 	layout, err := snowflake.ParseLayout(layoutText)
 	if err != nil {
-		return snowflake.Layout{}, "", usageError{err}
+		return snowflake.Layout{}, "", 0, usageError{err}
 	}
 	layout.EpochMs = epoch
 	if err := layout.Validate(); err != nil {
-		return snowflake.Layout{}, "", usageError{err}
+		return snowflake.Layout{}, "", 0, usageError{err}
 	}
-	return layout, how, nil
+	return layout, how, firstStartMs, nil
+}
+
+// releaseOneMs is the day ticketd's first release was cut (CHANGELOG.md,
+// "Release 1"): no deployment started before it, and no snowflake ID of
+// ticketd's is older, whatever its epoch.
+const releaseOneMs = 1795305600000 // 2026-11-22T00:00:00Z
+
+// idFloor is the smallest snowflake ID inspect's deployment can have
+// issued, and what for the word it adds below it.
+type idFloor struct {
+	id       int64
+	of, when string // "this deployment", "(its first start, …)"
+	other    string // what else a number below may be
+}
+
+// lowestID is the smallest snowflake ID of layout a deployment first
+// started at firstStartMs issued (ticketd never issues an ID older than
+// its deployment's first start); with firstStartMs 0 (not read from the
+// servers), the smallest of any deployment of ticketd's with that layout.
+// A number below it (a small one decodes to a time at the epoch) is a
+// counter's value taken for an ID, or another system's ID.
+func lowestID(layout snowflake.Layout, firstStartMs int64) idFloor {
+	f := idFloor{of: "this deployment",
+		when:  fmt.Sprintf("its first start, %s, recorded on the ticket servers", time.UnixMilli(firstStartMs).UTC().Format(snowflake.TimeFormat)),
+		other: "a value of a named sequence or a fallback ID (from Tickets64)"}
+	if firstStartMs <= 0 {
+		firstStartMs = max(layout.EpochMs, releaseOneMs)
+		f.of = fmt.Sprintf("layout %s and epoch %d", layout, layout.EpochMs)
+		f.when = "no ticketd started before " + time.UnixMilli(firstStartMs).UTC().Format(time.DateOnly)
+		f.other = "a value of a named sequence, a fallback ID (from Tickets64) or another system's ID"
+	}
+	id, err := layout.MinIDAt(firstStartMs)
+	if err != nil {
+		return idFloor{} // past the layout's end of life: nothing to say
+	}
+	f.id = id
+	return f
 }

@@ -117,6 +117,17 @@ func TestE2EInspectReadsServers(t *testing.T) {
 	if !strings.Contains(stderr, "layout 41/5/5/12, epoch 1600000000000: recorded on the ticket servers") {
 		t.Errorf("inspect -servers: stderr %q does not say the layout was recorded on the servers", stderr)
 	}
+	if strings.Contains(stderr, "no snowflake ID") {
+		t.Errorf("inspect -servers %d, an ID the deployment issued: stderr %q says it is none", id, stderr)
+	}
+	// A value of a sequence taken for an ID: decoded, and said to be below
+	// the deployment's first start.
+	v := strconv.FormatUint(getTicket(t, d.addr, "tickets64"), 10)
+	if got, stderr, code := inspectIDs(t, env, append(args, v)...); code != 0 || len(got) != 1 ||
+		!strings.Contains(stderr, v+" is no snowflake ID of this deployment: it is below ") ||
+		!strings.Contains(stderr, "(its first start, ") || !strings.Contains(stderr, "a value of a named sequence or a fallback ID") {
+		t.Errorf("inspect -servers %s, a ticket: exit %d, %v, stderr %q; want it decoded and said to be no ID of the deployment", v, code, got, stderr)
+	}
 	// TICKETD_INSPECT_SERVERS does what -servers does.
 	env["TICKETD_INSPECT_SERVERS"], env["TICKETD_INSPECT_USER"] = servers, mp.User
 	if got, _, code := inspectIDs(t, env, strconv.FormatInt(id, 10)); code != 0 || !maps.Equal(got[0], want) {
@@ -124,5 +135,13 @@ func TestE2EInspectReadsServers(t *testing.T) {
 	}
 	if def, _, _ := inspectIDs(t, nil, strconv.FormatInt(id, 10)); maps.Equal(def[0], want) {
 		t.Fatalf("inspect without -servers decodes %d as the deployment does (%v): the test shows nothing", id, want)
+	}
+	// A server down: said once, in plain words, without repair's reason
+	// (the marks), which is not inspect's.
+	mp.Servers[1].Stop(t)
+	server2 := "server 2 (" + mp.Servers[1].Addr() + ")"
+	if _, stderr, code := inspectIDs(t, env, "1"); code != 1 || !strings.Contains(stderr, "every server of the pair must be reachable and in its place: ") ||
+		strings.Contains(stderr, "marks") || strings.Count(stderr, server2) != 1 {
+		t.Fatalf("inspect -servers with server 2 down: exit %d, %q; want 1, naming %s once and no marks", code, stderr, server2)
 	}
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"ticketd/internal/releases"
 )
 
 func runCmd(args ...string) (stdout, stderr string, code int) {
@@ -24,19 +28,36 @@ func TestInspect(t *testing.T) {
 	}{
 		{
 			name:    "default: what a new deployment records",
-			args:    []string{"inspect", "727360458012860416"},
-			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":0,"worker":90,"node":90,"sequence":0}`},
+			args:    []string{"inspect", "2124773366249660416"},
+			wantOut: []string{`{"id":"2124773366249660416","time":"2026-11-23T07:53:41.551Z","unix_ms":1795420421551,"datacenter":0,"worker":90,"node":90,"sequence":0}`},
 			wantErr: "ticketd: inspect: layout 41/0/10/12, epoch 1288834974657: what a new deployment records",
 		},
 		{
 			name:    "twitter",
-			args:    []string{"inspect", "-layout", "twitter", "727360458012860416"},
-			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":2,"worker":26,"node":90,"sequence":0}`},
+			args:    []string{"inspect", "-layout", "twitter", "2124773366249660416"},
+			wantOut: []string{`{"id":"2124773366249660416","time":"2026-11-23T07:53:41.551Z","unix_ms":1795420421551,"datacenter":2,"worker":26,"node":90,"sequence":0}`},
 		},
 		{
 			name:    "flat layout",
-			args:    []string{"inspect", "-layout", "41/0/10/12", "727360458012860416"},
-			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":0,"worker":90,"node":90,"sequence":0}`},
+			args:    []string{"inspect", "-layout", "41/0/10/12", "2124773366249660416"},
+			wantOut: []string{`{"id":"2124773366249660416","time":"2026-11-23T07:53:41.551Z","unix_ms":1795420421551,"datacenter":0,"worker":90,"node":90,"sequence":0}`},
+		},
+		{
+			name:    "a sequence value",
+			args:    []string{"inspect", "-layout", "41/0/10/12", "4003"},
+			wantOut: []string{`{"id":"4003","time":"2010-11-04T01:42:54.657Z","unix_ms":1288834974657,"datacenter":0,"worker":0,"node":0,"sequence":4003}`},
+			wantErr: "ticketd: inspect: 4003 is no snowflake ID of layout 41/0/10/12 and epoch 1288834974657: it is below 2124291769758646272, the smallest one issued (no ticketd started before 2026-11-22); it may be a value of a named sequence, a fallback ID (from Tickets64) or another system's ID\n",
+		},
+		{
+			name:    "an ID of 2016",
+			args:    []string{"inspect", "-layout", "twitter", "727360458012860416"},
+			wantOut: []string{`{"id":"727360458012860416","time":"2016-05-03T04:53:41.551Z","unix_ms":1462251221551,"datacenter":2,"worker":26,"node":90,"sequence":0}`},
+			wantErr: "727360458012860416 is no snowflake ID of layout 41/5/5/12 and epoch 1288834974657",
+		},
+		{
+			name:    "an epoch after release 1",
+			args:    []string{"inspect", "-layout", "41/0/10/12", "-epoch", "1796000000000", "4003"},
+			wantOut: []string{`{"id":"4003","time":"2026-11-30T00:53:20.000Z","unix_ms":1796000000000,"datacenter":0,"worker":0,"node":0,"sequence":4003}`},
 		},
 		{
 			name:    "epoch",
@@ -116,5 +137,21 @@ func TestInspectPublic(t *testing.T) {
 	all, errAll, _ := runCmd("inspect", "-id-key-file", path, "-from-public", d.Public, "x")
 	if strings.Contains(all+errAll+out+errOut, key[:16]) {
 		t.Error("inspect printed the key")
+	}
+}
+
+// TestReleaseOneDate: the day inspect takes as the earliest first start of
+// any deployment is release 1's, as CHANGELOG.md dates it.
+func TestReleaseOneDate(t *testing.T) {
+	prev, err := releases.Previous(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	day, err := time.Parse(time.DateOnly, prev[0].Date)
+	if err != nil || prev[0].Number != 1 {
+		t.Fatalf("the oldest release: %+v (%v), want release 1 with its day", prev[0], err)
+	}
+	if got := time.UnixMilli(releaseOneMs).UTC(); !got.Equal(day) {
+		t.Errorf("releaseOneMs is %s, want release 1's day %s", got, day)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/internal/mysqltest"
 	"ticketd/internal/proctest"
 )
@@ -92,6 +94,8 @@ func TestE2EMetrics(t *testing.T) {
 			t.Errorf("no ticket-server call of kind %s timed (have %v)", k, kinds)
 		}
 	}
+	checkLabelValues(t, samples)
+	checkWarningKindsDocumented(t, samples)
 
 	// A real Prometheus, scraping every second and evaluating the rules.
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -203,6 +207,79 @@ func parseExposition(t *testing.T, text string) (map[string]string, map[string]f
 		samples[line[:i]] = v
 	}
 	return families, samples
+}
+
+// enumLabels are the labels whose values are a set ticketd's code fixes
+// (not a sequence's, an endpoint's or a token's name): Prometheus' labels
+// are short identifiers, and the meaning of each value is in the docs and
+// the HELP. ticketd_warnings_total{kind} held log messages ("sequence
+// refused: its definition changed, or the servers disagree on it").
+var enumLabels = map[string]bool{"kind": true, "reason": true, "source": true}
+
+var (
+	labelRE   = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+	enumValRE = regexp.MustCompile(logsum.IDPattern)
+)
+
+// checkLabelValues: every value of an enumerable label is a short
+// identifier.
+func checkLabelValues(t *testing.T, samples map[string]float64) {
+	t.Helper()
+	seen := 0
+	for series := range samples {
+		for _, m := range labelRE.FindAllStringSubmatch(series, -1) {
+			if !enumLabels[m[1]] {
+				continue
+			}
+			seen++
+			if !enumValRE.MatchString(m[2]) {
+				t.Errorf("%s: label %s=%q is not a short identifier (%s)", series, m[1], m[2], logsum.IDPattern)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("%d values of kind, reason or source labels in /metrics: the check reads nothing", seen)
+	}
+}
+
+// checkWarningKindsDocumented: the kinds of ticketd_warnings_total are
+// those docs/reference.md's "Kinds of warnings" lists: every one exported
+// is explained there, and the table names no other (metrics_gather, which
+// appears at its first occurrence, apart).
+func checkWarningKindsDocumented(t *testing.T, samples map[string]float64) {
+	t.Helper()
+	exported := map[string]bool{}
+	for series := range samples {
+		if rest, ok := strings.CutPrefix(series, `ticketd_warnings_total{kind="`); ok {
+			exported[strings.TrimSuffix(rest, `"}`)] = true
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "reference.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "### Kinds of warnings\n")
+	if !ok {
+		t.Fatal(`docs/reference.md has no "### Kinds of warnings"`)
+	}
+	table, _, _ = strings.Cut(table, "\n#")
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllStringSubmatch(table, -1) {
+		documented[m[1]] = true
+	}
+	for k := range exported {
+		if !documented[k] {
+			t.Errorf("ticketd_warnings_total{kind=%q} is not in docs/reference.md's Kinds of warnings", k)
+		}
+	}
+	for k := range documented {
+		if !exported[k] && k != "metrics_gather" {
+			t.Errorf("docs/reference.md's Kinds of warnings lists %q, which ticketd does not export", k)
+		}
+	}
+	if len(exported) < 20 {
+		t.Fatalf("%d kinds of ticketd_warnings_total: the check reads nothing", len(exported))
+	}
 }
 
 // exported says whether a name used in a query is one ticketd exports: a

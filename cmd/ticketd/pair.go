@@ -94,7 +94,7 @@ func printPair(w io.Writer, rep paircheck.PairReport, database string) {
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "ok: ticketd can serve this pair; nothing on it needs changing for ticketd")
 	} else {
-		fmt.Fprintf(w, "%d problems, in the order to fix them:\n", len(rep.Problems))
+		fmt.Fprintf(w, "%s, in the order to fix them:\n", count(len(rep.Problems), "problem", "problems"))
 	}
 	for k, p := range rep.Problems {
 		how := "fix, no restart"

@@ -126,7 +126,7 @@ func TestMetricNames(t *testing.T) {
 		{`ticketd_fence_headroom_seconds < 20 and ticketd_lease_held == 1`, []string{"ticketd_fence_headroom_seconds", "ticketd_lease_held"}},
 		{`min by (datacenter) (ticketd_worker_outage_headroom) < 0`, []string{"ticketd_worker_outage_headroom"}},
 		{`max without (server) (ticketd_ticket_server_up) == 0`, []string{"ticketd_ticket_server_up"}},
-		{`increase(ticketd_warnings_total{kind="tickets: no server"}[5m]) > 0`, []string{"ticketd_warnings_total"}},
+		{`increase(ticketd_warnings_total{kind="tickets_no_server"}[5m]) > 0`, []string{"ticketd_warnings_total"}},
 		{"sum without (endpoint, code) (rate(ticketd_requests_total{code=~\"5..\"}[5m]))\n  / sum without (endpoint, code) (rate(ticketd_requests_total[5m])) > 0.01",
 			[]string{"ticketd_requests_total"}},
 		{`histogram_quantile(0.99, sum by (endpoint, le) (rate(ticketd_request_duration_seconds_bucket{instance=~"$instance",endpoint=~"/v1/ids?"}[$__rate_interval])))`,

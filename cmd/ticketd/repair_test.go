@@ -160,9 +160,11 @@ func rewindPair(t *testing.T, mp *mysqltest.Pair) uint64 {
 }
 
 // TestRepairCommand: `ticketd repair` on a healthy pair prints "nothing to
-// repair"; after a restore a dry run prints the change and makes none; the
-// repair prints what it changed; a second run finds nothing; a pair with a
-// server down is refused with exit status 1.
+// repair"; after a restore a dry run prints the server it takes for
+// restored and why, the change, and the marks it would raise, and makes
+// none; the repair prints what it changed; a second run finds nothing; a
+// pair with a server down is refused with exit status 1; -restored with a
+// server that is not there is a usage error.
 func TestRepairCommand(t *testing.T) {
 	mp := mysqltest.StartPair(t)
 	out, errOut, code := repairCmd(t, mp)
@@ -172,11 +174,14 @@ func TestRepairCommand(t *testing.T) {
 
 	mark := rewindPair(t, mp)
 	before := counter(t, mp.Servers[0], "Tickets64")
-	want := fmt.Sprintf("server 1 (%s): tickets.Tickets64 AUTO_INCREMENT %d -> %d (mark %d)",
-		mp.Servers[0].Addr(), before, mark+ticket.DefaultMargin, mark)
+	addr := mp.Servers[0].Addr()
+	found := fmt.Sprintf("server 1 (%s): taken for restored: 1 counters at or below their marks (Tickets64 first)\n", addr)
+	moved := fmt.Sprintf("server 1 (%s): tickets.Tickets64 AUTO_INCREMENT %d -> %d (mark %d, rewound)", addr, before, mark+ticket.DefaultMargin, mark)
+	raised := fmt.Sprintf("server 1 (%s): 1 high-water marks it holds for the other servers raised to their counters", addr)
+	want := found + moved + "%[1]s\n" + raised + "%[1]s\n"
 
 	out, errOut, code = repairCmd(t, mp, "-dry-run")
-	if code != 0 || out != want+" (dry run: not changed)\n" {
+	if want := fmt.Sprintf(want, " (dry run: not changed)"); code != 0 || out != want {
 		t.Fatalf("dry run: exit %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
 	}
 	if c := counter(t, mp.Servers[0], "Tickets64"); c != before {
@@ -188,10 +193,13 @@ func TestRepairCommand(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "server 2") || !strings.Contains(errOut, "every server") {
 		t.Fatalf("server 2 down: exit %d, stdout %q, stderr %q; want exit 1 naming server 2", code, out, errOut)
 	}
+	if server2 := "server 2 (" + mp.Servers[1].Addr() + ")"; strings.Count(errOut, server2) != 1 {
+		t.Fatalf("server 2 down: stderr %q names %s more than once", errOut, server2)
+	}
 	mp.Servers[1].Restart(t)
 
 	out, errOut, code = repairCmd(t, mp)
-	if code != 0 || out != want+"\n" {
+	if want := fmt.Sprintf(want, ""); code != 0 || out != want {
 		t.Fatalf("repair: exit %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
 	}
 	if c := counter(t, mp.Servers[0], "Tickets64"); c != mark+ticket.DefaultMargin {
@@ -199,6 +207,11 @@ func TestRepairCommand(t *testing.T) {
 	}
 	if out, _, code = repairCmd(t, mp); code != 0 || out != "nothing to repair\n" {
 		t.Fatalf("second repair: exit %d, stdout %q", code, out)
+	}
+	for _, bad := range []string{"3", "0", "1,x", "first"} {
+		if out, errOut, code := repairCmd(t, mp, "-restored", bad); code != 2 || out != "" || !strings.Contains(errOut, "-restored") {
+			t.Errorf("-restored %s: exit %d, stdout %q, stderr %q; want exit 2 naming -restored", bad, code, out, errOut)
+		}
 	}
 }
 
@@ -310,7 +323,7 @@ func TestE2ERestore(t *testing.T) {
 	// (The counter may have moved since /v1/status: lease candidates still
 	// come from server 1's Tickets64.)
 	if err != nil || !strings.Contains(string(out), "server 1 ("+p.Servers[0].Addr()+"): tickets.Tickets64 AUTO_INCREMENT ") ||
-		!strings.Contains(string(out), "(mark "+r.Mark+")") {
+		!strings.Contains(string(out), "(mark "+r.Mark+", rewound)") {
 		t.Fatalf("ticketd repair: %v\n%s", err, out)
 	}
 	t.Logf("ticketd repair:\n%s", out)

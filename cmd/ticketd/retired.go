@@ -4,7 +4,7 @@ import "flag"
 
 // A serve flag a release removes is accepted, with a warning, by the next
 // release, so that a unit file or environment written for the release
-// before still starts it (docs/operations.md, "Upgrading"); the release
+// before still starts it (docs/upgrading.md, "Upgrading"); the release
 // after that refuses it as unknown. CHANGELOG.md names each.
 type retiredFlag struct {
 	// isBool: the flag took no value (-name, or -name=true).

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ const sequenceUsage = `usage: ticketd sequence create NAME... [-bits 64|32] [-bl
        ticketd sequence list [-name N | -prefix P] [-limit L] [flags]
        ticketd sequence check [-name N | -prefix P] [flags]
 
-Named sequences, on both ticket servers at once (docs/dba.md, "Adding a named
+Named sequences, on both ticket servers at once (docs/named-sequences.md, "Adding a named
 sequence").
 
   create  defines each sequence on every server: its row of counters (the
@@ -68,7 +69,7 @@ sequence").
           values over the sequence's range (63 or 32 bits; with -start N,
           over the values above N alone, at least 1,000,000 of them):
           unique, but saying nothing of how many came before, nor of their
-          order (docs/dba.md, "Public sequences"). Under the key the
+          order (docs/named-sequences.md, "Public sequences"). Under the key the
           deployment records (the first ticketd started with -id-key-file
           records its check value; no key is given here); for good. Only
           once the upgrade is finalized (older ticketd would hand out other
@@ -360,7 +361,7 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 	}
 	for i, d := range down {
 		if d != nil {
-			fmt.Fprintf(stderr, "ticketd sequence list: server %d could not be read (its columns show -): %v\n", i+1, d)
+			fmt.Fprintf(stderr, "ticketd sequence list: column COUNTER%d shows -: %v\n", i+1, d)
 		}
 	}
 	if err != nil {
@@ -371,25 +372,13 @@ func listSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions, 
 
 func listLine(l dba.SequenceListing) string {
 	var def ticket.SequenceInfo
-	var notes []string
-	var lack []string
-	differ := false
-	for i, d := range l.Defs {
-		switch {
-		case d.Bits == 0:
-			lack = append(lack, strconv.Itoa(i+1))
-		case def.Bits == 0:
+	for _, d := range l.Defs {
+		if d.Bits != 0 {
 			def = d
-		case d != def:
-			differ = true
+			break
 		}
 	}
-	if differ {
-		notes = append(notes, "defined differently: see check")
-	}
-	if len(lack) > 0 && def.Bits != 0 {
-		notes = append(notes, "missing on server "+strings.Join(lack, ", "))
-	}
+	notes := l.Notes
 	storage := "counters"
 	if def.Table != "" {
 		storage = "table " + def.Table
@@ -403,13 +392,12 @@ func listLine(l dba.SequenceListing) string {
 	case def.Public():
 		public = "key " + def.KeyCheck
 	}
-	if l.BelowStart {
-		notes = append(notes, fmt.Sprintf("made by release 3: values at or below -start %d too, see check", l.Start))
-	}
 	line := fmt.Sprintf("%s\t%d\t%d\t%s\t%s", l.Name, def.Bits, def.BlockSize, storage, public)
 	if def.Bits == 0 {
 		line = l.Name + "\t-\t-\t-\t-"
-		notes = append(notes, "no catalog row")
+		if !slices.Contains(notes, "no catalog row") {
+			notes = append(notes, "no catalog row")
+		}
 	}
 	for i := range l.Counters {
 		if l.Known[i] {
@@ -437,9 +425,9 @@ func checkSequences(ctx context.Context, cfg ticket.Config, opt dba.ListOptions,
 		return fmt.Errorf("sequence check: %w", err)
 	}
 	if found > 0 {
-		fmt.Fprintf(stdout, "%d sequences checked, %d differences\n", checked, found)
+		fmt.Fprintf(stdout, "%s checked, %s\n", count(checked, "sequence", "sequences"), count(found, "difference", "differences"))
 		return errReported{1}
 	}
-	fmt.Fprintf(stdout, "ok: %d sequences checked, the servers agree\n", checked)
+	fmt.Fprintf(stdout, "ok: %s checked, the servers agree\n", count(checked, "sequence", "sequences"))
 	return nil
 }

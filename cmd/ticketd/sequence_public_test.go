@@ -238,7 +238,7 @@ COMMIT;`, 5000+s.Offset-2, checkOne, s.Offset))
 	if out, errOut, code = seqCmd(t, mp, "list", "-name", "pold"); code != 0 || !strings.Contains(out, "made by release 3: values at or below -start 5000000 too, see check") {
 		t.Fatalf("list -name pold: exit %d, want a note\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code = seqCmd(t, mp, "check"); code != 1 || !strings.Contains(out, "pold: public, made by release 3 with -start 5000000") || !strings.Contains(out, "1 differences") {
+	if out, errOut, code = seqCmd(t, mp, "check"); code != 1 || !strings.Contains(out, "pold: public, made by release 3 with -start 5000000") || !strings.Contains(out, "1 difference\n") {
 		t.Fatalf("check: exit %d, want 1 naming pold alone\n%s%s", code, out, errOut)
 	}
 }

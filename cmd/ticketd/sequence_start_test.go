@@ -41,7 +41,7 @@ func getTickets(t *testing.T, addr, name string, n int) []uint64 {
 	return out
 }
 
-// The queries docs/dba.md ("Beginning where the old numbers ended") gives
+// The queries docs/named-sequences.md ("Beginning where the old numbers ended") gives
 // for N; the test runs them as they are written there.
 const (
 	leafQuery   = "SELECT max_id FROM leaf_alloc WHERE biz_tag = 'orders';"

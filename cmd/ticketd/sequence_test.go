@@ -310,6 +310,41 @@ INSERT INTO tickets.sequences (name, table_name, bits, block_size)
 	}
 }
 
+// TestSequenceListRewound: a sequence whose counter on server 1 is behind
+// the mark server 2 holds for it (what a restore of server 1 leaves) is
+// named by sequence check, and sequence list's NOTE says so too (it was
+// empty): a row of counters and a table alike.
+func TestSequenceListRewound(t *testing.T) {
+	mp := mysqltest.StartPair(t)
+	if out, errOut, code := seqCmd(t, mp, "create", "orders", "-block", "10"); code != 0 {
+		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)
+	}
+	mp.Servers[1].Exec(t, "INSERT INTO tickets.high_water (table_name, peer_offset, mark) VALUES ('counters.orders', 1, 1001), ('Tickets64', 1, 1001)")
+	out, errOut, code := seqCmd(t, mp, "check")
+	if code != 1 || !strings.Contains(out, "orders: rewound on server 1") || !strings.Contains(out, "tickets64: rewound on server 1") {
+		t.Fatalf("check: exit %d, want orders and tickets64 rewound on server 1\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = seqCmd(t, mp, "list")
+	if code != 0 {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		name := strings.Fields(line)[0]
+		rewound := strings.HasSuffix(line, "rewound on server 1: refused there until ticketd repair runs, see check")
+		if want := name == "orders" || name == "tickets64"; rewound != want {
+			t.Errorf("list line of %s: %q; want its NOTE to say rewound on server 1: %v", name, line, want)
+		}
+	}
+	// Server 2 down: nothing is said of what it holds (it said "missing on
+	// server 2"), and stderr says why its column shows -.
+	mp.Servers[1].Stop(t)
+	out, errOut, code = seqCmd(t, mp, "list", "-name", "orders")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || strings.Contains(lines[1], "server 2") ||
+		!strings.Contains(errOut, "column COUNTER2 shows -: ") {
+		t.Errorf("list with server 2 down: exit %d\n%s%s; want orders without a word of server 2 in its line, and why on stderr", code, out, errOut)
+	}
+}
+
 // TestSequenceCreateHalfway: with server 2 down, create writes server 1,
 // says server 2 was left out, and exits 1; ticketd meanwhile serves the
 // sequence from server 1 and reports it missing on server 2; once server 2
@@ -319,9 +354,13 @@ func TestSequenceCreateHalfway(t *testing.T) {
 	d := startDaemon(t, mp, fastLeases...)
 	mp.Servers[1].Stop(t)
 	out, errOut, code := seqCmd(t, mp, "create", "half", "-block", "10")
+	server2 := "server 2 (" + mp.Servers[1].Addr() + ")"
 	if code != 1 || !strings.Contains(out, "server 1 ("+mp.Servers[0].Addr()+"): 1 created") ||
-		!strings.Contains(errOut, "not created on server 2") || !strings.Contains(errOut, "run the same create again") {
+		!strings.Contains(errOut, server2+": not created there") || !strings.Contains(errOut, "run the same create again") {
 		t.Fatalf("create with server 2 down: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, server2); n != 1 {
+		t.Fatalf("create with server 2 down names %s %d times, want once:\n%s", server2, n, errOut)
 	}
 	if v := getTicket(t, d.addr, "half"); v/10%2 != 1 {
 		t.Fatalf("value %d of half: want a block of server 1 (odd tickets)", v)

@@ -276,6 +276,9 @@ func retryAtStart(ctx context.Context, try func() error, retry func(error) bool)
 		if last == nil {
 			return err
 		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("still failing when -startup-timeout ran out (%w); the last attempt: %w", ctx.Err(), last)
+		}
 		return fmt.Errorf("%w; the last attempt: %w", ctx.Err(), last)
 	}
 }

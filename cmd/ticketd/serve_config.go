@@ -137,7 +137,7 @@ func (c *serveConfig) process(o serveOptions) error {
 		// unit files often spell out: its settings must still start this
 		// release. The default drain delay gives way, said once at start.
 		c.drainDelay = o.shutdownTimeout / 2
-		c.logger.Warn("-drain-delay lowered to half of -shutdown-timeout: the default drain delay does not fit in it; set both to keep the default (see docs/operations.md, \"Upgrading\")",
+		c.logger.Warn("-drain-delay lowered to half of -shutdown-timeout: the default drain delay does not fit in it; set both to keep the default (see docs/upgrading.md, \"Upgrading\")",
 			"drain_delay", c.drainDelay, "default_drain_delay", o.drainDelay, "shutdown_timeout", o.shutdownTimeout)
 	}
 	if c.drainDelay < 0 || c.drainDelay >= o.shutdownTimeout {

@@ -44,6 +44,12 @@ func TestStartKeepsTryingTheServers(t *testing.T) {
 	if !errors.Is(err, ticket.ErrNoServer) {
 		t.Fatalf("serve = %v, want ErrNoServer", err)
 	}
+	// In plain words, each server once ("context deadline exceeded; the
+	// last attempt: …" before, and each server's name twice).
+	if msg := err.Error(); !strings.Contains(msg, "still failing when -startup-timeout ran out (context deadline exceeded); the last attempt: ") ||
+		strings.Count(msg, "server 1 ("+addrs[0]+")") != 1 || strings.Count(msg, "server 2 ("+addrs[1]+")") != 1 {
+		t.Fatalf("serve = %q, want -startup-timeout named and each server once", msg)
+	}
 	if took < 600*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("serve gave up after %s, want about the 700 ms startup timeout", took)
 	}

@@ -25,7 +25,7 @@ const upgradeUsage = `usage: ticketd upgrade status [-servers A,B] [-user U] [-p
        ticketd upgrade finalize [flags]
 
 Where a deployment's upgrade between releases stands, and closing it
-(docs/operations.md, "Upgrading").
+(docs/upgrading.md, "Upgrading").
 
   status    each server's schema release and deployment record, every live
             worker lease with the release of the ticketd that holds it, and

@@ -75,6 +75,14 @@
 //   - promote-caught-up: the same with a replica that applied everything
 //     (the primary set read_only first): accepted as it is, and `ticketd
 //     repair` finds nothing to repair.
+//   - restore-burst: the server holding most leases is backed up, one
+//     ticketd gets 48 batches of 1000 values of the block sequence at once
+//     (claims of many blocks in one statement) and is killed -9 the moment
+//     they end; the other servers must hold marks at or above every ticket
+//     of that server the burst handed out; the server is cut off, restored
+//     from the backup, repaired (`ticketd repair -restored N`) and let
+//     back; the ticketd starts again, and the burst's values join the
+//     load's in the duplicate check (issue 43's fault).
 //   - disk-full (full schedule only): the disk of the server holding most
 //     leases (each server's data directory and binary logs lie on a 256 MiB
 //     ext4 image of their own in the full schedule, mariadb.SetSmallDisk) is
@@ -108,8 +116,8 @@
 // db-two-down (the two servers holding most leases stopped at once for
 // 20 s), net-blackhole (on the server holding most leases), db-restore (that
 // server backed up under load, cut off, the backup restored into it, let
-// back: refused for Tickets64 by every ticketd, repaired, taken back), and
-// in the full schedule a second race. The checks are the same.
+// back: refused for Tickets64 by every ticketd, repaired, taken back),
+// restore-burst (as on a pair), and in the full schedule a second race. The checks are the same.
 //
 // # Failure windows
 //

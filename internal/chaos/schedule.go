@@ -46,6 +46,7 @@ var round = []step{
 	{name: "clock-1h", cost: clockCost, run: func(r *run, n int) error { return r.stepClock(n, -time.Hour) }},
 	{name: "promote-caught-up", cost: func(t timings) time.Duration { return 12 * time.Second }, run: func(r *run, n int) error { return r.stepPromote(n, false) }, server: true, replica: true},
 	{name: "net-reset+slow", cost: func(t timings) time.Duration { return t.netReset + t.netSlow + 6*time.Second }, run: (*run).stepResetSlow, server: true},
+	{name: "restore-burst", cost: restoreBurstCost, run: (*run).stepRestoreBurst, server: true},
 	// Full schedule only: MariaDB writes again up to a minute after the
 	// space is freed.
 	{name: "disk-full", cost: func(t timings) time.Duration { return t.diskFull + 75*time.Second }, run: (*run).stepDiskFull, server: true, full: true},

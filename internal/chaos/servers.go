@@ -25,6 +25,7 @@ var roundFour = []step{
 	{name: "db-two-down", cost: func(t timings) time.Duration { return t.twoDown + 8*time.Second }, run: (*run).stepTwoDown, server: true},
 	{name: "net-blackhole", cost: func(t timings) time.Duration { return max(t.netHole, 5*time.Second) + 3*time.Second }, run: (*run).stepBlackHole, server: true},
 	{name: "db-restore", cost: func(t timings) time.Duration { return t.promoteLag + 15*time.Second }, run: (*run).stepRestore, server: true},
+	{name: "restore-burst", cost: restoreBurstCost, run: (*run).stepRestoreBurst, server: true},
 	{name: "race", cost: raceCost, run: (*run).stepRace, full: true},
 }
 

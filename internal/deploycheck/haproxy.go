@@ -14,7 +14,7 @@ import (
 // The project has one HAProxy configuration, deploy/haproxy/haproxy.cfg.
 // The docs say how an operator changes it, never a second variant:
 // docs/deploy.md ("The load balancer") gives the bind line that puts TLS in
-// front, docs/operations.md ("From release 1 behind HAProxy") the retry-on
+// front, docs/upgrading.md ("From release 1 behind HAProxy") the retry-on
 // line an upgrade from release 1 adds. The tests that run HAProxy read
 // those lines from the docs and apply them here, so that what runs is what
 // the docs say.

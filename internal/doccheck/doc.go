@@ -35,4 +35,9 @@
 // after digit runs are replaced by one placeholder (IDs, times, ports and
 // worker IDs differ on every run), or by JSON shape when the documented output
 // is JSON; "exact" compares it verbatim.
+//
+// # Java blocks
+//
+// Every java block compiles as shown against the Java client's jar
+// (JavaUnit: its import lines, then the rest as a method's body).
 package doccheck

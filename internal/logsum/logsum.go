@@ -4,9 +4,12 @@
 // attributes of the last one), and counts every occurrence so that the
 // counts can be exported as a metric.
 //
-// A kind is a constant chosen by the caller (it doubles as the log message
-// and as a metric label), never text from a client: the set of kinds, and so
-// the memory a Summary holds, is bounded by the program, not by its input.
+// A kind is a constant chosen by the caller, never text from a client: the
+// set of kinds, and so the memory a Summary holds, is bounded by the
+// program, not by its input. It has two names: a short identifier, the
+// label of the metric that counts it (ticketd_warnings_total{kind="…"}:
+// Prometheus' labels are short and enumerable), and its log message, in
+// words.
 //
 // The algorithm, per kind:
 //
@@ -28,11 +31,28 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
+
+// Kind is one kind of event. ID is its short identifier, the label value
+// of the metrics that count it (IDPattern); Text its log message.
+type Kind struct {
+	ID   string
+	Text string
+}
+
+// IDPattern is what an ID looks like: a lower-case letter, then lower-case
+// letters, digits and underscores (sequence_refused).
+const IDPattern = `^[a-z][a-z0-9_]*$`
+
+var idRE = regexp.MustCompile(IDPattern)
+
+// ValidID reports whether id is an ID as IDPattern says.
+func ValidID(id string) bool { return idRE.MatchString(id) }
 
 // DefaultPeriod is the period ticketd uses: one summary line per kind every
 // 10 seconds at most.
@@ -45,8 +65,8 @@ type Summary struct {
 	period time.Duration
 
 	mu     sync.Mutex
-	kinds  map[string]*entry // by kind: counts
-	lines  map[key]*entry    // by kind and subject: what is logged
+	kinds  map[string]*entry // by kind's ID: counts
+	lines  map[key]*entry    // by kind's ID and subject: what is logged
 	closed bool
 	manual bool        // tests call Flush themselves: no timer
 	timer  *time.Timer // armed while a kind is active
@@ -62,7 +82,8 @@ type entry struct {
 	total   uint64
 	pending uint64
 	active  bool
-	last    []any // attributes of the last occurrence not logged yet
+	text    string // the log message of the last occurrence
+	last    []any  // attributes of the last occurrence not logged yet
 }
 
 // New returns a Summary writing to log, with one summary line per kind and
@@ -107,15 +128,15 @@ func (s *Summary) tick() {
 // Declare makes kinds known with a count of zero, so that Counts lists them
 // (a metric series exists before the first occurrence) and at the given
 // level. Kinds Noted without being declared log at WARN.
-func (s *Summary) Declare(level slog.Level, kinds ...string) {
+func (s *Summary) Declare(level slog.Level, kinds ...Kind) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range kinds {
-		if e := s.kinds[k]; e != nil {
+		if e := s.kinds[k.ID]; e != nil {
 			e.level = level
 			continue
 		}
-		s.kinds[k] = &entry{level: level}
+		s.kinds[k.ID] = &entry{level: level}
 	}
 	for k, e := range s.lines {
 		if c := s.kinds[k.kind]; c != nil {
@@ -126,26 +147,27 @@ func (s *Summary) Declare(level slog.Level, kinds ...string) {
 
 // Note records one occurrence of kind with its attributes (slog key-value
 // pairs): logged now if the kind is quiet, summarised later otherwise.
-func (s *Summary) Note(kind string, attrs ...any) { s.NoteFor(kind, "", attrs...) }
+func (s *Summary) Note(kind Kind, attrs ...any) { s.NoteFor(kind, "", attrs...) }
 
 // NoteFor is Note for events about one of a few subjects (a server's
 // number): lines are aggregated per kind and subject, counts per kind. The
 // subject, like the kind, must come from a small set the program knows.
-func (s *Summary) NoteFor(kind, subject string, attrs ...any) {
+func (s *Summary) NoteFor(kind Kind, subject string, attrs ...any) {
 	s.mu.Lock()
-	c := s.kinds[kind]
+	c := s.kinds[kind.ID]
 	if c == nil {
 		c = &entry{level: slog.LevelWarn}
-		s.kinds[kind] = c
+		s.kinds[kind.ID] = c
 	}
 	c.total++
-	k := key{kind, subject}
+	k := key{kind.ID, subject}
 	e := s.lines[k]
 	if e == nil {
 		e = &entry{level: c.level}
 		s.lines[k] = e
 	}
 	e.total++
+	e.text = kind.Text
 	if e.active {
 		e.pending++
 		e.last = attrs
@@ -156,7 +178,7 @@ func (s *Summary) NoteFor(kind, subject string, attrs ...any) {
 	s.armLocked()
 	level := e.level
 	s.mu.Unlock()
-	s.log.Log(context.Background(), level, kind, attrs...)
+	s.log.Log(context.Background(), level, kind.Text, attrs...)
 }
 
 // Flush writes one line for every kind that occurred since its last line,
@@ -166,6 +188,7 @@ func (s *Summary) Flush() bool {
 	type line struct {
 		kind  string
 		sub   string
+		text  string
 		level slog.Level
 		n     uint64
 		attrs []any
@@ -176,7 +199,7 @@ func (s *Summary) Flush() bool {
 	for k, e := range s.lines {
 		switch {
 		case e.pending > 0:
-			out = append(out, line{k.kind, k.subject, e.level, e.pending, e.last})
+			out = append(out, line{k.kind, k.subject, e.text, e.level, e.pending, e.last})
 			e.pending, e.last = 0, nil
 			active = true
 		case e.active:
@@ -189,22 +212,22 @@ func (s *Summary) Flush() bool {
 	})
 	for _, l := range out {
 		attrs := append([]any{"repeated", l.n, "period", s.period.String()}, l.attrs...)
-		s.log.Log(context.Background(), l.level, l.kind+" (repeated; the last one's details follow)", attrs...)
+		s.log.Log(context.Background(), l.level, l.text+" (repeated; the last one's details follow)", attrs...)
 	}
 	return active
 }
 
 // Count returns how many times kind was noted.
-func (s *Summary) Count(kind string) uint64 {
+func (s *Summary) Count(kind Kind) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.kinds[kind]; e != nil {
+	if e := s.kinds[kind.ID]; e != nil {
 		return e.total
 	}
 	return 0
 }
 
-// Counts returns every declared or noted kind with its count.
+// Counts returns every declared or noted kind's ID with its count.
 func (s *Summary) Counts() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -44,14 +44,22 @@ func (r *recorder) lines() []string {
 	return out
 }
 
+// Kinds of the tests: the IDs count, the texts are logged.
+var (
+	kindNoServer  = Kind{"no_server", "no server"}
+	kindExhausted = Kind{"exhausted", "exhausted"}
+	kindK         = Kind{"k", "k"}
+	kindIn        = Kind{"in", "in"}
+)
+
 func TestSummaryAggregates(t *testing.T) {
 	rec := &recorder{}
 	s := newSummary(slog.New(rec), 10*time.Second)
-	s.Declare(slog.LevelError, "exhausted")
+	s.Declare(slog.LevelError, kindExhausted)
 
 	// A burst of 1000: one line now, one line at the next flush.
 	for i := range 1000 {
-		s.Note("no server", "n", i)
+		s.Note(kindNoServer, "n", i)
 	}
 	if got := rec.lines(); len(got) != 1 || got[0] != "WARN no server n=0" {
 		t.Fatalf("after a burst: %q, want the first occurrence alone", got)
@@ -63,13 +71,13 @@ func TestSummaryAggregates(t *testing.T) {
 	}
 
 	// Still active: the next occurrence waits for the next flush.
-	s.Note("no server", "n", 1000)
+	s.Note(kindNoServer, "n", 1000)
 	if n := len(rec.lines()); n != 2 {
 		t.Fatalf("an occurrence within the period was logged at once (%d lines)", n)
 	}
 	s.Flush()
 	s.Flush() // a quiet period: the kind goes quiet
-	s.Note("no server", "n", 1001)
+	s.Note(kindNoServer, "n", 1001)
 	got = rec.lines()
 	want := []string{
 		"WARN no server (repeated; the last one's details follow) repeated=1 period=10s n=1000",
@@ -80,17 +88,17 @@ func TestSummaryAggregates(t *testing.T) {
 	}
 
 	// Declared kinds keep their level and are counted from zero.
-	if c := s.Counts(); c["exhausted"] != 0 || c["no server"] != 1002 {
+	if c := s.Counts(); c["exhausted"] != 0 || c["no_server"] != 1002 {
 		t.Fatalf("Counts = %v, want exhausted 0 and no server 1002", c)
 	}
-	s.Note("exhausted", "seq", "a")
+	s.Note(kindExhausted, "seq", "a")
 	if got := rec.lines(); got[len(got)-1] != "ERROR exhausted seq=a" {
 		t.Fatalf("declared kind logged as %q, want ERROR", got[len(got)-1])
 	}
-	if c := s.Count("exhausted"); c != 1 {
+	if c := s.Count(kindExhausted); c != 1 {
 		t.Fatalf("Count(exhausted) = %d, want 1", c)
 	}
-	if c := s.Count("never"); c != 0 {
+	if c := s.Count(Kind{"never", "never"}); c != 0 {
 		t.Fatalf("Count(never) = %d, want 0", c)
 	}
 }
@@ -104,7 +112,7 @@ func TestSummaryBounded(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 5000 {
-				s.Note("kind-"+fmt.Sprint(g%2), "i", i)
+				s.Note(Kind{"kind_" + fmt.Sprint(g%2), "kind-" + fmt.Sprint(g%2)}, "i", i)
 			}
 		})
 	}
@@ -122,7 +130,7 @@ func TestSummaryBounded(t *testing.T) {
 	if max := 2 * (2*flushes + 1); len(lines) > max {
 		t.Fatalf("%d lines for 2 kinds and %d flushes, want at most %d", len(lines), flushes, max)
 	}
-	if total := s.Count("kind-0") + s.Count("kind-1"); total != 40000 {
+	if total := s.Count(Kind{ID: "kind_0"}) + s.Count(Kind{ID: "kind_1"}); total != 40000 {
 		t.Fatalf("counted %d, want 40000", total)
 	}
 	// Every occurrence is accounted for in the lines: the first ones plus
@@ -149,7 +157,7 @@ func TestSummaryTimer(t *testing.T) {
 	s := New(slog.New(rec), 20*time.Millisecond)
 	defer s.Close()
 	for i := range 100 {
-		s.Note("k", "i", i)
+		s.Note(kindK, "i", i)
 	}
 	deadline := time.Now().Add(10 * time.Second) // generous: the period is 20 ms
 	for len(rec.lines()) < 2 {
@@ -182,8 +190,8 @@ func TestSummaryTimer(t *testing.T) {
 func TestSummaryClose(t *testing.T) {
 	rec := &recorder{}
 	s := New(slog.New(rec), time.Hour)
-	s.Note("k", "i", 1)
-	s.Note("k", "i", 2)
+	s.Note(kindK, "i", 1)
+	s.Note(kindK, "i", 2)
 	s.Close()
 	s.Close()
 	if err := leaktest.Wait(5*time.Second, "logsum.(*Summary).tick"); err != nil {
@@ -199,9 +207,9 @@ func TestSummaryClose(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[1], "repeated=1") {
 		t.Fatalf("lines %q, want the first and a summary of the second written by Close", got)
 	}
-	s.Note("k", "i", 3) // counted, no panic
-	if s.Count("k") != 3 {
-		t.Fatalf("Count after Close = %d, want 3", s.Count("k"))
+	s.Note(kindK, "i", 3) // counted, no panic
+	if s.Count(kindK) != 3 {
+		t.Fatalf("Count after Close = %d, want 3", s.Count(kindK))
 	}
 }
 
@@ -210,10 +218,10 @@ func TestSummaryClose(t *testing.T) {
 func TestSummarySubjects(t *testing.T) {
 	rec := &recorder{}
 	s := newSummary(slog.New(rec), time.Second)
-	s.Declare(slog.LevelInfo, "in")
-	s.NoteFor("in", "1", "server", 1)
-	s.NoteFor("in", "2", "server", 2)
-	s.NoteFor("in", "2", "server", 2)
+	s.Declare(slog.LevelInfo, kindIn)
+	s.NoteFor(kindIn, "1", "server", 1)
+	s.NoteFor(kindIn, "2", "server", 2)
+	s.NoteFor(kindIn, "2", "server", 2)
 	got := rec.lines()
 	if len(got) != 2 || got[0] != "INFO in server=1" || got[1] != "INFO in server=2" {
 		t.Fatalf("lines %q, want one at once per subject", got)
@@ -222,7 +230,44 @@ func TestSummarySubjects(t *testing.T) {
 	if got := rec.lines(); len(got) != 3 || !strings.Contains(got[2], "repeated=1") || !strings.HasSuffix(got[2], "server=2") {
 		t.Fatalf("lines %q, want a summary of subject 2 alone", got)
 	}
-	if c := s.Count("in"); c != 3 {
+	if c := s.Count(kindIn); c != 3 {
 		t.Fatalf("Count = %d, want 3 across subjects", c)
+	}
+}
+
+// TestKindIDs: an ID is a short identifier, fit for a label value; a text
+// is not.
+func TestKindIDs(t *testing.T) {
+	for _, tt := range []struct {
+		id   string
+		want bool
+	}{
+		{"sequence_refused", true}, {"tickets_no_server", true}, {"a1", true},
+		{"", false}, {"1a", false}, {"_a", false}, {"no server", false}, {"Sequence", false},
+		{"sequence refused: its definition changed, or the servers disagree on it", false}, {"conn-error", false},
+	} {
+		if got := ValidID(tt.id); got != tt.want {
+			t.Errorf("ValidID(%q): got %v, want %v", tt.id, got, tt.want)
+		}
+	}
+}
+
+// TestSummaryTextOfID: lines say the kind's text, counts go by its ID, and
+// kinds of one ID whose texts differ (fasthttp's lines) are counted as one.
+func TestSummaryTextOfID(t *testing.T) {
+	rec := &recorder{}
+	s := newSummary(slog.New(rec), time.Second)
+	a, b := Kind{"fasthttp", "fasthttp: one"}, Kind{"fasthttp", "fasthttp: two"}
+	s.NoteFor(a, "one")
+	s.NoteFor(b, "two")
+	s.NoteFor(b, "two")
+	s.Flush()
+	got := rec.lines()
+	want := []string{"WARN fasthttp: one", "WARN fasthttp: two", "WARN fasthttp: two (repeated; the last one's details follow) repeated=1 period=1s"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lines %q, want %q", got, want)
+	}
+	if c := s.Counts(); len(c) != 1 || c["fasthttp"] != 3 {
+		t.Fatalf("Counts = %v, want fasthttp 3", c)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ticketd/internal/mariadb"
 )
 
 // Daemon is a `ticketd serve` process that StartTicketd started. Kill and
@@ -91,6 +93,34 @@ func (d *Daemon) start() {
 // Process is the running process, for the signals a test sends it (SIGSTOP
 // to freeze it; the cleanup sends SIGCONT before it kills).
 func (d *Daemon) Process() *os.Process { return d.cmd.Process }
+
+// Freeze stops the process (SIGSTOP): its port still accepts TCP
+// connections in the kernel but nothing answers, like a hung host. It
+// returns once the process is stopped; the cleanup continues it before it
+// kills it.
+func (d *Daemon) Freeze() {
+	d.t.Helper()
+	pid := d.cmd.Process.Pid
+	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		d.t.Fatal(err)
+	}
+	// Signals are delivered asynchronously: poll the state, with a deadline.
+	deadline := time.Now().Add(5 * time.Second)
+	for mariadb.ProcState(pid) != "T" {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("ticketd %s (pid %d) not stopped 5 s after SIGSTOP (state %q)", d.Addr, pid, mariadb.ProcState(pid))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Thaw continues a frozen process (SIGCONT).
+func (d *Daemon) Thaw() {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		d.t.Fatal(err)
+	}
+}
 
 // Kill is kill -9: no drain, no lease release. It returns once the process
 // has exited.

@@ -19,7 +19,7 @@ type configFile int
 const (
 	// deployed is deploy/haproxy/haproxy.cfg as docs/deploy.md ("The load
 	// balancer") installs it: TLS in front. For an upgrade from a release
-	// without a drain delay it carries the retry-on line docs/operations.md
+	// without a drain delay it carries the retry-on line docs/upgrading.md
 	// ("From release 1 behind HAProxy") adds for that upgrade; otherwise
 	// none, as shipped.
 	deployed configFile = iota

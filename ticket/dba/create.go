@@ -187,7 +187,7 @@ func CreateSequences(ctx context.Context, cfg spec.Config, defs []NewSequence, o
 	var errs []error
 	for _, sr := range rep.Servers {
 		if sr.Err != nil {
-			errs = append(errs, fmt.Errorf("not created on %s: %w", sr.Name, sr.Err))
+			errs = append(errs, conn.Errorf(sr.Name, "not created there: %w", sr.Err))
 		}
 	}
 	if len(errs) > 0 {

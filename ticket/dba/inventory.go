@@ -31,6 +31,23 @@ type held struct {
 	tableSet bool
 	// start: where it was created to begin (sequence_starts; 0: none).
 	start uint64
+	// mark: the highest ticket of its counter the other servers know this
+	// one issued (their high-water marks; 0: none known, or not read).
+	mark uint64
+}
+
+// rewound reports whether the server's counter is behind its mark: a
+// restore (or lost data) would make it hand out again tickets it issued,
+// and ticketd refuses it there until `ticketd repair` runs.
+func (h held) rewound() bool {
+	switch {
+	case h.mark == 0 || !h.def.Defined():
+		return false
+	case h.def.Table == "":
+		return h.row != nil && marks.RowRewound(h.row.Value, h.mark)
+	default:
+		return h.tableSet && marks.IsRewound(h.table, h.mark)
+	}
 }
 
 // exists reports whether the server holds anything of the name.
@@ -49,7 +66,10 @@ type inventory struct {
 	// withAll: names come from the pins and counters too, not the catalog
 	// alone (check: a name only pinned, or only counted, is worth a word).
 	withAll bool
-	prefix  string
+	// withMarks: details reads the marks the servers hold for the names
+	// too (held.mark).
+	withMarks bool
+	prefix    string
 }
 
 func (inv *inventory) up(i int) bool { return inv.down[i] == nil }
@@ -185,7 +205,35 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || !inv.withMarks {
+		return out, err
+	}
+	return out, inv.readMarks(ctx, names, out)
+}
+
+// readMarks fills in held.mark for names, whose details are per.
+func (inv *inventory) readMarks(ctx context.Context, names []string, per [][]held) error {
+	var tables []string
+	for k := range names {
+		for _, h := range per[k] {
+			if h.def.Defined() && h.def.Table != "" {
+				tables = append(tables, h.def.Table)
+			}
+		}
+	}
+	markOf, err := inv.marksFor(ctx, names, tables)
+	if err != nil {
+		return err
+	}
+	for k := range names {
+		for i := range per[k] {
+			h := &per[k][i]
+			if m := markOf[spec.MarkKey(h.def)]; h.def.Defined() && m != nil {
+				h.mark = m[i]
+			}
+		}
+	}
+	return nil
 }
 
 // marksFor reads the marks the servers hold for names' rows of counters:

@@ -9,7 +9,6 @@ import (
 
 	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
-	"ticketd/ticket/internal/marks"
 	"ticketd/ticket/internal/schema"
 	"ticketd/ticket/internal/spec"
 )
@@ -37,10 +36,11 @@ type SequenceListing struct {
 	// math.MaxUint64 when more than fits.
 	Total uint64
 	// Start is the start the sequence was created with (sequence_starts;
-	// 0: none). BelowStart: it is public, made by release 3 with that
-	// start, and its values may fall at or below it (spec/public.go).
-	Start      uint64
-	BelowStart bool
+	// 0: none).
+	Start uint64
+	// Notes is what sequence check finds wrong with it, each in short
+	// (the check says it in full): on the servers that could be read.
+	Notes []string
 }
 
 // ListOptions narrows a listing or a check.
@@ -71,6 +71,7 @@ func ListSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f func
 		return nil, err
 	}
 	defer offline.CloseServers(inv.servers)
+	inv.withMarks = true
 	err = inv.walk(ctx, opt, func(name string, per []held) error {
 		return f(inv.listing(name, per))
 	})
@@ -178,11 +179,13 @@ func (inv *inventory) listing(name string, per []held) SequenceListing {
 			l.Counters[i], l.Known[i] = h.row.Value, true
 		}
 	}
+	for _, fd := range inv.judge(name, per) {
+		l.Notes = append(l.Notes, fd.note)
+	}
 	l.Start, _ = recordedStart(per)
 	if !def.Defined() {
 		return l
 	}
-	l.BelowStart = spec.PublicBelowStart(def, l.Start)
 	maxT := def.MaxTicket()
 	span := maxT / uint64(n)
 	leftT := uint64(math.MaxUint64)
@@ -266,56 +269,40 @@ func CheckSequences(ctx context.Context, cfg spec.Config, opt ListOptions, f fun
 	if err := errors.Join(inv.down...); err != nil {
 		return 0, fmt.Errorf("%w: every server must be reachable to compare them: %w", spec.ErrNoServer, err)
 	}
+	inv.withMarks = true
 	checked := 0
-	var page []string
-	var pagePer [][]held
-	flush := func() error {
-		var rows, tables []string
-		for k, name := range page {
-			for _, h := range pagePer[k] {
-				if h.def.Defined() && h.def.Table != "" {
-					tables = append(tables, h.def.Table)
-				}
-			}
-			rows = append(rows, name)
-		}
-		peerMarks, err := inv.marksFor(ctx, rows, tables)
-		if err != nil {
-			return err
-		}
-		for k, name := range page {
-			for _, what := range inv.judge(name, pagePer[k], peerMarks) {
-				if err := f(Difference{Name: name, What: what}); err != nil {
-					return err
-				}
-			}
-			checked++
-		}
-		page, pagePer = page[:0], pagePer[:0]
-		return nil
-	}
 	err = inv.walk(ctx, opt, func(name string, per []held) error {
-		page = append(page, name)
-		pagePer = append(pagePer, per)
-		if len(page) == invPage {
-			return flush()
+		for _, fd := range inv.judge(name, per) {
+			if err := f(Difference{Name: name, What: fd.what}); err != nil {
+				return err
+			}
 		}
+		checked++
 		return nil
 	})
-	if err == nil && len(page) > 0 {
-		err = flush()
-	}
 	return checked, err
 }
 
-// judge lists what is wrong with one name.
-func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64) []string {
+// finding is one thing wrong with a sequence: in full, naming both sides
+// and what to do (sequence check prints it), and in short (sequence list's
+// NOTE), so that the list shows what the check knows.
+type finding struct{ what, note string }
+
+// judge lists what is wrong with one name. Servers that are down (list
+// runs without them) say nothing of it.
+func (inv *inventory) judge(name string, per []held) []finding {
 	n := len(inv.servers)
-	var out []string
+	var out []finding
+	add := func(note, format string, args ...any) {
+		out = append(out, finding{fmt.Sprintf(format, args...), note})
+	}
 	var have, lack []string
 	var def spec.SequenceInfo
 	differ := false
 	for i, h := range per {
+		if !inv.up(i) {
+			continue
+		}
 		if !h.def.Defined() {
 			lack = append(lack, fmt.Sprint(i+1))
 			continue
@@ -338,58 +325,55 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 	}
 	switch {
 	case differ:
-		out = append(out, fmt.Sprintf("defined differently on the servers (%s): ticketd refuses it", defs(func(h held) spec.SequenceInfo { return h.def }, "server")))
+		add("defined differently: see check", "defined differently on the servers (%s): ticketd refuses it", defs(func(h held) spec.SequenceInfo { return h.def }, "server"))
 	case len(have) > 0 && len(lack) > 0:
-		out = append(out, fmt.Sprintf("defined on server %s, missing on server %s: run the same `ticketd sequence create` again to complete it",
-			strings.Join(have, ", "), strings.Join(lack, ", ")))
+		add("missing on server "+strings.Join(lack, ", "), "defined on server %s, missing on server %s: run the same `ticketd sequence create` again to complete it",
+			strings.Join(have, ", "), strings.Join(lack, ", "))
 	}
 	for i, h := range per {
+		on := fmt.Sprintf(" on server %d", i+1)
 		switch {
 		case h.pin.Defined() && h.def.Defined() && h.pin != h.def:
-			out = append(out, fmt.Sprintf("redefined on server %d: the catalog says %s, but it was served as %s (pinned): ticketd refuses it",
-				i+1, h.def, h.pin))
+			add("redefined"+on+": refused, see check", "redefined on server %d: the catalog says %s, but it was served as %s (pinned): ticketd refuses it",
+				i+1, h.def, h.pin)
 		case h.pin.Defined() && !h.def.Defined():
-			out = append(out, fmt.Sprintf("its catalog row is gone from server %d (emptied with TRUNCATE?); it was served as %s (pinned): put that row back",
-				i+1, h.pin))
+			add("catalog row gone"+on+", see check", "its catalog row is gone from server %d (emptied with TRUNCATE?); it was served as %s (pinned): put that row back",
+				i+1, h.pin)
 		}
 		if h.row != nil && (h.row.Start != i+1 || h.row.Step != n) {
-			out = append(out, fmt.Sprintf("its row of counters on server %d has start %d and step %d, want %d and %d: ticketd does not use it",
-				i+1, h.row.Start, h.row.Step, i+1, n))
+			add("row of counters"+on+" not for its place, see check", "its row of counters on server %d has start %d and step %d, want %d and %d: ticketd does not use it",
+				i+1, h.row.Start, h.row.Step, i+1, n)
 		}
 		if !h.def.Defined() {
 			continue
 		}
 		if h.def.Table == "" && h.row == nil {
-			out = append(out, fmt.Sprintf("no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1))
+			add("no row of counters"+on+", see check", "no row of counters on server %d: run the same `ticketd sequence create` again to complete it", i+1)
 			continue
 		}
-		key := spec.MarkKey(h.def)
-		mk := uint64(0)
-		if markOf[key] != nil {
-			mk = markOf[key][i]
-		}
+		rewound := "rewound" + on + ": refused there until ticketd repair runs, see check"
 		switch {
-		case mk == 0:
-		case h.def.Table == "" && marks.RowRewound(h.row.Value, mk):
-			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
-				i+1, h.row.Value, mk))
-		case h.def.Table != "" && h.tableSet && marks.IsRewound(h.table, mk):
-			out = append(out, fmt.Sprintf("rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
-				i+1, h.def.Table, h.table, mk))
+		case !h.rewound():
+		case h.def.Table == "":
+			add(rewound, "rewound on server %d (restored from a backup?): its value %d is below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
+				i+1, h.row.Value, h.mark)
+		default:
+			add(rewound, "rewound on server %d (restored from a backup?): table %s's AUTO_INCREMENT %d is at or below the highest ticket it issued, %d: ticketd refuses it there until `ticketd repair` runs",
+				i+1, h.def.Table, h.table, h.mark)
 		}
 	}
 	if rec, _ := recordedStart(per); spec.PublicBelowStart(def, rec) {
-		out = append(out, belowStartNote(def, rec))
+		add(fmt.Sprintf("made by release 3: values at or below -start %d too, see check", rec), "%s", belowStartNote(def, rec))
 	} else if def.Public() && def.Above != 0 && rec != def.Above {
-		out = append(out, fmt.Sprintf("its permutation covers the values above %d (its definition, pinned), but sequence_starts records %s: put that row back as it was created (-start %d)",
-			def.Above, startText(rec), def.Above))
+		add("its start not as created, see check", "its permutation covers the values above %d (its definition, pinned), but sequence_starts records %s: put that row back as it was created (-start %d)",
+			def.Above, startText(rec), def.Above)
 	}
 	if rec, differ := recordedStart(per); differ {
 		var parts []string
 		for i, h := range per {
 			parts = append(parts, fmt.Sprintf("server %d: %s", i+1, startText(h.start)))
 		}
-		out = append(out, fmt.Sprintf("created with different starts on the servers (%s)", strings.Join(parts, "; ")))
+		add("created with different starts, see check", "created with different starts on the servers (%s)", strings.Join(parts, "; "))
 	} else if rec != 0 {
 		var without []string
 		for i, h := range per {
@@ -398,14 +382,14 @@ func (inv *inventory) judge(name string, per []held, markOf map[string][]uint64)
 			}
 		}
 		if len(without) > 0 {
-			out = append(out, fmt.Sprintf("created with -start %d, but server %s holds it without that start: it may hand out values at or below %d there",
-				rec, strings.Join(without, ", "), rec))
+			add("its start missing on server "+strings.Join(without, ", ")+", see check", "created with -start %d, but server %s holds it without that start: it may hand out values at or below %d there",
+				rec, strings.Join(without, ", "), rec)
 		}
 	}
 	if !def.Defined() && !inv.anyPinned(per) {
 		for i, h := range per {
 			if h.row != nil {
-				out = append(out, fmt.Sprintf("a row of counters on server %d, but no catalog row anywhere", i+1))
+				add("no catalog row", "a row of counters on server %d, but no catalog row anywhere", i+1)
 			}
 		}
 	}

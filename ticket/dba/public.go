@@ -127,6 +127,6 @@ func fewPublicValues(d NewSequence) []string {
 func belowStartNote(si spec.SequenceInfo, start uint64) string {
 	return fmt.Sprintf("public, made by release 3 with -start %d: its permutation covers [1, %d], so about one value in %d is at or below %d "+
 		"(never one twice); it keeps that permutation, since another could repeat a value it handed out. "+
-		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/dba.md, \"Public sequences release 3 made with a start\")",
+		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/named-sequences.md, \"Public sequences release 3 made with a start\")",
 		start, si.Limit(), max(si.Limit()/max(start, 1), 1), start, start)
 }

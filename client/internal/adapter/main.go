@@ -68,8 +68,77 @@ type answer struct {
 	Threads  []thread  `json:"threads,omitempty"`
 	Calls    int64     `json:"calls"`
 	Count    int       `json:"count"`
+	Stats    *stats    `json:"stats,omitempty"`
+	Printed  []string  `json:"printed,omitempty"`
 	Language string    `json:"language,omitempty"`
 	Client   string    `json:"client,omitempty"`
+	// A goroutine ends a moment after its last instruction, and nothing
+	// can wait for that: the count right after Close is not exact.
+	ResourcesExact bool `json:"resources_exact"`
+}
+
+// stats is client.Stats in the protocol's terms.
+type stats struct {
+	IDs       streamStats            `json:"ids"`
+	Sequences map[string]streamStats `json:"sequences"`
+	Endpoints []endpointStats        `json:"endpoints"`
+}
+
+type streamStats struct {
+	Served         uint64  `json:"served"`
+	Fetched        uint64  `json:"fetched"`
+	Buffered       int     `json:"buffered"`
+	Batch          int     `json:"batch"`
+	Refills        uint64  `json:"refills"`
+	RefillFailures uint64  `json:"refill_failures"`
+	Throttled      uint64  `json:"throttled"`
+	LatencyTotalMs float64 `json:"refill_latency_total_ms"`
+	LatencyMaxMs   float64 `json:"refill_latency_max_ms"`
+	DroppedByAge   uint64  `json:"dropped_by_age"`
+	Waits          uint64  `json:"waits"`
+	LastError      string  `json:"last_error"`
+}
+
+type endpointStats struct {
+	URL            string `json:"url"`
+	Up             bool   `json:"up"`
+	Current        bool   `json:"current"`
+	Requests       uint64 `json:"requests"`
+	Failures       uint64 `json:"failures"`
+	Rejected       uint64 `json:"rejected"`
+	Probes         uint64 `json:"probes"`
+	LastError      string `json:"last_error"`
+	LastProbeError string `json:"last_probe_error"`
+}
+
+func streamOf(s client.StreamStats) streamStats {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return streamStats{Served: s.Served, Fetched: s.Fetched, Buffered: s.Buffered, Batch: s.Batch, Refills: s.Refills,
+		RefillFailures: s.RefillFailures, Throttled: s.Throttled, LatencyTotalMs: ms(s.RefillLatencyTotal),
+		LatencyMaxMs: ms(s.RefillLatencyMax), DroppedByAge: s.DroppedByAge, Waits: s.Waits, LastError: s.LastError}
+}
+
+func statsOf(c *client.Client) *stats {
+	st := c.Stats()
+	out := &stats{IDs: streamOf(st.IDs), Sequences: map[string]streamStats{}}
+	for name, s := range st.Sequences {
+		out.Sequences[name] = streamOf(s)
+	}
+	for _, e := range st.Endpoints {
+		out.Endpoints = append(out.Endpoints, endpointStats{URL: e.URL, Up: e.Up, Current: e.Current,
+			Requests: e.Requests, Failures: e.Failures, Rejected: e.Rejected, Probes: e.Probes,
+			LastError: e.LastError, LastProbeError: e.LastProbeError})
+	}
+	return out
+}
+
+// printed is every way a Go program prints a client and its Config.
+func printed(c *client.Client, cfg client.Config) []string {
+	var p []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x"} {
+		p = append(p, fmt.Sprintf(verb, c), fmt.Sprintf(verb, cfg), fmt.Sprintf(verb, &cfg))
+	}
+	return p
 }
 
 // job is a next or ticket request running in the background.
@@ -81,11 +150,12 @@ type job struct {
 
 type adapter struct {
 	clients map[string]*client.Client
+	configs map[string]client.Config
 	jobs    map[string]*job
 }
 
 func main() {
-	a := &adapter{clients: map[string]*client.Client{}, jobs: map[string]*job{}}
+	a := &adapter{clients: map[string]*client.Client{}, configs: map[string]client.Config{}, jobs: map[string]*job{}}
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)
 	enc := json.NewEncoder(out)
@@ -127,11 +197,15 @@ func (a *adapter) do(line []byte) *answer {
 		if _, ok := a.clients[r.Client]; ok || r.Client == "" {
 			return fail("protocol", "client %q: a new name", r.Client)
 		}
-		c, err := newClient(r.Config)
+		cfg, err := configOf(r.Config)
 		if err != nil {
 			return &answer{Error: errorOf(err)}
 		}
-		a.clients[r.Client] = c
+		c, err := client.New(cfg)
+		if err != nil {
+			return &answer{Error: errorOf(err)}
+		}
+		a.clients[r.Client], a.configs[r.Client] = c, cfg
 		return &answer{OK: true}
 	case "next", "ticket":
 		c, ok := a.clients[r.Client]
@@ -165,19 +239,28 @@ func (a *adapter) do(line []byte) *answer {
 			return fail("protocol", "no client %q", r.Client)
 		}
 		c.Close()
-		return &answer{OK: true}
+		return &answer{OK: true, Count: runtime.NumGoroutine()}
 	case "resources":
 		return &answer{OK: true, Count: runtime.NumGoroutine()}
+	case "stats", "print":
+		c, ok := a.clients[r.Client]
+		if !ok {
+			return fail("protocol", "no client %q", r.Client)
+		}
+		if r.Op == "stats" {
+			return &answer{OK: true, Stats: statsOf(c)}
+		}
+		return &answer{OK: true, Printed: printed(c, a.configs[r.Client])}
 	}
 	return fail("protocol", "unknown op %q", r.Op)
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func newClient(raw json.RawMessage) (*client.Client, error) {
+func configOf(raw json.RawMessage) (client.Config, error) {
 	var c config
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("%w: %v", client.ErrBadConfig, err)
+		return client.Config{}, fmt.Errorf("%w: %v", client.ErrBadConfig, err)
 	}
 	cfg := client.Config{Endpoints: c.Endpoints, Token: c.Token, MaxAge: ms(c.MaxAgeMs), CallTimeout: ms(c.CallTimeoutMs),
 		MinBatch: c.MinBatch, MaxBatch: c.MaxBatch, MaxTicketBatch: c.MaxTicketBatch, BatchPeriod: ms(c.BatchPeriodMs),
@@ -185,14 +268,14 @@ func newClient(raw json.RawMessage) (*client.Client, error) {
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", client.ErrBadConfig, err)
+			return client.Config{}, fmt.Errorf("%w: %v", client.ErrBadConfig, err)
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: no certificate in %s", client.ErrBadConfig, c.CAFile)
+			return client.Config{}, fmt.Errorf("%w: no certificate in %s", client.ErrBadConfig, c.CAFile)
 		}
 	}
-	return client.New(cfg)
+	return cfg, nil
 }
 
 // run makes the request's calls on its threads and gathers the answer.

@@ -5,6 +5,7 @@
 // one event loop.
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { format, inspect } from 'node:util';
 import {
   BadConfigError, BadNameError, Client, ClosedError, RejectedError, UnavailableError, WaitTimeoutError, version,
 } from '../src/index.js';
@@ -64,6 +65,45 @@ function build(cfg) {
   return new Client(o);
 }
 
+/** A buffer's stats in the protocol's terms (Node's names are camelCase, latencies in ms). @param {any} s */
+function streamOf(s) {
+  return {
+    served: s.served, fetched: s.fetched, buffered: s.buffered, batch: s.batch, refills: s.refills,
+    refill_failures: s.refillFailures, throttled: s.throttled, refill_latency_total_ms: s.refillLatencyTotal,
+    refill_latency_max_ms: s.refillLatencyMax, dropped_by_age: s.droppedByAge, waits: s.waits, last_error: s.lastError,
+  };
+}
+
+/** @param {Client} c */
+function statsOf(c) {
+  const st = c.stats();
+  /** @type {Record<string, object>} */
+  const sequences = {};
+  for (const [name, s] of Object.entries(st.sequences)) sequences[name] = streamOf(s);
+  return {
+    ids: streamOf(st.ids),
+    sequences,
+    endpoints: st.endpoints.map((/** @type {any} */ e) => ({
+      url: e.url, up: e.up, current: e.current, requests: e.requests, failures: e.failures, rejected: e.rejected,
+      probes: e.probes, last_error: e.lastError, last_probe_error: e.lastProbeError,
+    })),
+  };
+}
+
+/** Every way a Node program prints a client: console.log's, util.inspect's, JSON's. @param {Client} c */
+function printed(c) {
+  let json;
+  try {
+    json = JSON.stringify(c);
+  } catch (e) {
+    json = `JSON.stringify threw: ${e}`;
+  }
+  return [
+    format('%s', c), format('%o', c), format('%O', c), format(c), inspect(c),
+    inspect(c, { depth: Infinity, showHidden: true }), String(c), json,
+  ];
+}
+
 /** @param {Client} c @param {any} r @param {{calls: number}} job */
 async function run(c, r, job) {
   const timeout = r.timeout_ms > 0 ? r.timeout_ms : 10_000;
@@ -90,7 +130,7 @@ async function run(c, r, job) {
 async function handle(r) {
   switch (r.op) {
     case 'hello':
-      return { ok: true, language: 'node', client: `ticketd-client ${version} (Node ${process.version})` };
+      return { ok: true, language: 'node', resources_exact: true, client: `ticketd-client ${version} (Node ${process.version})` };
     case 'new': {
       if (!r.client || clients.has(r.client)) return fail('protocol', `client ${JSON.stringify(r.client)}: want a new name`);
       try {
@@ -121,10 +161,16 @@ async function handle(r) {
       const c = clients.get(r.client);
       if (!c) return fail('protocol', `no client ${JSON.stringify(r.client)}`);
       await c.close();
-      return { ok: true };
+      return { ok: true, count: process.getActiveResourcesInfo().length };
     }
     case 'resources':
       return { ok: true, count: process.getActiveResourcesInfo().length };
+    case 'stats':
+    case 'print': {
+      const c = clients.get(r.client);
+      if (!c) return fail('protocol', `no client ${JSON.stringify(r.client)}`);
+      return r.op === 'stats' ? { ok: true, stats: statsOf(c) } : { ok: true, printed: printed(c) };
+    }
     default:
       return fail('protocol', `unknown op ${JSON.stringify(r.op)}`);
   }

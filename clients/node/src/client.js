@@ -1,5 +1,6 @@
 // The Client: IDs and sequence values from local buffers, refilled from
 // ticketd in the background.
+import { inspect } from 'node:util';
 import { settings, validName } from './config.js';
 import { Endpoints } from './endpoints.js';
 import { BadNameError, ClosedError } from './errors.js';
@@ -16,10 +17,15 @@ export const version = '0.1.0';
 export class Client {
   /** @param {import('../index.js').ClientOptions} options */
   constructor(options) {
-    this.cfg = settings(options);
+    const cfg = settings(options);
     /** @type {import('./transport.js').HttpTransport} */
-    this.transport = new HttpTransport(this.cfg);
+    this.transport = new HttpTransport(cfg);
+    // The transport alone keeps the token (in a private field): nothing the
+    // client holds prints it, whatever prints the client's parts.
+    this.cfg = Object.freeze({ ...cfg, token: cfg.token ? '[redacted]' : '' });
     this.closed = false;
+    /** @type {Promise<void> | null} the end of close, once it began */
+    this.closing = null;
     /** @type {Set<() => void>} the refill loops' sleeps, ended by close */
     this.sleepers = new Set();
     this.endpoints = new Endpoints(this, this.cfg.endpoints);
@@ -102,17 +108,48 @@ export class Client {
 
   /**
    * Stops the client: calls waiting for a refill reject with ClosedError,
-   * requests in flight are aborted, timers and connections are released.
-   * Buffered values are dropped (gaps, never repeats). Idempotent.
+   * requests in flight are aborted, and every timer and connection the
+   * client started has ended when the promise resolves. Buffered values are
+   * dropped (gaps, never repeats). Idempotent: every call resolves once
+   * everything has ended.
    */
-  async close() {
-    if (this.closed) return;
-    this.closed = true;
+  close() {
+    if (this.closing === null) {
+      this.closed = true;
+      this.closing = this.stop();
+    }
+    return this.closing;
+  }
+
+  async stop() {
     clearInterval(this.probeTimer);
-    this.transport.close();
+    const released = this.transport.close();
     for (const wake of [...this.sleepers]) wake();
-    this.ids.discard();
-    for (const s of this.seqs.values()) s.stream.discard();
+    const streams = [this.ids, ...[...this.seqs.values()].map((s) => s.stream)];
+    for (const s of streams) s.discard();
+    await Promise.all([released, this.endpoints.probed(), ...streams.map((s) => s.stopped())]);
+    // The callers that discard woke clear their wait timers in the
+    // microtasks it queued: all of them have run before the next turn.
+    await new Promise((resolve) => { setImmediate(resolve); });
+  }
+
+  /** The client's settings as printed or logged: the token never, only whether there is one. */
+  toJSON() {
+    const { endpoints, token, ca, agent, callTimeout, maxAge, minBatch, maxBatch, maxTicketBatch, batchPeriod,
+      probeEvery, strictlyIncreasing } = this.cfg;
+    return {
+      endpoints, token, ca: ca !== undefined, agent: agent !== undefined, callTimeout, maxAge, minBatch, maxBatch,
+      maxTicketBatch, batchPeriod, probeEvery, strictlyIncreasing,
+    };
+  }
+
+  toString() {
+    return `Client ${JSON.stringify(this.toJSON())}`;
+  }
+
+  /** What console.log and util.inspect print: the settings, as toJSON gives them. */
+  [inspect.custom](/** @type {number} */ depth, /** @type {import('node:util').InspectOptionsStylized} */ options) {
+    return `Client ${inspect(this.toJSON(), { ...options, depth: options.depth === null ? null : Math.max(depth, 2) })}`;
   }
 
   /** Wakes every buffer (an endpoint rejoined). */

@@ -9,10 +9,17 @@ export class Endpoints {
     this.c = c;
     this.eps = bases.map((base) => ({
       base, up: true, lastErr: /** @type {Error|null} */ (null), probeErr: /** @type {Error|null} */ (null),
-      requests: 0, failures: 0, probes: 0,
+      requests: 0, failures: 0, rejected: 0, probes: 0,
     }));
     this.cur = 0;
     this.probing = false;
+    /** @type {Promise<void>} the end of the latest round of probes */
+    this.round = Promise.resolve();
+  }
+
+  /** Resolves once the round of probes under way, if any, has ended: for close. */
+  probed() {
+    return this.round;
   }
 
   /**
@@ -43,10 +50,19 @@ export class Endpoints {
     this.cur = i;
   }
 
-  /** @param {number} i @param {Error} err @param {boolean} skip */
+  /**
+   * A request to endpoint i failed; with skip, refills skip it until a probe
+   * finds it ready. A 4xx is the request's fault, not the endpoint's: it
+   * counts as rejected, neither as a failure nor as the endpoint's last error.
+   * @param {number} i @param {Error} err @param {boolean} skip
+   */
   failed(i, err, skip) {
     const e = this.eps[i];
     e.requests++;
+    if (err.cause instanceof RejectedError) {
+      e.rejected++;
+      return;
+    }
     e.failures++;
     e.lastErr = err;
     if (skip && e.up) {
@@ -67,11 +83,17 @@ export class Endpoints {
   }
 
   /** Probes every endpoint that is down, concurrently, and wakes the buffers when one rejoins. One round at a time. */
-  async probeDown() {
-    if (this.probing || this.c.closed) return;
+  probeDown() {
+    if (this.probing || this.c.closed) return this.round;
     const down = this.eps.filter((e) => !e.up);
-    if (down.length === 0) return;
+    if (down.length === 0) return this.round;
     this.probing = true;
+    this.round = this.probeRound(down);
+    return this.round;
+  }
+
+  /** @param {typeof this.eps} down */
+  async probeRound(down) {
     try {
       const results = await Promise.allSettled(down.map((e) => this.c.transport.probe(e.base, this.c.cfg.callTimeout)));
       if (this.c.closed) return;
@@ -95,7 +117,7 @@ export class Endpoints {
 
   stats() {
     return this.eps.map((e, i) => ({
-      url: e.base, up: e.up, current: i === this.cur, requests: e.requests, failures: e.failures, probes: e.probes,
+      url: e.base, up: e.up, current: i === this.cur, requests: e.requests, failures: e.failures, rejected: e.rejected, probes: e.probes,
       lastError: e.lastErr ? e.lastErr.message : '', lastProbeError: e.probeErr ? e.probeErr.message : '',
     }));
   }

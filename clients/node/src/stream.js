@@ -72,6 +72,8 @@ export class Stream {
     this.refillMax = 0;
     // The refill loop.
     this.running = false;
+    /** @type {Promise<void>} the end of the loop's latest run */
+    this.looping = Promise.resolve();
     this.woken = false;
     /** @type {(() => void) | null} */
     this.wakeSleeper = null;
@@ -97,11 +99,20 @@ export class Stream {
       return v;
     }
     if (seg === undefined) {
-      this.signal();
+      this.askRefill();
       return undefined;
     }
     this.dropExpired(performance.now());
-    return this.segs.length > 0 ? this.tryOne() : (this.signal(), undefined);
+    return this.segs.length > 0 ? this.tryOne() : (this.askRefill(), undefined);
+  }
+
+  /**
+   * Nothing is buffered: asks for a refill, unless one is under way. That one
+   * will end and wake the callers waiting; asking for another would only
+   * start one nobody waits for once it failed.
+   */
+  askRefill() {
+    if (this.started === this.ended) this.signal();
   }
 
   /**
@@ -128,9 +139,11 @@ export class Stream {
       }
       const wake = this.buffered < this.batch || (out.length > 0 && !this.used);
       if (out.length > 0) this.used = true;
-      if (wake) this.signal();
-      if (out.length === n) return out;
-      // Nothing (more) buffered.
+      if (out.length === n) {
+        if (wake) this.signal();
+        return out;
+      }
+      // Nothing (more) buffered: wait asks for a refill unless one is under way.
       try {
         waitFor = await this.wait(waitFor, deadline, opts?.signal);
       } catch (err) {
@@ -141,21 +154,22 @@ export class Stream {
   }
 
   /**
-   * Throws if the client is closed or a refill begun after this call began
-   * waiting has failed (callers that wait together share it); else asks for
-   * a refill and waits for the next one to end. Returns the refill number
-   * the call waits for.
+   * Throws if the client is closed or a refill that ended while this call
+   * waited has failed (callers that wait together share it, and a call that
+   * came during a refill waits for that one only, not for the next as well);
+   * else asks for a refill if none is under way and waits for the next one
+   * to end. Returns the refill number the call waits for.
    * @param {number} waitFor @param {number} deadline @param {AbortSignal} [signal]
    */
   async wait(waitFor, deadline, signal) {
     if (this.c.closed) throw new ClosedError();
     if (waitFor !== 0 && this.ended >= waitFor && this.lastErr !== null && !this.paced) throw copy(this.lastErr);
     if (waitFor === 0) {
-      waitFor = this.started + 1;
+      waitFor = this.ended + 1;
       this.waits++;
     }
     signal?.throwIfAborted();
-    this.signal();
+    this.askRefill();
     const arrived = this.arrived.promise;
     /** @type {Promise<never>[]} */
     const racers = [];
@@ -216,12 +230,17 @@ export class Stream {
     this.woken = true;
     if (!this.running && !this.c.closed) {
       this.running = true;
-      this.loop().catch((err) => {
+      this.looping = this.loop().catch((err) => {
         this.running = false;
         // A bug, not a ticketd failure: never swallowed silently.
         process.emitWarning(`ticketd client: refill loop of ${this.path} failed: ${err?.stack ?? err}`);
       });
     }
+  }
+
+  /** Resolves once the refill loop has ended (at once if it is not running): for close. */
+  stopped() {
+    return this.looping;
   }
 
   /** Sleeps until signalled, for ms, or until close. @param {number} ms */

@@ -11,16 +11,29 @@ export const MAX_RETRY_AFTER = 60_000;
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export class HttpTransport {
+  /** The Authorization header of value requests: private, so that no printed form of the transport holds it. */
+  #auth;
+
   /** @param {import('./config.js').Settings} cfg */
   constructor(cfg) {
-    this.auth = cfg.token ? `Bearer ${cfg.token}` : '';
+    this.#auth = cfg.token ? `Bearer ${cfg.token}` : '';
     this.ownAgents = cfg.agent === undefined;
     // Keep-alive connections, unreferenced while idle (an idle client never
     // keeps the process alive); TLS 1.2 or later.
     this.httpAgent = cfg.agent ?? new http.Agent({ keepAlive: true, maxSockets: 16 });
     this.httpsAgent = cfg.agent ?? new https.Agent({ keepAlive: true, maxSockets: 16, ca: cfg.ca, minVersion: 'TLSv1.2' });
-    /** @type {Set<import('node:http').ClientRequest>} */
-    this.inFlight = new Set();
+    /**
+     * The requests in flight, each with a promise that settles once the
+     * request has emitted 'close' (its timer cleared, its socket released).
+     * @type {Map<import('node:http').ClientRequest, Promise<void>>}
+     */
+    this.inFlight = new Map();
+    /**
+     * The sockets of the transport's own agents, each with a promise that
+     * settles once it has closed.
+     * @type {Map<import('node:net').Socket, Promise<void>>}
+     */
+    this.sockets = new Map();
     this.closed = false;
   }
 
@@ -33,7 +46,7 @@ export class HttpTransport {
   async get(base, path, n, timeoutMs, unsigned) {
     const sep = path.includes('?') ? '&' : '?';
     const headers = /** @type {Record<string,string>} */ ({ Accept: 'application/octet-stream' });
-    if (this.auth) headers.Authorization = this.auth;
+    if (this.#auth) headers.Authorization = this.#auth;
     const want = 8 * n;
     const res = await this.send(`${base}${path}${sep}format=binary&n=${n}`, headers, want, timeoutMs, base);
     const ct = String(res.headers['content-type'] ?? '');
@@ -109,20 +122,38 @@ export class HttpTransport {
         reject(err);
       }
       req.on('error', fail);
-      this.inFlight.add(req);
+      this.inFlight.set(req, new Promise((done) => req.once('close', () => {
+        this.inFlight.delete(req);
+        done();
+      })));
+      if (this.ownAgents) req.on('socket', (sock) => this.track(sock));
       req.end();
     });
   }
 
-  /** Aborts every request in flight and closes the connections of the transport's own agents. */
-  close() {
+  /** Remembers a socket of the transport's own agents until it closes. @param {import('node:net').Socket} sock */
+  track(sock) {
+    if (this.sockets.has(sock)) return; // kept alive, it serves request after request
+    this.sockets.set(sock, new Promise((done) => sock.once('close', () => {
+      this.sockets.delete(sock);
+      done();
+    })));
+  }
+
+  /**
+   * Aborts every request in flight and closes the connections of the
+   * transport's own agents; resolves once every one of them has closed.
+   */
+  async close() {
     this.closed = true;
-    for (const req of this.inFlight) req.destroy(new ClosedError());
-    this.inFlight.clear();
+    const ended = [...this.inFlight.values(), ...this.sockets.values()];
+    for (const req of this.inFlight.keys()) req.destroy(new ClosedError());
     if (this.ownAgents) {
       this.httpAgent.destroy();
       this.httpsAgent.destroy();
+      for (const sock of this.sockets.keys()) sock.destroy();
     }
+    await Promise.all(ended);
   }
 }
 

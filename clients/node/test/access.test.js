@@ -5,8 +5,23 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { format, inspect } from 'node:util';
 import { Client, RejectedError, UnavailableError } from '../src/index.js';
 import { FakeTicketd, A, eventually, sleep } from './fake.js';
+
+test('no printed form of a client holds its token', async () => {
+  const c = new Client({ endpoints: ['http://127.0.0.1:1'], token: 's3cret-token' });
+  try {
+    for (const out of [inspect(c), inspect(c, { depth: Infinity, showHidden: true }), format('%o', c), format('%O', c),
+      format('%s', c), format('%j', c), String(c), JSON.stringify(c), inspect(c.sequence('orders'), { depth: Infinity })]) {
+      assert.ok(!out.includes('s3cret'), `printed: ${out}`);
+      assert.ok(out.includes('http://127.0.0.1:1'), `printed without its endpoint: ${out}`);
+    }
+    assert.match(inspect(c), /\[redacted\]/);
+  } finally {
+    await c.close();
+  }
+});
 
 test('the token goes with value requests, not probes', async () => {
   const a = await FakeTicketd.start(A);

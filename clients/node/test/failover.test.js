@@ -109,9 +109,36 @@ test('a rejection is not retried elsewhere', async () => {
     assert.match(err.serverMessage, /unknown sequence/);
     assert.equal(err.endpoint, a.url);
     assert.ok(b.valueRequests().every((r) => !r.path.startsWith('/v1/tickets')));
-    assert.ok(c.stats().endpoints[0].up);
+    const st = c.stats();
+    const ea = st.endpoints[0];
+    // The request's fault, not the endpoint's.
+    assert.deepEqual([ea.up, ea.current, ea.failures, ea.rejected, ea.lastError], [true, true, 0, 1, ''], JSON.stringify(ea));
+    assert.equal(st.sequences.nosuch.refillFailures, 1);
+    assert.match(st.sequences.nosuch.lastError, /404/);
   } finally {
     await done();
+  }
+});
+
+test('a call during a refill gets that refill\'s outcome', async () => {
+  // Both endpoints hold their answers: a call that comes while the first
+  // refill is under way fails once that refill has asked each endpoint with
+  // callTimeout and then each with maxAge, not after another refill as well.
+  const a = await FakeTicketd.start(A);
+  const b = await FakeTicketd.start(B);
+  a.delayMs = 5000;
+  b.delayMs = 5000;
+  const c = new Client({ endpoints: [a.url, b.url], callTimeout: 50, maxAge: 150, probeEvery: 5000 });
+  try {
+    await eventually(5000, 'the first refill asks', () => a.valueRequests().length >= 1);
+    await assert.rejects(c.next({ timeout: 10_000 }), UnavailableError);
+    const st = c.stats();
+    assert.equal(st.ids.refillFailures, 1, 'refills failed when next rejected');
+    for (const e of st.endpoints) assert.deepEqual([e.requests, e.failures], [2, 2], JSON.stringify(e));
+  } finally {
+    await c.close();
+    await a.close();
+    await b.close();
   }
 });
 

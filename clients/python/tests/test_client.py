@@ -219,6 +219,38 @@ class TestFailover(Base):
         c.next(timeout=10)
         self.assertIn("bytes for", c.stats()["endpoints"][0]["last_error"])
 
+    def test_unavailable_after_the_refill_under_way(self) -> None:
+        # Every endpoint holds its answers: a call that comes while the first
+        # refill is under way gets that refill's outcome, once it has asked
+        # each endpoint with call_timeout and then each with max_age, not
+        # after another refill as well.
+        a, b = self.fake(), self.fake()
+        a.set(hang=5.0)
+        b.set(hang=5.0)
+        c = self.client([a.url, b.url], call_timeout=0.05, max_age=0.15, probe_every=5.0)
+        wait_until("the first refill asks", lambda: a.count("/v1/ids") >= 1)
+        with self.assertRaises(tc.UnavailableError):
+            c.next(timeout=10)
+        st = c.stats()
+        self.assertEqual(st["ids"]["refill_failures"], 1, "refills failed when next raised")
+        for e in st["endpoints"]:
+            self.assertEqual((e["requests"], e["failures"]), (2, 2), e)
+
+    def test_rejected_is_no_failure_of_the_endpoint(self) -> None:
+        a, b = self.fake(), self.fake()
+        c = self.client([a.url, b.url])
+        c.next(timeout=10)
+        with self.assertRaises(tc.RejectedError) as cm:
+            c.ticket("nosuch", timeout=10)
+        self.assertEqual(cm.exception.status, 404)
+        st = c.stats()
+        ea, eb = st["endpoints"]
+        self.assertEqual((ea["up"], ea["current"], ea["failures"], ea["rejected"], ea["last_error"]),
+                         (True, True, 0, 1, ""), ea)
+        self.assertEqual(eb["requests"], 0, "a rejected request was asked of the other endpoint")
+        self.assertEqual(st["sequences"]["nosuch"]["refill_failures"], 1)
+        self.assertIn("404", st["sequences"]["nosuch"]["last_error"])
+
     def test_token_refused(self) -> None:
         f = self.fake()
         f.set(token="right-token")

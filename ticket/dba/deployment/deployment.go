@@ -211,14 +211,17 @@ func SetDeployment(ctx context.Context, cfg spec.Config, ch DeploymentChange) ([
 type RecordedLayout struct {
 	Layout  string // widths, time/datacenter/worker/sequence
 	EpochMs int64
+	// FirstStartMs is the earliest first start the servers record (as
+	// ticketd takes it): no snowflake ID of the deployment is older.
+	FirstStartMs int64
 }
 
 // ErrNoRecord: no server holds a deployment record (no ticketd has started
 // on them yet).
 var ErrNoRecord = errors.New("deployment: no deployment recorded on the ticket servers (no ticketd has started on them)")
 
-// ReadLayout reads the layout and epoch every server recorded: one SELECT
-// each, on an account that may read table deployment (ticketd's own does).
+// ReadLayout reads the layout and epoch every server recorded, and the
+// earliest first start: one SELECT each, on an account that may read table deployment (ticketd's own does).
 // Every server must answer; those with no record yet are passed over, and
 // those with one must agree (ticketd refuses to start otherwise).
 func ReadLayout(ctx context.Context, cfg spec.Config) (RecordedLayout, error) {
@@ -230,15 +233,16 @@ func ReadLayout(ctx context.Context, cfg spec.Config) (RecordedLayout, error) {
 	recs := make([][]RecordedLayout, len(servers))
 	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
 		var rows []struct {
-			Layout  string `db:"layout"`
-			EpochMs int64  `db:"epoch_ms"`
+			Layout       string `db:"layout"`
+			EpochMs      int64  `db:"epoch_ms"`
+			FirstStartMs int64  `db:"first_start_ms"`
 		}
 		if err := (conn.PoolQuerier{Server: s}).Select(ctx, "reading the deployment's layout", &rows,
-			"SELECT layout, epoch_ms FROM deployment WHERE id = 1"); err != nil {
+			"SELECT layout, epoch_ms, first_start_ms FROM deployment WHERE id = 1"); err != nil {
 			return err
 		}
 		for _, r := range rows {
-			recs[s.Idx] = append(recs[s.Idx], RecordedLayout{r.Layout, r.EpochMs})
+			recs[s.Idx] = append(recs[s.Idx], RecordedLayout{r.Layout, r.EpochMs, r.FirstStartMs})
 		}
 		return nil
 	})
@@ -252,7 +256,9 @@ func ReadLayout(ctx context.Context, cfg spec.Config) (RecordedLayout, error) {
 			switch {
 			case from == "":
 				got, from = r, servers[i].Name
-			case r != got:
+			case r.Layout == got.Layout && r.EpochMs == got.EpochMs:
+				got.FirstStartMs = min(got.FirstStartMs, r.FirstStartMs)
+			default:
 				return RecordedLayout{}, fmt.Errorf("deployment: %s records layout %s, epoch %d, and %s layout %s, epoch %d: the servers disagree",
 					from, got.Layout, got.EpochMs, servers[i].Name, r.Layout, r.EpochMs)
 			}

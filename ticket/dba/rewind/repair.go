@@ -31,7 +31,11 @@ type RepairChange struct {
 	From, To uint64
 	// Mark: the high-water mark the counter must pass (for a lease row: the
 	// largest copy of its reservation on the other servers).
-	Mark      uint64
+	Mark uint64
+	// Rewound: the counter was at or below its mark, as ticketd sees a
+	// restored server (it refuses it for that counter); else it was at the
+	// mark or short of the margin past it, on a server taken for restored.
+	Rewound   bool
 	Statement string
 	Applied   bool // false with dryRun, or when the statement failed
 }
@@ -41,20 +45,27 @@ func (c RepairChange) String() string {
 		return fmt.Sprintf("%s: %s.worker_leases datacenter %d worker %d reserved_until_ms %d -> %d (copy on the other servers %d)",
 			c.Name, c.Database, c.Datacenter, c.Worker, c.From, c.To, c.Mark)
 	}
-	if name, ok := strings.CutPrefix(c.Table, spec.RowKeyPrefix); ok {
-		return fmt.Sprintf("%s: %s.counters %s value %d -> %d (mark %d)", c.Name, c.Database, name, c.From, c.To, c.Mark)
+	why := fmt.Sprintf("mark %d", c.Mark)
+	if c.Rewound {
+		why += ", rewound"
 	}
-	return fmt.Sprintf("%s: %s.%s AUTO_INCREMENT %d -> %d (mark %d)", c.Name, c.Database, c.Table, c.From, c.To, c.Mark)
+	if name, ok := strings.CutPrefix(c.Table, spec.RowKeyPrefix); ok {
+		return fmt.Sprintf("%s: %s.counters %s value %d -> %d (%s)", c.Name, c.Database, name, c.From, c.To, why)
+	}
+	return fmt.Sprintf("%s: %s.%s AUTO_INCREMENT %d -> %d (%s)", c.Name, c.Database, c.Table, c.From, c.To, why)
 }
 
 const leaseTable = "worker_leases"
+
+// marksElsewhere is why a repair needs every server (doc.go).
+const marksElsewhere = "the marks for one server live on the others"
 
 // Rewinds reads every server's counters and the high-water marks its peers hold
 // for it, and returns per server (Config.Servers order) the tables it is
 // rewound for, with the statement that fixes each. Every server must be
 // reachable. It changes nothing.
 func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
-	cfg, servers, err := offline.OpenAll(ctx, cfg)
+	cfg, servers, err := offline.OpenAllFor(ctx, cfg, marksElsewhere)
 	if err != nil {
 		return nil, err
 	}
@@ -63,30 +74,81 @@ func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sv.planTables(), nil
+	planned := sv.planTables(0)
+	out := make([][]marks.Rewind, len(planned))
+	for i, list := range planned {
+		for _, p := range list {
+			out[i] = append(out[i], p.Rewind)
+		}
+	}
+	return out, nil
 }
 
 // RepairReport is what Repair did.
 type RepairReport struct {
 	Changes []RepairChange
+	// Restored: per server (Config.Servers order), why it was taken for
+	// restored ("" when it was not).
+	Restored []string
+	// MarksRaised: per server, how many of the marks it holds for the other
+	// servers were raised to their counters.
+	MarksRaised []int
 	// Notes: what could not be checked (a table missing on one server, or
 	// invisible to the account), one line each.
 	Notes []string
 }
 
-// Repair moves every rewound counter of the pair past its high-water mark plus
+// Options are Repair's choices beyond the Config.
+type Options struct {
+	// DryRun: read and report, change nothing.
+	DryRun bool
+	// Restored: the servers known to have been restored from a backup (or
+	// replaced by a replica) since the last repair, bit i for
+	// Config.Servers[i], on top of those Repair finds restored itself (a
+	// counter below its mark, a lease row behind its copy). AllServers:
+	// every one.
+	Restored uint64
+}
+
+// AllServers, as Options.Restored, takes every server for restored.
+const AllServers = ^uint64(0)
+
+// Repair is RepairWith the restored servers Repair finds itself.
+func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, error) {
+	return RepairWith(ctx, cfg, Options{DryRun: dryRun})
+}
+
+// RepairWith moves counters of the pair past their high-water marks plus
 // the margin (cfg.Margin, 0 for the defaults): a table with ALTER TABLE …
 // AUTO_INCREMENT, a row of counters with UPDATE (never down, keeping its
-// server's parity); and raises every expired lease row whose reservation is
-// behind its copies on the other servers. cfg's account needs role
-// ticketd_admin (ALTER on the ticket tables, UPDATE on counters). Every server must be reachable and in its place. With dryRun
-// it reads and reports, and changes nothing. Nothing rewound: an empty report.
+// server's parity).
 //
-// A counter whose mark plus margin would pass the table's last usable ticket is
-// not touched and makes Repair fail (the sequence is exhausted on that server).
-// On failure the report still lists what was changed before.
-func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, error) {
-	cfg, servers, err := offline.OpenAll(ctx, cfg)
+// Which ones. A server is taken for restored when o.Restored names it, or
+// when it has a counter at or below its mark (what ticketd refuses) or a
+// lease row behind its copies: ticketd hands out no ticket before its
+// mark is on another server, so a restore that lost a ticket handed out
+// after the backup leaves that counter below its mark. On a restored
+// server every counter with a mark that is short of the mark plus the
+// margin moves, a counter equal to its mark included: what the margin
+// covers is tickets handed out while no other server took their marks
+// (marks.Book.Cover), which a counter at its mark may be behind. On the
+// others, only the counters at or below their marks move. Then every mark
+// a restored server holds for another is raised to that server's counter
+// (its high_water went back with it, and the next restore of the other
+// server would otherwise go unseen), and every expired lease row whose
+// reservation is behind its copies on the other servers. cfg's account
+// needs role ticketd_admin (ALTER on the ticket tables, UPDATE on
+// counters, INSERT and UPDATE on high_water). Every server must be
+// reachable and in its place. With o.DryRun it reads and reports, and
+// changes nothing. Nothing to move: an empty report.
+//
+// A rewound counter whose mark plus margin would pass the table's last
+// usable ticket is not touched and makes Repair fail (the sequence is
+// exhausted on that server); one that is not rewound gets a note. On
+// failure the report still lists what was changed before.
+func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, error) {
+	dryRun := o.DryRun
+	cfg, servers, err := offline.OpenAllFor(ctx, cfg, marksElsewhere)
 	if err != nil {
 		return RepairReport{}, err
 	}
@@ -95,9 +157,11 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 	if err != nil {
 		return RepairReport{}, err
 	}
+	restored, why := sv.restoredServers(o.Restored)
 	var rep RepairReport
+	rep.Restored = why
 	var errs []error
-	for i, list := range sv.planTables() {
+	for i, list := range sv.planTables(restored) {
 		s := servers[i]
 		for _, r := range list {
 			f := sv.fixes[r.Table]
@@ -106,8 +170,13 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 				margin = marks.RowMargin(margin, len(servers))
 			}
 			target, ok := marks.RepairTarget(r.Mark, margin, f.MaxTicket())
-			if !ok {
+			switch {
+			case !ok && r.rewound:
 				errs = append(errs, fmt.Errorf("%w: %s: %s", spec.ErrSequenceExhausted, s.Name, r.Fix))
+				continue
+			case !ok:
+				sv.note(i, fmt.Sprintf("%s (counter %d, mark %d) is within the margin of its last usable ticket and was not moved; "+
+					"if this server was restored, define a new sequence in its place (fix: %s)", r.Table, r.Counter, r.Mark, r.Fix))
 				continue
 			}
 			stmt := marks.FixText(cfg.Database, r.Table, target)
@@ -115,7 +184,7 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 				stmt = marks.RowFixText(cfg.Database, f.Name, target)
 			}
 			c := RepairChange{Server: i, Name: s.Name, Database: cfg.Database, Table: r.Table,
-				From: r.Counter, To: target, Mark: r.Mark, Statement: stmt}
+				From: r.Counter, To: target, Mark: r.Mark, Rewound: r.rewound, Statement: stmt}
 			if !dryRun {
 				move := alterCounter
 				if f.RowStored() {
@@ -130,6 +199,11 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 			}
 			rep.Changes = append(rep.Changes, c)
 		}
+	}
+	raised, err := sv.raiseMarks(ctx, restored, dryRun)
+	rep.MarksRaised = raised
+	if err != nil {
+		errs = append(errs, err)
 	}
 	for _, f := range sv.planLeases() {
 		s := servers[f.owner]

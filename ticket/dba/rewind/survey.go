@@ -169,10 +169,16 @@ func readRows(ctx context.Context, q conn.Querier, f func(name string, value uin
 
 func (sv *survey) note(i int, msg string) { sv.notes[i] = append(sv.notes[i], msg) }
 
-// planTables returns, per server, the counters (tables and rows) that are at
-// or below the mark its peers hold for it, sorted by counter; counters it
-// cannot check go to sv.notes.
-func (sv *survey) planTables() [][]marks.Rewind {
+// planTables returns, per server, the counters (tables and rows) to move
+// past the mark its peers hold for it, sorted by counter; counters it
+// cannot check go to sv.notes. On a server of restored (bit i for server
+// i), every counter with a mark that is short of the mark plus the margin
+// (Rewind.Counter below the Fix's target): it may be behind what was
+// handed out, equal to its mark included (restoredCounter). On the others,
+// only those rewound as ticketd sees it: at or below the mark, so that
+// their next ticket would be one handed out before (marks.IsRewound,
+// marks.RowRewound).
+func (sv *survey) planTables(restored uint64) [][]planned {
 	n := len(sv.servers)
 	// mark[key][i]: the largest mark for server i held by any other server.
 	mark := marks.Fold(n, sv.marks)
@@ -181,7 +187,7 @@ func (sv *survey) planTables() [][]marks.Rewind {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([][]marks.Rewind, n)
+	out := make([][]planned, n)
 	for i := range n {
 		for _, key := range keys {
 			f := sv.fixes[key]
@@ -201,14 +207,71 @@ func (sv *survey) planTables() [][]marks.Rewind {
 			case !ok || m == 0:
 				continue
 			}
-			if (f.RowStored() && !marks.RowRewound(c, m)) || (!f.RowStored() && !marks.IsRewound(c, m)) {
+			rewound := (f.RowStored() && marks.RowRewound(c, m)) || (!f.RowStored() && marks.IsRewound(c, m))
+			if !rewound && (restored&(1<<i) == 0 || !sv.restoredCounter(f, c, m, n)) {
 				continue
 			}
-			out[i] = append(out[i], marks.Rewind{Table: key, Counter: c, Mark: m,
-				Fix: marks.RewindFix(sv.cfg.Database, key, f, m, sv.cfg.MarginFor(f.Bits), n)})
+			out[i] = append(out[i], planned{Rewind: marks.Rewind{Table: key, Counter: c, Mark: m,
+				Fix: marks.RewindFix(sv.cfg.Database, key, f, m, sv.cfg.MarginFor(f.Bits), n)}, rewound: rewound})
 		}
 	}
 	return out
+}
+
+// restoredServers returns the servers to take for restored, with why for
+// each ("" for the others): those of named, and those with a counter at or
+// below its mark or a lease row behind its copies.
+func (sv *survey) restoredServers(named uint64) (uint64, []string) {
+	n := len(sv.servers)
+	why := make([]string, n)
+	mask := uint64(0)
+	notes := sv.notes
+	sv.notes = map[int][]string{} // the plan that follows notes them
+	strict := sv.planTables(0)
+	sv.notes = notes
+	for i, list := range strict {
+		if len(list) > 0 {
+			why[i] = fmt.Sprintf("%d counters at or below their marks (%s first)", len(list), list[0].Table)
+		}
+	}
+	for _, f := range sv.planLeases() {
+		if why[f.owner] == "" {
+			why[f.owner] = fmt.Sprintf("the lease row of worker %d (datacenter %d) behind its copies", f.worker, f.datacenter)
+		}
+	}
+	for i := range n {
+		if why[i] == "" && named&(1<<i) != 0 {
+			why[i] = "named by -restored"
+		}
+		if why[i] != "" {
+			mask |= 1 << i
+		}
+	}
+	return mask, why
+}
+
+// planned is a counter Repair moves: rewound when ticketd refuses it too.
+type planned struct {
+	marks.Rewind
+	rewound bool
+}
+
+// restoredCounter reports whether counter c of definition f, whose mark is
+// m, is short of where a repair moves it (the mark plus the margin): on a
+// server restored from a backup, such a counter may be behind a ticket
+// handed out after the backup. ticketd hands out no ticket before its mark
+// is on another server (marks.Book.Cover), so a restored counter at or
+// above its mark can only repeat tickets handed out while no other server
+// took marks, and those are what the margin covers; a counter equal to its
+// mark is moved like the others (a backup of an idle sequence holds exactly
+// its mark).
+func (sv *survey) restoredCounter(f spec.SequenceInfo, c, m uint64, n int) bool {
+	margin := sv.cfg.MarginFor(f.Bits)
+	if f.RowStored() {
+		margin = marks.RowMargin(margin, n)
+	}
+	target, ok := marks.RepairTarget(m, margin, f.MaxTicket())
+	return !ok || c < target
 }
 
 // leaseFix is a lease row behind the copies of its reservation.

@@ -55,7 +55,7 @@ func TestPlanTables(t *testing.T) {
 		},
 		notes: map[int][]string{},
 	}
-	got := sv.planTables()
+	got := sv.planTables(0)
 	if len(got[1]) != 0 {
 		t.Errorf("server 2 (counter 5002 past mark 5000) reported rewound: %+v", got[1])
 	}
@@ -74,6 +74,72 @@ func TestPlanTables(t *testing.T) {
 	}
 	if len(sv.notes[1]) != 1 || !strings.Contains(sv.notes[1][0], "seq_orders") {
 		t.Errorf("notes for server 2: %q, want seq_orders not checked", sv.notes[1])
+	}
+}
+
+// TestPlanTablesRestored: on a server named restored, a counter equal to
+// its mark (a backup of an idle sequence), or above it but short of the
+// mark plus the margin (a backup taken mid-claim), is moved with the
+// rewound ones, each marked so; one past the mark plus the margin, and a
+// counter no server holds a mark for, is not; on a server not named, only
+// the rewound ones are.
+func TestPlanTablesRestored(t *testing.T) {
+	cfg := spec.DefaultConfig().WithDefaults()
+	cfg.Margin = 1000
+	mk := func() *survey {
+		return &survey{
+			cfg:     cfg,
+			servers: make([]*conn.Server, 2),
+			fixes: map[string]spec.SequenceInfo{
+				"Tickets64":        {Table: "Tickets64", Bits: 64, BlockSize: 1},
+				"counters.equal":   {Name: "equal", Bits: 64, BlockSize: 1},
+				"counters.short":   {Name: "short", Bits: 64, BlockSize: 1},
+				"counters.past":    {Name: "past", Bits: 64, BlockSize: 1},
+				"counters.rewound": {Name: "rewound", Bits: 64, BlockSize: 1},
+				"counters.nomark":  {Name: "nomark", Bits: 64, BlockSize: 1},
+			},
+			marks: [][]marks.HWRow{
+				{{Table: "counters.equal", PeerOffset: 2, Mark: 40}},
+				{{Table: "Tickets64", PeerOffset: 1, Mark: 301}, {Table: "counters.equal", PeerOffset: 1, Mark: 501},
+					{Table: "counters.short", PeerOffset: 1, Mark: 501}, {Table: "counters.past", PeerOffset: 1, Mark: 501},
+					{Table: "counters.rewound", PeerOffset: 1, Mark: 501}},
+			},
+			counters: []map[string]uint64{
+				// Tickets64 after ticket 301 (AUTO_INCREMENT 303), rows at, short of, past
+				// the mark plus margin (1501), and below it.
+				{"Tickets64": 303, "counters.equal": 501, "counters.short": 1499, "counters.past": 1501,
+					"counters.rewound": 499, "counters.nomark": 1},
+				{"Tickets64": 2, "counters.equal": 40},
+			},
+			notes: map[int][]string{},
+		}
+	}
+	for _, tt := range []struct {
+		name     string
+		restored uint64
+		server1  string // the counters moved on server 1, with r for rewound
+		server2  string
+	}{
+		{"none named", 0, "counters.rewound r", ""},
+		{"server 1", 1, "Tickets64, counters.equal, counters.rewound r, counters.short", ""},
+		{"both", 3, "Tickets64, counters.equal, counters.rewound r, counters.short", "counters.equal"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mk().planTables(tt.restored)
+			for i, want := range []string{tt.server1, tt.server2} {
+				var list []string
+				for _, p := range got[i] {
+					if p.rewound {
+						list = append(list, p.Table+" r")
+					} else {
+						list = append(list, p.Table)
+					}
+				}
+				if g := strings.Join(list, ", "); g != want {
+					t.Errorf("server %d: got %q, want %q", i+1, g, want)
+				}
+			}
+		})
 	}
 }
 

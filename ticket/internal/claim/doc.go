@@ -47,7 +47,9 @@
 // below ClaimMaxValues (ClaimLimits per sequence), which is what a restart
 // may lose of it; one claim moves a counter by at most a tenth of the
 // repair margin (Config.MarginFor: the margin covers the tickets handed
-// out between two flushes of the marks); one claim of a 32-bit sequence
+// out while no other server took marks; every other ticket has its mark
+// on another server before it is handed out, package marks, whatever the
+// claim's size); one claim of a 32-bit sequence
 // takes at most ClaimMaxShare of the tickets left on its fullest server.
 // One block is always allowed. A negative bound, and a counter stored in a
 // table (REPLACE returns one ticket), claim one ticket at half a block

@@ -52,9 +52,14 @@ type Server struct {
 	lastErr   string
 	lastErrAt time.Time
 	lastErrBg bool // lastErr came from background work
-	prevErr   string
-	prevErrAt time.Time
-	hasErr    atomic.Bool // lastErr != "", read without the lock on every success
+	// rewindErr: the server is refused for counters that went back (a
+	// restore), since rewindErrAt; no statement's success clears it, only
+	// the last counter's readmission (ClearRewound).
+	rewindErr   string
+	rewindErrAt time.Time
+	prevErr     string
+	prevErrAt   time.Time
+	hasErr      atomic.Bool // lastErr != "", read without the lock on every success
 }
 
 // ioTimeout bounds every single read or write on a connection. Contexts already
@@ -190,12 +195,12 @@ func (s *Server) CheckSettings(ctx context.Context, ss *Session) (err error) {
 	if err != nil {
 		if tlsRefused(err) {
 			// A wrong CA or name is not an outage: say so, and do not retry.
-			return fmt.Errorf("%w: %w: %s: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Name, err)
+			return fmt.Errorf("%w: %w: %w", spec.ErrMisconfigured, spec.ErrTLS, s.Named(err))
 		}
 		if e := s.noDatabase(err); e != nil {
 			return e
 		}
-		return fmt.Errorf("%w: %s: %w", spec.ErrServerDown, s.Name, err)
+		return fmt.Errorf("%w: %w", spec.ErrServerDown, s.Named(err))
 	}
 	s.learn(ctx, ss, row.Version, time.Duration(row.Wait)*time.Second)
 	inc, off, lockMode := row.Inc, row.Off, row.LockMode
@@ -294,6 +299,31 @@ func (s *Server) ClearErr(bg bool) {
 	s.mu.Unlock()
 }
 
+// NoteRewound records that the server is refused for a counter that went
+// back: what is wrong with it until no counter is refused any more
+// (ClearRewound), whatever succeeds on it meanwhile. The first refusal
+// says since when.
+func (s *Server) NoteRewound(err error) {
+	s.mu.Lock()
+	if s.rewindErr == "" {
+		s.rewindErrAt = s.Now()
+	}
+	s.rewindErr = err.Error()
+	s.mu.Unlock()
+}
+
+// ClearRewound moves the rewind to the history when none of the server's
+// counters is refused any more (none() says so, asked under the lock that
+// NoteRewound takes, so that a refusal counted before it is never lost).
+func (s *Server) ClearRewound(none func() bool) {
+	s.mu.Lock()
+	if s.rewindErr != "" && none() {
+		s.prevErr, s.prevErrAt = s.rewindErr, s.rewindErrAt
+		s.rewindErr, s.rewindErrAt = "", time.Time{}
+	}
+	s.mu.Unlock()
+}
+
 // Report is what a server's own figures say of it, for Health.
 type Report struct {
 	Index  int    // position in Config.Servers
@@ -306,7 +336,9 @@ type Report struct {
 	// Latency (srtt) and LatencyDev (rttvar) of its statements, and the
 	// Deadline of its next request statement.
 	Latency, LatencyDev, Deadline time.Duration
-	// LastError is what is wrong now; PreviousError the last one cleared.
+	// LastError is what is wrong now (the newer of a statement's error and
+	// a rewind the server is refused for); PreviousError the last one
+	// cleared.
 	LastError, PreviousError     string
 	LastErrorAt, PreviousErrorAt time.Time
 	Version                      string // SELECT @@version, once read
@@ -333,6 +365,10 @@ func (s *Server) Report() Report {
 	}
 	s.mu.Lock()
 	r.LastError, r.LastErrorAt = s.lastErr, s.lastErrAt
+	if s.rewindErr != "" && (s.lastErr == "" || s.rewindErrAt.After(s.lastErrAt)) {
+		// The newer of what is wrong now.
+		r.LastError, r.LastErrorAt = s.rewindErr, s.rewindErrAt
+	}
 	r.PreviousError, r.PreviousErrorAt = s.prevErr, s.prevErrAt
 	s.mu.Unlock()
 	return r

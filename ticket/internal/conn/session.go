@@ -207,7 +207,7 @@ func (ss *Session) Do(ctx context.Context, what, query string, f func(ctx contex
 		return err
 	}
 	if err != nil {
-		err = fmt.Errorf("%s: %s: %w", s.Name, what, err)
+		err = s.Errorf("%s: %w", what, err)
 	}
 	ss.outcome(ctx, stmt, time.Since(begin), err)
 	return err
@@ -279,14 +279,14 @@ type PoolQuerier struct{ Server *Server }
 
 func (q PoolQuerier) Select(ctx context.Context, what string, dest any, query string, args ...any) error {
 	if err := q.Server.Pool().SelectContext(ctx, dest, query, args...); err != nil {
-		return fmt.Errorf("%s: %s: %w", q.Server.Name, what, err)
+		return q.Server.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
 func (q PoolQuerier) Each(ctx context.Context, what string, scan func(*sql.Rows) error, query string, args ...any) error {
 	if err := eachRow(ctx, q.Server.Pool(), scan, query, args...); err != nil {
-		return fmt.Errorf("%s: %s: %w", q.Server.Name, what, err)
+		return q.Server.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ type serverLeases struct {
 }
 
 // WarnCopy is the kind of warning a copy not written logs.
-const WarnCopy = "reservation copy not written; it is written once the server answers again"
+var WarnCopy = logsum.Kind{ID: "reservation_copy_not_written", Text: "reservation copy not written; it is written once the server answers again"}
 
 // New returns the leases of servers, taking candidates through tk.
 func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, tk *tickets.Taker, warn *logsum.Summary) *Manager {

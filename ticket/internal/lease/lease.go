@@ -184,7 +184,7 @@ func (ls *Manager) recheckOut(ctx context.Context, s *conn.Server) error {
 		return nil
 	}
 	if err := ls.rot.Recheck(ctx, s); err != nil {
-		return fmt.Errorf("%w: %s is out of rotation (last error: %s) and still fails: %v", spec.ErrServerDown, s.Name, s.Report().LastError, err)
+		return s.Errorf("%w: out of rotation (last error: %s) and still failing: %v", spec.ErrServerDown, s.Unnamed(s.Report().LastError), err)
 	}
 	return nil
 }

@@ -17,6 +17,20 @@
 // also folds in the marks its peers hold: all at Open, then those other
 // ticketd raised since (by updated_at and writer).
 //
+// Write-ahead (cover.go). The flush alone would leave everything handed out
+// since the last one invisible to a restore once the ticketd that took it
+// is gone; so a ticket reaches a caller only once a mark at or above it is
+// committed on another server (Cover, which package tickets calls after
+// every statement that takes tickets for a caller). Only while no other
+// server takes marks is a ticket handed out without (counted: Uncovered).
+// This is the restore invariant: everything handed out from a server is at
+// or below the marks the others hold for it, so a restore that lost a
+// handed-out ticket leaves its counter below the mark (refused here,
+// repaired by ticketd repair), and a repair that moves every counter of a
+// restored server to its mark plus the margin also covers what was handed
+// out without a mark, up to the margin. TestRestoreInvariantMachine (in
+// package ticket) checks it against real servers.
+//
 // Rewind detection (rewind.go, check.go). A ticket at or below its
 // server's mark is refused before anyone sees it (package tickets asks);
 // the server is refused for that counter (not for the others, nor for
@@ -35,9 +49,11 @@
 // only then the counter, so every mark is a ticket whose statement
 // completed before the counter was read.
 //
-// What remains: a ticket issued by another ticketd less than about
-// FlushInterval before the restore point (a backup restored within seconds
-// of being taken) can be unknown to the ticketd that next uses the restored
-// server; and restoring BOTH servers from backups while no running ticketd
-// remembers the marks restores the marks too.
+// What remains: until the repair, a ticket another ticketd handed out less
+// than about CheckInterval (the fold) before the restore point (a backup
+// restored within seconds of being taken) can be unknown to a ticketd that
+// next uses the restored server; tickets handed out while no other server
+// took marks are covered by the repair's margin alone; and restoring BOTH
+// servers from backups at once while no running ticketd remembers the
+// marks restores the marks too.
 package marks

@@ -138,6 +138,8 @@ type Book struct {
 	pending map[*Counter]struct{} // grew since written everywhere
 	// rewound: the marks some server is refused for (Health lists them).
 	rewound map[*Counter]struct{}
+	// covers: the covers in flight (cover.go), one per counter and server.
+	covers map[coverKey]*coverOp
 	// The slabs newMarks takes from, and the arena of the names it keeps.
 	names   arena.NameArena
 	slab    []Counter
@@ -160,6 +162,10 @@ type Book struct {
 	writer string
 	// testScanBudget, when set (by tests), replaces a check round's budget.
 	testScanBudget atomic.Int64
+	// testNoCover, when set (by benchmarks), makes Cover return at once:
+	// release 4's marks, written by the flush alone, to measure what covers
+	// cost beside them.
+	testNoCover atomic.Bool
 	// checkGate keeps the counter checks from overlapping with themselves.
 	checkGate life.Gate
 	// schemas: which release's schema.sql each server holds (a server of
@@ -191,6 +197,12 @@ type serverMarks struct {
 	marksResetAt atomic.Int64
 	// scan: the counter checks' progress through counters (check.go).
 	scan ScanState
+	// coverSlow: a cover's write to it ran out of time; covers pass it by
+	// until a write of marks to it succeeds again (cover.go).
+	coverSlow atomic.Bool
+	// uncovered: statements whose tickets of this server were handed out
+	// before another server took their mark (cover.go).
+	uncovered atomic.Uint64
 }
 
 // Hooks are what the book asks of the rooms above it.
@@ -212,6 +224,7 @@ func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *
 		writer: newWriterID(), checkGate: life.NewGate()}
 	b.init(len(servers))
 	warn.Declare(slog.LevelError, WarnRewound)
+	warn.Declare(slog.LevelWarn, WarnUncovered)
 	return b
 }
 
@@ -227,6 +240,7 @@ func (b *Book) init(n int) {
 	b.byTable = map[string]*Counter{}
 	b.pending = map[*Counter]struct{}{}
 	b.rewound = map[*Counter]struct{}{}
+	b.covers = map[coverKey]*coverOp{}
 }
 
 // newMarks makes the marks of a counter. Called with b.mu held.
@@ -454,7 +468,7 @@ func (b *Book) Flush(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, d := range b.servers {
 		if len(batches[d.Idx]) > 0 {
-			wg.Go(func() { b.writeMarks(ctx, d, batches[d.Idx]) })
+			wg.Go(func() { _ = b.writeMarks(ctx, d, batches[d.Idx], 0) })
 		}
 	}
 	wg.Wait()
@@ -468,55 +482,40 @@ func (b *Book) Flush(ctx context.Context) {
 	}
 }
 
-func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite) {
+// writeMarks writes batch to server d, a statement per marksPerStatement
+// marks, and returns the first error (the marks after it stay unwritten).
+// share, when positive, bounds each statement's deadline, on a session
+// with a request's deadlines rather than the background's: a cover
+// (cover.go) has a caller waiting.
+func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite, share time.Duration) error {
 	ss := b.rot.Session(d, conn.OpMarks)
 	defer ss.Close()
+	if share > 0 {
+		ss.Long, ss.Share = false, share
+	}
 	n := len(b.servers)
 	for len(batch) > 0 {
 		chunk := batch[:min(len(batch), marksPerStatement)]
 		batch = batch[len(chunk):]
-		var q strings.Builder
-		args := make([]any, 0, 4*len(chunk))
 		// A server of release 1's schema has no writer column: the same
 		// statement without it.
-		withWriter := b.schemas.Has(d.Idx, schema.Writer)
-		if withWriter {
-			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
-		} else {
-			q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
-		}
+		rows := make([]HWRow, len(chunk))
 		for k, w := range chunk {
-			if k > 0 {
-				q.WriteString(", ")
-			}
-			if withWriter {
-				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
-				args = append(args, w.m.key(), w.src+1, w.mark, b.writer)
-			} else {
-				q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
-				args = append(args, w.m.key(), w.src+1, w.mark)
-			}
+			rows[k] = HWRow{Table: w.m.key(), PeerOffset: w.src + 1, Mark: w.mark}
 		}
-		// GREATEST: a mark never goes down, whichever ticketd wrote last. The
-		// time and the writer change only with the mark (assignments run left
-		// to right: mark last), so foldMarks reads back what others raised.
-		if withWriter {
-			q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer),")
-		} else {
-			q.WriteString(" ON DUPLICATE KEY UPDATE")
-		}
-		q.WriteString(" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+		query, args := MarkStatement(rows, b.schemas.Has(d.Idx, schema.Writer), b.writer)
 		cctx, cancel := context.WithTimeout(ctx, markWriteBound) // on the server too
-		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", q.String(), args...)
+		_, err := conn.ExecRetry(cctx, ss, "writing high-water marks", query, args...)
 		cancel()
 		if err != nil {
 			if conn.Classify(err) == conn.KindStatement && !b.per[d.Idx].marksWarned.Swap(true) {
 				// A missing table or grant (an old schema.sql): say so once.
 				d.Log.Warn("cannot write high-water marks: restores of the other servers will go undetected until this is fixed", "err", err)
 			}
-			return
+			return err
 		}
 		b.per[d.Idx].marksWarned.Store(false)
+		b.per[d.Idx].coverSlow.Store(false)
 		b.written.Add(uint64(len(chunk)))
 		for _, w := range chunk {
 			w.m.mu.Lock()
@@ -524,6 +523,43 @@ func (b *Book) writeMarks(ctx context.Context, d *conn.Server, batch []markWrite
 			w.m.mu.Unlock()
 		}
 	}
+	return nil
+}
+
+// MarkStatement is the statement that writes rows to high_water, each
+// mark only up (GREATEST, whoever wrote last), naming writer in
+// high_water.writer when withWriter (a server of release 1's schema has no
+// such column).
+func MarkStatement(rows []HWRow, withWriter bool, writer string) (string, []any) {
+	var q strings.Builder
+	args := make([]any, 0, 4*len(rows))
+	if withWriter {
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at, writer) VALUES ")
+	} else {
+		q.WriteString("INSERT INTO high_water (table_name, peer_offset, mark, updated_at) VALUES ")
+	}
+	for k, r := range rows {
+		if k > 0 {
+			q.WriteString(", ")
+		}
+		if withWriter {
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3), ?)")
+			args = append(args, r.Table, r.PeerOffset, r.Mark, writer)
+		} else {
+			q.WriteString("(?, ?, ?, UTC_TIMESTAMP(3))")
+			args = append(args, r.Table, r.PeerOffset, r.Mark)
+		}
+	}
+	// GREATEST: a mark never goes down, whichever ticketd wrote last. The
+	// time and the writer change only with the mark (assignments run left
+	// to right: mark last), so foldMarks reads back what others raised.
+	if withWriter {
+		q.WriteString(" ON DUPLICATE KEY UPDATE writer = IF(VALUES(mark) > mark, VALUES(writer), writer),")
+	} else {
+		q.WriteString(" ON DUPLICATE KEY UPDATE")
+	}
+	q.WriteString(" updated_at = IF(VALUES(mark) > mark, UTC_TIMESTAMP(3), updated_at), mark = GREATEST(mark, VALUES(mark))")
+	return q.String(), args
 }
 
 // foldSlack: a fold reads again the marks updated this long before the last
@@ -635,6 +671,10 @@ func (b *Book) Pending() int {
 
 // CheckNow is signalled when a refused ticket asks for a counter check.
 func (b *Book) CheckNow() <-chan struct{} { return b.checkNow }
+
+// SetTestWithoutCover makes Cover do nothing (release 4's marks, written
+// by the flush alone), for benchmarks that measure what covers cost.
+func (b *Book) SetTestWithoutCover(off bool) { b.testNoCover.Store(off) }
 
 // SetTestScanBudget replaces a check round's budget (0: the default), for
 // tests.

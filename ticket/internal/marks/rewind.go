@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"ticketd/internal/logsum"
 	"ticketd/ticket/internal/conn"
 	"ticketd/ticket/internal/spec"
 )
@@ -37,8 +38,8 @@ import (
 // copies (copies.go), not the ticket.
 
 // WarnRewound is the kind of warning a refused counter logs.
-const WarnRewound = "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
-	"no ticket from it reaches a caller until the fix is run (ticketd repair)"
+var WarnRewound = logsum.Kind{ID: "server_rewound", Text: "ticket server refused for a counter: it is at or below the highest ticket it already issued (restored from a backup?); " +
+	"no ticket from it reaches a caller until the fix is run (ticketd repair)"}
 
 // Rewind is one counter a server is refused for.
 type Rewind struct {
@@ -177,7 +178,9 @@ func (b *Book) refuse(s *conn.Server, m *Counter, r Rewind) {
 	if !first {
 		return
 	}
-	b.per[s.Idx].rewoundCount.Add(1)
+	b.per[s.Idx].rewoundCount.Add(1) // before NoteRewound: ClearRewound reads it
+	s.NoteRewound(fmt.Errorf("%w: refused for %s: its counter %d is at or below %d, the highest ticket it issued (restored from a backup?); fix: %s (ticketd repair)",
+		spec.ErrRewound, r.Table, r.Counter, r.Mark, r.Fix))
 	b.mu.Lock()
 	b.rewound[m] = struct{}{}
 	b.mu.Unlock()
@@ -216,6 +219,7 @@ func (b *Book) readmit(s *conn.Server, m *Counter, counter, mark uint64) {
 		return
 	}
 	b.per[s.Idx].rewoundCount.Add(-1)
+	s.ClearRewound(func() bool { return b.per[s.Idx].rewoundCount.Load() == 0 })
 	if !still {
 		b.mu.Lock()
 		delete(b.rewound, m)
@@ -239,7 +243,7 @@ func (b *Book) RewoundTicket(s *conn.Server, row bool, m *Counter, t, before uin
 	b.requestCheck()
 	err := fmt.Errorf("%w: %s returned ticket %d from %s, at or below %d, which it already issued: ticket dropped and %s refused for %s; fix: %s",
 		spec.ErrRewound, s.Name, t, r.Table, before, s.Name, r.Table, r.Fix)
-	s.Note(err, false)
+	s.NoteRewound(err)
 	return err
 }
 

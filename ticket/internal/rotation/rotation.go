@@ -40,11 +40,11 @@ const (
 )
 
 // The kinds of repeated warnings the rotation logs (internal/logsum).
-const (
-	WarnOut        = "ticket server out of rotation"
-	WarnIn         = "ticket server in rotation"
-	WarnBackground = "background work failed on a ticket server (reported; not held against its place in the rotation)"
-	WarnPanic      = "no ticket server in rotation: trying them anyway (panic mode)"
+var (
+	WarnOut        = logsum.Kind{ID: "server_out", Text: "ticket server out of rotation"}
+	WarnIn         = logsum.Kind{ID: "server_in", Text: "ticket server in rotation"}
+	WarnBackground = logsum.Kind{ID: "background_failed", Text: "background work failed on a ticket server (reported; not held against its place in the rotation)"}
+	WarnPanic      = logsum.Kind{ID: "panic_mode", Text: "no ticket server in rotation: trying them anyway (panic mode)"}
 )
 
 // OutReason is why a server left the rotation.
@@ -444,8 +444,18 @@ func (r *Rotation) Class(s *conn.Server) int {
 // only when the near one fails, and a failed server's share goes to the
 // next one.
 func (r *Rotation) Order(buf []*conn.Server, mask uint64) []*conn.Server {
+	return r.orderFrom(buf, mask, int(r.rr.Add(1)%uint64(len(r.servers))))
+}
+
+// Nearest is Order without the round robin: within a class, by index. For
+// a write any one of them may take (a cover of a mark, package marks),
+// which must not move the turn the calls Order spreads take.
+func (r *Rotation) Nearest(buf []*conn.Server, mask uint64) []*conn.Server {
+	return r.orderFrom(buf, mask, 0)
+}
+
+func (r *Rotation) orderFrom(buf []*conn.Server, mask uint64, start int) []*conn.Server {
 	n := len(r.servers)
-	start := int(r.rr.Add(1) % uint64(n))
 	var classes [spec.MaxServers]int8
 	for i, s := range r.servers {
 		classes[i] = -1

@@ -118,6 +118,6 @@ func permute(q *Sequence, perm *publicid.Sequence, vals []uint64) error {
 func belowStartError(si spec.SequenceInfo, start uint64) error {
 	return fmt.Errorf("public sequence %q was made by release 3 with -start %d: its permutation covers [1, %d], so about one value in %d is at or below %d, "+
 		"where the numbers it replaced are (never one twice); it keeps that permutation, since another could repeat a value it handed out. "+
-		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/dba.md, \"Public sequences release 3 made with a start\")",
+		"To hand out only values above %d, move to a sequence of a new name made by this release (docs/named-sequences.md, \"Public sequences release 3 made with a start\")",
 		si.Name, start, si.Limit(), max(si.Limit()/max(start, 1), 1), start, start)
 }

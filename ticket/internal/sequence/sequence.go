@@ -48,13 +48,13 @@ type Sequence struct {
 }
 
 // The kinds of repeated warnings the sequences log.
-const (
-	warnSeqRow     = "sequence row ignored"
-	warnSeqRefused = "sequence refused: its definition changed, or the servers disagree on it"
-	warnSeqMissing = "sequence missing on a ticket server"
-	warnSeqNoKey   = "public sequence refused: this ticketd does not hold its key"
+var (
+	warnSeqRow     = logsum.Kind{ID: "sequence_row_ignored", Text: "sequence row ignored"}
+	warnSeqRefused = logsum.Kind{ID: "sequence_refused", Text: "sequence refused: its definition changed, or the servers disagree on it"}
+	warnSeqMissing = logsum.Kind{ID: "sequence_missing", Text: "sequence missing on a ticket server"}
+	warnSeqNoKey   = logsum.Kind{ID: "sequence_no_key", Text: "public sequence refused: this ticketd does not hold its key"}
 	// warnSeqBelowStart: ProblemBelowStart.
-	warnSeqBelowStart = "public sequence made by release 3 with a start: some of its values fall at or below the start"
+	warnSeqBelowStart = logsum.Kind{ID: "sequence_below_start", Text: "public sequence made by release 3 with a start: some of its values fall at or below the start"}
 )
 
 // Sequences is the named sequences of a pair: the catalog of their
@@ -230,16 +230,10 @@ func (sq *Sequences) TryNextRun(name string, most uint64) (spec.Run, bool) {
 // take fills dst with counter values of q, as NextN.
 func (sq *Sequences) take(ctx context.Context, q *Sequence, dst []uint64) (int, error) {
 	if q.Info.BlockSize == 1 {
-		// Pure Flickr: the ticket is the value.
-		for i := range dst {
-			t, err := sq.tk.Take(ctx, &q.Counter, sq.Pinner(q))
-			if err != nil {
-				return i, err
-			}
-			dst[i] = t.Value
-			q.issued.Add(1)
-		}
-		return len(dst), nil
+		// Pure Flickr: the ticket is the value, a statement each.
+		n, err := sq.tk.TakeEach(ctx, &q.Counter, sq.Pinner(q), dst)
+		q.issued.Add(uint64(n))
+		return n, err
 	}
 	return sq.fill(ctx, q, dst)
 }

@@ -35,23 +35,23 @@ const (
 	// ConnectTimeoutFactor: a zero ConnectTimeout means this many CallTimeouts.
 	ConnectTimeoutFactor = 4
 	// DefaultFlushInterval: how often the high-water marks that grew are
-	// written to the other servers. Tickets handed out since the last flush are
-	// what the repair margin must cover (see DefaultMargin).
+	// written to the other servers. A ticket handed out has its mark written
+	// before (package marks, cover.go): the flush writes the rest (the
+	// tickets behind leases, the other servers of four, marks a cover could
+	// not write).
 	DefaultFlushInterval = time.Second
 	// DefaultCheckInterval: how often every server's counters are compared with
 	// the marks its peers hold (also done at Open and when a server rejoins).
 	DefaultCheckInterval = 10 * time.Second
-	// DefaultMargin is how far past its high-water mark a rewound 64-bit
-	// counter is moved (the Fix statement, `ticketd repair`). It must cover
-	// tickets handed out but not yet written as marks, by every ticketd of the
-	// deployment: one FlushInterval of tickets normally, more while a flush
-	// fails. One server REPLACEs at most a few thousand tickets a second
-	// (≈1.1–1.7k/s at 1 to 32 clients measured on MariaDB 10.11 with this
-	// repository's my.cnf), so a million is minutes of unflushed tickets, and
-	// free in a 63-bit space.
+	// DefaultMargin is how far past its high-water mark a counter of a
+	// restored server is moved (the Fix statement, `ticketd repair`). No
+	// ticket is handed out before its mark is on another server (package
+	// marks, cover.go), so the margin covers only tickets handed out while no
+	// other server took marks (all of them down or failing): a million
+	// tickets is that many such, and free in a 63-bit space.
 	DefaultMargin = 1_000_000
-	// DefaultMargin32 is the margin of 32-bit tables: 100,000 is still most of a
-	// minute of tickets at the measured rate, and only 0.002% of the space.
+	// DefaultMargin32 is the margin of 32-bit tables: 100,000 tickets, only
+	// 0.002% of the space.
 	DefaultMargin32 = 100_000
 
 	MinCallTimeout    = 10 * time.Millisecond
@@ -66,8 +66,8 @@ const (
 	MinCheckInterval  = 50 * time.Millisecond
 	MaxCheckInterval  = time.Hour
 	// MinMargin and MaxMargin bound Config.Margin: below a thousand tickets it
-	// covers not even a second of unflushed tickets; above 2^40 it eats the
-	// space of a sequence with large blocks.
+	// covers next to nothing handed out while no other server took marks;
+	// above 2^40 it eats the space of a sequence with large blocks.
 	MinMargin = 1_000
 	MaxMargin = 1 << 40
 	// DefaultClaimMaxValues: the most values of one named sequence a Pair

@@ -84,11 +84,12 @@ type Taker struct {
 	// on server i, up to the quoted name (rowStatement); rowTail[i] is its
 	// part after the step's factor (rowStatementN).
 	rowPrefix, rowTail []string
+	servers            []*conn.Server
 }
 
 // New returns the taker of tickets on servers.
 func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, marks *marks.Book, lt *life.Life) *Taker {
-	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, rowPrefix: make([]string, len(servers)), rowTail: make([]string, len(servers))}
+	tk := &Taker{cfg: cfg, rot: rot, marks: marks, lt: lt, servers: servers, rowPrefix: make([]string, len(servers)), rowTail: make([]string, len(servers))}
 	tk.raw64 = NewCounter(spec.SequenceInfo{Name: "tickets64", Table: "Tickets64", Bits: 64, BlockSize: 1})
 	tk.marksOf(tk.raw64)
 	tk.raw64.Servers.Store(rot.All())
@@ -183,6 +184,45 @@ func (tk *Taker) Take(ctx context.Context, q *Counter, pin PinFunc) (Ticket, err
 // for the counter, as Take would find). A counter stored in a table of its
 // own (REPLACE) gives one ticket a statement: k is 1 there.
 func (tk *Taker) TakeN(ctx context.Context, q *Counter, pin PinFunc, k uint64) (Run, error) {
+	return tk.takeN(ctx, q, pin, k, true)
+}
+
+// TakeEach fills dst with tickets of q, one statement each (a sequence of
+// block size 1 asked for a batch: pure Flickr), and covers them once per
+// server at the end: none reaches the caller before the highest of its
+// server's is a mark on another server (marks.Book.Cover), one write per
+// server a batch instead of one per ticket. It returns how many it filled;
+// on an error the tickets before it are valid and covered, unless the
+// error is the caller's deadline ending before the cover did (then none
+// is: 0).
+func (tk *Taker) TakeEach(ctx context.Context, q *Counter, pin PinFunc, dst []uint64) (int, error) {
+	var top [spec.MaxServers]uint64
+	n := 0
+	var err error
+	for n < len(dst) {
+		var r Run
+		if r, err = tk.takeN(ctx, q, pin, 1, false); err != nil {
+			break
+		}
+		dst[n] = r.Last
+		top[r.Server] = max(top[r.Server], r.Last)
+		n++
+	}
+	m := tk.marksOf(q)
+	for i, t := range top[:len(tk.servers)] {
+		if t == 0 {
+			continue
+		}
+		if cerr := tk.marks.Cover(ctx, m, tk.servers[i], t); cerr != nil {
+			return 0, cerr
+		}
+	}
+	return n, err
+}
+
+// takeN is TakeN, covering the run before it returns (cover) or leaving
+// that to its caller (TakeEach).
+func (tk *Taker) takeN(ctx context.Context, q *Counter, pin PinFunc, k uint64, cover bool) (Run, error) {
 	if k < 1 || !q.Info.RowStored() {
 		k = 1
 	}
@@ -214,7 +254,7 @@ func (tk *Taker) TakeN(ctx context.Context, q *Counter, pin PinFunc, k uint64) (
 		for i, s := range list {
 			ss := tk.rot.Session(s, conn.OpTicket)
 			ss.Share = share(ctx, len(list)-i)
-			r, err := tk.takeOn(ctx, ss, q, true, k)
+			r, err := tk.takeOn(ctx, ss, q, true, cover, k)
 			if err == nil {
 				return r, nil
 			}
@@ -281,13 +321,14 @@ func (tk *Taker) TakeOn(ctx context.Context, s *conn.Server, q *Counter, guard b
 // before. Lease candidates are taken unguarded (see rewind.go): a repeated
 // candidate only proposes a worker ID again.
 func (tk *Taker) TakeOnAs(ctx context.Context, s *conn.Server, q *Counter, guard bool, o conn.Op) (uint64, error) {
-	r, err := tk.takeOn(ctx, tk.rot.Session(s, o), q, guard, 1)
+	r, err := tk.takeOn(ctx, tk.rot.Session(s, o), q, guard, guard && o == conn.OpTicket, 1)
 	return r.Last, err
 }
 
 // takeOn is TakeOnAs in the session ss, which it closes, for k tickets in
-// one statement (k is 1 for a counter stored in a table).
-func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard bool, k uint64) (Run, error) {
+// one statement (k is 1 for a counter stored in a table); with cover, the
+// run is covered before it is returned (marks.Book.Cover).
+func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard, cover bool, k uint64) (Run, error) {
 	defer ss.Close()
 	s := ss.Server
 	m := tk.marksOf(q)
@@ -382,6 +423,15 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 			r.K = (q.MaxTicket()-first)/s.Inc + 1
 			r.Last = first + (r.K-1)*s.Inc
 			_ = tk.exhaust(s, q, cause)
+		}
+		if cover {
+			// Write-ahead (marks/cover.go): no ticket of the run reaches a
+			// caller before a mark at or above it is committed on another
+			// server, so that a restore of s finds it, whoever dies.
+			ss.Close() // s's connection is not held while another server writes
+			if err := tk.marks.Cover(ctx, m, s, t); err != nil {
+				return Run{}, err
+			}
 		}
 		s.Tickets.Add(r.K)
 		return r, nil

@@ -26,7 +26,7 @@ SEQUENCE_REFILLS = 4
 
 
 class _Endpoint:
-    __slots__ = ("base", "up", "last_err", "probe_err", "requests", "failures", "probes")
+    __slots__ = ("base", "up", "last_err", "probe_err", "requests", "failures", "rejected", "probes")
 
     def __init__(self, base: str) -> None:
         self.base = base
@@ -35,6 +35,7 @@ class _Endpoint:
         self.probe_err: Optional[BaseException] = None
         self.requests = 0
         self.failures = 0
+        self.rejected = 0
         self.probes = 0
 
 
@@ -81,6 +82,7 @@ class _Stream:
         self.max_fetched = 0
         self.served = self.fetched = self.refills = self.refill_failures = 0
         self.dropped_by_age = self.waits = self.throttled = 0
+        self.refill_total = self.refill_max = 0.0
         self.thread: Optional[threading.Thread] = None
         if ids:
             self.thread = threading.Thread(target=self._refill_loop, daemon=True, name="ticketd-refill")
@@ -146,13 +148,20 @@ class _Stream:
                 if self.c._closed:
                     raise ClosedError("ticketd_client: closed")
                 if waited and self.ended >= wait_for and self.last_err is not None and not self.paced:
-                    # A refill begun after this call began waiting failed: it
-                    # tried every endpoint. Callers that wait together share it.
+                    # A refill that ended while this call waited failed: it
+                    # tried every endpoint. Callers that wait together share
+                    # it, and a call that came during a refill waits for that
+                    # one only, not for the next as well.
                     raise copy.copy(self.last_err)
                 if not waited:
-                    waited, wait_for = True, self.started + 1
+                    waited, wait_for = True, self.ended + 1
                     self.waits += 1
-                self.kick()
+                # A refill under way will end and wake this call: asking for
+                # another would only start one nobody waits for once it
+                # failed. Under the lock, so that the refill's own clearing of
+                # the kicks (it began after this call looked) cannot miss it.
+                if self.started == self.ended:
+                    self.kick()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise DeadlineError("ticketd_client: waiting for a refill of %s: timed out" % self.path)
@@ -217,6 +226,12 @@ class _Stream:
         with self.lock:
             self.started += 1
             attempt = self.started
+            # The kicks that came before now are this refill's to answer:
+            # callers waiting get its outcome, whatever it is.
+            if self.thread is not None:
+                self.wake.clear()
+            else:
+                c._pool.settle(self)
             now = time.monotonic()
             if self.sent_any:  # Leaf's step
                 lasted = now - self.last_sent
@@ -299,6 +314,8 @@ class _Stream:
             self.buffered += len(vals)
             self.fetched += len(vals)
             self.refills += 1
+            self.refill_total += took
+            self.refill_max = max(self.refill_max, took)
             self.last_sent, self.sent_any, self.used = sent, True, False
             self.slow_fetch = took > self.c._s.call_timeout / 4
             self.last_err, self.paced = None, False
@@ -311,6 +328,7 @@ class _Stream:
                 self.kick()
             return {"served": self.served, "fetched": self.fetched, "buffered": self.buffered, "batch": self.batch,
                     "refills": self.refills, "refill_failures": self.refill_failures, "throttled": self.throttled,
+                    "refill_latency_total": self.refill_total, "refill_latency_max": self.refill_max,
                     "dropped_by_age": self.dropped_by_age, "waits": self.waits,
                     "last_error": str(self.last_err) if self.last_err else ""}
 
@@ -401,13 +419,14 @@ class Client:
         return s.take(n, _deadline(timeout)) if n > 0 else []
 
     def stats(self) -> Dict[str, Any]:
-        """Counters for an application to export: "ids", "sequences" (by
-        name) and "endpoints"."""
+        """Counters for an application to export (docs/client.md, "Stats"):
+        "ids", "sequences" (by name) and "endpoints" (in the configured
+        order); latencies in seconds."""
         with self._slock:
             seqs = dict(self._seqs)
         with self._elock:
-            eps = [{"base": e.base, "up": e.up, "current": i == self._cur, "requests": e.requests,
-                    "failures": e.failures, "probes": e.probes,
+            eps = [{"url": e.base, "up": e.up, "current": i == self._cur, "requests": e.requests,
+                    "failures": e.failures, "rejected": e.rejected, "probes": e.probes,
                     "last_error": str(e.last_err) if e.last_err else "",
                     "last_probe_error": str(e.probe_err) if e.probe_err else ""} for i, e in enumerate(self._eps)]
         return {"ids": self._ids.stats(), "sequences": {k: v.stats() for k, v in seqs.items()}, "endpoints": eps}
@@ -479,9 +498,15 @@ class Client:
             self._cur = i
 
     def _failed(self, i: int, err: BaseException, skip: bool) -> None:
+        """A request to endpoint i failed. A 4xx is the request's fault, not
+        the endpoint's: it counts as rejected, neither as a failure nor as
+        the endpoint's last error."""
         with self._elock:
             e = self._eps[i]
             e.requests += 1
+            if isinstance(err, RejectedError):
+                e.rejected += 1
+                return
             e.failures += 1
             e.last_err = err
             down = skip and e.up

@@ -59,6 +59,13 @@ class Pool:
             elif st == _RUNNING:
                 self._state[t] = _KICKED
 
+    def settle(self, t: Task) -> None:
+        """Forgets the kicks of t that came while it runs: its turn, under
+        way, answers them."""
+        with self._lock:
+            if self._state.get(t) == _KICKED:
+                self._state[t] = _RUNNING
+
     def _more(self) -> None:
         """Wakes a thread for the ready tasks, or starts one (lock held)."""
         if len(self._ready) > self._idle and len(self._threads) < self._size:

@@ -65,20 +65,31 @@ func Prepare(cfg spec.Config) (spec.Config, error) {
 // how a command that needs the whole pair begins. The caller closes the
 // servers (CloseServers).
 func OpenAll(ctx context.Context, cfg spec.Config) (spec.Config, []*conn.Server, error) {
+	return OpenAllFor(ctx, cfg, "")
+}
+
+// OpenAllFor is OpenAll for a command that says why it needs every server
+// (why: "the marks for one server live on the others"), in the error it
+// returns when one is missing.
+func OpenAllFor(ctx context.Context, cfg spec.Config, why string) (spec.Config, []*conn.Server, error) {
 	cfg, err := Prepare(cfg)
 	if err != nil {
 		return cfg, nil, err
 	}
-	servers, err := connectAll(ctx, cfg)
+	servers, err := connectAll(ctx, cfg, why)
 	return cfg, servers, err
 }
 
 // connectAll is Connect, for the calls that need every server: a repair of
 // half a pair is refused, because the marks for a server live on the
 // others, and a misplaced server (the list in the wrong order) would be
-// compared with another server's marks.
-func connectAll(ctx context.Context, cfg spec.Config) ([]*conn.Server, error) {
-	const why = "every server of the pair must be reachable and in its place (the marks for one server live on the others)"
+// compared with another server's marks; the deployment record, and what
+// an upgrade or an adoption reads and writes, are on every server too.
+func connectAll(ctx context.Context, cfg spec.Config, because string) ([]*conn.Server, error) {
+	why := "every server of the pair must be reachable and in its place"
+	if because != "" {
+		why += " (" + because + ")"
+	}
 	servers, down, err := Connect(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", why, err)

@@ -18,7 +18,7 @@ final class Endpoints {
         boolean up = true;
         Exception lastErr; // of the last failed request
         Exception probeErr; // of the last probe; null once one succeeds
-        long requests, failures, probes;
+        long requests, failures, rejected, probes;
 
         Endpoint(String base) {
             this.base = base;
@@ -96,12 +96,21 @@ final class Endpoints {
         cur = i;
     }
 
-    /** A call to endpoint i failed; with skip, refills skip it until a probe finds it ready. */
+    /**
+     * A call to endpoint i failed; with skip, refills skip it until a probe
+     * finds it ready. A 4xx is the request's fault, not the endpoint's: it
+     * counts as rejected, neither as a failure nor as the endpoint's last
+     * error.
+     */
     void failed(int i, Exception err, boolean skip) {
         boolean down;
         synchronized (this) {
             Endpoint e = eps[i];
             e.requests++;
+            if (err.getCause() instanceof RejectedException) {
+                e.rejected++;
+                return;
+            }
             e.failures++;
             e.lastErr = err;
             down = skip && e.up;
@@ -230,7 +239,7 @@ final class Endpoints {
         List<Stats.EndpointStats> out = new ArrayList<>();
         for (int i = 0; i < eps.length; i++) {
             Endpoint e = eps[i];
-            out.add(new Stats.EndpointStats(e.base, e.up, i == cur, e.requests, e.failures, e.probes,
+            out.add(new Stats.EndpointStats(e.base, e.up, i == cur, e.requests, e.failures, e.rejected, e.probes,
                     e.lastErr == null ? "" : e.lastErr.getMessage(),
                     e.probeErr == null ? "" : e.probeErr.getMessage()));
         }

@@ -42,7 +42,10 @@ final class HttpTransport implements Transport {
     /** An idle connection older than this is not reused (ticketd closes idle ones after a while). */
     private static final long MAX_IDLE_NANOS = Duration.ofSeconds(20).toNanos();
 
-    private final SSLSocketFactory tls;
+    /** The TLS context of https:// endpoints; null: the JDK's default. */
+    private final SSLContext ctx;
+    /** Made on the first https:// request: see tls(). */
+    private volatile SSLSocketFactory tls;
     private final String auth; // the Authorization header of value requests, or null
     private final Map<String, ConcurrentLinkedDeque<Conn>> idle = new ConcurrentHashMap<>();
     private final Set<Conn> open = ConcurrentHashMap.newKeySet();
@@ -50,9 +53,13 @@ final class HttpTransport implements Transport {
     private final Set<Socket> connecting = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    HttpTransport(SSLContext ctx, String token) throws java.security.NoSuchAlgorithmException {
-        this.tls = (ctx != null ? ctx : SSLContext.getDefault()).getSocketFactory();
+    /** With https (an endpoint is https://), the TLS context is made now, before any request's deadline runs. */
+    HttpTransport(SSLContext ctx, String token, boolean https) throws IOException {
+        this.ctx = ctx;
         this.auth = token == null || token.isEmpty() ? null : "Bearer " + token;
+        if (https) {
+            tls();
+        }
     }
 
     /** One connection to one endpoint. */
@@ -214,7 +221,7 @@ final class HttpTransport implements Transport {
             s.setTcpNoDelay(true);
             s.connect(new InetSocketAddress(host, port), millisLeft(deadline, timeoutNanos));
             if (https) {
-                SSLSocket ss = (SSLSocket) tls.createSocket(s, host, port, true);
+                SSLSocket ss = (SSLSocket) tls().createSocket(s, host, port, true);
                 SSLParameters p = ss.getSSLParameters();
                 p.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name the host
                 p.setProtocols(new String[] {"TLSv1.3", "TLSv1.2"});
@@ -244,6 +251,30 @@ final class HttpTransport implements Transport {
             throw e;
         } finally {
             connecting.remove(raw);
+        }
+    }
+
+    /**
+     * The TLS socket factory, made when first needed: a client of http://
+     * endpoints alone never pays for TLS (the JDK's default context reads
+     * its CA store: 0.2 to 0.9 s on a cold JVM, which build() took).
+     */
+    private SSLSocketFactory tls() throws IOException {
+        SSLSocketFactory f = tls;
+        if (f != null) {
+            return f;
+        }
+        synchronized (this) {
+            if (tls == null) {
+                SSLContext c;
+                try {
+                    c = ctx != null ? ctx : SSLContext.getDefault();
+                } catch (java.security.NoSuchAlgorithmException e) {
+                    throw new IOException("ticketd: the JDK has no default TLS context", e);
+                }
+                tls = c.getSocketFactory();
+            }
+            return tls;
         }
     }
 

@@ -70,6 +70,16 @@ final class Settings {
         maxTicketBatch = maxT;
     }
 
+    /** The settings in effect, the token shown as [redacted]: a log line never holds it. */
+    @Override
+    public String toString() {
+        return "endpoints=" + endpoints + ", token=" + (token.isEmpty() ? "" : "[redacted]")
+                + ", sslContext=" + (sslContext != null) + ", callTimeout=" + Duration.ofNanos(callTimeout)
+                + ", maxAge=" + Duration.ofNanos(maxAge) + ", minBatch=" + minBatch + ", maxBatch=" + maxBatch
+                + ", maxTicketBatch=" + maxTicketBatch + ", batchPeriod=" + Duration.ofNanos(batchPeriod)
+                + ", probeEvery=" + Duration.ofNanos(probeEvery) + ", strictlyIncreasing=" + strictlyIncreasing;
+    }
+
     private static IllegalArgumentException bad(String msg) {
         return new IllegalArgumentException("ticketd: bad setting: " + msg);
     }

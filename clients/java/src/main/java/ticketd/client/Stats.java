@@ -21,8 +21,9 @@ public record Stats(StreamStats ids, Map<String, StreamStats> sequences, List<En
      * @param fetched            values received from ticketd
      * @param buffered           values in the buffer now (gauge)
      * @param batch              values the next refill asks for (gauge)
-     * @param refills            batches received
-     * @param refillFailures     refills that no endpoint answered
+     * @param refills            refills that brought a batch
+     * @param refillFailures     refills that ended without values: every endpoint failed, ticketd rejected the
+     *                           request, or it was over the token's quota
      * @param throttled          refills answered 429 (over the token's quota; counted in refillFailures too)
      * @param refillLatencyTotal time the successful refills took, from sending to having the values
      * @param refillLatencyMax   the longest of them
@@ -35,17 +36,18 @@ public record Stats(StreamStats ids, Map<String, StreamStats> sequences, List<En
             String lastError) {}
 
     /**
-     * One ticketd endpoint.
+     * One ticketd endpoint (docs/client.md, "Stats").
      *
      * @param url            its base URL
      * @param up             false: skipped until a probe finds it ready
      * @param current        the endpoint refills try first
-     * @param requests       batches asked for
-     * @param failures       of those, failed
+     * @param requests       batches asked for, whatever their outcome
+     * @param failures       of those, failed for the endpoint's sake: refused, reset, out of time, a 5xx, a bad answer
+     * @param rejected       of those, refused with a 4xx (429 included): the request's fault, never a failure
      * @param probes         GET /readyz while skipped
-     * @param lastError      of the last failed request; "" if none failed
+     * @param lastError      of the last failure; "" if none failed (a 4xx never changes it)
      * @param lastProbeError of the last probe, while they keep failing
      */
-    public record EndpointStats(String url, boolean up, boolean current, long requests, long failures, long probes,
+    public record EndpointStats(String url, boolean up, boolean current, long requests, long failures, long rejected, long probes,
             String lastError, String lastProbeError) {}
 }

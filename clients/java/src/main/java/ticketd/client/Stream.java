@@ -169,12 +169,13 @@ final class Stream {
                 if (filled > 0) {
                     used = true;
                 }
-                if (wake) {
-                    signal();
-                }
                 if (filled == dst.length) {
+                    if (wake) {
+                        signal();
+                    }
                     return;
                 }
+                // Nothing (more) buffered: waitLocked asks for a refill unless one is under way.
                 waitFor = waitLocked(waitFor, deadline, filled);
             }
         } finally {
@@ -184,9 +185,11 @@ final class Stream {
 
     /**
      * Nothing (more) is buffered: throws if the client is closed or a refill
-     * begun after this call began waiting has failed (callers that wait
-     * together share it), else asks for a refill and waits for the next one to
-     * end. Returns the refill number the call waits for.
+     * that ended while this call waited has failed (callers that wait
+     * together share it, and a call that came during a refill waits for that
+     * one only, not for the next as well), else asks for a refill if none is
+     * under way and waits for the next one to end. Returns the refill number
+     * the call waits for.
      */
     private long waitLocked(long waitFor, long deadline, int filled) {
         if (c.isClosed()) {
@@ -196,10 +199,16 @@ final class Stream {
             throw lastErr.forCaller().withFilled(filled);
         }
         if (waitFor == 0) {
-            waitFor = started + 1;
+            waitFor = ended + 1;
             waits++;
         }
-        signal();
+        // A refill under way will end and wake this call: asking for another
+        // would only start one nobody waits for once it failed. Under the
+        // lock, so that the refill's own dropping of the signals (it began
+        // after this call looked) cannot miss it.
+        if (started == ended) {
+            signal();
+        }
         try {
             if (deadline == NO_DEADLINE) {
                 arrived.await();
@@ -390,6 +399,9 @@ final class Stream {
         lock.lock();
         try {
             attempt = ++started;
+            // The signals that came before now are this refill's to answer:
+            // callers waiting get its outcome, whatever it is.
+            state.compareAndSet(DIRTY, RUNNING);
             long now = clock.nanos();
             // Leaf's step: a batch that lasted less than batchPeriod doubles,
             // one that lasted more than twice as long halves. A batch that

@@ -100,9 +100,9 @@ public final class TicketdClient implements AutoCloseable {
 
     private static Transport httpTransport(Settings cfg) {
         try {
-            return new HttpTransport(cfg.sslContext, cfg.token);
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("ticketd: the JDK has no default TLS context", e);
+            return new HttpTransport(cfg.sslContext, cfg.token, cfg.endpoints.stream().anyMatch(e -> e.startsWith("https:")));
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e.getMessage(), e);
         }
     }
 
@@ -275,6 +275,12 @@ public final class TicketdClient implements AutoCloseable {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** The client's settings, as a log line would show them: the token never, only whether there is one. */
+    @Override
+    public String toString() {
+        return "TicketdClient[" + cfg + "]";
     }
 
     // --- for the buffers and the endpoints -----------------------------------------

@@ -123,7 +123,38 @@ class FailoverTest {
             for (FakeTicketd.Req r : b.valueRequests()) {
                 Check.that(!r.path().startsWith("/v1/tickets"), "asked the second endpoint too: " + r.path());
             }
-            Check.that(c.stats().endpoints().get(0).up(), "a 404 took the endpoint out");
+            Stats st = c.stats();
+            Stats.EndpointStats ea = st.endpoints().get(0);
+            Check.that(ea.up() && ea.current(), "a 404 took the endpoint out: " + ea);
+            Check.eq(ea.failures(), 0L, "failures of the endpoint after a 404 (the request's fault)");
+            Check.eq(ea.rejected(), 1L, "rejected requests");
+            Check.eq(ea.lastError(), "", "the endpoint's last error after a 404");
+            Check.eq(st.endpoints().get(1).requests(), 0L, "requests to the second endpoint");
+            Check.eq(st.sequences().get("nosuch").refillFailures(), 1L, "the sequence's refill failures");
+            Check.contains(st.sequences().get("nosuch").lastError(), "404", "the sequence's last error");
+        }
+    }
+
+    @Test
+    void unavailableAfterTheRefillUnderWay() throws Exception {
+        // Both endpoints hold their answers: a call that comes while the first
+        // refill is under way gets that refill's outcome, once it has asked each
+        // endpoint with callTimeout and then each with maxAge, not after another
+        // refill as well.
+        try (FakeTicketd a = new FakeTicketd(A); FakeTicketd b = new FakeTicketd(B)) {
+            a.delayMs = 5000;
+            b.delayMs = 5000;
+            try (TicketdClient c = TicketdClient.builder().endpoints(a.url, b.url).callTimeout(Duration.ofMillis(50))
+                    .maxAge(Duration.ofMillis(150)).probeEvery(Duration.ofSeconds(5)).build()) {
+                Check.eventually(5000, "the first refill asks", () -> !a.valueRequests().isEmpty());
+                Check.fails(UnavailableException.class, () -> c.next(Duration.ofSeconds(10)));
+                Stats st = c.stats();
+                Check.eq(st.ids().refillFailures(), 1L, "refills failed when next threw");
+                for (Stats.EndpointStats e : st.endpoints()) {
+                    Check.eq(e.requests(), 2L, "requests to " + e.url());
+                    Check.eq(e.failures(), 2L, "failures of " + e.url());
+                }
+            }
         }
     }
 

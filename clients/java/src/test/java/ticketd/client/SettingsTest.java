@@ -82,6 +82,16 @@ class SettingsTest {
     }
 
     @Test
+    void clientPrintsItsSettingsNotItsToken() {
+        try (TicketdClient c = base().token("s3cret-token").build()) {
+            String s = c.toString();
+            Check.that(!s.contains("s3cret"), "the client's toString shows the token: " + s);
+            Check.contains(s, "[redacted]", "the client's toString");
+            Check.contains(s, "http://127.0.0.1:1", "the client's toString");
+        }
+    }
+
+    @Test
     void sequenceNames() {
         String[] good = {"a", "orders", "a_1", "z".repeat(48)};
         String[] bad = {"", "A", "1a", "_a", "a-b", "a.b", "z".repeat(49), "ordérs"};

@@ -87,7 +87,7 @@ class WireTest {
     }
 
     static HttpTransport transport() throws Exception {
-        return new HttpTransport(null, "");
+        return new HttpTransport(null, "", false);
     }
 
     @Test

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import ticketd.client.ClosedException;
 import ticketd.client.RejectedException;
+import ticketd.client.Stats;
 import ticketd.client.TicketdClient;
 import ticketd.client.Tls;
 import ticketd.client.UnavailableException;
@@ -28,6 +29,7 @@ import ticketd.client.WaitTimeoutException;
  */
 public final class Adapter {
     private final Map<String, TicketdClient> clients = new HashMap<>();
+    private final Map<String, TicketdClient.Builder> builders = new HashMap<>();
     private final Map<String, Job> jobs = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
@@ -61,6 +63,7 @@ public final class Adapter {
             case "hello": {
                 Map<String, Object> m = ok();
                 m.put("language", "java");
+                m.put("resources_exact", true); // close joins every thread it started
                 m.put("client", "ticketd-client " + version() + " (Java " + Runtime.version() + ")");
                 return m;
             }
@@ -70,7 +73,9 @@ public final class Adapter {
                     return fail("protocol", "client \"" + name + "\": want a new name");
                 }
                 try {
-                    clients.put(name, build(obj(r, "config")));
+                    TicketdClient.Builder b = builder(obj(r, "config"));
+                    clients.put(name, b.build());
+                    builders.put(name, b);
                 } catch (IllegalArgumentException | java.io.IOException | java.security.GeneralSecurityException e) {
                     return fail("bad_config", e.getMessage());
                 }
@@ -115,7 +120,9 @@ public final class Adapter {
                     return fail("protocol", "no client \"" + str(r, "client") + "\"");
                 }
                 c.close();
-                return ok();
+                Map<String, Object> m = ok();
+                m.put("count", Thread.getAllStackTraces().size());
+                return m;
             }
             case "resources": {
                 // Live threads.
@@ -123,12 +130,69 @@ public final class Adapter {
                 m.put("count", Thread.getAllStackTraces().size());
                 return m;
             }
+            case "stats":
+            case "print": {
+                TicketdClient c = clients.get(str(r, "client"));
+                if (c == null) {
+                    return fail("protocol", "no client \"" + str(r, "client") + "\"");
+                }
+                Map<String, Object> m = ok();
+                if (op.equals("stats")) {
+                    m.put("stats", statsOf(c.stats()));
+                } else {
+                    TicketdClient.Builder b = builders.get(str(r, "client"));
+                    m.put("printed", List.of(c.toString(), String.valueOf(c), String.format("%s", c), b.toString()));
+                }
+                return m;
+            }
             default:
                 return fail("protocol", "unknown op \"" + op + "\"");
         }
     }
 
-    private static TicketdClient build(Map<String, Object> cfg) throws Exception {
+    /** The client's stats in the protocol's terms. */
+    private static Map<String, Object> statsOf(Stats st) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("ids", streamOf(st.ids()));
+        Map<String, Object> seqs = new LinkedHashMap<>();
+        st.sequences().forEach((name, s) -> seqs.put(name, streamOf(s)));
+        m.put("sequences", seqs);
+        List<Object> eps = new ArrayList<>();
+        for (Stats.EndpointStats e : st.endpoints()) {
+            Map<String, Object> o = new LinkedHashMap<>();
+            o.put("url", e.url());
+            o.put("up", e.up());
+            o.put("current", e.current());
+            o.put("requests", e.requests());
+            o.put("failures", e.failures());
+            o.put("rejected", e.rejected());
+            o.put("probes", e.probes());
+            o.put("last_error", e.lastError());
+            o.put("last_probe_error", e.lastProbeError());
+            eps.add(o);
+        }
+        m.put("endpoints", eps);
+        return m;
+    }
+
+    private static Map<String, Object> streamOf(Stats.StreamStats s) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("served", s.served());
+        o.put("fetched", s.fetched());
+        o.put("buffered", s.buffered());
+        o.put("batch", s.batch());
+        o.put("refills", s.refills());
+        o.put("refill_failures", s.refillFailures());
+        o.put("throttled", s.throttled());
+        o.put("refill_latency_total_ms", s.refillLatencyTotal().toNanos() / 1e6);
+        o.put("refill_latency_max_ms", s.refillLatencyMax().toNanos() / 1e6);
+        o.put("dropped_by_age", s.droppedByAge());
+        o.put("waits", s.waits());
+        o.put("last_error", s.lastError());
+        return o;
+    }
+
+    private static TicketdClient.Builder builder(Map<String, Object> cfg) throws Exception {
         TicketdClient.Builder b = TicketdClient.builder();
         List<String> eps = new ArrayList<>();
         Object e = cfg.get("endpoints");
@@ -159,7 +223,7 @@ public final class Adapter {
             b.probeEvery(Duration.ofMillis(num(cfg, "probe_every_ms")));
         }
         b.strictlyIncreasing(Boolean.TRUE.equals(cfg.get("strictly_increasing")));
-        return b.build();
+        return b;
     }
 
     /** A next or ticket request: its threads, run by one coordinating thread. */

@@ -1,0 +1,132 @@
+package rewind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"ticketd/ticket/dba/internal/offline"
+	"ticketd/ticket/internal/conn"
+	"ticketd/ticket/internal/marks"
+	"ticketd/ticket/internal/schema"
+	"ticketd/ticket/internal/spec"
+)
+
+// Raising the marks: the last step of a repair.
+//
+// A server restored from a backup has its counters behind, and also its
+// high_water: the marks it holds for the OTHER servers went back with it.
+// Those are what would find the next restore of one of those servers; left
+// as they are, restoring server 1 and later server 2 (each repaired in
+// turn) would let the second restore go unseen on a pair. The counters of
+// the other servers are what they have issued (a row's value is its last
+// ticket; a table's AUTO_INCREMENT is past its last), so after moving the
+// counters Repair reads them again and raises, on every server taken for
+// restored, each mark it holds for another server that is below that
+// server's counter: only up (GREATEST), as every mark write.
+
+// repairWriter names `ticketd repair` in high_water.writer, so that every
+// running ticketd reads back the marks it raised (they fold the rows other
+// writers raised).
+const repairWriter = "ticketd repair"
+
+// raiseMarks raises the marks each server of holders holds for the others
+// to their counters as read now, and returns per holder how many it raised
+// (with dryRun, would raise).
+func (sv *survey) raiseMarks(ctx context.Context, holders uint64, dryRun bool) ([]int, error) {
+	n := len(sv.servers)
+	var tables []string
+	for key := range sv.fixes {
+		if !strings.HasPrefix(key, spec.RowKeyPrefix) {
+			tables = append(tables, key)
+		}
+	}
+	slices.Sort(tables)
+	now := make([]map[string]uint64, n) // per server: the highest ticket it may have issued, by counter key
+	err := offline.EachServer(ctx, sv.cfg, sv.servers, nil, func(ctx context.Context, s *conn.Server) error {
+		c, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, sv.cfg.Database, tables)
+		if err != nil {
+			return err
+		}
+		issued := make(map[string]uint64, len(c))
+		for t, ai := range c {
+			if ai > 1 {
+				issued[t] = ai - 1 // the next ticket is at least AUTO_INCREMENT
+			}
+		}
+		if sv.schemas[s.Idx].Has(schema.Counters) {
+			if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(name string, v uint64) {
+				if _, known := sv.fixes[spec.RowKeyPrefix+name]; known {
+					issued[spec.RowKeyPrefix+name] = v // its last ticket
+				}
+			}); err != nil {
+				return err
+			}
+		}
+		now[s.Idx] = issued
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the counters again to raise the marks: %w", err)
+	}
+	raised := make([]int, n)
+	var errs []error
+	for _, h := range sv.servers {
+		if holders&(1<<h.Idx) == 0 {
+			continue
+		}
+		held := map[string]uint64{} // what h holds, by key and source
+		for _, r := range sv.marks[h.Idx] {
+			held[markKey(r.Table, r.PeerOffset)] = r.Mark
+		}
+		var rows []marks.HWRow
+		for src := range n {
+			if src == h.Idx {
+				continue // a server's marks for itself would rewind with it
+			}
+			keys := make([]string, 0, len(now[src]))
+			for key := range now[src] {
+				keys = append(keys, key)
+			}
+			slices.Sort(keys)
+			for _, key := range keys {
+				if v := now[src][key]; v > held[markKey(key, src+1)] {
+					rows = append(rows, marks.HWRow{Table: key, PeerOffset: src + 1, Mark: v})
+				}
+			}
+		}
+		raised[h.Idx] = len(rows)
+		if dryRun {
+			continue
+		}
+		if err := writeRows(ctx, sv.cfg, h, rows, sv.schemas[h.Idx].Has(schema.Writer)); err != nil {
+			errs = append(errs, err)
+			raised[h.Idx] = 0
+		}
+	}
+	if len(errs) > 0 {
+		return raised, fmt.Errorf("raising the marks: %w", errors.Join(errs...))
+	}
+	return raised, nil
+}
+
+func markKey(table string, peerOffset int) string { return fmt.Sprintf("%s/%d", table, peerOffset) }
+
+// writeRows writes rows to h's high_water, a thousand a statement.
+func writeRows(ctx context.Context, cfg spec.Config, h *conn.Server, rows []marks.HWRow, withWriter bool) error {
+	const chunk = 1000
+	for len(rows) > 0 {
+		part := rows[:min(len(rows), chunk)]
+		rows = rows[len(part):]
+		q, args := marks.MarkStatement(part, withWriter, repairWriter)
+		cctx, cancel := context.WithTimeout(ctx, 4*cfg.CallTimeout)
+		_, err := h.Pool().ExecContext(cctx, q, args...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: writing high-water marks: %w", h.Name, err)
+		}
+	}
+	return nil
+}
