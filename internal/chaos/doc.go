@@ -135,18 +135,20 @@
 //
 // Every successful /v1/id request's latency is kept (from when it was due),
 // with when it ended; a request held back by the one before it on its
-// connection, with when the request that began the backlog ended, so that a
-// backlog a fault leaves counts in the fault's window even as it drains
-// after. Each fault's window runs from where its step began (or where the
-// event before it in the step ended) to its event; the steady load is every
-// other request. Beside ticketd, the
-// control: the bare fasthttp server (cmd/bare, Config.Bare) under the load of
-// one ticketd's /v1/id clients from the same harness, for the whole run. The
-// report gives, per window, the p50, p99, p99.9, p99.99 and max of both, the
-// window's p99.99 over the steady one's, and whether a window over twice the
-// steady p99.99 shows it on the control too (the machine: a server
-// restarting, processes starting, junk being sent) or not (ticketd). Those
-// are figures, not checks: how fast the machine is is no invariant (tail.go).
+// connection, with when it was due and when the request that began its
+// backlog ended. Each fault's window runs from where its step began (or
+// where the event before it in the step ended) to its event. A request
+// counts in the window it ended in; one held back, in the window it was due
+// in, or else in the one its backlog began in, so that a backlog a fault
+// leaves counts in the fault's window even as it drains after; the steady
+// load is every other request. Beside ticketd, the control: the bare
+// fasthttp server (cmd/bare, Config.Bare) under the load of one ticketd's
+// /v1/id clients from the same harness, for the whole run. The report gives,
+// per window, the p50, p99, p99.9, p99.99 and max of both, the window's
+// p99.99 over the steady one's, and whether a window over twice the steady
+// p99.99 shows it on the control too (the machine: a server restarting,
+// processes starting, junk being sent) or not (ticketd). Those are figures,
+// not checks: how fast the machine is is no invariant (tail.go).
 //
 // # Checks
 //

@@ -121,7 +121,7 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 		}
 		resp, err := c.get(string(path), time.Now().Add(requestTimeout))
 		end := time.Now()
-		at := pace.done(end)
+		at, or := pace.done(end)
 		if err == nil && resp.status != 200 {
 			err = fmt.Errorf("status %d: %.200s", resp.status, resp.body)
 		}
@@ -149,7 +149,7 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 				rec.ticketLatency.add(lat)
 			case kindID:
 				rec.latency.add(lat)
-				rec.samples = append(rec.samples, r.tail.sample(at, lat))
+				rec.samples = append(rec.samples, r.tail.sample(at, or, lat))
 				if lat > rec.maxLatency {
 					rec.maxLatency, rec.maxLatencyAt = lat, due
 				}

@@ -14,9 +14,11 @@ import "time"
 // sends its late requests back to back until it has caught up: none is
 // dropped, so none is left out of the figures.
 //
-// A request sent late, held back by the one before it, owes its wait to
-// whatever made that one slow: done says when that was, for the tail's
-// windows (tail.go).
+// For the tail's windows (tail.go), done says when a request's latency
+// belongs: a request sent on time, when it ended (it was in flight then); one
+// sent late, held back by the one before it, when it was due, or, if no
+// fault's window holds that, where its backlog began (it owes its wait to
+// whatever made the request that began it slow).
 type pacer struct {
 	interval time.Duration
 	next     time.Time
@@ -46,12 +48,13 @@ func (p *pacer) wait() time.Time {
 }
 
 // done records that the request wait gave ended at end, and returns when
-// its latency began to build: end itself for a request sent on time, or, for
-// one held back, the end of the request sent on time that began the chain
-// it waited in (every request of a backlog counts where its cause was).
-func (p *pacer) done(end time.Time) time.Time {
+// its latency belongs, first and failing that: for a request sent on time,
+// end and end; for one held back, when it was due, and the end of the
+// request sent on time that began the backlog it waited in.
+func (p *pacer) done(end time.Time) (at, or time.Time) {
 	if !p.held || p.chainEnd.IsZero() {
 		p.chainEnd = end
+		return end, end
 	}
-	return p.chainEnd
+	return p.next, p.chainEnd
 }

@@ -25,30 +25,32 @@ func TestPacer(t *testing.T) {
 	}
 }
 
-// TestPacerChain: a request held back by a slow one before it counts where
-// that slow one ended, until the client is back on its schedule.
+// TestPacerChain: a request sent on time belongs where it ended; one held
+// back by a slow one before it belongs where it was due, or failing that
+// where the slow one ended, until the client is back on its schedule.
 func TestPacerChain(t *testing.T) {
 	p := newPacer(time.Millisecond)
 	p.wait()
 	time.Sleep(20 * time.Millisecond) // an answer that took 20 ms
 	slow := time.Now()
-	if at := p.done(slow); !at.Equal(slow) {
-		t.Fatalf("a request sent on time counts at %v, want its own end", at)
+	if at, or := p.done(slow); !at.Equal(slow) || !or.Equal(slow) {
+		t.Fatalf("a request sent on time belongs at %v and %v, want its own end", at, or)
 	}
 	for k := 0; k < 5; k++ { // still behind: due while the slow one ran
-		p.wait()
+		due := p.wait()
 		if !p.held {
 			t.Fatalf("request %d after a 20 ms answer at 1 ms intervals: not held back", k+2)
 		}
-		if at := p.done(time.Now()); !at.Equal(slow) {
-			t.Errorf("request %d, held back: counts at %v after the slow one's end, want at it", k+2, at.Sub(slow))
+		if at, or := p.done(time.Now()); !at.Equal(due) || !or.Equal(slow) {
+			t.Errorf("request %d, held back: belongs at %v and %v after the slow one's end, want when it was due (%v) and the slow one's end",
+				k+2, at.Sub(slow), or.Sub(slow), due.Sub(slow))
 		}
 	}
 	for p.wait(); p.held; p.wait() { // catching up, back to back
 		p.done(time.Now())
 	}
 	end := time.Now()
-	if at := p.done(end); !at.Equal(end) {
-		t.Errorf("back on schedule, a request counts at %v, want its own end", at)
+	if at, or := p.done(end); !at.Equal(end) || !or.Equal(end) {
+		t.Errorf("back on schedule, a request belongs at %v and %v, want its own end", at, or)
 	}
 }

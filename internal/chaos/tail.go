@@ -23,12 +23,11 @@ import (
 // The open-loop tail: every successful /v1/id request's latency is kept,
 // counted from when it was due (pacer.go), with the moment it ended. After
 // the run each fault's window (its Event, from Begin to At) gets the p50,
-// p99, p99.9, p99.99 and max of the requests that ended in it (a request
-// held back by the one before it on its connection counts where that wait
-// began: the backlog a fault leaves counts in the fault's window, even what
-// of it drains after), beside the steady load's (every other request) and
-// beside
-// the control's: the bare fasthttp server (cmd/bare) under the load of one
+// p99, p99.9, p99.99 and max of the requests that ended in it (one held back
+// by the one before it on its connection: that was due in it, or else whose
+// backlog began in it, so that the backlog a fault leaves counts in the
+// fault's window, even what of it drains after), beside the steady load's
+// (every other request) and beside the control's: the bare fasthttp server (cmd/bare) under the load of one
 // ticketd's /v1/id clients, from the same harness at the same time, for the
 // whole run. A window's tail that the control shows too is the machine's (a
 // ticket server restarting, a replica being built, junk being sent); one it
@@ -43,10 +42,10 @@ import (
 // before the row says so: twice.
 const tailFactor = 2.0
 
-// sample is one successful request: when it ended, or, held back by the
-// request before it, when the one that began its wait ended (pacer.done; ms
-// since tail.base), and how long it took from when it was due (µs).
-type sample struct{ atMs, latUs int32 }
+// sample is one successful request: where it belongs, first and failing
+// that (pacer.done; ms since tail.base), and how long it took from when it
+// was due (µs).
+type sample struct{ atMs, orMs, latUs int32 }
 
 // tail is the run's state for the tail figures.
 type tail struct {
@@ -65,8 +64,9 @@ type tail struct {
 	errors   []string // the control's first failures
 }
 
-func (t *tail) sample(end time.Time, lat time.Duration) sample {
-	return sample{atMs: int32(end.Sub(t.base).Milliseconds()), latUs: int32(min(lat.Microseconds(), 1<<31-1))}
+func (t *tail) sample(at, or time.Time, lat time.Duration) sample {
+	return sample{atMs: int32(at.Sub(t.base).Milliseconds()), orMs: int32(or.Sub(t.base).Milliseconds()),
+		latUs: int32(min(lat.Microseconds(), 1<<31-1))}
 }
 
 // windowBegin is where the window of an event recorded now begins, since t0.
@@ -185,7 +185,7 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 		due := pace.wait()
 		resp, err := c.get("/v1/id", time.Now().Add(requestTimeout))
 		end := time.Now()
-		at := pace.done(end)
+		at, or := pace.done(end)
 		if err == nil && resp.status != http.StatusOK {
 			err = fmt.Errorf("status %d", resp.status)
 		}
@@ -198,7 +198,7 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		*out = append(*out, r.tail.sample(at, end.Sub(due)))
+		*out = append(*out, r.tail.sample(at, or, end.Sub(due)))
 	}
 }
 
@@ -251,7 +251,8 @@ type TailWindow struct {
 	Begin, End    time.Duration // since the load started; the steady row: none
 	ID, Bare      Latencies
 	// Slowest is ticketd's slowest request of the window: which instance,
-	// and when it ended (since the load started).
+	// and where it belongs (pacer.done: when it ended, or when it was due if
+	// it was sent late), since the load started.
 	Slowest   string
 	SlowestAt time.Duration
 	// Verdict, for a fault's window: within tailFactor × the steady p99.99,
@@ -279,12 +280,18 @@ func (r *run) tailWindows(recs []*recorder, events []Event) []TailWindow {
 		spans[i] = span{int32(r.t0.Add(e.Begin).Sub(r.tail.base).Milliseconds()), int32(r.t0.Add(e.At).Sub(r.tail.base).Milliseconds())}
 	}
 	// Events are recorded one after the other: their spans do not overlap.
-	which := func(at int32) int { // the window (1 + event) holding at, 0: steady
+	in := func(at int32) int { // the window (1 + event) holding at, 0: none
 		i := sort.Search(len(spans), func(i int) bool { return spans[i].hi >= at })
 		if i < len(spans) && spans[i].lo <= at {
 			return 1 + i
 		}
 		return 0
+	}
+	which := func(s sample) int { // the window of s, 0: steady
+		if w := in(s.atMs); w != 0 {
+			return w
+		}
+		return in(s.orMs)
 	}
 	id := make([][]int32, 1+len(events))
 	bare := make([][]int32, 1+len(events))
@@ -295,7 +302,7 @@ func (r *run) tailWindows(recs []*recorder, events []Event) []TailWindow {
 	slowest := make([]slow, 1+len(events))
 	for _, rec := range recs {
 		for _, s := range rec.samples {
-			w := which(s.atMs)
+			w := which(s)
 			id[w] = append(id[w], s.latUs)
 			if s.latUs > slowest[w].s.latUs {
 				slowest[w] = slow{rec.in, s}
@@ -304,7 +311,7 @@ func (r *run) tailWindows(recs []*recorder, events []Event) []TailWindow {
 	}
 	for _, c := range r.tail.control {
 		for _, s := range c {
-			w := which(s.atMs)
+			w := which(s)
 			bare[w] = append(bare[w], s.latUs)
 		}
 	}
@@ -361,7 +368,7 @@ func (r *run) addTail(res *Result, recs []*recorder) {
 		windows++
 		if w.Verdict != verdictWithin {
 			over++
-			res.Notes = append(res.Notes, fmt.Sprintf("tail: %s at +%s (%s): p99.99 %s ms against %s ms steady; the slowest request, %s ms, ended at +%s on %s",
+			res.Notes = append(res.Notes, fmt.Sprintf("tail: %s at +%s (%s): p99.99 %s ms against %s ms steady; the slowest request, %s ms, at +%s on %s",
 				w.Fault, w.Begin.Round(100*time.Millisecond), w.Verdict, ms(w.ID.P9999), ms(steady.ID.P9999), ms(w.ID.Max), w.SlowestAt.Round(time.Millisecond), w.Slowest))
 		}
 		if w.Verdict == verdictTicketd {
