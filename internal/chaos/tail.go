@@ -192,7 +192,9 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 		if err != nil {
 			if r.tail.failed.Add(1) <= 3 {
 				r.tail.errMu.Lock()
-				r.tail.errors = append(r.tail.errors, fmt.Sprintf("at +%s: %v", r.since(end), err))
+				// Timed from the control's start: the load's (r.t0) may not
+				// be set yet, and is set by another goroutine.
+				r.tail.errors = append(r.tail.errors, fmt.Sprintf("%s after the control began: %v", end.Sub(r.tail.base).Round(100*time.Millisecond), err))
 				r.tail.errMu.Unlock()
 			}
 			time.Sleep(10 * time.Millisecond)
