@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,36 @@ func TestEventWindows(t *testing.T) {
 	}
 	if e[2].Begin != e[1].At {
 		t.Errorf("the second event of a step: window begins at %v, want %v (where the one before ended)", e[2].Begin, e[1].At)
+	}
+}
+
+// TestControlCountsFailures: a control request that fails is counted and
+// said, never kept as a latency, and the client goes on until stopped.
+func TestControlCountsFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every request fails
+	r := &run{}
+	r.tail.base = time.Now()
+	r.tail.bareAddr = addr
+	var out []sample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.controlClient(&out, time.Millisecond)
+	}()
+	for r.tail.failed.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	r.tail.stopped.Store(true)
+	<-done
+	if len(out) != 0 {
+		t.Errorf("%d latencies kept of failed requests, want none", len(out))
+	}
+	if len(r.tail.errors) == 0 || !strings.Contains(r.tail.errors[0], "after the control began") {
+		t.Errorf("the failures were not said: %q", r.tail.errors)
 	}
 }
