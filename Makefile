@@ -12,6 +12,7 @@
 #   make db-down   stop them (by PID, waiting for each to exit)
 #   make db-status show whether each is up, its port, increment, offset and counter
 #   make bench     ticketd against its peers and this machine's HTTP limit (bench/out/)
+#   make bench-tail  open-loop latency to p99.99 beside the bare server (bench/out/)
 #   make bench-sequences  named sequences at 100 to 100,000 alone (bench/out/)
 #   make bench-far  a named sequence 200 ms from the servers against next door (bench/out/)
 #   make bench-clients  each client's next() beside its language's UUID and a
@@ -183,6 +184,17 @@ $(TOXIPROXY):
 .PHONY: toxiproxy
 toxiproxy: $(TOXIPROXY)
 
+# vegeta (an open-loop HTTP load generator: requests at a constant rate on
+# its own clock, every latency kept), pinned, built into bin/ on first use
+# through the Go module proxy, for make bench's tail (bench/tail.sh).
+VEGETA_VERSION ?= v12.13.0
+VEGETA := $(CURDIR)/$(BIN)/vegeta-$(VEGETA_VERSION)/vegeta
+$(VEGETA):
+	GOBIN=$(dir $@) $(GO) install github.com/tsenart/vegeta/v12@$(VEGETA_VERSION)
+
+.PHONY: vegeta
+vegeta: $(VEGETA)
+
 db-install:
 	@scripts/db.sh install
 
@@ -279,11 +291,19 @@ adopt-soak:
 # bare fasthttp server and raw REPLACE over the network: starts (and stops) its
 # own ticket servers, ticketd and the bare server on free ports (how long it
 # takes: docs/performance.md, "Reproducing it").
-# The report goes to bench/out/ (report.md, summary.txt, bench.png); knobs in
-# bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
-.PHONY: bench bench-sequences bench-far bench-clients
-bench:
-	@GO=$(GO) bench/run.sh
+# The report goes to bench/out/ (report.md, summary.txt, bench.png, tail.png);
+# knobs in bench/run.sh (BENCH_DURATION, BENCH_ROUNDS, BENCH_CONNS, …).
+.PHONY: bench bench-sequences bench-far bench-clients bench-tail
+bench: $(VEGETA)
+	@GO=$(GO) VEGETA=$(VEGETA) bench/run.sh
+
+# Open-loop latency (make bench runs it too): /v1/id, /v1/ids?n=N and
+# /v1/tickets/NAME with vegeta at one constant rate, a fraction of the bare
+# server's capacity, rounds alternating ticketd and the bare server; p50 to
+# p99.99 and the max as ratios to bare: rows tail_* in bench/out/tail.txt, a
+# table in bench/out/tail.md, bench/out/tail.png; knobs in bench/tail.sh.
+bench-tail: $(VEGETA)
+	@GO=$(GO) VEGETA=$(VEGETA) bench/tail.sh
 
 # Each language's client: next() from its buffer beside the language's UUID
 # and a plain HTTP call, one process per language (make bench runs it too):
@@ -314,7 +334,10 @@ bench-far:
 # HTTP port. Then the same on four ticket servers for CHAOS_FOUR_DURATION, with
 # a round of its own: a server frozen then killed, two stopped at once for
 # 20 s, a black hole, a server restored from a backup. Each run prints one
-# `name value` line per figure, then the fault schedule as it ran; make chaos
+# `name value` line per figure, then the fault schedule as it ran, then
+# /v1/id's open-loop latency (p50 to p99.99, each request timed from when it
+# was due) per fault window beside the steady load's and beside the bare
+# server's under the same load at the same time (the control); make chaos
 # fails if an invariant broke in either. Logs and report.txt go to
 # $(CHAOS_OUT)/<date-time>/. A one-round version of the pair's runs in make test.
 #   make chaos CHAOS_DURATION=10m CHAOS_CLIENTS=8 CHAOS_RATE=2000 CHAOS_SEED=42
@@ -328,12 +351,13 @@ CHAOS_OUT      ?= $(VAR)/chaos
 .PHONY: chaos
 chaos: build db-install toxiproxy
 	$(GO) build -o $(BIN)/chaos ./cmd/chaos
+	$(GO) build -o $(BIN)/bare ./cmd/bare
 	$(BIN)/chaos -duration $(CHAOS_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
-		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd
+		-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd -bare $(BIN)/bare
 	@if [ "$(CHAOS_FOUR_DURATION)" != 0 ]; then \
 		echo "chaos: four ticket servers"; \
 		$(BIN)/chaos -servers 4 -duration $(CHAOS_FOUR_DURATION) -clients $(CHAOS_CLIENTS) -rate $(CHAOS_RATE) \
-			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd; \
+			-seed $(CHAOS_SEED) -out $(CHAOS_OUT) -ticketd $(BIN)/ticketd -bare $(BIN)/bare; \
 	fi
 
 # The upgrade test (internal/upgradetest, docs/upgrade-test.md): builds each

@@ -1,7 +1,8 @@
-# What the benches beside make bench (clients.sh, far.sh, sequences.sh) start
-# with, sourced after they set REPO, BENCH, OUT, GO and BENCH_NAME (the prefix
-# of their messages): their messages, their output folder, the binaries they
-# run, stopping a process by PID, and scripts/db.sh on their own pair.
+# What the benches of make bench (run.sh, clients.sh, far.sh, sequences.sh)
+# start with, sourced after they set REPO, BENCH, OUT, GO and BENCH_NAME (the
+# prefix of their messages): their messages, their output folder, the
+# binaries they run, a tool apt-get installs when missing, stopping a process
+# by PID, and scripts/db.sh on their own pair.
 # Each keeps its own lock, its own cleanup and its own knobs.
 
 say() { printf '%s: %s\n' "$BENCH_NAME" "$*"; }
@@ -21,18 +22,32 @@ bench_out() {
 }
 
 # bench_bins: BIN is BENCH_BIN when set (make bench built them already),
-# else ticketd and benchtool are built into $OUT/bin; TOOL is benchtool.
+# else ticketd, the bare server (cmd/bare) and benchtool are built into
+# $OUT/bin; TOOL is benchtool.
 bench_bins() {
 	if [ -n "${BENCH_BIN:-}" ]; then
 		BIN=$BENCH_BIN
 	else
 		BIN=$OUT/bin
 		mkdir -p "$BIN"
-		say "building ticketd and benchtool"
-		(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
+		say "building ticketd, the bare server and benchtool"
+		(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd && "$GO" build -o "$BIN/bare" ./cmd/bare)
 		(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
 	fi
 	TOOL=$BIN/benchtool
+}
+
+# apt_install COMMAND PACKAGE: COMMAND on PATH, else PACKAGE installed with
+# apt-get (as root), else a message saying what to install.
+apt_install() {
+	command -v "$1" >/dev/null && return
+	[ "$(id -u)" = 0 ] || die "$1 is missing: sudo apt-get install $2"
+	command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get: install $2"
+	say "installing $2 with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$2" >/dev/null; } ||
+		die "apt-get install $2 failed"
 }
 
 # stop_pid PID: SIGTERM, up to 15 s to exit, then SIGKILL; nothing when PID

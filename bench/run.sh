@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: ticketd side by side with its peers and with this machine's limit.
 #
-#   1. builds ticketd and bench/cmd/benchtool;
+#   1. builds ticketd, the bare server (cmd/bare) and bench/cmd/benchtool;
 #   2. generator, in process: ticketd's vs bwmarrin/snowflake vs sony/sonyflake
 #      (bench/gen, one `go test -bench` run);
 #   3. starts its own pair of ticket servers (scripts/db.sh, on free ports, data in
@@ -33,7 +33,10 @@
 #      summary.txt, its table to report.md;
 #  10. a named sequence 200 ms from the servers against next door (bench/far.sh,
 #      on a pair of its own behind toxiproxy; also make bench-far): rows far_*
-#      appended to summary.txt, its table to report.md.
+#      appended to summary.txt, its table to report.md;
+#  11. open-loop latency to p99.99 beside the bare server (bench/tail.sh, vegeta
+#      at a constant rate, on a pair of its own; also make bench-tail): rows
+#      tail_* appended to summary.txt, its table to report.md, tail.png.
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT       output folder                          [bench/out]
@@ -52,6 +55,7 @@
 #   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
 #   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
 #   BENCH_FAR       0 leaves out the sequence across a continent (step 10) [1]
+#   BENCH_TAIL      0 leaves out the open-loop tail (step 11; its knobs in bench/tail.sh) [1]
 #   BENCH_QUIET_WAIT  wait up to this many seconds for the CPUs to be 85 % idle
 #                   before measuring, and up to 120 s more before each endpoint
 #                   (others may share the machine; the wait is not measured)  [0]
@@ -78,11 +82,10 @@ EPOCH=1288834974657
 QUIET_WAIT=${BENCH_QUIET_WAIT:-0}
 GO=${GO:-go}
 
-say() { printf 'bench: %s\n' "$*"; }
-die() {
-	printf 'bench: error: %s\n' "$*" >&2
-	exit 1
-}
+# say, die, apt_install, dbsh (bench/lib.sh; this script keeps its own
+# stop_pid, which names what it stops).
+BENCH_NAME=bench
+. "$BENCH/lib.sh"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -128,21 +131,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- tools -------------------------------------------------------------------
-apt_install() { # apt_install COMMAND PACKAGE
-	command -v "$1" >/dev/null && return
-	[ "$(id -u)" = 0 ] || die "$1 is missing: sudo apt-get install $2"
-	command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get: install $2"
-	say "installing $2 with apt-get"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$2" >/dev/null; } ||
-		die "apt-get install $2 failed"
-}
 command -v "$GO" >/dev/null || die "go is missing"
 apt_install wrk wrk
 apt_install gnuplot gnuplot-nox
 
-rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp"
+rm -rf "$RAW" "$OUT/report.md" "$OUT/summary.txt" "$OUT/bench.png" "$OUT/bench.dat" "$OUT/bench.gp" "$OUT/tail.png"
 mkdir -p "$RAW" "$BIN"
 : >"$RAW/http.txt"
 
@@ -189,10 +182,8 @@ wait_quiet "$QUIET_WAIT"
 say "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores, CPUs $(awk '$1 == "idle_before_pct" {print $2}' "$RAW/meta.txt") % idle over 3 s"
 
 # --- build -------------------------------------------------------------------
-say "building ticketd and benchtool"
-(cd "$REPO" && "$GO" build -o "$BIN/ticketd" ./cmd/ticketd)
-(cd "$BENCH" && "$GO" build -o "$BIN/benchtool" ./cmd/benchtool)
-TOOL=$BIN/benchtool
+# Always built here, into $OUT/bin (the benches after it are given them).
+BENCH_BIN='' bench_bins
 
 # --- generator, in process ---------------------------------------------------
 say "generator benchmarks (ticketd, bwmarrin/snowflake, sony/sonyflake)"
@@ -204,7 +195,6 @@ grep -q '^ok' "$RAW/gen.txt" || die "generator benchmarks failed (see $RAW/gen.t
 ports=$("$TOOL" freeport 5) || die "no free ports"
 read -r DB1_PORT DB2_PORT TICKETD_PORT BARE_PORT BALANCED_PORT <<<"$(echo $ports)"
 say "ports: ticket servers $DB1_PORT $DB2_PORT, ticketd $TICKETD_PORT (and $BALANCED_PORT with -balanced-bits $BALANCED_BITS), bare $BARE_PORT"
-dbsh() { VAR=$DBVAR DB1_PORT=$DB1_PORT DB2_PORT=$DB2_PORT "$REPO/scripts/db.sh" "$@"; }
 # Servers left by a run that was killed would hold the data directory.
 dbsh down >/dev/null 2>&1 || true
 rm -rf "$DBVAR"
@@ -233,7 +223,7 @@ say "starting ticketd on 127.0.0.1:$TICKETD_PORT"
 	-password-file "$DBVAR/ticketd.password" -log-level warn \
 	</dev/null >"$RAW/ticketd.log" 2>&1 &
 TICKETD_PID=$!
-"$TOOL" bare -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
+"$BIN/bare" -listen "127.0.0.1:$BARE_PORT" </dev/null >"$RAW/bare.log" 2>&1 &
 BARE_PID=$!
 # A second ticketd with balanced low bits: each millisecond's sequence starts
 # at a random value below 2^BALANCED_BITS. Balanced bits are recorded per
@@ -413,43 +403,19 @@ kill -0 "$BALANCED_PID" 2>/dev/null || die "ticketd -balanced-bits died during t
 } >>"$RAW/meta.txt"
 say "during the measured HTTP runs, other processes (and kernel threads) used $(awk '$1 == "others_cpu_pct" {print $2}' "$RAW/meta.txt") % of the CPUs and the hypervisor stole $(awk '$1 == "steal_pct" {print $2}' "$RAW/meta.txt") %"
 
-# --- named sequences at scale (bench/sequences.sh) --------------------------------
-# Its own pair and ticketd, after everything above has stopped; its rows go
-# into summary.txt, its table into report.md.
-sequences_bench() {
-	[ "${BENCH_SEQUENCES:-1}" = 1 ] || return 0
-	say "named sequences at scale (bench/sequences.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/sequences.sh" || die "the bench of named sequences failed"
-	cat "$OUT/sequences.txt" >>"$OUT/summary.txt"
+# --- the benches after the report ---------------------------------------------------
+# part_bench FLAG NAME WHAT FAILED: unless FLAG is 0, bench/NAME.sh on a pair of
+# its own (everything above has stopped); its rows (NAME.txt) go into
+# summary.txt, its table (NAME.md) into report.md; FAILED is the message if it
+# fails.
+part_bench() {
+	[ "$1" = 1 ] || return 0
+	say "$3 (bench/$2.sh)"
+	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/$2.sh" || die "$4"
+	cat "$OUT/$2.txt" >>"$OUT/summary.txt"
 	{
 		echo
-		sed 's/^# /## /' "$OUT/sequences.md"
-	} >>"$OUT/report.md"
-}
-
-# --- the clients of every language (bench/clients.sh) ------------------------------
-# Its own pair and ticketd, after everything above has stopped; its rows go
-# into summary.txt, its table into report.md.
-clients_bench() {
-	[ "${BENCH_CLIENTS_RUN:-1}" = 1 ] || return 0
-	say "the clients of every language (bench/clients.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/clients.sh" || die "the bench of the clients failed"
-	cat "$OUT/clients.txt" >>"$OUT/summary.txt"
-	{
-		echo
-		sed 's/^# /## /' "$OUT/clients.md"
-	} >>"$OUT/report.md"
-}
-
-# --- a named sequence across a continent (bench/far.sh) --------------------------
-far_bench() {
-	[ "${BENCH_FAR:-1}" = 1 ] || return 0
-	say "a named sequence across a continent (bench/far.sh)"
-	BENCH_OUT=$OUT BENCH_BIN=$BIN GO=$GO "$BENCH/far.sh" || die "the bench far failed"
-	cat "$OUT/far.txt" >>"$OUT/summary.txt"
-	{
-		echo
-		sed 's/^# /## /' "$OUT/far.md"
+		sed 's/^# /## /' "$OUT/$2.md"
 	} >>"$OUT/report.md"
 }
 
@@ -469,9 +435,10 @@ rm -rf "$DBVAR"
 
 "$TOOL" report -dir "$OUT"
 gnuplot "$OUT/bench.gp" || die "gnuplot failed"
-clients_bench
-sequences_bench
-far_bench
-say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png"
+part_bench "${BENCH_CLIENTS_RUN:-1}" clients "the clients of every language" "the bench of the clients failed"
+part_bench "${BENCH_SEQUENCES:-1}" sequences "named sequences at scale" "the bench of named sequences failed"
+part_bench "${BENCH_FAR:-1}" far "a named sequence across a continent" "the bench far failed"
+part_bench "${BENCH_TAIL:-1}" tail "open-loop latency beside the bare server" "the bench of the tail failed"
+say "report: $OUT/report.md, $OUT/summary.txt, $OUT/bench.png, $OUT/tail.png"
 echo
 cat "$OUT/summary.txt"

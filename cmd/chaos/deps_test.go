@@ -11,7 +11,7 @@ import (
 // the testing.TB layer for tests; programs use internal/mariadb. The check
 // asks the go command for everything each binary links.
 func TestBinariesDoNotLinkTesting(t *testing.T) {
-	for _, bin := range []string{"ticketd/cmd/chaos", "ticketd/cmd/ticketd"} {
+	for _, bin := range []string{"ticketd/cmd/bare", "ticketd/cmd/chaos", "ticketd/cmd/ticketd"} {
 		out, err := exec.Command("go", "list", "-deps", bin).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", bin, err, out)

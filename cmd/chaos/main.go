@@ -33,6 +33,7 @@ func run() int {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for targets, junk and batch sizes (0: from the clock; printed)")
 	fs.StringVar(&cfg.OutDir, "out", "", "folder for logs and report.txt (default: a new temporary folder)")
 	fs.StringVar(&cfg.Ticketd, "ticketd", "", "ticketd binary (default: build ./cmd/ticketd into -out)")
+	fs.StringVar(&cfg.Bare, "bare", "", "the bare fasthttp server, the control of the tail figures (default: build ./cmd/bare into -out)")
 	fs.BoolVar(&cfg.Short, "short", false, "compressed timings: one round in about a minute (the version inside make test)")
 	fs.IntVar(&cfg.Servers, "servers", 2, "ticket servers: 2 (a pair) or 4 (four, with a round of faults of their own: a server frozen then killed, two stopped at once, a restore)")
 	fs.Usage = func() {

@@ -62,6 +62,9 @@ type Config struct {
 	OutDir string
 	// Ticketd is the binary to run; empty: built into OutDir.
 	Ticketd string
+	// Bare is the bare fasthttp server (cmd/bare) loaded beside ticketd as
+	// the control of the tail figures (tail.go); empty: built into OutDir.
+	Bare string
 	// Short compresses every pause and outage to fit one round into about a
 	// minute (the version inside make test).
 	Short bool
@@ -123,6 +126,7 @@ func (c Config) timings() timings {
 // Event is one fault as it ran.
 type Event struct {
 	At      time.Duration // since the load started
+	Begin   time.Duration // when its window began (tail.go): At of the event before in its step, or the step's start
 	Fault   string
 	Target  string
 	Outcome string
@@ -143,6 +147,7 @@ type run struct {
 
 	loadStopped atomic.Bool
 	windows     windows // per-fault counts of the load
+	tail        tail    // every /v1/id latency, and the bare server's beside them (tail.go)
 
 	mu         sync.Mutex
 	rng        *rand.Rand
@@ -247,6 +252,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
+	// The control: the bare server under the same load, from now to the end.
+	if err := r.startBare(); err != nil {
+		return nil, err
+	}
+	defer r.stopBare()
+
 	pollCtx, stopPoll := context.WithCancel(context.Background())
 	var pollDone sync.WaitGroup
 	pollDone.Go(func() { r.poller(pollCtx) })
@@ -265,6 +276,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	stopPoll()
 	pollDone.Wait()
+	r.stopBare()
 	if runErr == nil {
 		runErr = ctx.Err()
 	}
@@ -290,6 +302,7 @@ func (r *run) since(t time.Time) time.Duration {
 func (r *run) event(fault, target, outcome string) {
 	e := Event{At: time.Since(r.t0), Fault: fault, Target: target, Outcome: outcome}
 	r.mu.Lock()
+	e.Begin, r.tail.mark = r.tail.windowBegin(r.t0), r.t0.Add(e.At)
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 	r.progress("%s %s: %s", fault, target, outcome)
@@ -321,15 +334,20 @@ func (r *run) sleep(d time.Duration) bool {
 
 // buildTicketd builds cmd/ticketd into dir.
 func buildTicketd(ctx context.Context, dir string) (string, error) {
+	return buildCommand(ctx, dir, "ticketd")
+}
+
+// buildCommand builds cmd/name of the repository into dir.
+func buildCommand(ctx context.Context, dir, name string) (string, error) {
 	root := mariadb.RepoRoot()
 	if root == "" {
-		return "", errors.New("chaos: cannot find the repository to build ticketd")
+		return "", fmt.Errorf("chaos: cannot find the repository to build %s", name)
 	}
-	bin := filepath.Join(dir, "ticketd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ticketd")
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("chaos: go build ./cmd/ticketd: %v\n%s", err, out)
+		return "", fmt.Errorf("chaos: go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }

@@ -56,6 +56,24 @@ func TestChaosShort(t *testing.T) {
 	if res.Figure("ids_collected") == "0" || res.Figure("tickets_collected") == "0" {
 		t.Errorf("no IDs or no tickets collected")
 	}
+	// The tail: a row per fault of the schedule beside the steady load,
+	// each with ticketd's requests and the control's (how slow they were is
+	// the machine's business: no figure of speed is asserted).
+	if len(res.Tail) != 1+len(res.Schedule) {
+		t.Errorf("%d tail windows for %d events, want the steady one and one per event", len(res.Tail), len(res.Schedule))
+	}
+	for i, w := range res.Tail {
+		long := i == 0 || w.End-w.Begin >= time.Second
+		if long && (w.ID.N == 0 || w.Bare.N == 0) {
+			t.Errorf("tail window %s (%v to %v): %d ticketd requests, %d on the bare server: want both", w.Fault, w.Begin, w.End, w.ID.N, w.Bare.N)
+		}
+		if i > 0 && w.Verdict == "" {
+			t.Errorf("tail window %s has no verdict", w.Fault)
+		}
+	}
+	if res.Figure("bare_control_failed") != "0" {
+		t.Errorf("bare_control_failed = %s, want 0: the bare server answers every request", res.Figure("bare_control_failed"))
+	}
 	// The invariants on failed requests are there to be checked.
 	for _, f := range []string{"failed_id_requests_live", "failed_ticket_requests_live"} {
 		if res.Figure(f) != "0" {

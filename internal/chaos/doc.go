@@ -25,7 +25,12 @@
 // clients: Config.Clients clients on /v1/id (each a keep-alive connection
 // whose requests are strictly sequential), one on /v1/ids?n=1..100, one on
 // /v1/tickets/{name} over the three sequences. Every ID and ticket received
-// is kept.
+// is kept. Each client sends at a constant rate on its own clock (pacer.go):
+// a request is due one interval after the one before, and its latency counts
+// from when it was due, so an answer that comes late counts for the
+// requests it held back too, as a caller at that rate would see them (no
+// coordinated omission); a client behind its schedule catches up, none is
+// dropped.
 //
 // # The fault schedule
 //
@@ -126,6 +131,25 @@
 // as failed_ticket_requests_live or _killed. After a killed failure a client
 // stops; after a live one it goes on.
 //
+// # The tail
+//
+// Every successful /v1/id request's latency is kept (from when it was due),
+// with when it ended; a request held back by the one before it on its
+// connection, with when it was due and when the request that began its
+// backlog ended. Each fault's window runs from where its step began (or
+// where the event before it in the step ended) to its event. A request
+// counts in the window it ended in; one held back, in the window it was due
+// in, or else in the one its backlog began in, so that a backlog a fault
+// leaves counts in the fault's window even as it drains after; the steady
+// load is every other request. Beside ticketd, the control: the bare
+// fasthttp server (cmd/bare, Config.Bare) under the load of one ticketd's
+// /v1/id clients from the same harness, for the whole run. The report gives,
+// per window, the p50, p99, p99.9, p99.99 and max of both, the window's
+// p99.99 over the steady one's, and whether a window over twice the steady
+// p99.99 shows it on the control too (the machine: a server restarting,
+// processes starting, junk being sent) or not (ticketd). Those are figures,
+// not checks: how fast the machine is is no invariant (tail.go).
+//
 // # Checks
 //
 // Must be 0: duplicates (an ID received twice, anywhere),
@@ -146,7 +170,8 @@
 // freed), a lagging promoted server not refused for Tickets64, a repaired
 // one not taken back, a caught-up one refused or in need of repair, and a
 // full one not found not committing, or in need of repair once back, break
-// the run too. Reported only: failed_id_requests_killed,
+// the run too. Reported only: the tail figures (tail_*, bare_control_*),
+// failed_id_requests_killed,
 // failed_ticket_requests_killed, worker_switches, max_id_latency_ms and the
 // percentiles (over successful /v1/id and /v1/tickets), disk_full_faults,
 // disk_full_samples_out, and the schedule as it ran.

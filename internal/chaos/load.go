@@ -59,6 +59,7 @@ type recorder struct {
 	maxLatency                               time.Duration
 	maxLatencyAt                             time.Time
 	latency                                  *latencies // of successful /v1/id requests
+	samples                                  []sample   // every successful /v1/id request (tail.go)
 	ticketLatency                            *latencies // of successful /v1/tickets requests
 	liveErrors                               []string   // the first few
 }
@@ -101,16 +102,10 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 	case r.cfg.Rate > 0:
 		interval = time.Second / time.Duration(r.cfg.Rate)
 	}
-	next := time.Now()
+	pace := newPacer(interval)
 	for !r.loadStopped.Load() && !in.exited() {
-		if interval > 0 {
-			next = next.Add(interval)
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			} else if d < -time.Second {
-				next = time.Now() // far behind (a pause): do not burst to catch up
-			}
-		}
+		// A request's latency counts from when it was due (pacer.go).
+		due := pace.wait()
 		seq := -1
 		path = path[:0]
 		switch rec.kind {
@@ -124,9 +119,9 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 			path = append(append(path, "/v1/tickets/"...), s.name...)
 			path = strconv.AppendInt(append(path, "?n="...), int64(1+rng.IntN(s.maxN)), 10)
 		}
-		begin := time.Now()
-		resp, err := c.get(string(path), begin.Add(requestTimeout))
+		resp, err := c.get(string(path), time.Now().Add(requestTimeout))
 		end := time.Now()
+		at, or := pace.done(end)
 		if err == nil && resp.status != 200 {
 			err = fmt.Errorf("status %d: %.200s", resp.status, resp.body)
 		}
@@ -145,7 +140,7 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 				}
 			}
 		}
-		lat := end.Sub(begin)
+		lat := end.Sub(due)
 		live := err == nil || liveWindow(in, end)
 		r.windows.note(rec.kind, lat, err == nil, live)
 		if err == nil {
@@ -154,8 +149,9 @@ func (r *run) client(rec *recorder, rng *rand.Rand) {
 				rec.ticketLatency.add(lat)
 			case kindID:
 				rec.latency.add(lat)
+				rec.samples = append(rec.samples, r.tail.sample(at, or, lat))
 				if lat > rec.maxLatency {
-					rec.maxLatency, rec.maxLatencyAt = lat, begin
+					rec.maxLatency, rec.maxLatencyAt = lat, due
 				}
 			}
 			continue

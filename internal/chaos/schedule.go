@@ -119,6 +119,7 @@ func (r *run) schedule() error {
 			if k+1 < len(steps) && steps[k+1].replica && !st.server {
 				r.prepareReplicas()
 			}
+			r.stepBegins()
 			if err := st.run(r, n); err != nil {
 				return err
 			}

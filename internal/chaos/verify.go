@@ -28,7 +28,10 @@ type Result struct {
 	// Broken lists, in words, every invariant that did not hold.
 	Broken []string
 	// Notes explain figures (where the slowest request went, …).
-	Notes  []string
+	Notes []string
+	// Tail is /v1/id's open-loop latency per window, the steady load's
+	// first (tail.go).
+	Tail   []TailWindow
 	OutDir string
 }
 
@@ -58,6 +61,7 @@ func (res *Result) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\n", e.At.Round(100*time.Millisecond), e.Fault, e.Target, e.Outcome)
 	}
 	tw.Flush()
+	res.writeTail(bw)
 	for _, n := range res.Notes {
 		fmt.Fprintf(bw, "\n# %s", n)
 	}
@@ -215,6 +219,7 @@ func (r *run) verify() *Result {
 	res.add("ticket_servers", r.cfg.Servers, false)
 	res.add("leases_per_server_at_start", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.startLeases)), ","), "[]"), false)
 	res.add("seed", r.cfg.Seed, false)
+	r.addTail(res, recs)
 	if total == 0 {
 		res.Broken = append(res.Broken, "no ID was collected")
 	}

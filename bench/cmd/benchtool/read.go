@@ -40,7 +40,23 @@ func readGen(path string) (map[string]genResult, error) {
 	return out, sc.Err()
 }
 
+// readRuns reads raw/http.txt: wrk's runs, each with its duration.
 func readRuns(path string) ([]run, error) {
+	runs, err := readRunLines(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.f["duration_us"] <= 0 {
+			return nil, fmt.Errorf("%s: a run without a duration: %s %s round %d", path, r.label, r.target, r.round)
+		}
+	}
+	return runs, nil
+}
+
+// readRunLines reads lines of "label=… target=… round=… n=… name=value…",
+// one run each.
+func readRunLines(path string) ([]run, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -49,6 +65,9 @@ func readRuns(path string) ([]run, error) {
 	var out []run
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
 		r := run{f: map[string]float64{}}
 		for _, kv := range strings.Fields(sc.Text()) {
 			k, v, _ := strings.Cut(kv, "=")
@@ -68,9 +87,6 @@ func readRuns(path string) ([]run, error) {
 				}
 				r.f[k] = x
 			}
-		}
-		if r.f["duration_us"] <= 0 {
-			return nil, fmt.Errorf("%s: a run without a duration: %q", path, sc.Text())
 		}
 		out = append(out, r)
 	}

@@ -1,7 +1,19 @@
+// Command bare is the bare fasthttp server ticketd is measured against: a
+// fasthttp server with ticketd's server settings (frontend.HTTPServer) whose
+// handler answers every request with a fixed 20-byte body, the least a
+// fasthttp handler can do: this machine's HTTP limit. make bench (bench/)
+// loads it beside ticketd, and make chaos (internal/chaos) beside the ticketd
+// it faults, as the control that shows what the machine itself does to
+// latency.
+//
+//	bare -listen ADDR
+//
+// It serves until SIGINT or SIGTERM, then shuts down (up to 10 s).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -40,11 +52,27 @@ func bareServer() *fasthttp.Server {
 	return srv
 }
 
-func runBare(args []string) error {
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bare:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// errUsage: the command line is wrong (flag has said how).
+var errUsage = errors.New("usage: bare -listen ADDR")
+
+func run(args []string) error {
 	fs := flag.NewFlagSet("bare", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
