@@ -119,7 +119,7 @@ func tool(t *testing.T, name, pkg string) string {
 
 // TestDocsHAProxyConfig: the docs' HAProxy is the shipped file with the
 // lines they tell an operator to change (the TLS bind line of docs/deploy.md;
-// the retry-on line of docs/operations.md for an upgrade from release 1), and
+// the retry-on line of docs/upgrading.md for an upgrade from release 1), and
 // HAProxy accepts it so changed (haproxy -c), with a certificate made here in
 // place of the operator's, both with and without the retry-on line.
 func TestDocsHAProxyConfig(t *testing.T) {

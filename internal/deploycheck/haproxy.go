@@ -29,7 +29,7 @@ type HAProxyEdits struct {
 	// (docs/deploy.md), TLS included.
 	Bind string
 	// RetryOn is the line added to defaults while a fleet of release 1 is
-	// upgraded (docs/operations.md).
+	// upgraded (docs/upgrading.md).
 	RetryOn string
 }
 
@@ -41,7 +41,7 @@ func ReadHAProxyEdits(root string) (HAProxyEdits, error) {
 	if e.Bind, err = docLine(root, "docs/deploy.md", regexp.MustCompile(`^\s*bind\s+\S.*$`)); err != nil {
 		return e, err
 	}
-	if e.RetryOn, err = docLine(root, "docs/operations.md", regexp.MustCompile(`^\s*retry-on\s+\S.*$`)); err != nil {
+	if e.RetryOn, err = docLine(root, "docs/upgrading.md", regexp.MustCompile(`^\s*retry-on\s+\S.*$`)); err != nil {
 		return e, err
 	}
 	return e, nil

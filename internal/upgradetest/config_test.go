@@ -29,7 +29,7 @@ const (
 )
 
 // drainDelaySince is the first release with a drain delay: stopping an older
-// one fails requests behind HAProxy without docs/operations.md's retry-on line.
+// one fails requests behind HAProxy without docs/upgrading.md's retry-on line.
 const drainDelaySince = 2
 
 // slug names the configuration in a subtest's name.

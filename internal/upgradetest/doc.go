@@ -8,7 +8,7 @@
 // release's schema.sql, HAProxy with the shipped deploy/haproxy/haproxy.cfg
 // as docs/deploy.md installs it (TLS in front, IDs checked on /readyz,
 // tickets on /readyz/tickets; from release 1, with the retry-on line
-// docs/operations.md adds for that upgrade), and
+// docs/upgrading.md adds for that upgrade), and
 // two ticketd hosts started with the settings the old release documented
 // (release 1's flags, the systemd environment file of later ones), which
 // stay the host's settings when its binary is replaced. A bounded load

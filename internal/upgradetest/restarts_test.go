@@ -11,7 +11,7 @@ import (
 // Release 1 has no drain delay: at SIGTERM it closes its idle keep-alive
 // connections at once, and a request HAProxy has just sent on one gets no
 // answer. Both configurations then send it again: each carries the
-// retry-on line (empty-response) docs/operations.md tells an operator to
+// retry-on line (empty-response) docs/upgrading.md tells an operator to
 // add while release 1 runs; without it, 1 to 5 requests failed per ten
 // restarts at 1,600 requests/s.
 func (s *scenario) restarts(n int) []*phase {
