@@ -398,7 +398,7 @@ func (inv *inventory) createBatch(ctx context.Context, cfg spec.Config, batch []
 			}
 		}
 	}
-	peerMarks, err := inv.marksFor(ctx, newRows, nil)
+	peerMarks, err := inv.marksFor(ctx, newRows, false)
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,18 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 		args[k] = n
 	}
 	in := "(" + marks.Placeholders(len(names)) + ")"
+	// The marks before the counters, as every check of them reads them
+	// (marks/doc.go): every mark read is then a ticket issued before the
+	// counter was read. Read after, a ticket taken between the two reads,
+	// whose mark its ticketd wrote at once (marks/cover.go), looks like a
+	// rewind of a healthy server.
+	var markOf map[string][]uint64
+	if inv.withMarks {
+		var err error
+		if markOf, err = inv.marksFor(ctx, names, true); err != nil {
+			return nil, err
+		}
+	}
 	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
 		var cat []schema.CatRow
 		if err := s.Pool().SelectContext(ctx, &cat, schema.CatalogSelectFor(inv.schemas[s.Idx])+"WHERE s.name IN "+in, args...); err != nil {
@@ -208,57 +220,48 @@ func (inv *inventory) details(ctx context.Context, names []string) ([][]held, er
 	if err != nil || !inv.withMarks {
 		return out, err
 	}
-	return out, inv.readMarks(ctx, names, out)
-}
-
-// readMarks fills in held.mark for names, whose details are per.
-func (inv *inventory) readMarks(ctx context.Context, names []string, per [][]held) error {
-	var tables []string
 	for k := range names {
-		for _, h := range per[k] {
-			if h.def.Defined() && h.def.Table != "" {
-				tables = append(tables, h.def.Table)
-			}
-		}
-	}
-	markOf, err := inv.marksFor(ctx, names, tables)
-	if err != nil {
-		return err
-	}
-	for k := range names {
-		for i := range per[k] {
-			h := &per[k][i]
+		for i := range out[k] {
+			h := &out[k][i]
 			if m := markOf[spec.MarkKey(h.def)]; h.def.Defined() && m != nil {
 				h.mark = m[i]
 			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
-// marksFor reads the marks the servers hold for names' rows of counters:
-// mark[k][i] is the largest mark any other server holds for server i.
-func (inv *inventory) marksFor(ctx context.Context, names []string, tables []string) (map[string][]uint64, error) {
-	keys := make([]any, 0, len(names)+len(tables))
+// marksFor reads the marks the servers hold for names' rows of counters,
+// and with tables for every ticket table (a few: which of them names use
+// is known only from the catalog, read after the marks): mark[key][i] is
+// the largest mark any other server holds for server i.
+func (inv *inventory) marksFor(ctx context.Context, names []string, tables bool) (map[string][]uint64, error) {
+	keys := make([]any, 0, len(names))
 	for _, n := range names {
 		keys = append(keys, spec.RowKeyPrefix+n)
 	}
-	for _, t := range tables {
-		keys = append(keys, t)
-	}
 	n := len(inv.servers)
 	found := make([][]marks.HWRow, n)
+	var conds []string
 	if len(keys) > 0 {
-		err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
-			if err := s.Pool().SelectContext(ctx, &found[s.Idx],
-				"SELECT table_name, peer_offset, mark FROM high_water WHERE table_name IN ("+marks.Placeholders(len(keys))+")", keys...); err != nil {
-				return fmt.Errorf("%s: reading high_water: %w", s.Name, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		conds = append(conds, "table_name IN ("+marks.Placeholders(len(keys))+")")
+	}
+	if tables {
+		conds = append(conds, "table_name NOT LIKE 'counters.%'")
+	}
+	if len(conds) == 0 {
+		return marks.Fold(n, found), nil
+	}
+	where := strings.Join(conds, " OR ")
+	err := inv.each(ctx, func(ctx context.Context, s *conn.Server) error {
+		if err := s.Pool().SelectContext(ctx, &found[s.Idx],
+			"SELECT table_name, peer_offset, mark FROM high_water WHERE "+where, keys...); err != nil {
+			return fmt.Errorf("%s: reading high_water: %w", s.Name, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return marks.Fold(n, found), nil
 }
