@@ -56,7 +56,7 @@ func TestCoverBeforeHandOut(t *testing.T) {
 				return true
 			}
 			ok := true
-			for round := range 20 {
+			for round := range 8 {
 				// Block size 1: the value is the ticket; a claim's run is its tickets.
 				r, err := p.NextRun(ctxTimeout(t, 10*time.Second), "single", 5000)
 				if err != nil {

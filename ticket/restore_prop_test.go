@@ -47,11 +47,11 @@ var propSeqs = []struct {
 }{{"p64", 64, 1}, {"p32", 32, 1}, {"pblk", 64, 10}}
 
 func TestRestoreInvariantMachine(t *testing.T) {
-	// make test's share: 30 runs unless -rapid.checks says otherwise
+	// make test's share: 20 runs unless -rapid.checks says otherwise
 	// (go test -run TestRestoreInvariantMachine -rapid.checks=1000 ./ticket
 	// for a long search).
 	if !flagGiven("rapid.checks") {
-		if err := flag.Set("rapid.checks", "30"); err != nil {
+		if err := flag.Set("rapid.checks", "20"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -96,7 +96,6 @@ COMMIT;`, q.name, s.Offset, s.Increment, q.block))
 
 	b := start()
 	load(b, 10, 200, "after the repair")
-	load(b, 10, 200, "after the repair, again")
 	for name, l := range map[string]*valueLog{"segs": segs, "orders": orders} {
 		if dups := l.dups(); len(dups) > 0 {
 			t.Errorf("%s: %d values handed out twice (first: %v)", name, len(dups), dups[:min(len(dups), 5)])
