@@ -33,10 +33,11 @@ was replaced by a replica that lagged. A server is taken for restored when
 mark (kept on the OTHER servers) or a lease row is behind its copy. On a
 restored server, every counter that has a mark and is short of the mark
 plus a margin, a counter equal to its mark included, moves to the mark plus
-the margin (ALTER TABLE … AUTO_INCREMENT, UPDATE counters); the marks it
-holds for the other servers are raised to their counters; and lease rows
+the margin (ALTER TABLE … AUTO_INCREMENT, UPDATE counters), and lease rows
 behind their copies are raised. On the other servers only counters at or
-below their marks move. Prints one line per change, or "nothing to repair".
+below their marks move. On every server, the marks it holds for the others
+are raised to their counters (a restored server's went back with it).
+Prints one line per change, or "nothing to repair".
 Every server must be reachable. Safe to run at any time, with ticketd
 running: counters and marks only move up (gaps, never repeats).
 

@@ -23,19 +23,24 @@ import (
 // turn) would let the second restore go unseen on a pair. The counters of
 // the other servers are what they have issued (a row's value is its last
 // ticket; a table's AUTO_INCREMENT is past its last), so after moving the
-// counters Repair reads them again and raises, on every server taken for
-// restored, each mark it holds for another server that is below that
-// server's counter: only up (GREATEST), as every mark write.
+// counters Repair reads them again and raises, on every server, each mark
+// it holds for another server that is below that server's counter: only
+// up (GREATEST), as every mark write. Every server, not only those taken
+// for restored: a server restored while nothing was handed out from it
+// since its backup shows no counter below its mark, and is not found
+// restored, but its high_water went back all the same. On a healthy pair
+// at rest the marks sit at the counters (tickets are covered, the rest
+// flushed within a second), and nothing is raised.
 
 // repairWriter names `ticketd repair` in high_water.writer, so that every
 // running ticketd reads back the marks it raised (they fold the rows other
 // writers raised).
 const repairWriter = "ticketd repair"
 
-// raiseMarks raises the marks each server of holders holds for the others
-// to their counters as read now, and returns per holder how many it raised
-// (with dryRun, would raise).
-func (sv *survey) raiseMarks(ctx context.Context, holders uint64, dryRun bool) ([]int, error) {
+// raiseMarks raises the marks each server holds for the others to their
+// counters as read now, and returns per holder how many it raised (with
+// dryRun, would raise: the counters as moved would be, changes).
+func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairChange) ([]int, error) {
 	n := len(sv.servers)
 	var tables []string
 	for key := range sv.fixes {
@@ -51,9 +56,15 @@ func (sv *survey) raiseMarks(ctx context.Context, holders uint64, dryRun bool) (
 			return err
 		}
 		issued := make(map[string]uint64, len(c))
+		inc := uint64(n)
 		for t, ai := range c {
-			if ai > 1 {
-				issued[t] = ai - 1 // the next ticket is at least AUTO_INCREMENT
+			if ai > inc {
+				// The last ticket a table issued is AUTO_INCREMENT less the
+				// increment (after a restart the counter may read one more
+				// than its last ticket, not of the server's residue; less
+				// then, never more, so the mark raised is never past a
+				// ticket issued). Marks a ticketd flushed sit exactly there.
+				issued[t] = ai - inc
 			}
 		}
 		if sv.schemas[s.Idx].Has(schema.Counters) {
@@ -71,12 +82,23 @@ func (sv *survey) raiseMarks(ctx context.Context, holders uint64, dryRun bool) (
 	if err != nil {
 		return nil, fmt.Errorf("reading the counters again to raise the marks: %w", err)
 	}
+	if dryRun {
+		// What the counters would read after the changes: a dry run says
+		// what the run would.
+		for _, c := range changes {
+			if c.Table == leaseTable {
+				continue
+			}
+			v := c.To
+			if !strings.HasPrefix(c.Table, spec.RowKeyPrefix) {
+				v -= min(v, uint64(n))
+			}
+			now[c.Server][c.Table] = max(now[c.Server][c.Table], v)
+		}
+	}
 	raised := make([]int, n)
 	var errs []error
 	for _, h := range sv.servers {
-		if holders&(1<<h.Idx) == 0 {
-			continue
-		}
 		held := map[string]uint64{} // what h holds, by key and source
 		for _, r := range sv.marks[h.Idx] {
 			held[markKey(r.Table, r.PeerOffset)] = r.Mark

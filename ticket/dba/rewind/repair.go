@@ -133,9 +133,10 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // covers is tickets handed out while no other server took their marks
 // (marks.Book.Cover), which a counter at its mark may be behind. On the
 // others, only the counters at or below their marks move. Then every mark
-// a restored server holds for another is raised to that server's counter
-// (its high_water went back with it, and the next restore of the other
-// server would otherwise go unseen), and every expired lease row whose
+// a server holds for another is raised to that server's counter (a
+// restored server's high_water went back with it, found restored or not,
+// and the next restore of the other server would otherwise go unseen),
+// and every expired lease row whose
 // reservation is behind its copies on the other servers. cfg's account
 // needs role ticketd_admin (ALTER on the ticket tables, UPDATE on
 // counters, INSERT and UPDATE on high_water). Every server must be
@@ -200,7 +201,7 @@ func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, 
 			rep.Changes = append(rep.Changes, c)
 		}
 	}
-	raised, err := sv.raiseMarks(ctx, restored, dryRun)
+	raised, err := sv.raiseMarks(ctx, dryRun, rep.Changes)
 	rep.MarksRaised = raised
 	if err != nil {
 		errs = append(errs, err)
