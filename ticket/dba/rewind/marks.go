@@ -22,7 +22,7 @@ import (
 // as they are, restoring server 1 and later server 2 (each repaired in
 // turn) would let the second restore go unseen on a pair. The counters of
 // the other servers are what they have issued (a row's value is its last
-// ticket; a table's AUTO_INCREMENT is past its last), so after moving the
+// ticket; a table's largest id is its last), so after moving the
 // counters Repair reads them again and raises, on every server, each mark
 // it holds for another server that is below that server's counter: only
 // up (GREATEST), as every mark write. Every server, not only those taken
@@ -51,26 +51,26 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 	slices.Sort(tables)
 	now := make([]map[string]uint64, n) // per server: the highest ticket it may have issued, by counter key
 	err := offline.EachServer(ctx, sv.cfg, sv.servers, nil, func(ctx context.Context, s *conn.Server) error {
-		c, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, sv.cfg.Database, tables)
-		if err != nil {
-			return err
-		}
-		issued := make(map[string]uint64, len(c))
-		inc := uint64(n)
-		for t, ai := range c {
-			if ai > inc {
-				// The last ticket a table issued is AUTO_INCREMENT less the
-				// increment (after a restart the counter may read one more
-				// than its last ticket, not of the server's residue; less
-				// then, never more, so the mark raised is never past a
-				// ticket issued). Marks a ticketd flushed sit exactly there.
-				issued[t] = ai - inc
+		issued := map[string]uint64{}
+		for _, t := range tables {
+			// A table's last ticket is its largest id: the row REPLACE left.
+			// Not its AUTO_INCREMENT, which numbers burnt by a statement that
+			// failed also move, and which a flushed mark never reaches.
+			var top []uint64
+			if err := s.Pool().SelectContext(ctx, &top, "SELECT COALESCE(MAX(id), 0) FROM `"+t+"`"); err != nil {
+				if conn.Classify(err) == conn.KindStatement {
+					continue // no such table here (notes said so), or no grant
+				}
+				return fmt.Errorf("%s: reading the last ticket of %s: %w", s.Name, t, err)
+			}
+			if len(top) == 1 && top[0] > 0 {
+				issued[t] = top[0]
 			}
 		}
 		if sv.schemas[s.Idx].Has(schema.Counters) {
-			if err := readRows(ctx, conn.PoolQuerier{Server: s}, func(name string, v uint64) {
+			if err := issuedRows(ctx, s, func(name string, v uint64) {
 				if _, known := sv.fixes[spec.RowKeyPrefix+name]; known {
-					issued[spec.RowKeyPrefix+name] = v // its last ticket
+					issued[spec.RowKeyPrefix+name] = v
 				}
 			}); err != nil {
 				return err
@@ -83,17 +83,13 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		return nil, fmt.Errorf("reading the counters again to raise the marks: %w", err)
 	}
 	if dryRun {
-		// What the counters would read after the changes: a dry run says
+		// What the rows would read after the changes (a table's last
+		// ticket does not move with its AUTO_INCREMENT): a dry run says
 		// what the run would.
 		for _, c := range changes {
-			if c.Table == leaseTable {
-				continue
+			if strings.HasPrefix(c.Table, spec.RowKeyPrefix) {
+				now[c.Server][c.Table] = max(now[c.Server][c.Table], c.To)
 			}
-			v := c.To
-			if !strings.HasPrefix(c.Table, spec.RowKeyPrefix) {
-				v -= min(v, uint64(n))
-			}
-			now[c.Server][c.Table] = max(now[c.Server][c.Table], v)
 		}
 	}
 	raised := make([]int, n)
@@ -132,6 +128,31 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		return raised, fmt.Errorf("raising the marks: %w", errors.Join(errs...))
 	}
 	return raised, nil
+}
+
+// issuedRows calls f for every row of counters on s that issued a ticket
+// (its value is its last; a row at its start issued none), in pages by
+// name.
+func issuedRows(ctx context.Context, s *conn.Server, f func(name string, value uint64)) error {
+	const page = 5000
+	after := ""
+	for {
+		var rows []struct {
+			Name  string `db:"name"`
+			Value uint64 `db:"value"`
+		}
+		if err := s.Pool().SelectContext(ctx, &rows,
+			"SELECT name, value FROM counters WHERE name > ? AND value <> start ORDER BY name LIMIT ?", after, page); err != nil {
+			return fmt.Errorf("%s: reading counters: %w", s.Name, err)
+		}
+		for _, r := range rows {
+			f(r.Name, r.Value)
+		}
+		if len(rows) < page {
+			return nil
+		}
+		after = rows[len(rows)-1].Name
+	}
 }
 
 func markKey(table string, peerOffset int) string { return fmt.Sprintf("%s/%d", table, peerOffset) }
