@@ -37,10 +37,21 @@ import (
 // writers raised).
 const repairWriter = "ticketd repair"
 
-// raiseMarks raises the marks each server holds for the others to their
-// counters as read now, and returns per holder how many it raised (with
-// dryRun, would raise: the counters as moved would be, changes).
-func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairChange) ([]int, error) {
+// raiseMarks raises the marks each server holds for the others to what
+// those have issued as read now, and returns per holder how many it raised
+// (with dryRun, would raise: what the counters would read after changes).
+//
+// What a server has issued of a table: on a holder taken for restored
+// (restored, bit per server), whose marks are gone, the most it may have
+// issued, its AUTO_INCREMENT less the increment (a repair that moved the
+// counter past tickets the table's rows no longer show counts so: the
+// marks of those tickets may have gone with the holder's restore); on the
+// others, what it did issue, its largest id (numbers burnt by a failed
+// REPLACE move AUTO_INCREMENT, and no flushed mark reaches them, so at
+// rest nothing is raised). Of a row: its value, once it issued a ticket.
+// Either is at most the counter, which is what keeps a raised mark sound:
+// no ticket yet to come is at or below it.
+func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairChange, restored uint64) ([]int, error) {
 	n := len(sv.servers)
 	var tables []string
 	for key := range sv.fixes {
@@ -49,13 +60,14 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		}
 	}
 	slices.Sort(tables)
-	now := make([]map[string]uint64, n) // per server: the highest ticket it may have issued, by counter key
+	// Per server: by counter key, what it issued (exact) and the most it may
+	// have (bound).
+	exact := make([]map[string]uint64, n)
+	bound := make([]map[string]uint64, n)
+	inc := uint64(n)
 	err := offline.EachServer(ctx, sv.cfg, sv.servers, nil, func(ctx context.Context, s *conn.Server) error {
-		issued := map[string]uint64{}
+		ex, bd := map[string]uint64{}, map[string]uint64{}
 		for _, t := range tables {
-			// A table's last ticket is its largest id: the row REPLACE left.
-			// Not its AUTO_INCREMENT, which numbers burnt by a statement that
-			// failed also move, and which a flushed mark never reaches.
 			var top []uint64
 			if err := s.Pool().SelectContext(ctx, &top, "SELECT COALESCE(MAX(id), 0) FROM `"+t+"`"); err != nil {
 				if conn.Classify(err) == conn.KindStatement {
@@ -64,37 +76,52 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 				return fmt.Errorf("%s: reading the last ticket of %s: %w", s.Name, t, err)
 			}
 			if len(top) == 1 && top[0] > 0 {
-				issued[t] = top[0]
+				ex[t] = top[0]
+			}
+		}
+		ai, err := marks.ReadCounters(ctx, conn.PoolQuerier{Server: s}, sv.cfg.Database, tables)
+		if err != nil {
+			return err
+		}
+		for t, c := range ai {
+			if c > inc {
+				bd[t] = max(c-inc, ex[t])
 			}
 		}
 		if sv.schemas[s.Idx].Has(schema.Counters) {
 			if err := issuedRows(ctx, s, func(name string, v uint64) {
 				if _, known := sv.fixes[spec.RowKeyPrefix+name]; known {
-					issued[spec.RowKeyPrefix+name] = v
+					ex[spec.RowKeyPrefix+name], bd[spec.RowKeyPrefix+name] = v, v
 				}
 			}); err != nil {
 				return err
 			}
 		}
-		now[s.Idx] = issued
+		exact[s.Idx], bound[s.Idx] = ex, bd
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the counters again to raise the marks: %w", err)
 	}
 	if dryRun {
-		// What the rows would read after the changes (a table's last
-		// ticket does not move with its AUTO_INCREMENT): a dry run says
-		// what the run would.
 		for _, c := range changes {
-			if strings.HasPrefix(c.Table, spec.RowKeyPrefix) {
-				now[c.Server][c.Table] = max(now[c.Server][c.Table], c.To)
+			switch {
+			case c.Table == leaseTable:
+			case strings.HasPrefix(c.Table, spec.RowKeyPrefix):
+				exact[c.Server][c.Table] = max(exact[c.Server][c.Table], c.To)
+				bound[c.Server][c.Table] = max(bound[c.Server][c.Table], c.To)
+			case c.To > inc:
+				bound[c.Server][c.Table] = max(bound[c.Server][c.Table], c.To-inc)
 			}
 		}
 	}
 	raised := make([]int, n)
 	var errs []error
 	for _, h := range sv.servers {
+		issued := exact
+		if restored&(1<<h.Idx) != 0 {
+			issued = bound
+		}
 		held := map[string]uint64{} // what h holds, by key and source
 		for _, r := range sv.marks[h.Idx] {
 			held[markKey(r.Table, r.PeerOffset)] = r.Mark
@@ -104,13 +131,13 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 			if src == h.Idx {
 				continue // a server's marks for itself would rewind with it
 			}
-			keys := make([]string, 0, len(now[src]))
-			for key := range now[src] {
+			keys := make([]string, 0, len(issued[src]))
+			for key := range issued[src] {
 				keys = append(keys, key)
 			}
 			slices.Sort(keys)
 			for _, key := range keys {
-				if v := now[src][key]; v > held[markKey(key, src+1)] {
+				if v := issued[src][key]; v > held[markKey(key, src+1)] {
 					rows = append(rows, marks.HWRow{Table: key, PeerOffset: src + 1, Mark: v})
 				}
 			}

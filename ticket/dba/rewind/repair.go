@@ -201,7 +201,7 @@ func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, 
 			rep.Changes = append(rep.Changes, c)
 		}
 	}
-	raised, err := sv.raiseMarks(ctx, dryRun, rep.Changes)
+	raised, err := sv.raiseMarks(ctx, dryRun, rep.Changes, restored)
 	rep.MarksRaised = raised
 	if err != nil {
 		errs = append(errs, err)
