@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
@@ -31,6 +32,17 @@ import (
 // restored, but its high_water went back all the same. On a healthy pair
 // at rest the marks sit at the counters (tickets are covered, the rest
 // flushed within a second), and nothing is raised.
+//
+// A running ticketd keeps taking tickets while Repair reads, so the marks
+// are read again after the counters (read before, every ticket taken in
+// between would look unmarked), and a mark still below its counter on a
+// server not taken for restored is given Options.Settle to catch up before
+// it is raised: a ticket whose REPLACE has committed has its mark written
+// by its ticketd before it is handed out, within that ticketd's call
+// timeout, and a lease candidate's or an uncovered ticket's within a
+// FlushInterval of the server answering. What is still behind then is
+// raised to the counter as first read; anything taken later is marked by
+// the ticketd that takes it. On a live healthy pair, nothing is raised.
 
 // repairWriter names `ticketd repair` in high_water.writer, so that every
 // running ticketd reads back the marks it raised (they fold the rows other
@@ -51,7 +63,7 @@ const repairWriter = "ticketd repair"
 // rest nothing is raised). Of a row: its value, once it issued a ticket.
 // Either is at most the counter, which is what keeps a raised mark sound:
 // no ticket yet to come is at or below it.
-func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairChange, restored uint64) ([]int, error) {
+func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairChange, restored uint64, settle time.Duration) ([]int, error) {
 	n := len(sv.servers)
 	var tables []string
 	for key := range sv.fixes {
@@ -115,33 +127,36 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 			}
 		}
 	}
+	behind, err := sv.marksBehind(ctx, exact, bound, restored)
+	if err != nil {
+		return nil, err
+	}
+	waiting := false
+	for _, h := range sv.servers {
+		waiting = waiting || (restored&(1<<h.Idx) == 0 && len(behind[h.Idx]) > 0)
+	}
+	if waiting {
+		t := time.NewTimer(settle)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for the marks to catch up: %w", ctx.Err())
+		case <-t.C:
+		}
+		again, err := sv.marksBehind(ctx, exact, bound, restored)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range sv.servers {
+			if restored&(1<<h.Idx) == 0 {
+				behind[h.Idx] = stillBehind(behind[h.Idx], again[h.Idx])
+			}
+		}
+	}
 	raised := make([]int, n)
 	var errs []error
 	for _, h := range sv.servers {
-		issued := exact
-		if restored&(1<<h.Idx) != 0 {
-			issued = bound
-		}
-		held := map[string]uint64{} // what h holds, by key and source
-		for _, r := range sv.marks[h.Idx] {
-			held[markKey(r.Table, r.PeerOffset)] = r.Mark
-		}
-		var rows []marks.HWRow
-		for src := range n {
-			if src == h.Idx {
-				continue // a server's marks for itself would rewind with it
-			}
-			keys := make([]string, 0, len(issued[src]))
-			for key := range issued[src] {
-				keys = append(keys, key)
-			}
-			slices.Sort(keys)
-			for _, key := range keys {
-				if v := issued[src][key]; v > held[markKey(key, src+1)] {
-					rows = append(rows, marks.HWRow{Table: key, PeerOffset: src + 1, Mark: v})
-				}
-			}
-		}
+		rows := behind[h.Idx]
 		raised[h.Idx] = len(rows)
 		if dryRun {
 			continue
@@ -155,6 +170,65 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		return raised, fmt.Errorf("raising the marks: %w", errors.Join(errs...))
 	}
 	return raised, nil
+}
+
+// marksBehind reads the marks every server holds now and returns, per
+// holder, the rows that would raise those below what the others issued
+// (exact, or bound on a holder taken for restored), each at that value.
+func (sv *survey) marksBehind(ctx context.Context, exact, bound []map[string]uint64, restored uint64) ([][]marks.HWRow, error) {
+	n := len(sv.servers)
+	now := make([][]marks.HWRow, n)
+	if err := offline.EachServer(ctx, sv.cfg, sv.servers, nil, func(ctx context.Context, s *conn.Server) error {
+		rows, err := marks.ReadHighWater(ctx, conn.PoolQuerier{Server: s})
+		now[s.Idx] = rows
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("reading the marks again to raise them: %w", err)
+	}
+	out := make([][]marks.HWRow, n)
+	for _, h := range sv.servers {
+		issued := exact
+		if restored&(1<<h.Idx) != 0 {
+			issued = bound
+		}
+		held := map[string]uint64{} // what h holds, by key and source
+		for _, r := range now[h.Idx] {
+			held[markKey(r.Table, r.PeerOffset)] = r.Mark
+		}
+		for src := range n {
+			if src == h.Idx {
+				continue // a server's marks for itself would rewind with it
+			}
+			keys := make([]string, 0, len(issued[src]))
+			for key := range issued[src] {
+				keys = append(keys, key)
+			}
+			slices.Sort(keys)
+			for _, key := range keys {
+				if v := issued[src][key]; v > held[markKey(key, src+1)] {
+					out[h.Idx] = append(out[h.Idx], marks.HWRow{Table: key, PeerOffset: src + 1, Mark: v})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// stillBehind returns the rows of first that are in again too: behind at
+// both reads (again's rows carry the same values, taken from the same
+// counters).
+func stillBehind(first, again []marks.HWRow) []marks.HWRow {
+	keep := map[string]bool{}
+	for _, r := range again {
+		keep[markKey(r.Table, r.PeerOffset)] = true
+	}
+	var out []marks.HWRow
+	for _, r := range first {
+		if keep[markKey(r.Table, r.PeerOffset)] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // issuedRows calls f for every row of counters on s that issued a ticket

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"ticketd/ticket/dba/internal/offline"
 	"ticketd/ticket/internal/conn"
@@ -108,7 +109,16 @@ type Options struct {
 	// counter below its mark, a lease row behind its copy). AllServers:
 	// every one.
 	Restored uint64
+	// Settle: how long a mark found behind its counter, on a server not
+	// taken for restored, is given to catch up before Repair raises it (a
+	// running ticketd writes it within its call timeout or a
+	// FlushInterval). Zero or less: DefaultSettle.
+	Settle time.Duration
 }
+
+// DefaultSettle is Options.Settle's default: a few FlushIntervals of
+// ticketd's defaults, and more than its default call timeout.
+const DefaultSettle = 3 * time.Second
 
 // AllServers, as Options.Restored, takes every server for restored.
 const AllServers = ^uint64(0)
@@ -201,7 +211,11 @@ func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, 
 			rep.Changes = append(rep.Changes, c)
 		}
 	}
-	raised, err := sv.raiseMarks(ctx, dryRun, rep.Changes, restored)
+	settle := o.Settle
+	if settle <= 0 {
+		settle = DefaultSettle
+	}
+	raised, err := sv.raiseMarks(ctx, dryRun, rep.Changes, restored, settle)
 	rep.MarksRaised = raised
 	if err != nil {
 		errs = append(errs, err)
