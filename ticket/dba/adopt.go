@@ -30,8 +30,10 @@ import (
 // and T not one of another name, and the account may grant what ticketd
 // needs. Then, on every server: SELECT, INSERT, DELETE on T to role
 // ticketd_app (the daemon's REPLACE, and the counter it reads), ALTER on T
-// to ticketd_admin (ticketd repair's fix of a rewound counter), the catalog
-// row and the pin. Every step is safe to repeat.
+// to ticketd_admin (ticketd repair's fix of a rewound counter), the
+// high-water marks of the tickets the other servers issued from T so far
+// (markAdopted), the catalog row and the pin. Every step is safe to
+// repeat.
 //
 // Releases 1 and 2 read only catalog rows naming Tickets64, Tickets32 or a
 // seq_* table, and ignore the others: a ticketd of those releases beside
@@ -110,9 +112,35 @@ func AdoptTable(ctx context.Context, cfg spec.Config, name, table string) (Adopt
 
 	by := fmt.Sprintf("ticketd sequence adopt %s/%d", hostname(), os.Getpid())
 	err = offline.EachServer(ctx, cfg, servers, nil, func(ctx context.Context, s *conn.Server) error {
+		if err := markAdopted(ctx, s, table, found, inv.schemas[s.Idx].Has(schema.Writer), by); err != nil {
+			return err
+		}
 		return adoptOn(ctx, cfg, s, want, by)
 	})
 	return rep, err
+}
+
+// markAdopted writes on s the high-water marks of the tickets the other
+// servers issued from table before it was adopted (their largest ids),
+// before ticketd may serve it: from then on a restore of one of them from
+// an older backup is found as for any sequence, and `ticketd repair`
+// finds nothing to raise. Tickets the applications keep taking from the
+// table themselves have no mark until a repair raises them.
+func markAdopted(ctx context.Context, s *conn.Server, table string, found []adoptFound, withWriter bool, by string) error {
+	var rows []marks.HWRow
+	for src, f := range found {
+		if src != s.Idx && f.maxID > 0 {
+			rows = append(rows, marks.HWRow{Table: table, PeerOffset: src + 1, Mark: f.maxID})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	q, args := marks.MarkStatement(rows, withWriter, by)
+	if _, err := s.Pool().ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("%s: writing the marks of the table's tickets so far: %w", s.Name, err)
+	}
+	return nil
 }
 
 // adoptFound is what one server holds of the table.
@@ -177,10 +205,13 @@ func (f *adoptFound) read(ctx context.Context, cfg spec.Config, s *conn.Server, 
 		}
 	}
 	own := grants.LinesSet(lines)
-	for _, t := range []string{"sequences", "sequence_pins"} {
+	for _, t := range []string{"sequences", "sequence_pins", "high_water"} {
 		if !own.Covers("INSERT", cfg.Database+"."+t) {
 			f.mayGrant = append(f.mayGrant, "INSERT ON "+cfg.Database+"."+t)
 		}
+	}
+	if !own.Covers("UPDATE", cfg.Database+".high_water") {
+		f.mayGrant = append(f.mayGrant, "UPDATE ON "+cfg.Database+".high_water")
 	}
 	return nil
 }
