@@ -135,8 +135,10 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 	for _, h := range sv.servers {
 		waiting = waiting || (restored&(1<<h.Idx) == 0 && len(behind[h.Idx]) > 0)
 	}
-	if waiting {
-		t := time.NewTimer(settle)
+	// Read again every settlePoll until none is behind or settle has passed:
+	// on a live pair they catch up in milliseconds.
+	for end := time.Now().Add(settle); waiting && time.Now().Before(end); {
+		t := time.NewTimer(min(settlePoll, time.Until(end)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -147,9 +149,11 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		if err != nil {
 			return nil, err
 		}
+		waiting = false
 		for _, h := range sv.servers {
 			if restored&(1<<h.Idx) == 0 {
 				behind[h.Idx] = stillBehind(behind[h.Idx], again[h.Idx])
+				waiting = waiting || len(behind[h.Idx]) > 0
 			}
 		}
 	}
@@ -255,6 +259,10 @@ func issuedRows(ctx context.Context, s *conn.Server, f func(name string, value u
 		after = rows[len(rows)-1].Name
 	}
 }
+
+// settlePoll: how often raiseMarks reads the marks again while it gives
+// them time to catch up.
+const settlePoll = 100 * time.Millisecond
 
 func markKey(table string, peerOffset int) string { return fmt.Sprintf("%s/%d", table, peerOffset) }
 

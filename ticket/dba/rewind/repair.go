@@ -116,9 +116,9 @@ type Options struct {
 	Settle time.Duration
 }
 
-// DefaultSettle is Options.Settle's default: a few FlushIntervals of
+// DefaultSettle is Options.Settle's default: two FlushIntervals of
 // ticketd's defaults, and more than its default call timeout.
-const DefaultSettle = 3 * time.Second
+const DefaultSettle = 2 * time.Second
 
 // AllServers, as Options.Restored, takes every server for restored.
 const AllServers = ^uint64(0)
