@@ -127,21 +127,31 @@ func TestE2EBalancerAfter(t *testing.T) {
 		waitReady(t, d)
 	}
 	l := daemons[0].layoutOf()
-	// The worker of each ticketd, to see that all three answered.
+	// The worker of each ticketd, to see that all three answered. Read
+	// again after each run: a ticketd whose lease renewal failed (a loaded
+	// machine) answers with another worker ID from then on.
 	workerOf := map[uint32]time.Duration{}
-	for i, d := range daemons {
-		workerOf[d.status().Worker] = offsets[i]
+	learnWorkers := func() {
+		for i, d := range daemons {
+			workerOf[d.status().Worker] = offsets[i]
+		}
 	}
+	learnWorkers()
 	if len(workerOf) != len(daemons) {
 		t.Fatalf("three ticketd hold %d worker IDs", len(workerOf))
 	}
 	b := startBalancer(t, addrs)
 
 	answered := func(ids []int64) map[time.Duration]int {
+		learnWorkers()
 		per := map[time.Duration]int{}
 		for _, id := range ids {
 			p, _ := l.Decompose(id)
-			per[workerOf[p.Node(l)]]++
+			off, ok := workerOf[p.Node(l)]
+			if !ok {
+				t.Fatalf("ID %d carries worker %d, which none of the three ticketd holds now or held before (workers %v)", id, p.Node(l), workerOf)
+			}
+			per[off]++
 		}
 		return per
 	}
