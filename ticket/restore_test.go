@@ -437,8 +437,11 @@ func TestLeaseRestoreLaggingClock(t *testing.T) {
 			t.Errorf("Repair dry run: %s rewound, want the counters at or above their marks", c)
 		}
 	}
-	if err != nil || leaseFixes != 1 || !strings.Contains(rep.Restored[owner.Offset-1], "lease row") {
-		t.Fatalf("Repair dry run = %+v (restored %q), %v; want worker_leases 3/0 from %d to %d, its server taken for restored for it", rep.Changes, rep.Restored, err, r1, r2)
+	// A lease row behind its copy alone does not take its server for
+	// restored (a renewal that failed after its copies were written leaves
+	// the same): the row is raised, and no counter moves.
+	if err != nil || leaseFixes != 1 || len(rep.Changes) != 1 || rep.Restored[owner.Offset-1] != "" {
+		t.Fatalf("Repair dry run = %+v (restored %q), %v; want worker_leases 3/0 from %d to %d alone, its server not taken for restored", rep.Changes, rep.Restored, err, r1, r2)
 	}
 
 	lag := now - 2_000 // the new holder's clock: behind even A's start

@@ -30,7 +30,7 @@ const repairUsage = `usage: ticketd repair [-servers A,B] [-user U] [-password-f
 Run it after a ticket server was restored from a backup, lost its data, or
 was replaced by a replica that lagged. A server is taken for restored when
 -restored names it, or when a counter of it is at or below its high-water
-mark (kept on the OTHER servers) or a lease row is behind its copy. On a
+mark (kept on the OTHER servers). On a
 restored server, every counter that has a mark and is short of the mark
 plus a margin, a counter equal to its mark included, moves to the mark plus
 the margin (ALTER TABLE … AUTO_INCREMENT, UPDATE counters), and lease rows

@@ -106,7 +106,7 @@ type Options struct {
 	// Restored: the servers known to have been restored from a backup (or
 	// replaced by a replica) since the last repair, bit i for
 	// Config.Servers[i], on top of those Repair finds restored itself (a
-	// counter below its mark, a lease row behind its copy). AllServers:
+	// counter below its mark). AllServers:
 	// every one.
 	Restored uint64
 	// Settle: how long a mark found behind its counter, on a server not
@@ -134,8 +134,8 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // server's parity).
 //
 // Which ones. A server is taken for restored when o.Restored names it, or
-// when it has a counter at or below its mark (what ticketd refuses) or a
-// lease row behind its copies: ticketd hands out no ticket before its
+// when it has a counter at or below its mark (what ticketd refuses):
+// ticketd hands out no ticket before its
 // mark is on another server, so a restore that lost a ticket handed out
 // after the backup leaves that counter below its mark. On a restored
 // server every counter with a mark that is short of the mark plus the
@@ -143,7 +143,8 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // covers is tickets handed out while no other server took their marks
 // (marks.Book.Cover), which a counter at its mark may be behind. On the
 // others, only the counters at or below their marks move. Then every mark
-// a server holds for another is raised to that server's counter (a
+// a server holds for another that is still behind that server's counter
+// after o.Settle (a running ticketd marks what it takes) is raised to it (a
 // restored server's high_water went back with it, found restored or not,
 // and the next restore of the other server would otherwise go unseen),
 // and every expired lease row whose

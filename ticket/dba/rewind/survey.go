@@ -220,7 +220,7 @@ func (sv *survey) planTables(restored uint64) [][]planned {
 
 // restoredServers returns the servers to take for restored, with why for
 // each ("" for the others): those of named, and those with a counter at or
-// below its mark or a lease row behind its copies.
+// below its mark.
 func (sv *survey) restoredServers(named uint64) (uint64, []string) {
 	n := len(sv.servers)
 	why := make([]string, n)
@@ -234,11 +234,11 @@ func (sv *survey) restoredServers(named uint64) (uint64, []string) {
 			why[i] = fmt.Sprintf("%d counters at or below their marks (%s first)", len(list), list[0].Table)
 		}
 	}
-	for _, f := range sv.planLeases() {
-		if why[f.owner] == "" {
-			why[f.owner] = fmt.Sprintf("the lease row of worker %d (datacenter %d) behind its copies", f.worker, f.datacenter)
-		}
-	}
+	// A lease row behind its copies is not taken for a restore: a renewal
+	// whose copies were written before its own row failed (a server whose
+	// disk filled) leaves the same, and taking the server for restored
+	// then moved every idle counter by the margin. Its row is raised all
+	// the same (planLeases).
 	for i := range n {
 		if why[i] == "" && named&(1<<i) != 0 {
 			why[i] = "named by -restored"
