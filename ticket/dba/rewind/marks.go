@@ -149,10 +149,12 @@ func (sv *survey) raiseMarks(ctx context.Context, dryRun bool, changes []RepairC
 		if err != nil {
 			return nil, err
 		}
+		// Marks only go up (GREATEST), against the same counters: what is
+		// behind now was behind before.
 		waiting = false
 		for _, h := range sv.servers {
 			if restored&(1<<h.Idx) == 0 {
-				behind[h.Idx] = stillBehind(behind[h.Idx], again[h.Idx])
+				behind[h.Idx] = again[h.Idx]
 				waiting = waiting || len(behind[h.Idx]) > 0
 			}
 		}
@@ -216,23 +218,6 @@ func (sv *survey) marksBehind(ctx context.Context, exact, bound []map[string]uin
 		}
 	}
 	return out, nil
-}
-
-// stillBehind returns the rows of first that are in again too: behind at
-// both reads (again's rows carry the same values, taken from the same
-// counters).
-func stillBehind(first, again []marks.HWRow) []marks.HWRow {
-	keep := map[string]bool{}
-	for _, r := range again {
-		keep[markKey(r.Table, r.PeerOffset)] = true
-	}
-	var out []marks.HWRow
-	for _, r := range first {
-		if keep[markKey(r.Table, r.PeerOffset)] {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // issuedRows calls f for every row of counters on s that issued a ticket
