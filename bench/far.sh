@@ -80,7 +80,7 @@ bench_out far farvar
 exec 9>"$OUT/.farlock"
 flock -n 9 || die "another bench far is running on $OUT"
 
-command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk (make bench installs it)"
+apt_install wrk wrk
 command -v curl >/dev/null || die "curl is missing: apt-get install curl"
 bench_bins
 make -s -C "$REPO" toxiproxy GO="$GO" >/dev/null || die "installing toxiproxy failed (make toxiproxy)"

@@ -61,7 +61,7 @@ bench_out sequences seqvar
 exec 8>"$OUT/.seqlock"
 flock -n 8 || die "another bench of sequences is running on $OUT"
 
-command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk (make bench installs it)"
+apt_install wrk wrk
 bench_bins
 
 # --- everything started here is stopped on exit, by PID ----------------------
