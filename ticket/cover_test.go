@@ -1,8 +1,10 @@
 package ticket
 
 // The bound docs/backups.md states, against real servers: no value is
-// handed out before a mark at or above it is on another server (marks,
-// cover.go), and while none takes marks the values still come, counted.
+// handed out more than the lead (half the repair margin) above a mark on
+// another server (marks, cover.go), the write of its mark follows it at
+// once, and while no other server takes marks the values still come,
+// counted.
 
 import (
 	"context"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"ticketd/internal/mysqltest"
+	"ticketd/internal/toxiproxy"
 	"ticketd/ticket/dba"
 	"ticketd/ticket/dba/rewind"
 	"ticketd/ticket/internal/spec"
@@ -25,9 +28,11 @@ func onlyCover(c *spec.Config) {
 // TestCoverBeforeHandOut: right after every call (a run of a claim's
 // tickets of a block-size-1 sequence, a batch of it taken a statement a
 // value, a batch of a sequence of blocks, the fallback's Tickets64), before
-// any flush, the other server holds a mark at
-// or above every value handed out from each server. With the covers off
-// (release 4: the flush alone) the same check fails at the first call.
+// any flush, the other server holds a mark no more than the lead below
+// every value handed out from each server. The margin is the smallest
+// allowed (a lead of 500), so that each claim of 5,000 tickets passes the
+// lead and has to wait for its mark. With the covers off (release 4: the
+// flush alone) the same check fails at the first call.
 func TestCoverBeforeHandOut(t *testing.T) {
 	mp := startPairFast(t)
 	createSequence(t, mp.Servers[:], "single", 64, 1)
@@ -35,8 +40,9 @@ func TestCoverBeforeHandOut(t *testing.T) {
 	for _, covered := range []bool{true, false} {
 		name := map[bool]string{true: "covered", false: "flush alone"}[covered]
 		t.Run(name, func(t *testing.T) {
-			p := openPair(t, mp, onlyCover)
+			p := openPair(t, mp, onlyCover, func(c *spec.Config) { c.Margin = spec.MinMargin })
 			p.marks.SetTestWithoutCover(!covered)
+			const lead = spec.MinMargin / 2
 			var top [2]map[string]uint64 // per server, the highest ticket handed out, by counter key
 			for i := range top {
 				top[i] = map[string]uint64{}
@@ -45,9 +51,9 @@ func TestCoverBeforeHandOut(t *testing.T) {
 				t.Helper()
 				for src := range 2 {
 					for key, v := range top[src] {
-						if mark := markOn(t, mp.Servers[1-src], key, src+1); mark < v {
+						if mark := markOn(t, mp.Servers[1-src], key, src+1); mark+lead < v {
 							if covered {
-								t.Errorf("%s: server %d handed out ticket %d of %s, server %d holds mark %d for it", what, src+1, v, key, 2-src, mark)
+								t.Errorf("%s: server %d handed out ticket %d of %s, server %d holds mark %d for it: more than the lead (%d) below", what, src+1, v, key, 2-src, mark, lead)
 							}
 							return false
 						}
@@ -101,6 +107,74 @@ func TestCoverBeforeHandOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCoverLeadDoesNotWait: with every round trip to server 2 300 ms
+// longer, a ticket of Tickets64 (a statement each, nothing held in memory)
+// from server 1, within the lead of the mark server 2 holds, returns before
+// that mark is written (the caller does not wait for the other server), is
+// not counted as uncovered, and the mark follows by itself, with no flush
+// (the flush runs once a minute here). Before the lead, every statement
+// waited for its mark: the check right after the call would have found it
+// written. (A counter's first tickets still wait: the warm-up takes them.)
+func TestCoverLeadDoesNotWait(t *testing.T) {
+	mp := startPairFast(t)
+	tp, err := toxiproxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Stop() })
+	px, err := tp.Proxy("db2", mp.Servers[1].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openAddrs(t, []string{mp.Servers[0].Addr(), px.Addr()}, mp.User, mp.Password, onlyCover, func(c *spec.Config) {
+		c.CallTimeout = 2 * time.Second
+	})
+	const key = "Tickets64"
+	take := func() uint64 { // a ticket of server 1's, or 0
+		t.Helper()
+		tk, err := p.Ticket64(ctxTimeout(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Server == 0 {
+			return tk.Value
+		}
+		return 0
+	}
+	// Sessions of both servers warm, and a first mark of server 1's on
+	// server 2 (a counter's first tickets wait for their mark: there is no
+	// lead above no mark).
+	var first uint64
+	for try := 0; first == 0 || try < 4; try++ {
+		if try == 40 {
+			t.Fatal("40 tickets, none from server 1")
+		}
+		first = max(first, take())
+	}
+	waitFor(t, 10*time.Second, "a first mark of server 1's on server 2", func() bool {
+		return markOn(t, mp.Servers[1], key, 1) >= first
+	})
+	if err := px.Add(toxiproxy.Latency("far", 300*time.Millisecond, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for try := 0; last == 0; try++ {
+		if try == 20 {
+			t.Fatal("20 tickets, none from server 1, the near one")
+		}
+		last = take()
+	}
+	if mark := markOn(t, mp.Servers[1], key, 1); mark >= last {
+		t.Errorf("right after the call, server 2 holds mark %d for server 1's %d: the call waited for the far server's write", mark, last)
+	}
+	if u := p.Health()[0].Uncovered; u != 0 {
+		t.Errorf("a ticket within the lead: Uncovered %d, want 0", u)
+	}
+	waitFor(t, 10*time.Second, "the mark of the ticket on server 2, with no flush", func() bool {
+		return markOn(t, mp.Servers[1], key, 1) >= last
+	})
 }
 
 // TestUncoveredWhilePeerDown: with server 2 stopped, values keep coming from

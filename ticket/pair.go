@@ -96,7 +96,7 @@ func Open(ctx context.Context, cfg spec.Config) (*Pair, error) {
 		WarmConns: cfg.EffectiveWarmConns(), Observe: cfg.Observe,
 	}, p.warn, p.lt)
 	p.schemas = &schemaWatch{book: schema.NewBook(len(p.servers)), rot: p.rot, database: cfg.Database}
-	p.marks = marks.New(cfg, p.servers, p.rot, p.warn, p.schemas.book)
+	p.marks = marks.New(cfg, p.servers, p.rot, p.warn, p.schemas.book, p.lt)
 	p.dep = &deployments{cfg: cfg, servers: p.servers, rot: p.rot, schemas: p.schemas.book, marks: p.marks, warn: p.warn}
 
 	p.tk = tickets.New(cfg, p.servers, p.rot, p.marks, p.lt)

@@ -134,10 +134,10 @@ func Repair(ctx context.Context, cfg spec.Config, dryRun bool) (RepairReport, er
 // server's parity).
 //
 // Which ones. A server is taken for restored when o.Restored names it, or
-// when it has a counter at or below its mark (what ticketd refuses):
-// ticketd hands out no ticket before its
-// mark is on another server, so a restore that lost a ticket handed out
-// after the backup leaves that counter below its mark. On a restored
+// when it has a counter at or below its mark (what ticketd refuses): a
+// restore that lost a ticket whose mark was written leaves that counter
+// below its mark; one within the lead of the marks (marks.Book.Cover) is
+// found only by its name in o.Restored. On a restored
 // server every counter with a mark that is short of the mark plus the
 // margin moves, a counter equal to its mark included: what the margin
 // covers is tickets handed out while no other server took their marks

@@ -259,10 +259,11 @@ type planned struct {
 // restoredCounter reports whether counter c of definition f, whose mark is
 // m, is short of where a repair moves it (the mark plus the margin): on a
 // server restored from a backup, such a counter may be behind a ticket
-// handed out after the backup. ticketd hands out no ticket before its mark
-// is on another server (marks.Book.Cover), so a restored counter at or
-// above its mark can only repeat tickets handed out while no other server
-// took marks, and those are what the margin covers; a counter equal to its
+// handed out after the backup. ticketd hands out no ticket more than the
+// lead (half the margin) above its mark on another server
+// (marks.Book.Cover), so a restored counter at or above its mark can only
+// repeat tickets within the lead, or handed out while no other server took
+// marks, and those are what the margin covers; a counter equal to its
 // mark is moved like the others (a backup of an idle sequence holds exactly
 // its mark).
 func (sv *survey) restoredCounter(f spec.SequenceInfo, c, m uint64, n int) bool {

@@ -26,8 +26,8 @@ const (
 	rttGain, devGain = 1.0 / 8, 1.0 / 4
 	// marginShare: one claim moves a counter by at most this share of the
 	// repair margin (Config.MarginFor). What keeps a restore from repeating
-	// a claim is not this but package marks (a claim is handed out only once
-	// its mark is on another server); the share bounds what one claim adds
+	// a claim is not this but package marks (a claim is handed out only
+	// within the lead of its mark on another server); the share bounds what one claim adds
 	// to the tickets handed out while no other server takes marks, which
 	// is all the margin covers.
 	marginShare = 10

@@ -17,19 +17,21 @@
 // also folds in the marks its peers hold: all at Open, then those other
 // ticketd raised since (by updated_at and writer).
 //
-// Write-ahead (cover.go). The flush alone would leave everything handed out
+// Covers (cover.go). The flush alone would leave everything handed out
 // since the last one invisible to a restore once the ticketd that took it
-// is gone; so a ticket reaches a caller only once a mark at or above it is
-// committed on another server (Cover, which package tickets calls after
-// every statement that takes tickets for a caller). Only while no other
-// server takes marks is a ticket handed out without (counted: Uncovered).
-// This is the restore invariant: everything handed out from a server is at
-// or below the marks the others hold for it, so a restore that lost a
-// handed-out ticket leaves its counter below the mark (refused here,
-// repaired by ticketd repair), and a repair that moves every counter of a
-// restored server to its mark plus the margin also covers what was handed
-// out without a mark, up to the margin. TestRestoreInvariantMachine (in
-// package ticket) checks it against real servers.
+// is gone, and a claim of thousands of tickets makes that window as large
+// as a burst; so every statement that takes tickets for a caller is
+// followed at once by the write of its mark on another server, and a
+// ticket reaches a caller only while it is within the lead (half the
+// margin) of a mark committed on another server (Cover, which package
+// tickets calls after every such statement). Only while no other server
+// takes marks is a ticket handed out past it (counted: Uncovered). This is
+// the restore invariant: everything handed out from a server is at most
+// the lead above the marks the others hold for it, so a repair that moves
+// every counter of a restored server to its mark plus the margin leaves it
+// past everything handed out, and also covers what was handed out without
+// a mark, up to the margin. TestRestoreInvariantMachine (in package
+// ticket) checks it against real servers.
 //
 // Rewind detection (rewind.go, check.go). A ticket at or below its
 // server's mark is refused before anyone sees it (package tickets asks);

@@ -140,6 +140,8 @@ type Book struct {
 	rewound map[*Counter]struct{}
 	// covers: the covers in flight (cover.go), one per counter and server.
 	covers map[coverKey]*coverOp
+	// lt is the Pair's life, which the covers' writers run under.
+	lt *life.Life
 	// The slabs newMarks takes from, and the arena of the names it keeps.
 	names   arena.NameArena
 	slab    []Counter
@@ -218,8 +220,8 @@ type Hooks struct {
 
 // New returns the marks of a pair of servers, whose checks and
 // flushes run through rot.
-func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *logsum.Summary, schemas *schema.Book) *Book {
-	b := &Book{cfg: cfg, servers: servers, rot: rot, warn: warn, schemas: schemas,
+func New(cfg spec.Config, servers []*conn.Server, rot *rotation.Rotation, warn *logsum.Summary, schemas *schema.Book, lt *life.Life) *Book {
+	b := &Book{cfg: cfg, servers: servers, rot: rot, warn: warn, schemas: schemas, lt: lt,
 		per: make([]serverMarks, len(servers)), checkNow: make(chan struct{}, 1),
 		writer: newWriterID(), checkGate: life.NewGate()}
 	b.init(len(servers))

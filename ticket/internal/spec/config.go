@@ -45,10 +45,11 @@ const (
 	DefaultCheckInterval = 10 * time.Second
 	// DefaultMargin is how far past its high-water mark a counter of a
 	// restored server is moved (the Fix statement, `ticketd repair`). No
-	// ticket is handed out before its mark is on another server (package
-	// marks, cover.go), so the margin covers only tickets handed out while no
-	// other server took marks (all of them down or failing): a million
-	// tickets is that many such, and free in a 63-bit space.
+	// ticket is handed out more than half the margin (the lead) above its
+	// mark on another server (package marks, cover.go), so the other half
+	// covers tickets handed out while no other server took marks (all of
+	// them down or failing): half a million such, free in a 63-bit space.
+	// `ticketd repair` must use a margin at least the ticketd's.
 	DefaultMargin = 1_000_000
 	// DefaultMargin32 is the margin of 32-bit tables: 100,000 tickets, only
 	// 0.002% of the space.

@@ -52,9 +52,10 @@
 //     its statement has returned (marks.TicketRepeats says why that ordering
 //     makes the check sound). For a claim, the lowest of its tickets must
 //     be above the mark, and the highest is raised into it.
-//   - Covered: no ticket reaches a caller before a mark at or above it is
-//     committed on another server (marks.Book.Cover): a restore of its
-//     server is then found, and repaired, whoever is left to remember it.
+//   - Covered: no ticket reaches a caller more than the lead (half the
+//     repair margin) above a mark committed on another server
+//     (marks.Book.Cover): a repair of its restored server then passes it,
+//     whoever is left to remember it.
 //     Tickets nobody receives (lease candidates, the prober's) are not.
 //   - Exhaustion: a ticket whose block would start past the sequence's
 //     last value (2^32-1 or 2^63-1) is never handed out; the server is not

@@ -425,9 +425,9 @@ func (tk *Taker) takeOn(ctx context.Context, ss *conn.Session, q *Counter, guard
 			_ = tk.exhaust(s, q, cause)
 		}
 		if cover {
-			// Write-ahead (marks/cover.go): no ticket of the run reaches a
-			// caller before a mark at or above it is committed on another
-			// server, so that a restore of s finds it, whoever dies.
+			// Covered (marks/cover.go): no ticket of the run reaches a
+			// caller more than the lead above a mark committed on another
+			// server, so that a repair of s passes it, whoever dies.
 			ss.Close() // s's connection is not held while another server writes
 			if err := tk.marks.Cover(ctx, m, s, t); err != nil {
 				return Run{}, err
