@@ -52,7 +52,7 @@
 #   BENCH_GEN_TIME  -benchtime of the generator benchmarks  [1s]
 #   BENCH_BALANCED_BITS  -balanced-bits of the second ticketd   [4]
 #   BENCH_CLIENTS_RUN 0 leaves out the clients of every language (step 8) [1]
-#   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python]
+#   BENCH_CLIENTS   the clients step 8 measures (bench/clients.sh) [go python java node]
 #   BENCH_SEQUENCES 0 leaves out the named sequences (step 9) [1]
 #   BENCH_FAR       0 leaves out the sequence across a continent (step 10) [1]
 #   BENCH_TAIL      0 leaves out the open-loop tail (step 11; its knobs in bench/tail.sh) [1]
