@@ -116,6 +116,13 @@ type heldLease struct {
 	// raises lease rows to.
 	released bool
 	settled  [spec.MaxServers]bool
+	// hung[i]: a copy write to server i went unanswered (it may commit
+	// later, a full disk's once space is freed). The first settle after it
+	// does not count: the copy is settled again a round later, so that a
+	// write that hung and committed just after the first settle is taken
+	// back down (make chaos, disk-full: a copy 500 ms above its released
+	// row, which `ticketd repair` raised the row to).
+	hung [spec.MaxServers]bool
 	// unsure: a release whose statement failed on a server that did not
 	// answer (slow or dead): it may have committed, or commit later (a
 	// full disk's commit once space is freed). Its row is read once the
@@ -158,6 +165,16 @@ func (b *leaseBook) wrote(l leaseKey, holder string, i int, reserved int64) {
 	if e := b.m[l]; e != nil && e.holder == holder {
 		e.written[i] = max(e.written[i], reserved)
 		b.dropLocked(l, e)
+	}
+}
+
+// hungOn records that a copy write of l's lease to server i went
+// unanswered.
+func (b *leaseBook) hungOn(l leaseKey, holder string, i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.m[l]; e != nil && e.holder == holder {
+		e.hung[i] = true
 	}
 }
 
@@ -215,8 +232,12 @@ func (b *leaseBook) settle(l leaseKey, holder string, i int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e := b.m[l]; e != nil && e.holder == holder && e.released {
-		e.settled[i] = true
 		e.written[i] = e.reserved
+		if e.hung[i] {
+			e.hung[i] = false // once more, a round later (hung)
+			return
+		}
+		e.settled[i] = true
 		b.dropLocked(l, e)
 	}
 }
@@ -377,8 +398,11 @@ func (ls *Manager) writeCopies(ctx context.Context, l Lease) {
 			if _, err := conn.ExecRetry(context.WithoutCancel(ctx), ss, "writing the reservation copy", copyTo,
 				l.Datacenter, l.Worker, l.Holder, l.ReservedUntilMs); err != nil {
 				ls.per[q.Idx].copyFailures.Add(1)
-				if conn.Classify(err) == conn.KindSlow {
-					ls.per[q.Idx].copySlow.Store(true)
+				if k := conn.Classify(err); conn.ServerFault(k) {
+					ls.book.hungOn(key, l.Holder, q.Idx)
+					if k == conn.KindSlow {
+						ls.per[q.Idx].copySlow.Store(true)
+					}
 				}
 				ls.warn.NoteFor(WarnCopy, q.Label, "server", q.Idx+1, "worker", l.Worker, "err", err)
 				return
@@ -451,6 +475,9 @@ func (ls *Manager) CatchUp(ctx context.Context) {
 					what, stmt = "settling the reservation copy of a released lease", copyReleased
 				}
 				if _, err := conn.ExecRetry(ctx, ss, what, stmt, c.key.dc, c.key.worker, c.holder, c.reserved); err != nil {
+					if conn.ServerFault(conn.Classify(err)) {
+						ls.book.hungOn(c.key, c.holder, q.Idx)
+					}
 					return // the Session has reported it; next round
 				}
 				ls.per[q.Idx].copySlow.Store(false)

@@ -123,6 +123,22 @@ func TestLeaseBook(t *testing.T) {
 		t.Fatalf("book after settling: %+v, want empty", b.m)
 	}
 
+	// A copy write that went unanswered may commit after the first settle,
+	// above the released value: the copy is settled once more, a round
+	// later, before the entry goes.
+	lh := Lease{Server: 0, Datacenter: 1, Worker: 9, Holder: "h9", Version: 1, ReservedUntilMs: 4000}
+	b.update(lh)
+	b.hungOn(leaseKey{1, 9}, "h9", 1)
+	b.finish(lh, 3500)
+	b.settle(leaseKey{1, 9}, "h9", 1)
+	if got := b.behind(1); len(got) != 1 || got[0].reserved != 3500 || !got[0].released {
+		t.Fatalf("behind after the first settle of a copy whose write hung = %+v, want it settled to 3500 once more", got)
+	}
+	b.settle(leaseKey{1, 9}, "h9", 1)
+	if len(b.m) != 0 {
+		t.Fatalf("book after the second settle: %+v, want empty", b.m)
+	}
+
 	// A release that went unanswered: still owned until its row is read;
 	// done by it (finish) or not (lost) then.
 	l3 := Lease{Server: 1, Datacenter: 1, Worker: 6, Holder: "h3", Version: 4, ReservedUntilMs: 5000}
