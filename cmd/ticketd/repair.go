@@ -59,8 +59,8 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 	}
 	o.register(fs, adminDefaults{user: "ticketd_repair", userHelp: "database user with role ticketd_admin", passwordFile: "var/repair.password",
 		passwordEnv: "TICKETD_REPAIR_PASSWORD", callTimeoutHelp: "deadline of one statement on one server"})
-	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a counter this far past its mark; 0: %d for 64-bit tables, %d for 32-bit ones",
-		ticket.DefaultMargin, ticket.DefaultMargin32))
+	fs.Uint64Var(&o.margin, "margin", 0, fmt.Sprintf("move a counter this far past its mark, at least %d; 0: %d for 64-bit tables, %d for 32-bit ones",
+		ticket.DefaultMargin, ticket.DefaultMargin, ticket.DefaultMargin32))
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would change, change nothing")
 	fs.StringVar(&o.restored, "restored", "", "servers restored from a backup (or replaced by a replica) since the last repair, by number in -servers (1,2), or all; those it finds restored itself (a counter below its mark) need not be named")
 	if err := fs.Parse(args); err != nil {
@@ -85,6 +85,13 @@ func parseRepair(args []string, stderr io.Writer, getenv func(string) string) (r
 func repairConfig(o repairOptions) (ticket.Config, error) {
 	cfg := adminConfig(o.adminOptions)
 	cfg.Margin = o.margin
+	if o.margin != 0 && o.margin < ticket.DefaultMargin {
+		// ticketd hands out tickets up to half its margin (the default: serve
+		// has no flag for it) above their marks; a repair that moves a
+		// counter less than twice that could leave it below one of them.
+		return cfg, usagef("repair: -margin %d is below %d: ticketd hands out tickets up to %d above their marks (docs/backups.md, \"The bound: what a restore can lose\"), "+
+			"so a restored server repaired with less could repeat them; give at least %d, or leave -margin out", o.margin, ticket.DefaultMargin, ticket.DefaultMargin/2, ticket.DefaultMargin)
+	}
 	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-database/-user/-margin/-call-timeout")
 }
 

@@ -43,9 +43,9 @@ func TestRepairOptions(t *testing.T) {
 			}
 		}},
 		{name: "env sets flags", env: map[string]string{"TICKETD_REPAIR_PASSWORD": "x", "TICKETD_REPAIR_SERVERS": "10.0.0.1:3306,10.0.0.2:3306",
-			"TICKETD_REPAIR_USER": "dba", "TICKETD_REPAIR_MARGIN": "5000", "TICKETD_REPAIR_DRY_RUN": "true"},
+			"TICKETD_REPAIR_USER": "dba", "TICKETD_REPAIR_MARGIN": "2000000", "TICKETD_REPAIR_DRY_RUN": "true"},
 			check: func(t *testing.T, o repairOptions, c ticket.Config) {
-				if c.Servers[1].Addr != "10.0.0.2:3306" || c.User != "dba" || c.Margin != 5000 || !o.dryRun {
+				if c.Servers[1].Addr != "10.0.0.2:3306" || c.User != "dba" || c.Margin != 2000000 || !o.dryRun {
 					t.Fatalf("got %+v / %v", o, c)
 				}
 			}},
@@ -63,7 +63,11 @@ func TestRepairOptions(t *testing.T) {
 			}},
 		{name: "no password", args: []string{"-password-file", filepath.Join(t.TempDir(), "missing")}, wantErr: "no password"},
 		{name: "bad env value", env: map[string]string{"TICKETD_REPAIR_PASSWORD": "x", "TICKETD_REPAIR_MARGIN": "lots"}, wantErr: "TICKETD_REPAIR_MARGIN"},
-		{name: "margin too small", args: []string{"-margin", "10"}, env: withPW, wantErr: "Margin 10"},
+		{name: "margin too small", args: []string{"-margin", "10"}, env: withPW, wantErr: "-margin 10 is below 1000000"},
+		// Below twice ticketd's lead (half the default margin), a repair could
+		// leave a restored counter under a ticket handed out within the lead.
+		{name: "margin below the lead's twice", args: []string{"-margin", "999999"}, env: withPW, wantErr: "-margin 999999 is below 1000000"},
+		{name: "margin far above", args: []string{"-margin", "1099511627777"}, env: withPW, wantErr: "Margin 1099511627777"},
 		{name: "one server", args: []string{"-servers", "127.0.0.1:3307"}, env: withPW, wantErr: "-servers"},
 		{name: "argument", args: []string{"now"}, env: withPW, wantErr: `unexpected argument "now"`},
 	}
