@@ -130,7 +130,7 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 	}
 	key := coverKey{m, s.Idx}
 	lead := b.Lead(m)
-	var giveUp <-chan time.Time
+	var giveUp <-chan time.Time // half the caller's remaining time; nil (never) without a deadline
 	for {
 		durable := m.durable(s.Idx)
 		if durable >= t {
@@ -144,12 +144,8 @@ func (b *Book) Cover(ctx context.Context, m *Counter, s *conn.Server, t uint64) 
 		if durable > 0 && t-durable <= lead {
 			return nil
 		}
-		if giveUp == nil {
-			wait := time.Duration(1<<63 - 1)
-			if dl, ok := ctx.Deadline(); ok {
-				wait = max(time.Until(dl)/2, time.Millisecond)
-			}
-			tm := time.NewTimer(wait)
+		if dl, ok := ctx.Deadline(); ok && giveUp == nil {
+			tm := time.NewTimer(max(time.Until(dl)/2, time.Millisecond))
 			defer tm.Stop()
 			giveUp = tm.C
 		}
