@@ -72,10 +72,10 @@ type junkPlan struct {
 	beyondTimeout  bool          // also one slow client past ticketd's 5 s ReadTimeout
 }
 
-// junk throws malformed and hostile traffic at one instance while its load
-// runs: malformed request lines, oversized headers, slow clients, random
+// junk throws malformed and hostile traffic at the server at addr while its
+// load runs: malformed request lines, oversized headers, slow clients, random
 // paths and queries. Bounded in count and in time.
-func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
+func junk(addr string, plan junkPlan, rng *rand.Rand) *junkResult {
 	j := &junkResult{classes: map[string]int{}}
 	var wg sync.WaitGroup
 
@@ -84,7 +84,7 @@ func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
 	// keeps waiting on ends with its answer (408) or a close, not ours.
 	for _, p := range junkPayloads(rng) {
 		wg.Go(func() {
-			resps, err := exchange(in.addr, []byte(p.raw), 1, p.head, time.Now().Add(7*time.Second))
+			resps, err := exchange(addr, []byte(p.raw), 1, p.head, time.Now().Add(7*time.Second))
 			if len(resps) > 0 {
 				j.note(p.name, resps[0], nil)
 			} else {
@@ -96,7 +96,7 @@ func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
 		// 50 requests pipelined in one write: 50 answers, in order.
 		const n = 50
 		raw := strings.Repeat("GET /v1/id HTTP/1.1\r\nHost: chaos\r\n\r\n", n)
-		resps, err := exchange(in.addr, []byte(raw), n, false, time.Now().Add(5*time.Second))
+		resps, err := exchange(addr, []byte(raw), n, false, time.Now().Add(5*time.Second))
 		for _, resp := range resps {
 			j.note("pipelined /v1/id", resp, nil)
 		}
@@ -114,7 +114,7 @@ func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
 			for range per {
 				method := junkMethod(rng)
 				raw := method + " " + junkPath(rng) + " HTTP/1.1\r\nHost: chaos\r\n\r\n"
-				resps, err := exchange(in.addr, []byte(raw), 1, method == "HEAD", time.Now().Add(3*time.Second))
+				resps, err := exchange(addr, []byte(raw), 1, method == "HEAD", time.Now().Add(3*time.Second))
 				if len(resps) > 0 {
 					j.note(raw, resps[0], nil)
 				} else {
@@ -128,7 +128,7 @@ func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
 	// and connections that say nothing at all.
 	slow := func(d time.Duration) {
 		end := time.Now().Add(d)
-		c, err := net.DialTimeout("tcp", in.addr, 2*time.Second)
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
 			j.note("slow client", response{}, err)
 			return
@@ -161,7 +161,7 @@ func (r *run) junk(in *instance, plan junkPlan, rng *rand.Rand) *junkResult {
 	}
 	for range 2 {
 		wg.Go(func() {
-			c, err := net.DialTimeout("tcp", in.addr, 2*time.Second)
+			c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 			if err != nil {
 				j.note("silent client", response{}, err)
 				return

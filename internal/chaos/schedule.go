@@ -501,7 +501,7 @@ func (r *run) stepJunk(n int) error {
 	r.mu.Lock()
 	seed := r.rng.Uint64()
 	r.mu.Unlock()
-	j := r.junk(in, r.tm.junk, rand.New(rand.NewPCG(seed, 1)))
+	j := junk(in.addr, r.tm.junk, rand.New(rand.NewPCG(seed, 1)))
 	rec := &recorder{in: in, kind: kindJunk, ids: j.ids}
 	ready := false
 	if !in.exited() {
