@@ -95,7 +95,8 @@ type RepairReport struct {
 	// servers were raised to their counters.
 	MarksRaised []int
 	// Notes: what could not be checked (a table missing on one server, or
-	// invisible to the account), one line each.
+	// invisible to the account) or was left for a later run (a lease row
+	// behind its copy that still looks held), one line each.
 	Notes []string
 }
 
@@ -221,7 +222,14 @@ func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, f := range sv.planLeases() {
+	fixes, held := sv.planLeases()
+	for _, f := range held {
+		sv.note(f.owner, fmt.Sprintf("%s.worker_leases datacenter %d worker %d: reserved_until_ms %d is behind its copy on the other servers (%d) "+
+			"but the row still looks held, so it was not raised: a restore or promotion rewound it less than a lease TTL ago "+
+			"(its copies keep the worker ID safe meanwhile); run ticketd repair again once -lease-ttl has passed",
+			cfg.Database, f.datacenter, f.worker, f.from, f.to))
+	}
+	for _, f := range fixes {
 		s := servers[f.owner]
 		c := RepairChange{Server: f.owner, Name: s.Name, Database: cfg.Database, Table: leaseTable,
 			Datacenter: f.datacenter, Worker: f.worker, From: uint64(max(f.from, 0)), To: uint64(max(f.to, 0)), Mark: uint64(max(f.to, 0)),

@@ -286,8 +286,12 @@ type leaseFix struct {
 // planLeases returns the lease rows whose reservation is behind the largest
 // copy of it on the other servers: rows rewound by a restore of their owner.
 // Rows held right now are left alone (their holder renews them, and a renewal
-// of a rewound row fails).
-func (sv *survey) planLeases() []leaseFix {
+// of a rewound row fails): those behind their copies come back as held. A
+// live lease's row is never behind its copies (a holder writes its copies
+// after its row, and the survey reads copies before rows), so a held row
+// behind one was rewound too, by a restore or promotion younger than a lease
+// TTL: it expires within one, and a repair run then raises it.
+func (sv *survey) planLeases() (fixes, held []leaseFix) {
 	n := len(sv.servers)
 	type key struct{ dc, w uint32 }
 	rows := make([]map[key]leaseRow, n) // per owner
@@ -314,27 +318,31 @@ func (sv *survey) planLeases() []leaseFix {
 			best[owner][k] = max(best[owner][k], c.Reserved)
 		}
 	}
-	var out []leaseFix
+	byLease := func(a, b leaseFix) int {
+		if a.datacenter != b.datacenter {
+			return int(a.datacenter) - int(b.datacenter)
+		}
+		return int(a.worker) - int(b.worker)
+	}
 	for owner := range n {
-		var fixes []leaseFix
+		var f, h []leaseFix
 		for k, c := range best[owner] {
 			r, ok := rows[owner][k]
 			switch {
 			case !ok:
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, 0, c, false})
-			case r.Expired && r.Reserved < c:
-				fixes = append(fixes, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
+				f = append(f, leaseFix{owner, k.dc, k.w, 0, c, false})
+			case r.Reserved >= c:
+			case r.Expired:
+				f = append(f, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
+			default:
+				h = append(h, leaseFix{owner, k.dc, k.w, r.Reserved, c, true})
 			}
 		}
-		slices.SortFunc(fixes, func(a, b leaseFix) int {
-			if a.datacenter != b.datacenter {
-				return int(a.datacenter) - int(b.datacenter)
-			}
-			return int(a.worker) - int(b.worker)
-		})
-		out = append(out, fixes...)
+		slices.SortFunc(f, byLease)
+		slices.SortFunc(h, byLease)
+		fixes, held = append(fixes, f...), append(held, h...)
 	}
-	return out
+	return fixes, held
 }
 
 // releasedAfter reports whether lease row r was released by the holder
