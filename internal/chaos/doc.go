@@ -143,7 +143,10 @@
 // leaves counts in the fault's window even as it drains after; the steady
 // load is every other request. Beside ticketd, the control: the bare
 // fasthttp server (cmd/bare, Config.Bare) under the load of one ticketd's
-// /v1/id clients from the same harness, for the whole run. The report gives,
+// /v1/id clients from the same harness, for the whole run; what the harness
+// does to one ticketd it does to the control at the same time (the junk
+// step's junk; while a ticketd drains, a new connection for every request).
+// The report gives,
 // per window, the p50, p99, p99.9, p99.99 and max of both, the window's
 // p99.99 over the steady one's, and whether a window over twice the steady
 // p99.99 shows it on the control too (the machine: a server restarting,

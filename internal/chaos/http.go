@@ -16,10 +16,13 @@ import (
 // that nothing retries a request behind our back and every failure is seen.
 type conn struct {
 	addr string
-	c    net.Conn
-	br   *bufio.Reader
-	req  []byte
-	body []byte
+	// closeEach: every request says Connection: close, so that each one is
+	// sent on a new connection (the control's while a ticketd drains: tail.go).
+	closeEach bool
+	c         net.Conn
+	br        *bufio.Reader
+	req       []byte
+	body      []byte
 }
 
 // response is one parsed answer; body aliases the connection's buffer until
@@ -50,7 +53,11 @@ func (c *conn) get(path string, deadline time.Time) (response, error) {
 		}
 	}
 	_ = c.c.SetDeadline(deadline)
-	c.req = append(append(append(c.req[:0], "GET "...), path...), " HTTP/1.1\r\nHost: chaos\r\n\r\n"...)
+	c.req = append(append(append(c.req[:0], "GET "...), path...), " HTTP/1.1\r\nHost: chaos\r\n"...)
+	if c.closeEach {
+		c.req = append(c.req, "Connection: close\r\n"...)
+	}
+	c.req = append(c.req, "\r\n"...)
 	if _, err := c.c.Write(c.req); err != nil {
 		c.close()
 		return response{}, err

@@ -283,6 +283,10 @@ func (r *run) stop(in *instance, kill bool) stopResult {
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
+	} else {
+		// Its drain: the control's clients reconnect for every request too
+		// until it has exited (tail.go).
+		r.tail.draining.Add(1)
 	}
 	_ = in.cmd.Process.Signal(sig)
 	var res stopResult
@@ -292,6 +296,9 @@ func (r *run) stop(in *instance, kill bool) stopResult {
 		res.timedOut = true
 		_ = in.cmd.Process.Kill()
 		<-in.done
+	}
+	if !kill {
+		r.tail.draining.Add(-1)
 	}
 	res.took = time.Since(begin)
 	res.exitCode = in.cmd.ProcessState.ExitCode()

@@ -501,7 +501,15 @@ func (r *run) stepJunk(n int) error {
 	r.mu.Lock()
 	seed := r.rng.Uint64()
 	r.mu.Unlock()
+	var mirror sync.WaitGroup
+	if r.tail.bareAddr != "" {
+		// The same junk at the control, at the same time: what it costs the
+		// machine shows in the window's control too (tail.go). What the
+		// control answers is not checked: it is not ticketd.
+		mirror.Go(func() { junk(r.tail.bareAddr, r.tm.junk, rand.New(rand.NewPCG(seed, 1))) })
+	}
 	j := junk(in.addr, r.tm.junk, rand.New(rand.NewPCG(seed, 1)))
+	mirror.Wait()
 	rec := &recorder{in: in, kind: kindJunk, ids: j.ids}
 	ready := false
 	if !in.exited() {

@@ -33,6 +33,13 @@ import (
 // ticket server restarting, a replica being built, junk being sent); one it
 // does not show is ticketd's.
 //
+// What the harness does to one ticketd it does to the control too, at the
+// same time, so that the control's row is the same window on bare fasthttp:
+// the junk step sends the control the same junk; and while a ticketd drains
+// (SIGTERM: each of its answers says Connection: close, so its clients send
+// every request on a new connection), the control's clients send Connection:
+// close on every request as well (tail.draining).
+//
 // Windows come from the events themselves: a step's first event's window
 // begins where the step began, each later one's where the one before ended
 // (run.event). A fault added to the schedule gets its row with nothing more
@@ -57,6 +64,10 @@ type tail struct {
 	bareDone chan struct{}
 	bareAddr string
 	stopped  atomic.Bool
+	// draining counts the ticketd stopping on SIGTERM: each of their answers
+	// says Connection: close until they exit, so their clients send every
+	// request on a new connection, and while any drains so do the control's.
+	draining atomic.Int32
 	clients  sync.WaitGroup
 	control  [][]sample // per control client; read once clients is done
 	failed   atomic.Int64
@@ -183,6 +194,7 @@ func (r *run) controlClient(out *[]sample, interval time.Duration) {
 	pace := newPacer(interval)
 	for !r.loadStopped.Load() && !r.tail.stopped.Load() {
 		due := pace.wait()
+		c.closeEach = r.tail.draining.Load() > 0
 		resp, err := c.get("/v1/id", time.Now().Add(requestTimeout))
 		end := time.Now()
 		at, or := pace.done(end)
