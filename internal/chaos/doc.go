@@ -149,8 +149,9 @@
 // The report gives,
 // per window, the p50, p99, p99.9, p99.99 and max of both, the window's
 // p99.99 over the steady one's, and whether a window over twice the steady
-// p99.99 shows it on the control too (the machine: a server restarting,
-// processes starting, junk being sent) or not (ticketd). Those are figures,
+// p99.99 shows it on the control too, with ticketd's within twice the
+// control's (the machine: a server restarting, processes starting, junk
+// being sent, a connection for every request) or not (ticketd). Those are figures,
 // not checks: how fast the machine is is no invariant (tail.go).
 //
 // # Checks

@@ -271,7 +271,8 @@ type TailWindow struct {
 	SlowestAt time.Duration
 	// Verdict, for a fault's window: within tailFactor × the steady p99.99,
 	// or over it and whether the control was too (the machine) or not
-	// (ticketd).
+	// (ticketd); the machine only while ticketd's is within tailFactor × the
+	// control's of the same window.
 	Verdict string
 }
 
@@ -280,6 +281,7 @@ const (
 	verdictWithin    = "within"
 	verdictMachine   = "over, and so is the control: the machine"
 	verdictTicketd   = "OVER, the control not: ticketd"
+	verdictBeyond    = "OVER, and over twice the control's: ticketd"
 	verdictNoControl = "over (no control)"
 	verdictEmpty     = "no request"
 )
@@ -356,10 +358,14 @@ func verdict(w, steady TailWindow) string {
 		return verdictWithin
 	case w.Bare.N == 0 || steady.Bare.N == 0:
 		return verdictNoControl
-	case float64(w.Bare.P9999) > tailFactor*float64(steady.Bare.P9999):
-		return verdictMachine
-	default:
+	case float64(w.Bare.P9999) <= tailFactor*float64(steady.Bare.P9999):
 		return verdictTicketd
+	case float64(w.ID.P9999) > tailFactor*float64(w.Bare.P9999):
+		// The control is over too, but ticketd is far beyond it in the same
+		// window: more than the machine.
+		return verdictBeyond
+	default:
+		return verdictMachine
 	}
 }
 
@@ -385,7 +391,7 @@ func (r *run) addTail(res *Result, recs []*recorder) {
 			res.Notes = append(res.Notes, fmt.Sprintf("tail: %s at +%s (%s): p99.99 %s ms against %s ms steady; the slowest request, %s ms, at +%s on %s",
 				w.Fault, w.Begin.Round(100*time.Millisecond), w.Verdict, ms(w.ID.P9999), ms(steady.ID.P9999), ms(w.ID.Max), w.SlowestAt.Round(time.Millisecond), w.Slowest))
 		}
-		if w.Verdict == verdictTicketd {
+		if w.Verdict == verdictTicketd || w.Verdict == verdictBeyond {
 			ticketd++
 		}
 	}

@@ -180,3 +180,31 @@ func TestControlCountsFailures(t *testing.T) {
 		t.Errorf("the failures were not said: %q", r.tail.errors)
 	}
 }
+
+// TestVerdict: a window over twice the steady p99.99 is the machine's only
+// when the control's is over twice its own steady p99.99 too, and ticketd's
+// is within twice the control's in the same window.
+func TestVerdict(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	lat := func(n int, p9999 float64) Latencies { return Latencies{N: n, P9999: ms(p9999)} }
+	steady := TailWindow{ID: lat(1000, 10), Bare: lat(1000, 8)}
+	for _, tt := range []struct {
+		name     string
+		id, bare Latencies
+		want     string
+	}{
+		{"no request", lat(0, 0), lat(10, 5), verdictEmpty},
+		{"within twice steady", lat(100, 20), lat(100, 100), verdictWithin},
+		{"over, control within", lat(100, 21), lat(100, 16), verdictTicketd},
+		{"over, control over as much", lat(100, 400), lat(100, 380), verdictMachine},
+		{"over, at twice the control's", lat(100, 100), lat(100, 50), verdictMachine},
+		{"over, beyond twice the control's", lat(100, 101), lat(100, 50), verdictBeyond},
+		{"over, no control", lat(100, 50), lat(0, 0), verdictNoControl},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := verdict(TailWindow{ID: tt.id, Bare: tt.bare}, steady); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
