@@ -287,10 +287,13 @@ type leaseFix struct {
 // copy of it on the other servers: rows rewound by a restore of their owner.
 // Rows held right now are left alone (their holder renews them, and a renewal
 // of a rewound row fails): those behind their copies come back as held. A
-// live lease's row is never behind its copies (a holder writes its copies
-// after its row, and the survey reads copies before rows), so a held row
-// behind one was rewound too, by a restore or promotion younger than a lease
-// TTL: it expires within one, and a repair run then raises it.
+// live lease's row is not behind its copies (a holder writes its copies
+// after its row, acquires above the copies it can read, and the survey reads
+// copies before rows), so a held row behind one was rewound too, by a restore
+// or promotion younger than a lease TTL: it expires within one, and a repair
+// run then raises it. (The exception: a copy higher than the row on a server
+// that was out of rotation when the lease was acquired; the holder's renewals
+// pass it.)
 func (sv *survey) planLeases() (fixes, held []leaseFix) {
 	n := len(sv.servers)
 	type key struct{ dc, w uint32 }
