@@ -74,12 +74,16 @@ func (l *pathLoad) wait(t *testing.T, n int64) {
 
 // TestE2EPasswordRotation: the ticketd account's password changes on both
 // real servers while ticketd serves IDs and tickets (each ticket a
-// statement on a server). First as the DBA does it: ALTER USER on
-// both, the password file rewritten, SIGHUP. Then without SIGHUP: the file
-// rewritten, ALTER USER on both; ticketd reads the file again when a server
-// refuses the old password. Each time the idle sessions are dropped (one
-// server at a time), so ticketd must connect anew. Leases keep renewing, no
-// lease is lost, and no request fails.
+// statement on a server), in the order docs/dba.md gives: the password file
+// first, then ALTER USER on every server. First with SIGHUP: the file
+// rewritten, SIGHUP, new connections made before the servers change (they
+// get in with the password before the latest change), then ALTER USER on
+// both. Then without SIGHUP: the file rewritten, ALTER USER on both; ticketd
+// reads the file again when a server refuses the old password. Each time
+// the idle sessions are dropped (one server at a time), so ticketd must
+// connect anew. Leases keep renewing, no lease is lost, and no request
+// fails. (The other order, ALTER USER before the file, is the one no client
+// can survive: a connection made in between has no password that gets in.)
 func TestE2EPasswordRotation(t *testing.T) {
 	p := mysqltest.StartPair(t)
 	pwFile := filepath.Join(t.TempDir(), "db.password")
@@ -112,16 +116,19 @@ func TestE2EPasswordRotation(t *testing.T) {
 	renewals := func() float64 { return d.metric("ticketd_lease_renewals_total") }
 	failures0 := d.metric("ticketd_lease_renew_failures_total")
 
-	// 1. ALTER USER on both servers, the file, SIGHUP.
+	// 1. The file, SIGHUP, new connections to servers not changed yet, then
+	// ALTER USER on both servers.
 	pw2 := p.Password + "-2"
-	for _, s := range p.Servers {
-		setPassword(t, s, p.User, pw2)
-	}
 	writePW(pw2)
 	d.cmd.Process.Signal(syscall.SIGHUP)
 	waitFor(t, "the password reloaded on SIGHUP", 10*time.Second, func() bool {
 		return strings.Contains(d.logs.String(), "database password reloaded")
 	})
+	dropAll()
+	tickets.wait(t, 100)
+	for _, s := range p.Servers {
+		setPassword(t, s, p.User, pw2)
+	}
 	dropAll()
 	r := renewals()
 	tickets.wait(t, 200)
