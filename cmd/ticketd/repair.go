@@ -90,7 +90,7 @@ func repairConfig(o repairOptions) (ticket.Config, error) {
 		// has no flag for it) above their marks; a repair that moves a
 		// counter less than twice that could leave it below one of them.
 		return cfg, usagef("repair: -margin %d is below %d: ticketd hands out tickets up to %d above their marks (docs/backups.md, \"The bound: what a restore can lose\"), "+
-			"so a restored server repaired with less could repeat them; give at least %d, or leave -margin out", o.margin, ticket.DefaultMargin, ticket.DefaultMargin/2, ticket.DefaultMargin)
+			"so a restored server repaired with less could repeat them; give at least %d, or leave -margin out", o.margin, ticket.DefaultMargin, ticket.Config{}.LeadFor(64), ticket.DefaultMargin)
 	}
 	return cfg, validateAdmin(&cfg, o.tls, "repair: -servers/-database/-user/-margin/-call-timeout")
 }

@@ -115,7 +115,7 @@ func (b *Book) Lead(m *Counter) uint64 {
 	if bits != 64 {
 		bits = 32
 	}
-	return b.cfg.MarginFor(bits) / 2
+	return b.cfg.LeadFor(bits)
 }
 
 // Cover returns once the tickets of a statement that took tickets of m on

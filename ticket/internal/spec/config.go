@@ -378,6 +378,12 @@ func (c Config) ClaimBound(name string) int64 {
 	return c.ClaimMaxValues
 }
 
+// LeadFor is the lead of a table of the given width: how far above its mark
+// on another server a ticket may go to a caller, half its margin (package
+// marks, cover.go), so that a repair by the margin passes every ticket
+// handed out by twice the lead.
+func (c Config) LeadFor(bits int) uint64 { return c.MarginFor(bits) / 2 }
+
 // MarginFor is the margin of a table of the given width.
 func (c Config) MarginFor(bits int) uint64 {
 	switch {
