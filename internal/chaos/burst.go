@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"ticketd/ticket/dba/rewind"
 )
 
 // stepRestoreBurst is the fault that found issue 43: a ticket server backed
@@ -120,7 +122,7 @@ func (r *run) stepRestoreBurst(n int) error {
 		return err
 	}
 	outcome = append(outcome, fmt.Sprintf("%s restarted as %s in %s", s.name, s.in.describe(), time.Since(begin).Round(time.Millisecond)))
-	if strings.Contains(firstRepair, heldNote) {
+	if strings.Contains(firstRepair, rewind.RunAgainNote) {
 		// The backup is seconds old: lease rows it rewound still looked held,
 		// and repair said to run it again once a lease TTL has passed
 		// (docs/backups.md). Then it must raise them.
@@ -131,7 +133,7 @@ func (r *run) stepRestoreBurst(n int) error {
 		switch {
 		case err != nil:
 			r.breakf("%s: ticketd repair, run again: %v", fault, err)
-		case strings.Contains(report, heldNote):
+		case strings.Contains(report, rewind.RunAgainNote):
 			r.breakf("%s: ticketd repair, run again a lease TTL after the restore, still finds held rows behind their copies:\n%s", fault, report)
 		default:
 			outcome = append(outcome, fmt.Sprintf("ticketd repair run again a lease TTL after the restore, as it said: %d changes", changes(report)))
@@ -181,7 +183,3 @@ func (r *run) markFor(i int, key string) (uint64, error) {
 	}
 	return best, nil
 }
-
-// heldNote is what ticketd repair says of a lease row behind its copy that
-// still looks held: run it again once a lease TTL has passed.
-const heldNote = "run ticketd repair again once -lease-ttl has passed"

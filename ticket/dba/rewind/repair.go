@@ -85,6 +85,10 @@ func Rewinds(ctx context.Context, cfg spec.Config) ([][]marks.Rewind, error) {
 	return out, nil
 }
 
+// RunAgainNote ends the note on a lease row behind its copy that still looks
+// held: what to do about it.
+const RunAgainNote = "run ticketd repair again once -lease-ttl has passed"
+
 // RepairReport is what Repair did.
 type RepairReport struct {
 	Changes []RepairChange
@@ -226,7 +230,7 @@ func RepairWith(ctx context.Context, cfg spec.Config, o Options) (RepairReport, 
 	for _, f := range held {
 		sv.note(f.owner, fmt.Sprintf("%s.worker_leases datacenter %d worker %d: reserved_until_ms %d is behind its copy on the other servers (%d) "+
 			"but the row still looks held, so it was not raised: a restore or promotion rewound it less than a lease TTL ago "+
-			"(its copies keep the worker ID safe meanwhile); run ticketd repair again once -lease-ttl has passed",
+			"(its copies keep the worker ID safe meanwhile); "+RunAgainNote,
 			cfg.Database, f.datacenter, f.worker, f.from, f.to))
 	}
 	for _, f := range fixes {
